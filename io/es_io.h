@@ -1,0 +1,130 @@
+/*
+ * es_io.h - sources and sinks: PNG (libpng), .npy, statistics files, atomic file
+ * replacement, and video/stdin/stdout through FFmpeg's libraries. Nothing here knows about
+ * GPUs or threads; every function returns an es_status and writes a one-line message
+ * ("what went wrong", without the file name: the caller prefixes it) into msg.
+ */
+#ifndef ES_IO_H
+#define ES_IO_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "entropy_stream.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- Atomic outputs: write to a temporary name in the same directory, rename at the end. */
+typedef struct es_atomic {
+  char *final_path; /* owned */
+  char *tmp_path;   /* owned */
+  FILE *fp;         /* open for writing on tmp_path */
+} es_atomic;
+/* overwrite: 0 = ES_ERR_OUTPUT if final_path exists ("exists (use -y to overwrite)"). */
+int es_atomic_open(es_atomic *a, const char *final_path, int overwrite, char *msg, size_t len);
+/* fflush + fsync-free close + rename; on any failure unlinks the temporary, ES_ERR_OUTPUT. */
+int es_atomic_commit(es_atomic *a, char *msg, size_t len);
+/* Closes and unlinks the temporary. Safe on a zeroed or committed struct. */
+void es_atomic_abort(es_atomic *a);
+
+/* ---- PNG in. */
+typedef struct es_png_info {
+  int width, height;
+  int bit_depth;  /* as stored: 1, 2, 4, 8, 16 */
+  int color_type; /* PNG_COLOR_TYPE_* */
+  int interlaced;
+} es_png_info;
+/* Reads a PNG into a newly malloc'd grey image of depth 8 or 16 (SPEC section 1 luma rule).
+ * Dimensions are checked against max_pixels (and for overflow) before any allocation.
+ * *data is owned by the caller (free()); img->data points into it. info may be NULL. */
+int es_png_read(const char *path, int64_t max_pixels, es_image *img, void **data,
+                es_png_info *info, char *msg, size_t len);
+/* The same from memory (for tests and stdin). */
+int es_png_read_mem(const void *buf, size_t size, int64_t max_pixels, es_image *img,
+                    void **data, es_png_info *info, char *msg, size_t len);
+
+/* ---- PNG out: plane 0 of a rendering in ES_PIX_RGB24, ES_PIX_GRAY8 or ES_PIX_GRAY16,
+ * written atomically. */
+int es_png_write(const char *path, int overwrite, int width, int height, int pixfmt,
+                 const uint8_t *data, size_t stride, char *msg, size_t len);
+
+/* ---- .npy out: float32, little-endian, C order. */
+int es_npy_write(const char *path, int overwrite, int width, int height, const float *map,
+                 size_t stride, char *msg, size_t len);
+/* Streaming [T, H, W]: header rewritten with the final T at close (seekable files only). */
+typedef struct es_npy_stream es_npy_stream;
+int es_npy_stream_open(es_npy_stream **out, const char *path, int overwrite, int width,
+                       int height, char *msg, size_t len);
+int es_npy_stream_write(es_npy_stream *s, const float *map, size_t stride, char *msg,
+                        size_t len);
+int es_npy_stream_close(es_npy_stream **s, int commit, char *msg, size_t len);
+
+/* ---- Statistics records (CSV with a header line, or JSON lines). path "-" = stdout CSV. */
+typedef struct es_stats_writer es_stats_writer;
+int es_stats_writer_open(es_stats_writer **out, const char *path, int overwrite, int bins,
+                         char *msg, size_t len);
+/* name: file name (batch) or NULL (video: the index is used); pts_seconds NAN if unknown. */
+int es_stats_writer_add(es_stats_writer *w, const char *name, int64_t index,
+                        double pts_seconds, int width, int height, const es_stats *st,
+                        char *msg, size_t len);
+int es_stats_writer_close(es_stats_writer **w, int commit, char *msg, size_t len);
+
+/* ---- Video and streams in (libavformat/libavcodec/libswscale). Built only with FFmpeg;
+ * without it es_video_in_open returns ES_ERR_INPUT "built without FFmpeg". */
+typedef struct es_video_in es_video_in;
+typedef struct es_video_in_opts {
+  const char *raw;     /* "gray8:WxH[@fps]" / "gray16le:WxH[@fps]" for raw stdin, or NULL */
+  int64_t max_pixels;  /* frames larger than this are ES_ERR_INPUT */
+  int threads;         /* decoder threads, 0 = FFmpeg's choice */
+} es_video_in_opts;
+typedef struct es_video_info {
+  int width, height, depth; /* depth 8 or 16 of the grey plane delivered */
+  int fps_num, fps_den;     /* frame rate (25/1 if unknown) */
+  int tb_num, tb_den;       /* time base of pts */
+  int64_t frames;           /* estimate, 0 if unknown */
+} es_video_info;
+/* path "-" = standard input (y4m recognised by its header, or raw with opts->raw). */
+int es_video_in_open(es_video_in **out, const char *path, const es_video_in_opts *opts,
+                     es_video_info *info, char *msg, size_t len);
+/* Decodes the next frame and copies its grey plane (depth as info says) into dst.
+ * ES_ERR_EOF at the end; ES_ERR_INPUT for a fatal error (e.g. a short last raw frame:
+ * "frame N is short (got B of S bytes)"). Corrupt packets are skipped and counted. */
+int es_video_in_read(es_video_in *v, void *dst, size_t dst_stride, int64_t *pts,
+                     double *pts_seconds, char *msg, size_t len);
+int64_t es_video_in_corrupt(const es_video_in *v); /* packets/frames skipped */
+void es_video_in_close(es_video_in **v);
+
+/* ---- Video and streams out. */
+typedef struct es_video_out es_video_out;
+typedef struct es_video_out_opts {
+  int width, height;
+  int fps_num, fps_den, tb_num, tb_den; /* from the input */
+  int format;        /* what is written: ES_PIX_RGB24 (heat), ES_PIX_GRAY8, ES_PIX_GRAY16 */
+  int f32;           /* stdout only: raw little-endian float32 frames */
+  const char *codec; /* NULL: libx264 if present else mpeg4 */
+  int crf;           /* <0: encoder default */
+  const char *preset; /* NULL: encoder default */
+  int overwrite;
+} es_video_out_opts;
+/* path "-" = stdout YUV4MPEG2 (heat as 4:4:4, gray8 as mono) or raw f32; a path with a
+ * container extension = encoded video (written atomically: temp name, renamed at close). */
+int es_video_out_open(es_video_out **out, const char *path, const es_video_out_opts *opts,
+                      char *msg, size_t len);
+/* The es_pixfmt the writer wants rendered frames in (e.g. ES_PIX_YUV420P for libx264 at
+ * even sizes, ES_PIX_YUV444P at odd sizes or for y4m heat, ES_PIX_GRAY8 for mono), or
+ * ES_PIX_NONE when it wants the float map (f32). */
+int es_video_out_pixfmt(const es_video_out *v);
+int es_video_out_write(es_video_out *v, const es_planes *pix, const float *map,
+                       size_t map_stride, int64_t pts, char *msg, size_t len);
+/* Flushes the encoder, writes the trailer, renames into place (commit) or removes. */
+int es_video_out_close(es_video_out **v, int commit, char *msg, size_t len);
+
+/* "libpng 1.6.39; libavformat 59.27.100, libavcodec ..., libswscale ..." */
+int es_io_versions(char *buf, size_t len);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* ES_IO_H */

@@ -1,0 +1,5 @@
+/*
+ * npy.c - io (to be written)
+ * STUB: to be written.
+ */
+#include "es_io.h"

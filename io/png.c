@@ -1,0 +1,5 @@
+/*
+ * png.c - io (to be written)
+ * STUB: to be written.
+ */
+#include "es_io.h"

@@ -1,0 +1,4 @@
+/*
+ * video_in.c - video I/O through libav* (to be written).
+ */
+#include "es_io.h"

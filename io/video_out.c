@@ -1,0 +1,4 @@
+/*
+ * video_out.c - video I/O through libav* (to be written).
+ */
+#include "es_io.h"

@@ -1,0 +1,5 @@
+/*
+ * video_stub.c - io (to be written)
+ * STUB: to be written.
+ */
+#include "es_io.h"

@@ -1,0 +1,68 @@
+/*
+ * es_gpu.h - C interface of the CUDA engine (kernels/*.cu, extern "C").
+ * When the project is built without CUDA, kernels/gpu_stub.c provides these functions:
+ * es_gpu_device_count() returns 0 and everything else ES_ERR_DEVICE.
+ *
+ * Threading: an es_gpu_worker belongs to one host thread at a time. Several workers may
+ * share a device (each has its own CUDA stream(s) and buffers), which is how copies of one
+ * frame overlap the kernel of another.
+ */
+#ifndef ES_GPU_H
+#define ES_GPU_H
+
+#include <stddef.h>
+
+#include "es_kernels.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* 1 when the library was built with CUDA. */
+int es_gpu_built(void);
+/* Number of visible CUDA devices; 0 when none (or no driver, or built without CUDA). */
+int es_gpu_device_count(void);
+/* One line: "GPU 0: NVIDIA H100 80GB HBM3, 132 SMs, 79.1 GiB, cc 9.0". */
+int es_gpu_describe(int device, char *buf, size_t len);
+/* "CUDA runtime 13.0, driver 13.0" or "CUDA: not built". */
+int es_gpu_versions(char *buf, size_t len);
+
+/* Page-locked host memory (falls back to malloc when pinning fails or without CUDA). */
+void *es_gpu_host_alloc(size_t bytes);
+void es_gpu_host_free(void *p);
+
+typedef struct es_gpu_worker es_gpu_worker;
+
+/* Creates a worker on `device`: stream(s), events, tables uploaded, and a first warm-up
+ * launch, so later calls pay no start-up cost. Device buffers grow on demand and are then
+ * reused. msg gets a one-line reason on failure. */
+int es_gpu_worker_create(es_gpu_worker **out, int device, char *msg, size_t msglen);
+void es_gpu_worker_destroy(es_gpu_worker **w);
+int es_gpu_worker_device(const es_gpu_worker *w);
+
+/* Runs a job on the worker's device and waits for it: uploads job->in (pageable or pinned
+ * host memory), computes, and copies back only what the job asks for (map, stats,
+ * rendering). Large images are pipelined in row bands over >= 2 streams. Results are
+ * bit-identical to es_cpu_run. On a CUDA error returns ES_ERR_DEVICE with "GPU n: call:
+ * error" in msg; the worker remains usable if the device does. */
+int es_gpu_run(es_gpu_worker *w, const es_job *job, char *msg, size_t msglen);
+
+/* Runs one job split across n workers (one per device): rows split with halos of r rows,
+ * each device pipelining its own band; output identical to one device. */
+int es_gpu_run_multi(es_gpu_worker **ws, int n, const es_job *job, char *msg, size_t msglen);
+
+/* The naive baseline kernel (one thread a pixel, full window rescan, the study's v0),
+ * for entropy-bench: time of the kernel alone in *kernel_ms (CUDA events). */
+int es_gpu_naive(es_gpu_worker *w, const es_image *img, const es_params *p, float *out,
+                 size_t out_stride, float *kernel_ms, char *msg, size_t msglen);
+
+/* For entropy-bench: run the job's kernels only, on input already resident on the device
+ * from a previous es_gpu_run of the same size, `reps` times; per-rep device times (CUDA
+ * events) into ms[0..reps-1]. */
+int es_gpu_bench_kernel(es_gpu_worker *w, const es_job *job, int reps, float *ms, char *msg,
+                        size_t msglen);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* ES_GPU_H */

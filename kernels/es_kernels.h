@@ -1,0 +1,114 @@
+/*
+ * es_kernels.h - the math of entropy-stream: shared tables, window geometry, the job a
+ * compute engine runs, the plain double reference, the CPU engine (OpenMP) and rendering.
+ * Nothing here knows about files, queues or threads beyond OpenMP inside one call.
+ */
+#ifndef ES_KERNELS_H
+#define ES_KERNELS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "entropy_stream.h"
+#include "es_math.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Tables shared by every engine (built once per process, thread-safe, never freed):
+ *   flog[n]  = round(n * log2(n) * 2^32)   (uint64, n = 0..ES_NMAX, flog[0] = flog[1] = 0)
+ *   log2n[n] = log2(n)                      (double; log2n[0] = 0)
+ *   scale[n] = 2^-32 / n                    (double; scale[0] = 0)
+ * The GPU engine uploads these same arrays, which is what makes its results bit-identical. */
+typedef struct es_tables {
+  const uint64_t *flog;
+  const double *log2n;
+  const double *scale;
+} es_tables;
+const es_tables *es_tables_get(void);
+
+/* Window geometry: for dy = -r..r, the pixels dx = -hw[dy+r]..hw[dy+r] are in the window.
+ * Square: hw = r for every row; disk: hw = floor(sqrt(r*r - dy*dy)) (scikit-image's
+ * morphology.disk(r)). area = number of offsets. */
+typedef struct es_window {
+  int r;
+  int area;
+  int hw[ES_WINDOW_MAX];
+} es_window;
+void es_window_make(es_window *w, int window, int shape);
+
+/* The output unit factor: 1 for bits, ln 2 for nats. */
+double es_out_scale(int base);
+
+/* A compute job: one grey image in, any of map / stats / rendering out. The CPU engine and
+ * each GPU engine take the same job. Pointers set to NULL are not produced. */
+typedef struct es_job {
+  es_image in;
+  es_params params;
+  float *map;          /* float32 [height][map_stride] or NULL */
+  size_t map_stride;   /* floats */
+  es_stats *stats;     /* or NULL */
+  int stats_bins;      /* 1..ES_STATS_MAX_BINS when stats != NULL */
+  es_render render;    /* render.format == ES_PIX_NONE: no rendering */
+  es_planes pix;       /* destination planes of the rendering */
+} es_job;
+
+/* Checks a job (parameters against the input depth, sizes, pointers). ES_OK or
+ * ES_ERR_USAGE with a message. */
+int es_job_check(const es_job *job, char *msg, size_t msglen);
+
+/* The plain double-precision reference: direct counting of every window, double logs.
+ * out is width*height doubles (row-major, no padding). Slow; for tests. */
+int es_ref_entropy(const es_image *img, const es_params *p, double *out);
+/* Reference statistics from a reference map (double) and the image: mean, std, min, max,
+ * global entropy, histogram of the map's float32 rounding. */
+int es_ref_stats(const es_image *img, const es_params *p, const double *map, int bins,
+                 es_stats *stats);
+
+/* The CPU engine: OpenMP over row bands, sliding histograms, exact fixed-point S.
+ * threads <= 0: all cores. Results (map, stats min/max/hist/global entropy, rendering)
+ * do not depend on the thread count, bit for bit; mean/std are summed per row, then rows in
+ * order, so they do not either. */
+int es_cpu_run(const es_job *job, int threads, char *msg, size_t msglen);
+
+/* The study's baseline (one pixel at a time, full window rescan, double logs), for
+ * entropy-bench's baseline row. Same output as the engine within float rounding. */
+int es_cpu_naive(const es_image *img, const es_params *p, float *out, size_t out_stride);
+
+/* Statistics helpers shared by engines: turn partial sums into es_stats fields. */
+typedef struct es_stats_acc {
+  double sum, sumsq; /* of H */
+  float min, max;
+  int64_t count;
+} es_stats_acc;
+/* Global entropy (bits) of a level histogram of `levels` bins over `total` samples. */
+double es_global_entropy(const uint64_t *level_hist, int levels, int64_t total);
+/* Bin scale for es_stats_bin: bins / hmax, 0 if hmax == 0. */
+double es_stats_binscale(const es_params *p, int bins);
+
+/* Colormaps: 256 RGB triples (uint8), for enum es_colormap. NULL for an unknown id. */
+const uint8_t *es_colormap_lut(int colormap);
+/* Name <-> id ("inferno", ...). -1 when unknown. */
+int es_colormap_from_name(const char *name);
+const char *es_colormap_name(int colormap);
+
+/* Renders a finished float map on the CPU into the planes (the GPU does the same on the
+ * device with the same es_math.h functions). lo/inv as es_render_index8 says; `src` is the
+ * source image (for overlays). */
+void es_render_range(const es_params *p, const es_render *r, float min, float max, double *lo,
+                     double *inv);
+int es_cpu_render(const float *map, size_t map_stride, const es_image *src,
+                  const es_params *p, const es_render *r, float min, float max,
+                  const es_planes *pix, int threads);
+
+/* Byte size of plane i of a rendering of w x h in format fmt, with the tight stride
+ * es_pix_stride gives. */
+size_t es_pix_stride(int fmt, int plane, int w);
+int es_pix_planes(int fmt);
+int es_pix_plane_height(int fmt, int plane, int h);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* ES_KERNELS_H */

@@ -1,0 +1,198 @@
+/*
+ * tables.c - the tables every engine shares (f(n) = n log2 n in 2^32 fixed point, log2 n,
+ * 2^-32 / n), window geometry, and small helpers on parameters, statistics and pixel
+ * formats. The tables are built once per process; the GPU engine uploads these arrays.
+ */
+#include <math.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "es_kernels.h"
+
+static uint64_t g_flog[ES_NMAX + 1];
+static double g_log2n[ES_NMAX + 1];
+static double g_scale[ES_NMAX + 1];
+static es_tables g_tables;
+static pthread_once_t g_once = PTHREAD_ONCE_INIT;
+
+static void tables_build(void) {
+  g_flog[0] = 0;
+  g_log2n[0] = 0.0;
+  g_scale[0] = 0.0;
+  for (int n = 1; n <= ES_NMAX; n++) {
+    /* n log2 n * 2^32 < 65025 * 16 * 2^32 < 2^53: llround of the double is exact enough and
+     * the same on every machine that has a correctly rounded log2 (glibc's is). */
+    double l = log2((double)n);
+    g_flog[n] = (uint64_t)llround(ldexp((double)n * l, ES_FIX_SHIFT));
+    g_log2n[n] = l;
+    g_scale[n] = ldexp(1.0, -ES_FIX_SHIFT) / (double)n;
+  }
+  g_tables.flog = g_flog;
+  g_tables.log2n = g_log2n;
+  g_tables.scale = g_scale;
+}
+
+const es_tables *es_tables_get(void) {
+  pthread_once(&g_once, tables_build);
+  return &g_tables;
+}
+
+void es_window_make(es_window *w, int window, int shape) {
+  int r = (window - 1) / 2;
+  w->r = r;
+  w->area = 0;
+  for (int dy = -r; dy <= r; dy++) {
+    int hw = r;
+    if (shape == ES_SHAPE_DISK) {
+      hw = 0;
+      while ((hw + 1) * (hw + 1) + dy * dy <= r * r) hw++;
+    }
+    w->hw[dy + r] = hw;
+    w->area += 2 * hw + 1;
+  }
+}
+
+double es_out_scale(int base) { return base == ES_BASE_E ? M_LN2 : 1.0; }
+
+void es_params_default(es_params *p) {
+  p->window = 5;
+  p->shape = ES_SHAPE_SQUARE;
+  p->border = ES_BORDER_CLIP;
+  p->levels = 16;
+  p->base = ES_BASE_2;
+}
+
+int es_params_check(const es_params *p, int depth, char *msg, size_t msglen) {
+  char tmp[8];
+  if (!msg) {
+    msg = tmp;
+    msglen = sizeof tmp;
+  }
+  if (p->window < 1 || p->window > ES_WINDOW_MAX || p->window % 2 == 0) {
+    snprintf(msg, msglen, "--window %d: must be odd, 1..%d", p->window, ES_WINDOW_MAX);
+    return ES_ERR_USAGE;
+  }
+  if (p->shape != ES_SHAPE_SQUARE && p->shape != ES_SHAPE_DISK) {
+    snprintf(msg, msglen, "--shape: must be square or disk");
+    return ES_ERR_USAGE;
+  }
+  if (p->border != ES_BORDER_CLIP && p->border != ES_BORDER_REFLECT) {
+    snprintf(msg, msglen, "--border: must be clip or reflect");
+    return ES_ERR_USAGE;
+  }
+  if (p->base != ES_BASE_2 && p->base != ES_BASE_E) {
+    snprintf(msg, msglen, "--base: must be 2 or e");
+    return ES_ERR_USAGE;
+  }
+  if (depth != 8 && depth != 16) {
+    snprintf(msg, msglen, "bit depth %d: must be 8 or 16", depth);
+    return ES_ERR_USAGE;
+  }
+  int lmax = depth == 8 ? 256 : 65536;
+  if (p->levels < 2 || p->levels > lmax) {
+    snprintf(msg, msglen, "--levels %d: must be 2..%d for %d-bit input", p->levels, lmax,
+             depth);
+    return ES_ERR_USAGE;
+  }
+  return ES_OK;
+}
+
+double es_params_hmax(const es_params *p) {
+  es_window w;
+  es_window_make(&w, p->window, p->shape);
+  int m = w.area < p->levels ? w.area : p->levels;
+  return log2((double)m) * es_out_scale(p->base);
+}
+
+double es_stats_binscale(const es_params *p, int bins) {
+  double hmax = es_params_hmax(p);
+  return hmax > 0.0 ? (double)bins / hmax : 0.0;
+}
+
+double es_global_entropy(const uint64_t *level_hist, int levels, int64_t total) {
+  if (total <= 0) return 0.0;
+  double s = 0.0;
+  for (int k = 0; k < levels; k++) {
+    if (level_hist[k]) s += (double)level_hist[k] * log2((double)level_hist[k]);
+  }
+  double h = log2((double)total) - s / (double)total;
+  return h > 0.0 ? h : 0.0;
+}
+
+void es_render_default(es_render *r) {
+  r->format = ES_PIX_RGB24;
+  r->colormap = ES_CMAP_INFERNO;
+  r->range_auto = 0;
+  r->overlay = 0.0f;
+}
+
+int es_pix_planes(int fmt) {
+  switch (fmt) {
+  case ES_PIX_RGB24:
+  case ES_PIX_GRAY8:
+  case ES_PIX_GRAY16: return 1;
+  case ES_PIX_YUV444P:
+  case ES_PIX_YUV420P: return 3;
+  default: return 0;
+  }
+}
+
+size_t es_pix_stride(int fmt, int plane, int w) {
+  switch (fmt) {
+  case ES_PIX_RGB24: return (size_t)w * 3;
+  case ES_PIX_GRAY8: return (size_t)w;
+  case ES_PIX_GRAY16: return (size_t)w * 2;
+  case ES_PIX_YUV444P: return (size_t)w;
+  case ES_PIX_YUV420P: return plane == 0 ? (size_t)w : (size_t)(w + 1) / 2;
+  default: return 0;
+  }
+}
+
+int es_pix_plane_height(int fmt, int plane, int h) {
+  if (fmt == ES_PIX_YUV420P && plane > 0) return (h + 1) / 2;
+  return h;
+}
+
+int es_job_check(const es_job *job, char *msg, size_t msglen) {
+  int rc = es_params_check(&job->params, job->in.depth, msg, msglen);
+  if (rc) return rc;
+  if (!job->in.data || job->in.width < 1 || job->in.height < 1) {
+    snprintf(msg, msglen, "empty image");
+    return ES_ERR_USAGE;
+  }
+  size_t bps = job->in.depth == 16 ? 2 : 1;
+  if (job->in.stride < (size_t)job->in.width * bps) {
+    snprintf(msg, msglen, "image stride %zu shorter than a row", job->in.stride);
+    return ES_ERR_USAGE;
+  }
+  if (job->map && job->map_stride < (size_t)job->in.width) {
+    snprintf(msg, msglen, "map stride %zu shorter than a row", job->map_stride);
+    return ES_ERR_USAGE;
+  }
+  if (job->stats && (job->stats_bins < 1 || job->stats_bins > ES_STATS_MAX_BINS)) {
+    snprintf(msg, msglen, "--stats-bins %d: must be 1..%d", job->stats_bins,
+             ES_STATS_MAX_BINS);
+    return ES_ERR_USAGE;
+  }
+  if (job->render.format != ES_PIX_NONE) {
+    if (job->render.format < ES_PIX_RGB24 || job->render.format > ES_PIX_YUV420P ||
+        !es_colormap_lut(job->render.colormap)) {
+      snprintf(msg, msglen, "bad rendering format or colormap");
+      return ES_ERR_USAGE;
+    }
+    if (!(job->render.overlay >= 0.0f && job->render.overlay <= 1.0f)) {
+      snprintf(msg, msglen, "--overlay %g: must be 0..1", job->render.overlay);
+      return ES_ERR_USAGE;
+    }
+    for (int i = 0; i < es_pix_planes(job->render.format); i++) {
+      if (!job->pix.plane[i] ||
+          job->pix.stride[i] < es_pix_stride(job->render.format, i, job->in.width)) {
+        snprintf(msg, msglen, "rendering plane %d missing or too narrow", i);
+        return ES_ERR_USAGE;
+      }
+    }
+  }
+  return ES_OK;
+}

@@ -1,0 +1,209 @@
+/*
+ * entropy_stream.h - the one public header of libentropy-stream.
+ *
+ * Local Shannon entropy of images and video frames, on the CPU (OpenMP) and on every
+ * NVIDIA GPU (CUDA), with bit-identical results on both (see SPEC.md section 1).
+ *
+ * Conventions: every function returns an int status, ES_OK (0) or a negative es_status;
+ * a context keeps a one-line message for its last error (es_context_error). Destroy
+ * functions take the address of the pointer, accept NULL and set it to NULL.
+ */
+#ifndef ENTROPY_STREAM_H
+#define ENTROPY_STREAM_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define ES_VERSION_MAJOR 0
+#define ES_VERSION_MINOR 1
+#define ES_VERSION_PATCH 0
+#define ES_VERSION_STRING "0.1.0"
+
+/* Status codes. The numbers never change. */
+enum es_status {
+  ES_OK = 0,
+  ES_ERR_USAGE = -1,       /* a parameter is out of range; exit code 1 */
+  ES_ERR_INPUT = -2,       /* unreadable, corrupt, unsupported or too large input; exit 2 */
+  ES_ERR_OUTPUT = -3,      /* cannot create or write an output; exit 3 */
+  ES_ERR_DEVICE = -4,      /* a GPU failed and no fallback could finish; exit 4 */
+  ES_ERR_NOMEM = -5,       /* out of host memory; exit 4 */
+  ES_ERR_INTERRUPTED = -6, /* stopped by SIGINT/SIGTERM; exit 130 */
+  ES_ERR_EOF = -7,         /* flow: no more frames (not an error) */
+  ES_ERR_AGAIN = -8,       /* flow: try again later (not an error) */
+  ES_ERR_INTERNAL = -9     /* a bug; exit 4 */
+};
+
+/* A short constant description of a status code ("input error", ...). */
+const char *es_strerror(int status);
+/* The process exit code SPEC.md section 3 gives a status (0, 1, 2, 3, 4, 130). */
+int es_exit_code(int status);
+
+enum es_shape { ES_SHAPE_SQUARE = 0, ES_SHAPE_DISK = 1 };
+enum es_border { ES_BORDER_CLIP = 0, ES_BORDER_REFLECT = 1 };
+enum es_base { ES_BASE_2 = 0, ES_BASE_E = 1 };
+enum es_device { ES_DEVICE_AUTO = 0, ES_DEVICE_GPU = 1, ES_DEVICE_CPU = 2 };
+
+#define ES_WINDOW_MAX 255
+#define ES_STATS_MAX_BINS 1024
+#define ES_MAX_GPUS 64
+
+/* What is computed (SPEC.md section 1). */
+typedef struct es_params {
+  int window; /* K, odd, 1..255; default 5 */
+  int shape;  /* enum es_shape; default square */
+  int border; /* enum es_border; default clip */
+  int levels; /* L, 2..256 for 8-bit input, 2..65536 for 16-bit; default 16 */
+  int base;   /* enum es_base; default 2 (bits) */
+} es_params;
+
+/* Fills the defaults above. */
+void es_params_default(es_params *p);
+/* Checks p for input of bit depth `depth` (8 or 16). On ES_ERR_USAGE writes a one-line
+ * message naming the option and its allowed range into msg (may be NULL). */
+int es_params_check(const es_params *p, int depth, char *msg, size_t msglen);
+/* The largest value H can take: log2(min(|W|, L)) in the output unit (bits or nats). */
+double es_params_hmax(const es_params *p);
+
+/* A grey image in caller memory. Not owned. Samples are uint8_t (depth 8) or native-endian
+ * uint16_t (depth 16); rows are `stride` bytes apart. */
+typedef struct es_image {
+  const void *data;
+  int width;
+  int height;
+  size_t stride;
+  int depth;
+} es_image;
+
+/* Per-image statistics of H (SPEC.md section 2). */
+typedef struct es_stats {
+  int64_t count;         /* pixels */
+  double mean, std;      /* of H (population std) */
+  float min, max;        /* of H */
+  double global_entropy; /* entropy in bits of the image's quantized levels (FFmpeg's entropy filter) */
+  int bins;              /* histogram bins used (1..ES_STATS_MAX_BINS) */
+  uint64_t hist[ES_STATS_MAX_BINS]; /* counts of H in equal bins over [0, hmax] */
+} es_stats;
+
+/* Rendering of the map into pixels (colormap, grey, encoder planes). */
+enum es_colormap {
+  ES_CMAP_INFERNO = 0,
+  ES_CMAP_VIRIDIS = 1,
+  ES_CMAP_MAGMA = 2,
+  ES_CMAP_TURBO = 3,
+  ES_CMAP_GRAY = 4
+};
+enum es_pixfmt {
+  ES_PIX_NONE = 0,
+  ES_PIX_RGB24 = 1,   /* plane 0: interleaved R,G,B bytes */
+  ES_PIX_GRAY8 = 2,   /* plane 0: uint8 */
+  ES_PIX_GRAY16 = 3,  /* plane 0: native-endian uint16 */
+  ES_PIX_YUV444P = 4, /* planes 0,1,2: Y, U, V (BT.601 limited range), full resolution */
+  ES_PIX_YUV420P = 5  /* planes 0,1,2: Y full, U and V ceil(w/2) x ceil(h/2) */
+};
+typedef struct es_render {
+  int format;    /* enum es_pixfmt */
+  int colormap;  /* enum es_colormap; used by RGB24 and YUV formats */
+  int range_auto; /* 0: divide by hmax (fixed); 1: by each frame's min..max */
+  float overlay;  /* 0..1: blend weight of the heat over the source grey (0 = heat only) */
+} es_render;
+void es_render_default(es_render *r); /* RGB24, inferno, fixed, overlay 0 */
+
+/* Library-wide configuration of a context. */
+typedef struct es_config {
+  es_params params;
+  int device;           /* enum es_device; default auto */
+  int gpus[ES_MAX_GPUS]; /* device ordinals to use; ngpus == 0 means all visible */
+  int ngpus;
+  int64_t cpu_below;    /* frames with fewer pixels go to the CPU under auto; <0: default */
+  int threads;          /* CPU worker threads; 0 = all cores */
+  int stats_bins;       /* 1..ES_STATS_MAX_BINS; default 16 */
+  int queue;            /* frames in flight per stage (streaming); default 8 */
+  int verbose;          /* 0 quiet, 1 normal, 2 verbose (library messages to stderr) */
+} es_config;
+void es_config_default(es_config *c);
+
+typedef struct es_context es_context;
+
+/* Creates a context: checks the configuration, opens the GPUs asked for and warms them up
+ * (module load, tables, staging buffers). With device auto and no GPU, uses the CPU.
+ * With device gpu and no usable GPU returns ES_ERR_DEVICE. On failure *out is NULL and,
+ * where msg is not NULL, a one-line reason is written there. */
+int es_context_create(es_context **out, const es_config *cfg, char *msg, size_t msglen);
+void es_context_destroy(es_context **ctx);
+/* The message of the last error on this context ("" if none). Thread: the caller's. */
+const char *es_context_error(const es_context *ctx);
+/* Number of GPUs the context computes on (0 = CPU only). */
+int es_context_gpu_count(const es_context *ctx);
+/* The configuration in force (after defaults were filled in). */
+const es_config *es_context_config(const es_context *ctx);
+
+/* One-shot: local entropy of `img` into `out` (float32, img->height rows of out_stride
+ * floats; may be NULL), with statistics into `stats` (may be NULL) and a rendering into
+ * `pix` (may be NULL; planes/strides as es_pixfmt says). Chooses the device as the
+ * configuration says (a large image is split across all GPUs). Safe to call from several
+ * threads at once on one context. */
+typedef struct es_planes {
+  uint8_t *plane[3];
+  size_t stride[3]; /* bytes */
+} es_planes;
+int es_compute(es_context *ctx, const es_image *img, float *out, size_t out_stride,
+               es_stats *stats, const es_render *render, es_planes *pix);
+
+/* ---- Streaming: push frames in, pull results out in push order. ----
+ * The stream owns a fixed pool of frame buffers (cfg.queue frames, pinned when a GPU is
+ * used): the producer acquires one, fills `data`, pushes it; the consumer pulls results in
+ * order and releases each frame back to the pool. Memory is bounded by the pool. */
+typedef struct es_frame {
+  /* Set by the producer before es_stream_push. */
+  int width, height, depth; /* as in es_image */
+  size_t stride;            /* bytes between rows of data */
+  void *data;               /* owned by the stream; capacity set at acquire */
+  int64_t index;            /* frame number (the stream fills it in push order) */
+  int64_t pts;              /* presentation time in time_base units, or INT64_MIN */
+  double pts_seconds;       /* or NAN */
+  void *user;               /* producer's tag, passed through untouched */
+  /* Results, valid after es_stream_pull. */
+  int status;               /* ES_OK or the error of this frame */
+  float *map;               /* float32 map when the stream wants it, else NULL */
+  size_t map_stride;        /* floats */
+  es_planes pix;            /* rendering when the stream wants it */
+  es_stats stats;           /* when the stream wants stats */
+  int device;               /* -1: CPU, else the GPU ordinal that computed it */
+} es_frame;
+
+typedef struct es_stream_config {
+  int want_map;     /* copy the float32 map back */
+  int want_stats;   /* compute statistics */
+  es_render render; /* format ES_PIX_NONE: no rendering */
+  int max_width, max_height, depth; /* largest frame; buffers are sized for it */
+} es_stream_config;
+
+typedef struct es_stream es_stream;
+int es_stream_open(es_context *ctx, const es_stream_config *sc, es_stream **out);
+/* Blocks until a free frame buffer is available; returns ES_ERR_INTERRUPTED if the stream
+ * was aborted. */
+int es_stream_acquire(es_stream *s, es_frame **out);
+/* Hands a filled frame to the compute stage. */
+int es_stream_push(es_stream *s, es_frame *f);
+/* No more frames will be pushed. */
+int es_stream_finish(es_stream *s);
+/* Blocks for the next result in push order; ES_ERR_EOF once finished and drained. */
+int es_stream_pull(es_stream *s, es_frame **out);
+/* Gives a pulled frame back to the pool. */
+void es_stream_release(es_stream *s, es_frame *f);
+/* Wakes every blocked call with ES_ERR_INTERRUPTED (for a fatal error in another stage). */
+void es_stream_abort(es_stream *s);
+void es_stream_destroy(es_stream **s);
+
+/* Multi-line description: version, libpng, libav*, CUDA runtime and driver, GPUs, OpenMP
+ * threads. Returns the length written (like snprintf). */
+int es_version_info(char *buf, size_t len);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* ENTROPY_STREAM_H */
