@@ -82,6 +82,11 @@ typedef struct es_stats_acc {
   float min, max;
   int64_t count;
 } es_stats_acc;
+/* Fills count, mean, std (population: sqrt(max(0, sumsq/count - mean^2))), min, max and
+ * global_entropy (from level_hist) of st; the engine fills bins and hist itself. Every
+ * engine finishes its statistics through this one function. */
+void es_stats_finish(es_stats *st, const es_stats_acc *acc, const uint64_t *level_hist,
+                     int levels);
 /* Global entropy (bits) of a level histogram of `levels` bins over `total` samples. */
 double es_global_entropy(const uint64_t *level_hist, int levels, int64_t total);
 /* Bin scale for es_stats_bin: bins / hmax, 0 if hmax == 0. */

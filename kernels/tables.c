@@ -111,6 +111,22 @@ double es_stats_binscale(const es_params *p, int bins) {
   return hmax > 0.0 ? (double)bins / hmax : 0.0;
 }
 
+void es_stats_finish(es_stats *st, const es_stats_acc *acc, const uint64_t *level_hist,
+                     int levels) {
+  st->count = acc->count;
+  st->min = acc->min;
+  st->max = acc->max;
+  if (acc->count > 0) {
+    double n = (double)acc->count;
+    st->mean = acc->sum / n;
+    double var = acc->sumsq / n - st->mean * st->mean;
+    st->std = var > 0.0 ? sqrt(var) : 0.0;
+  } else {
+    st->mean = st->std = 0.0;
+  }
+  st->global_entropy = es_global_entropy(level_hist, levels, acc->count);
+}
+
 double es_global_entropy(const uint64_t *level_hist, int levels, int64_t total) {
   if (total <= 0) return 0.0;
   double s = 0.0;

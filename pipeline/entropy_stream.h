@@ -179,7 +179,9 @@ typedef struct es_stream_config {
   int want_map;     /* copy the float32 map back */
   int want_stats;   /* compute statistics */
   es_render render; /* format ES_PIX_NONE: no rendering */
-  int max_width, max_height, depth; /* largest frame; buffers are sized for it */
+  int max_width, max_height, depth; /* largest frame; buffers are sized for it up front.
+                                     * 0 x 0: buffers grow on demand (es_stream_reserve),
+                                     * e.g. for a batch of images of different sizes. */
 } es_stream_config;
 
 typedef struct es_stream es_stream;
@@ -187,6 +189,9 @@ int es_stream_open(es_context *ctx, const es_stream_config *sc, es_stream **out)
 /* Blocks until a free frame buffer is available; returns ES_ERR_INTERRUPTED if the stream
  * was aborted. */
 int es_stream_acquire(es_stream *s, es_frame **out);
+/* Makes sure an acquired frame can hold width x height samples of `depth` bits (grows its
+ * buffer if needed) and sets width, height, depth and a tight stride. */
+int es_stream_reserve(es_stream *s, es_frame *f, int width, int height, int depth);
 /* Hands a filled frame to the compute stage. */
 int es_stream_push(es_stream *s, es_frame *f);
 /* No more frames will be pushed. */
