@@ -62,6 +62,11 @@ int es_gpu_naive(es_gpu_worker *w, const es_image *img, const es_params *p, floa
 int es_gpu_bench_kernel(es_gpu_worker *w, const es_job *job, int reps, float *ms, char *msg,
                         size_t msglen);
 
+/* For entropy-bench: the PCIe floor in the same run: pinned host <-> device copies of
+ * `bytes` on `device`, best of a few repetitions, in GB/s (10^9 bytes/s). */
+int es_gpu_bench_pcie(int device, size_t bytes, float *h2d_gbs, float *d2h_gbs, char *msg,
+                      size_t msglen);
+
 #ifdef __cplusplus
 }
 #endif
