@@ -1,0 +1,21 @@
+#!/bin/bash
+# Installs what entropy-stream needs to build, run and test on Debian/Ubuntu (root or sudo).
+# CUDA is optional: where nvcc is present (e.g. /usr/local/cuda) the GPU engine is built too.
+set -euo pipefail
+SUDO=""
+if [ "$(id -u)" != 0 ]; then SUDO="sudo"; fi
+export DEBIAN_FRONTEND=noninteractive
+pkgs=(build-essential cmake ninja-build pkg-config git
+      libpng-dev libavformat-dev libavcodec-dev libswscale-dev libavutil-dev ffmpeg
+      python3 python3-numpy python3-skimage)
+missing=()
+for p in "${pkgs[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "install-deps: installing ${missing[*]}"
+  $SUDO apt-get update -qq
+  $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+else
+  echo "install-deps: everything is installed"
+fi
