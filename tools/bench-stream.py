@@ -1,0 +1,131 @@
+#!/usr/bin/env python3
+"""Streaming benchmark (issue: streaming pipeline): entropy-stream against plain ffmpeg on the
+same 1080p H.264 input, in one run, on the machine it runs on.
+
+  bench-stream.py --bin build/tools/entropy-stream --out DIR [--frames 600] [--gpus 0 0,1]
+
+Rows: heat H.264 encode vs `ffmpeg -i in.mp4 -c:v libx264 -preset P -f null -` (veryfast and
+ultrafast); --stats only vs `ffmpeg -i in.mp4 -f null -`; y4m 1080p grey on stdin, stats only
+(file redirected to stdin, and through a pipe); peak RSS for 600 and 6000 frames. Each time is
+the median of --reps runs; the correctness check beside it is the frame count of what was
+written (and, for stats, that every frame has a record). Writes DIR/stream.json."""
+import argparse
+import json
+import os
+import resource
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+
+
+def sh(cmd, **kw):
+    return subprocess.run(cmd, shell=True, check=True, **kw)
+
+
+def timed(cmd, reps):
+    ts = []
+    for _ in range(reps):
+        t0 = time.perf_counter()
+        p = subprocess.run(cmd, shell=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                           text=True)
+        ts.append(time.perf_counter() - t0)
+        if p.returncode != 0:
+            raise RuntimeError("%s -> %d: %s" % (cmd, p.returncode, p.stderr[-500:]))
+    return statistics.median(ts), ts
+
+
+def peak_rss_mb(cmd):
+    """Peak RSS of the entropy-stream process of a pipeline (wait4 on the last command)."""
+    p = subprocess.Popen(["bash", "-c", cmd + " & pid=$!; wait $pid"],
+                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    _, ru = os.wait4(p.pid, 0)[1:]
+    return ru.ru_maxrss / 1024.0
+
+
+def count_lines(path):
+    with open(path) as f:
+        return sum(1 for _ in f) - 1  # header
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--bin", required=True)
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--frames", type=int, default=600)
+    ap.add_argument("--reps", type=int, default=3)
+    ap.add_argument("--gpus", nargs="*", default=["0"])
+    ap.add_argument("--device", default="auto")
+    a = ap.parse_args()
+    os.makedirs(a.out, exist_ok=True)
+    tmp = "/dev/shm/es-bench" if os.path.isdir("/dev/shm") else os.path.join(a.out, "tmp")
+    os.makedirs(tmp, exist_ok=True)
+    es = os.path.abspath(a.bin)
+    res = {"frames": a.frames, "rows": []}
+    src = os.path.join(tmp, "in.mp4")
+    sh("ffmpeg -v error -y -f lavfi -i testsrc2=size=1920x1080:rate=30 -f lavfi "
+       "-i nullsrc=s=1920x1080 -filter_complex '[0:v]noise=alls=12:allf=t[v]' -map '[v]' "
+       "-frames:v %d -c:v libx264 -preset veryfast -pix_fmt yuv420p %s" % (a.frames, src))
+    y4m = os.path.join(tmp, "in.y4m")
+    sh("ffmpeg -v error -y -i %s -pix_fmt gray -f yuv4mpegpipe %s" % (src, y4m))
+    nproc = os.cpu_count()
+    res["cores"] = nproc
+
+    def row(name, cmd, base_fps=None, check=None):
+        med, ts = timed(cmd, a.reps)
+        fps = a.frames / med
+        r = {"case": name, "cmd": cmd, "median_s": med, "runs_s": ts, "fps": fps}
+        if base_fps:
+            r["ratio_vs_ffmpeg"] = fps / base_fps
+        if check:
+            r["check"] = check()
+        res["rows"].append(r)
+        print("%-48s %8.3f s %8.1f fps %s %s" % (name, med, fps,
+              ("%.2fx ffmpeg" % r["ratio_vs_ffmpeg"]) if base_fps else "",
+              r.get("check", "")), flush=True)
+        return fps
+
+    def probe_frames(path):
+        out = subprocess.run("ffprobe -v error -count_frames -select_streams v:0 -show_entries "
+                             "stream=nb_read_frames -of csv=p=0 " + path, shell=True,
+                             capture_output=True, text=True).stdout.strip()
+        return "frames written %s of %d" % (out, a.frames)
+
+    heat = os.path.join(tmp, "heat.mp4")
+    stats = os.path.join(tmp, "s.csv")
+    for preset in ("veryfast", "ultrafast"):
+        base = row("ffmpeg transcode libx264 %s" % preset,
+                   "ffmpeg -v error -i %s -c:v libx264 -preset %s -f null -" % (src, preset))
+        for g in a.gpus:
+            row("entropy-stream heat libx264 %s gpus=%s" % (preset, g),
+                "%s %s -o %s -y -q --preset %s --device %s --gpus %s" %
+                (es, src, heat, preset, a.device, g), base, lambda: probe_frames(heat))
+    base = row("ffmpeg decode only", "ffmpeg -v error -i %s -f null -" % src)
+    for g in a.gpus:
+        row("entropy-stream --stats only gpus=%s" % g,
+            "%s %s --stats %s -y -q --device %s --gpus %s" % (es, src, stats, a.device, g), base,
+            lambda: "stats records %d of %d" % (count_lines(stats), a.frames))
+    for g in a.gpus:
+        row("y4m 1080p grey stdin (file), stats only gpus=%s" % g,
+            "%s - --stats %s -y -q --device %s --gpus %s < %s" % (es, stats, a.device, g, y4m),
+            None, lambda: "stats records %d of %d" % (count_lines(stats), a.frames))
+        row("y4m 1080p grey stdin (pipe), stats only gpus=%s" % g,
+            "cat %s | %s - --stats %s -y -q --device %s --gpus %s" % (y4m, es, stats, a.device, g),
+            None, lambda: "stats records %d of %d" % (count_lines(stats), a.frames))
+    for n in (600, 6000):
+        cmd = ("ffmpeg -v error -f lavfi -i testsrc2=size=1920x1080:rate=30 -frames:v %d "
+               "-pix_fmt gray -f yuv4mpegpipe - | %s - --stats %s -y -q --device %s" %
+               (n, es, stats, a.device))
+        rss = peak_rss_mb(cmd)
+        res["rows"].append({"case": "peak RSS, %d frames y4m stdin" % n, "rss_mb": rss,
+                            "check": "stats records %d of %d" % (count_lines(stats), n)})
+        print("%-48s %8.1f MB  stats records %d of %d" % ("peak RSS %d frames" % n, rss,
+              count_lines(stats), n), flush=True)
+    with open(os.path.join(a.out, "stream.json"), "w") as f:
+        json.dump(res, f, indent=1)
+    shutil.rmtree(tmp, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
