@@ -36,11 +36,14 @@ def timed(cmd, reps):
     return statistics.median(ts), ts
 
 
-def peak_rss_mb(cmd):
-    """Peak RSS of the entropy-stream process of a pipeline (wait4 on the last command)."""
-    p = subprocess.Popen(["bash", "-c", cmd + " & pid=$!; wait $pid"],
-                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    _, ru = os.wait4(p.pid, 0)[1:]
+def peak_rss_mb(gen_cmd, es_cmd):
+    """Peak RSS of the entropy-stream process alone, fed by gen_cmd through a pipe."""
+    gen = subprocess.Popen(gen_cmd, shell=True, stdout=subprocess.PIPE)
+    es = subprocess.Popen(es_cmd, shell=True, stdin=gen.stdout, stderr=subprocess.DEVNULL,
+                          stdout=subprocess.DEVNULL)
+    gen.stdout.close()
+    _, status, ru = os.wait4(es.pid, 0)
+    gen.wait()
     return ru.ru_maxrss / 1024.0
 
 
@@ -114,10 +117,9 @@ def main():
             "cat %s | %s - --stats %s -y -q --device %s --gpus %s" % (y4m, es, stats, a.device, g),
             None, lambda: "stats records %d of %d" % (count_lines(stats), a.frames))
     for n in (600, 6000):
-        cmd = ("ffmpeg -v error -f lavfi -i testsrc2=size=1920x1080:rate=30 -frames:v %d "
-               "-pix_fmt gray -f yuv4mpegpipe - | %s - --stats %s -y -q --device %s" %
-               (n, es, stats, a.device))
-        rss = peak_rss_mb(cmd)
+        gen = ("ffmpeg -v error -f lavfi -i testsrc2=size=1920x1080:rate=30 -frames:v %d "
+               "-pix_fmt gray -f yuv4mpegpipe -" % n)
+        rss = peak_rss_mb(gen, "exec %s - --stats %s -y -q --device %s" % (es, stats, a.device))
         res["rows"].append({"case": "peak RSS, %d frames y4m stdin" % n, "rss_mb": rss,
                             "check": "stats records %d of %d" % (count_lines(stats), n)})
         print("%-48s %8.1f MB  stats records %d of %d" % ("peak RSS %d frames" % n, rss,
