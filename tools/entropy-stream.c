@@ -1,5 +1,1607 @@
 /*
- * entropy-stream.c - the CLI (to be written)
- * STUB: to be written.
+ * entropy-stream.c - the command-line program: parses SPEC.md section 2's options and drives
+ * the library. Images (one PNG, or a directory of them) go through a pool of worker threads,
+ * each doing read -> es_compute -> write; video and stdin go through es_stream with a decode
+ * thread feeding it and the main thread writing results in order. Everything computed or
+ * encoded lives in the library; this file only decides what to call.
  */
-int main(void) { return 4; }
+#include <dirent.h>
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <math.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "entropy_stream.h"
+#include "es_io.h"
+
+#define PROG "entropy-stream"
+#define MSG_LEN 512
+
+/* ---- Output formats and kinds. */
+enum fmt { FMT_HEAT = 0, FMT_GRAY8, FMT_GRAY16, FMT_F32 };
+enum out_kind {
+  OUT_NONE = 0, /* no -o: only --stats */
+  OUT_PNG,      /* x.png */
+  OUT_NPY,      /* x.npy */
+  OUT_VIDEO,    /* x.mp4, x.mkv, ... */
+  OUT_DIR,      /* a directory */
+  OUT_STDOUT    /* "-" */
+};
+enum in_kind { IN_PNG = 0, IN_DIR, IN_VIDEO };
+
+typedef struct cli_opts {
+  const char *input;
+  const char *output;
+  es_config cfg;
+  es_render render;
+  int format; /* enum fmt */
+  const char *stats_path;
+  const char *raw;
+  const char *codec;
+  int crf;
+  const char *preset;
+  int64_t max_pixels;
+  int recursive;
+  int overwrite; /* -y */
+  int skip;      /* -n */
+  int quiet;
+  int verbose;
+  int progress; /* -1 auto, 0 off, 1 on */
+} cli_opts;
+
+/* ---- Signals: the handler only sets a flag; a second signal ends the process at once. */
+static volatile sig_atomic_t g_stop;
+
+static void on_signal(int sig) {
+  (void)sig;
+  if (g_stop) _exit(130);
+  g_stop = 1;
+}
+
+static void install_signals(void) {
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_handler = on_signal;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGINT, &sa, NULL);
+  sigaction(SIGTERM, &sa, NULL);
+  /* A closed stdout pipe must be a write error (exit 3), not a silent death. */
+  signal(SIGPIPE, SIG_IGN);
+}
+
+/* ---- Messages. Every error is one line: "entropy-stream: WHAT: why". Progress lines are
+ * cleared first so an error never lands in the middle of one. */
+static pthread_mutex_t g_err_lock = PTHREAD_MUTEX_INITIALIZER;
+static int g_progress_shown; /* guarded by g_err_lock */
+
+static void clear_progress_locked(void) {
+  if (g_progress_shown) {
+    fputs("\r\033[K", stderr);
+    g_progress_shown = 0;
+  }
+}
+
+static void err(const char *what, const char *fmt, ...) {
+  va_list ap;
+  char line[1024];
+  va_start(ap, fmt);
+  vsnprintf(line, sizeof line, fmt, ap);
+  va_end(ap);
+  pthread_mutex_lock(&g_err_lock);
+  clear_progress_locked();
+  if (what)
+    fprintf(stderr, PROG ": %s: %s\n", what, line);
+  else
+    fprintf(stderr, PROG ": %s\n", line);
+  pthread_mutex_unlock(&g_err_lock);
+}
+
+static void progress_line(const char *fmt, ...) {
+  va_list ap;
+  pthread_mutex_lock(&g_err_lock);
+  fputs("\r\033[K" PROG ": ", stderr);
+  va_start(ap, fmt);
+  vfprintf(stderr, fmt, ap);
+  va_end(ap);
+  fflush(stderr);
+  g_progress_shown = 1;
+  pthread_mutex_unlock(&g_err_lock);
+}
+
+static double now_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+/* ---- Usage. */
+static void usage(FILE *f) {
+  fprintf(f,
+    "usage: " PROG " [OPTIONS] INPUT [-o OUTPUT]\n"
+    "Local Shannon entropy heat maps of images and video (CPU and NVIDIA GPUs).\n"
+    "\n"
+    "INPUT   a.png | a directory of *.png | a video file | - (stdin: y4m, or raw with --raw)\n"
+    "OUTPUT  x.png | x.npy | x.mp4/.mkv/.avi/.mov/.nut/.y4m... | a directory | - (stdout y4m,\n"
+    "        or raw float32 with --format f32); without -o only --stats is written\n"
+    "\n"
+    "What is computed:\n"
+    "  -w, --window K        window size, odd, 1..255 (default 5)\n"
+    "      --shape S         square|disk (default square)\n"
+    "      --border B        clip|reflect (default clip)\n"
+    "  -L, --levels L        quantization levels, 2..256 for 8-bit input, 2..65536 for\n"
+    "                        16-bit input (default 16)\n"
+    "      --base B          2|e: bits or nats (default 2)\n"
+    "Rendering:\n"
+    "      --format F        heat|gray8|gray16|f32 (default heat)\n"
+    "      --colormap C      inferno|viridis|magma|turbo|gray (default inferno)\n"
+    "      --range R         fixed|auto (default fixed: divide by log2(min(|W|, L)))\n"
+    "      --overlay A       0..1: blend the heat over the source grey (default 0)\n"
+    "Statistics:\n"
+    "      --stats FILE      one record per image or frame: .csv, .jsonl, or - (stdout CSV)\n"
+    "      --stats-bins B    histogram bins, 1..%d (default 16)\n"
+    "Devices:\n"
+    "      --device D        auto|gpu|cpu (default auto)\n"
+    "      --gpus LIST       all|0,2,... GPU ordinals 0..%d (default all)\n"
+    "      --cpu-below N     under auto, frames of fewer pixels go to the CPU, 0..2^62\n"
+    "                        (default: measured, or 163840)\n"
+    "      --threads N       CPU worker threads, 0..4096 (default 0 = all cores)\n"
+    "      --queue N         frames in flight per stage, 1..1024 (default 8)\n"
+    "Input and output:\n"
+    "      --raw SPEC        raw stdin: gray8:WxH[@FPS] or gray16le:WxH[@FPS]\n"
+    "      --codec NAME      video encoder (default libx264 if present, else mpeg4)\n"
+    "      --crf N           encoder quality, 0..63 (default: the encoder's)\n"
+    "      --preset P        encoder preset (default: the encoder's)\n"
+    "      --max-pixels N    refuse larger inputs, 1..2^62 (default 2^31)\n"
+    "  -r, --recursive       descend into subdirectories of a directory input\n"
+    "  -o, --output PATH     where to write (see OUTPUT)\n"
+    "  -y                    overwrite existing outputs\n"
+    "  -n                    skip existing outputs (default: refuse with an error)\n"
+    "Everyday use:\n"
+    "  -q, --quiet           no progress and no summary (errors are always shown)\n"
+    "  -v, --verbose         devices used, one line per file\n"
+    "      --progress        progress on stderr even when it is not a terminal\n"
+    "      --no-progress     no progress (default: shown when stderr is a terminal)\n"
+    "      --version         versions of the library, libpng, libav*, CUDA, GPUs seen\n"
+    "  -h, --help            this help\n"
+    "\n"
+    "Exit codes: 0 done, 1 usage, 2 input, 3 output, 4 device, 130 interrupted.\n",
+    ES_STATS_MAX_BINS, ES_MAX_GPUS - 1);
+}
+
+/* ---- Strict number parsing: the whole string, in range. */
+static int parse_i64(const char *s, int64_t lo, int64_t hi, int64_t *out) {
+  char *end;
+  long long v;
+  if (!s || !*s) return -1;
+  errno = 0;
+  v = strtoll(s, &end, 10);
+  if (errno || *end || v < lo || v > hi) return -1;
+  *out = v;
+  return 0;
+}
+
+static int parse_int(const char *s, int lo, int hi, int *out) {
+  int64_t v;
+  if (parse_i64(s, lo, hi, &v)) return -1;
+  *out = (int)v;
+  return 0;
+}
+
+static int pick(const char *s, const char *const *names, int n) {
+  for (int i = 0; i < n; i++)
+    if (!strcmp(s, names[i])) return i;
+  return -1;
+}
+
+/* "gray8:WxH[@FPS]" / "gray16le:WxH[@FPS]": checked here so a typo is a usage error. */
+static int raw_spec_ok(const char *s) {
+  const char *p;
+  char *end;
+  long w, h;
+  if (!strncmp(s, "gray8:", 6))
+    p = s + 6;
+  else if (!strncmp(s, "gray16le:", 9))
+    p = s + 9;
+  else
+    return 0;
+  errno = 0;
+  w = strtol(p, &end, 10);
+  if (errno || end == p || *end != 'x' || w < 1 || w > 1 << 20) return 0;
+  p = end + 1;
+  h = strtol(p, &end, 10);
+  if (errno || end == p || h < 1 || h > 1 << 20) return 0;
+  if (*end == '@') {
+    double fps;
+    p = end + 1;
+    fps = strtod(p, &end);
+    if (end == p || *end || !(fps > 0 && fps <= 1000)) return 0;
+  } else if (*end) {
+    return 0;
+  }
+  return 1;
+}
+
+enum {
+  OPT_SHAPE = 256, OPT_BORDER, OPT_BASE, OPT_FORMAT, OPT_COLORMAP, OPT_RANGE, OPT_OVERLAY,
+  OPT_STATS, OPT_STATS_BINS, OPT_DEVICE, OPT_GPUS, OPT_CPU_BELOW, OPT_THREADS, OPT_QUEUE,
+  OPT_RAW, OPT_CODEC, OPT_CRF, OPT_PRESET, OPT_MAX_PIXELS, OPT_PROGRESS, OPT_NO_PROGRESS,
+  OPT_VERSION
+};
+
+/* Returns 0 to go on, 1 for a usage error (message printed), or -2 after --help/--version
+ * (exit 0). */
+static int parse_args(int argc, char **argv, cli_opts *o) {
+  static const struct option longopts[] = {
+    {"window", required_argument, 0, 'w'},   {"shape", required_argument, 0, OPT_SHAPE},
+    {"border", required_argument, 0, OPT_BORDER}, {"levels", required_argument, 0, 'L'},
+    {"base", required_argument, 0, OPT_BASE}, {"format", required_argument, 0, OPT_FORMAT},
+    {"colormap", required_argument, 0, OPT_COLORMAP},
+    {"range", required_argument, 0, OPT_RANGE}, {"overlay", required_argument, 0, OPT_OVERLAY},
+    {"stats", required_argument, 0, OPT_STATS},
+    {"stats-bins", required_argument, 0, OPT_STATS_BINS},
+    {"device", required_argument, 0, OPT_DEVICE}, {"gpus", required_argument, 0, OPT_GPUS},
+    {"cpu-below", required_argument, 0, OPT_CPU_BELOW},
+    {"threads", required_argument, 0, OPT_THREADS}, {"queue", required_argument, 0, OPT_QUEUE},
+    {"raw", required_argument, 0, OPT_RAW},  {"codec", required_argument, 0, OPT_CODEC},
+    {"crf", required_argument, 0, OPT_CRF},  {"preset", required_argument, 0, OPT_PRESET},
+    {"max-pixels", required_argument, 0, OPT_MAX_PIXELS},
+    {"recursive", no_argument, 0, 'r'},      {"output", required_argument, 0, 'o'},
+    {"quiet", no_argument, 0, 'q'},          {"verbose", no_argument, 0, 'v'},
+    {"progress", no_argument, 0, OPT_PROGRESS},
+    {"no-progress", no_argument, 0, OPT_NO_PROGRESS},
+    {"version", no_argument, 0, OPT_VERSION}, {"help", no_argument, 0, 'h'},
+    {0, 0, 0, 0}};
+  static const char *const shapes[] = {"square", "disk"};
+  static const char *const borders[] = {"clip", "reflect"};
+  static const char *const formats[] = {"heat", "gray8", "gray16", "f32"};
+  static const char *const cmaps[] = {"inferno", "viridis", "magma", "turbo", "gray"};
+  static const char *const ranges[] = {"fixed", "auto"};
+  static const char *const devices[] = {"auto", "gpu", "cpu"};
+  int c, v;
+  int64_t v64;
+
+  opterr = 0; /* our own one-line messages */
+  while ((c = getopt_long(argc, argv, ":w:L:o:rynqvh", longopts, NULL)) != -1) {
+    const char *a = optarg;
+    switch (c) {
+    case 'w':
+      if (parse_int(a, INT_MIN, INT_MAX, &o->cfg.params.window)) {
+        err(NULL, "--window %s: must be odd, 1..%d", a, ES_WINDOW_MAX);
+        return 1;
+      }
+      break;
+    case 'L':
+      if (parse_int(a, INT_MIN, INT_MAX, &o->cfg.params.levels)) {
+        err(NULL, "--levels %s: must be 2..256 for 8-bit input, 2..65536 for 16-bit", a);
+        return 1;
+      }
+      break;
+    case OPT_SHAPE:
+      if ((v = pick(a, shapes, 2)) < 0) {
+        err(NULL, "--shape %s: must be square or disk", a);
+        return 1;
+      }
+      o->cfg.params.shape = v ? ES_SHAPE_DISK : ES_SHAPE_SQUARE;
+      break;
+    case OPT_BORDER:
+      if ((v = pick(a, borders, 2)) < 0) {
+        err(NULL, "--border %s: must be clip or reflect", a);
+        return 1;
+      }
+      o->cfg.params.border = v ? ES_BORDER_REFLECT : ES_BORDER_CLIP;
+      break;
+    case OPT_BASE:
+      if (!strcmp(a, "2"))
+        o->cfg.params.base = ES_BASE_2;
+      else if (!strcmp(a, "e"))
+        o->cfg.params.base = ES_BASE_E;
+      else {
+        err(NULL, "--base %s: must be 2 or e", a);
+        return 1;
+      }
+      break;
+    case OPT_FORMAT:
+      if ((v = pick(a, formats, 4)) < 0) {
+        err(NULL, "--format %s: must be heat, gray8, gray16 or f32", a);
+        return 1;
+      }
+      o->format = v;
+      break;
+    case OPT_COLORMAP:
+      if ((v = pick(a, cmaps, 5)) < 0) {
+        err(NULL, "--colormap %s: must be inferno, viridis, magma, turbo or gray", a);
+        return 1;
+      }
+      o->render.colormap = v; /* the names are in es_colormap order */
+      break;
+    case OPT_RANGE:
+      if ((v = pick(a, ranges, 2)) < 0) {
+        err(NULL, "--range %s: must be fixed or auto", a);
+        return 1;
+      }
+      o->render.range_auto = v;
+      break;
+    case OPT_OVERLAY: {
+      char *end;
+      double d;
+      errno = 0;
+      d = strtod(a, &end);
+      if (errno || end == a || *end || !(d >= 0 && d <= 1)) {
+        err(NULL, "--overlay %s: must be 0..1", a);
+        return 1;
+      }
+      o->render.overlay = (float)d;
+      break;
+    }
+    case OPT_STATS:
+      if (!*a) {
+        err(NULL, "--stats: needs a file name (.csv, .jsonl) or -");
+        return 1;
+      }
+      o->stats_path = a;
+      break;
+    case OPT_STATS_BINS:
+      if (parse_int(a, 1, ES_STATS_MAX_BINS, &o->cfg.stats_bins)) {
+        err(NULL, "--stats-bins %s: must be 1..%d", a, ES_STATS_MAX_BINS);
+        return 1;
+      }
+      break;
+    case OPT_DEVICE:
+      if ((v = pick(a, devices, 3)) < 0) {
+        err(NULL, "--device %s: must be auto, gpu or cpu", a);
+        return 1;
+      }
+      o->cfg.device = v == 0 ? ES_DEVICE_AUTO : v == 1 ? ES_DEVICE_GPU : ES_DEVICE_CPU;
+      break;
+    case OPT_GPUS:
+      o->cfg.ngpus = 0;
+      if (strcmp(a, "all")) {
+        char buf[512], *tok, *save = NULL;
+        snprintf(buf, sizeof buf, "%s", a);
+        for (tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+          if (o->cfg.ngpus >= ES_MAX_GPUS || parse_int(tok, 0, ES_MAX_GPUS - 1, &v)) {
+            o->cfg.ngpus = -1;
+            break;
+          }
+          for (int i = 0; i < o->cfg.ngpus; i++)
+            if (o->cfg.gpus[i] == v) o->cfg.ngpus = -1;
+          if (o->cfg.ngpus < 0) break;
+          o->cfg.gpus[o->cfg.ngpus++] = v;
+        }
+        if (o->cfg.ngpus <= 0) {
+          err(NULL, "--gpus %s: must be all or a list of distinct ordinals 0..%d (0,2,...)",
+              a, ES_MAX_GPUS - 1);
+          return 1;
+        }
+      }
+      break;
+    case OPT_CPU_BELOW:
+      if (parse_i64(a, 0, INT64_C(1) << 62, &v64)) {
+        err(NULL, "--cpu-below %s: must be 0..%" PRId64 " pixels", a, INT64_C(1) << 62);
+        return 1;
+      }
+      o->cfg.cpu_below = v64;
+      break;
+    case OPT_THREADS:
+      if (parse_int(a, 0, 4096, &o->cfg.threads)) {
+        err(NULL, "--threads %s: must be 0..4096 (0 = all cores)", a);
+        return 1;
+      }
+      break;
+    case OPT_QUEUE:
+      if (parse_int(a, 1, 1024, &o->cfg.queue)) {
+        err(NULL, "--queue %s: must be 1..1024", a);
+        return 1;
+      }
+      break;
+    case OPT_RAW:
+      if (!raw_spec_ok(a)) {
+        err(NULL, "--raw %s: must be gray8:WxH[@FPS] or gray16le:WxH[@FPS]", a);
+        return 1;
+      }
+      o->raw = a;
+      break;
+    case OPT_CODEC:
+      if (!*a) {
+        err(NULL, "--codec: needs an encoder name (libx264, mpeg4, ...)");
+        return 1;
+      }
+      o->codec = a;
+      break;
+    case OPT_CRF:
+      if (parse_int(a, 0, 63, &o->crf)) {
+        err(NULL, "--crf %s: must be 0..63", a);
+        return 1;
+      }
+      break;
+    case OPT_PRESET:
+      o->preset = a;
+      break;
+    case OPT_MAX_PIXELS:
+      if (parse_i64(a, 1, INT64_C(1) << 62, &o->max_pixels)) {
+        err(NULL, "--max-pixels %s: must be 1..%" PRId64, a, INT64_C(1) << 62);
+        return 1;
+      }
+      break;
+    case 'r': o->recursive = 1; break;
+    case 'o':
+      if (o->output) {
+        err(NULL, "-o %s: only one output", a);
+        return 1;
+      }
+      if (!*a) {
+        err(NULL, "-o: needs a file name, a directory or -");
+        return 1;
+      }
+      o->output = a;
+      break;
+    case 'y': o->overwrite = 1; break;
+    case 'n': o->skip = 1; break;
+    case 'q': o->quiet = 1; break;
+    case 'v': o->verbose++; break;
+    case OPT_PROGRESS: o->progress = 1; break;
+    case OPT_NO_PROGRESS: o->progress = 0; break;
+    case OPT_VERSION: {
+      char buf[4096];
+      es_version_info(buf, sizeof buf);
+      fputs(buf, stdout);
+      if (*buf && buf[strlen(buf) - 1] != '\n') fputc('\n', stdout);
+      return -2;
+    }
+    case 'h':
+      usage(stdout);
+      return -2;
+    case ':':
+      if (optopt)
+        err(NULL, "-%c: needs a value (see --help)", optopt);
+      else
+        err(NULL, "%s: needs a value (see --help)", argv[optind - 1]);
+      return 1;
+    default:
+      if (optopt)
+        err(NULL, "-%c: unknown option (see --help)", optopt);
+      else
+        err(NULL, "%s: unknown option (see --help)", argv[optind - 1]);
+      return 1;
+    }
+  }
+  if (optind >= argc) {
+    err(NULL, "no INPUT given (usage: " PROG " [OPTIONS] INPUT [-o OUTPUT]; see --help)");
+    return 1;
+  }
+  if (argc - optind > 1) {
+    err(NULL, "%s: only one INPUT (usage: " PROG " [OPTIONS] INPUT [-o OUTPUT])",
+        argv[optind + 1]);
+    return 1;
+  }
+  o->input = argv[optind];
+  if (o->overwrite && o->skip) {
+    err(NULL, "-y and -n: choose one");
+    return 1;
+  }
+  /* The parameters are checked against the widest depth here; the levels are checked
+   * again against each input's own depth. */
+  {
+    char msg[MSG_LEN];
+    if (es_params_check(&o->cfg.params, 16, msg, sizeof msg) != ES_OK) {
+      err(NULL, "%s", msg);
+      return 1;
+    }
+  }
+  if (o->stats_path && o->output && !strcmp(o->stats_path, "-") && !strcmp(o->output, "-")) {
+    err(NULL, "--stats - and -o -: both would write to standard output");
+    return 1;
+  }
+  return 0;
+}
+
+/* ---- Paths. */
+static const char *ext_of(const char *path) {
+  const char *slash = strrchr(path, '/');
+  const char *dot = strrchr(path, '.');
+  if (!dot || (slash && dot < slash) || dot == (slash ? slash + 1 : path)) return "";
+  return dot + 1;
+}
+
+static int is_dir(const char *path) {
+  struct stat st;
+  return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+static int path_exists(const char *path) {
+  struct stat st;
+  return lstat(path, &st) == 0;
+}
+
+static int is_video_ext(const char *e) {
+  static const char *const exts[] = {"mp4", "mkv", "avi", "mov", "nut", "y4m", "webm",
+                                     "m4v", "ts",  "flv", "mpg", "mpeg", "ogv", "wmv"};
+  for (size_t i = 0; i < sizeof exts / sizeof *exts; i++)
+    if (!strcasecmp(e, exts[i])) return 1;
+  return 0;
+}
+
+static int out_kind_of(const char *out) {
+  const char *e;
+  size_t n;
+  if (!out) return OUT_NONE;
+  if (!strcmp(out, "-")) return OUT_STDOUT;
+  n = strlen(out);
+  if (is_dir(out) || out[n - 1] == '/') return OUT_DIR;
+  e = ext_of(out);
+  if (!strcasecmp(e, "png")) return OUT_PNG;
+  if (!strcasecmp(e, "npy")) return OUT_NPY;
+  if (is_video_ext(e)) return OUT_VIDEO;
+  if (!*e) return OUT_DIR; /* a name without an extension is a directory to create */
+  return -1;
+}
+
+/* mkdir -p; ES_OK or ES_ERR_OUTPUT with errno's reason in msg. */
+static int make_dirs(const char *path, char *msg, size_t len) {
+  char buf[PATH_MAX];
+  size_t n = strlen(path);
+  if (n >= sizeof buf) {
+    snprintf(msg, len, "path too long");
+    return ES_ERR_OUTPUT;
+  }
+  memcpy(buf, path, n + 1);
+  for (size_t i = 1; i <= n; i++) {
+    if (buf[i] == '/' || buf[i] == 0) {
+      char save = buf[i];
+      buf[i] = 0;
+      if (mkdir(buf, 0777) != 0 && errno != EEXIST) {
+        snprintf(msg, len, "cannot create directory: %s", strerror(errno));
+        return ES_ERR_OUTPUT;
+      }
+      if (!is_dir(buf)) {
+        snprintf(msg, len, "cannot create directory: %s is not a directory", buf);
+        return ES_ERR_OUTPUT;
+      }
+      buf[i] = save;
+    }
+  }
+  return ES_OK;
+}
+
+static char *join(const char *a, const char *b) {
+  size_t na = strlen(a), nb = strlen(b);
+  char *s = malloc(na + nb + 2);
+  if (!s) return NULL;
+  memcpy(s, a, na);
+  if (na && a[na - 1] != '/') s[na++] = '/';
+  memcpy(s + na, b, nb + 1);
+  return s;
+}
+
+/* The rendering the --format asks for (for PNG outputs). */
+static int png_pixfmt(int format) {
+  switch (format) {
+  case FMT_GRAY8: return ES_PIX_GRAY8;
+  case FMT_GRAY16: return ES_PIX_GRAY16;
+  default: return ES_PIX_RGB24;
+  }
+}
+
+/* Plane buffers for a rendering of w x h in pixfmt; one allocation, freed with plane[0]. */
+static int alloc_planes(es_planes *p, int pixfmt, int w, int h) {
+  size_t W = (size_t)w, H = (size_t)h;
+  memset(p, 0, sizeof *p);
+  switch (pixfmt) {
+  case ES_PIX_RGB24:
+    p->stride[0] = 3 * W;
+    p->plane[0] = malloc(p->stride[0] * H);
+    break;
+  case ES_PIX_GRAY8:
+    p->stride[0] = W;
+    p->plane[0] = malloc(W * H);
+    break;
+  case ES_PIX_GRAY16:
+    p->stride[0] = 2 * W;
+    p->plane[0] = malloc(2 * W * H);
+    break;
+  case ES_PIX_YUV444P:
+  case ES_PIX_YUV420P: {
+    size_t cw = pixfmt == ES_PIX_YUV444P ? W : (W + 1) / 2;
+    size_t ch = pixfmt == ES_PIX_YUV444P ? H : (H + 1) / 2;
+    p->plane[0] = malloc(W * H + 2 * cw * ch);
+    if (p->plane[0]) {
+      p->stride[0] = W;
+      p->plane[1] = p->plane[0] + W * H;
+      p->plane[2] = p->plane[1] + cw * ch;
+      p->stride[1] = p->stride[2] = cw;
+    }
+    break;
+  }
+  default: return ES_ERR_INTERNAL;
+  }
+  return p->plane[0] ? ES_OK : ES_ERR_NOMEM;
+}
+
+/* The exit code of a run: interrupted wins, then the worst of the failures. */
+static int worse(int code, int other) {
+  if (code == 130 || other == 130) return 130;
+  return other > code ? other : code;
+}
+
+static const char *device_desc(es_context *ctx, char *buf, size_t len) {
+  int n = es_context_gpu_count(ctx);
+  const es_config *c = es_context_config(ctx);
+  if (n <= 0)
+    snprintf(buf, len, "CPU");
+  else if (c && c->device == ES_DEVICE_AUTO)
+    snprintf(buf, len, "GPU x%d + CPU", n);
+  else
+    snprintf(buf, len, "GPU x%d", n);
+  return buf;
+}
+
+static void fmt_eta(char *buf, size_t len, double s) {
+  if (!(s >= 0) || s > 1e7)
+    snprintf(buf, len, "?");
+  else if (s >= 3600)
+    snprintf(buf, len, "%d:%02d:%02d", (int)s / 3600, (int)s / 60 % 60, (int)s % 60);
+  else
+    snprintf(buf, len, "%d:%02d", (int)s / 60, (int)s % 60);
+}
+
+/* ======================================================================================
+ * Images: one PNG or a directory of them, through a pool of worker threads.
+ * ==================================================================================== */
+
+typedef struct img_job {
+  char *in;   /* input path (owned) */
+  char *name; /* name in messages and stats: relative to the input directory (owned) */
+  char *out;  /* output path or NULL (owned) */
+  int status; /* ES_OK, an es_status, or 1 = skipped (-n); written by its worker */
+  int has_stats;
+  int width, height;
+  es_stats *stats; /* when --stats (owned) */
+} img_job;
+
+typedef struct img_batch {
+  const cli_opts *o;
+  es_context *ctx;
+  int out_kind;     /* of each job's output: OUT_PNG, OUT_NPY, OUT_STDOUT or OUT_NONE */
+  img_job *jobs;    /* sorted by name; set before the workers start */
+  size_t njobs;
+  pthread_mutex_t lock; /* guards the fields below */
+  size_t next;          /* next job to start */
+  size_t done;          /* jobs finished (any status) */
+  int64_t pixels;       /* pixels computed */
+  double t0;
+  double last_progress;
+  int show_progress;
+} img_batch;
+
+static int collect_pngs(const char *root, const char *rel, int recursive, const char *skip_dir,
+                        img_job **jobs, size_t *n, size_t *cap, char *msg, size_t len) {
+  char *dirpath = *rel ? join(root, rel) : strdup(root);
+  DIR *d = NULL;
+  struct dirent *e;
+  int rc = ES_OK;
+  if (!dirpath) return ES_ERR_NOMEM;
+  d = opendir(dirpath);
+  if (!d) {
+    snprintf(msg, len, "cannot read directory %s: %s", dirpath, strerror(errno));
+    rc = ES_ERR_INPUT;
+    goto end;
+  }
+  while ((e = readdir(d))) {
+    char *relname, *full;
+    struct stat st;
+    if (e->d_name[0] == '.') continue; /* ., .., hidden files and our temporaries */
+    relname = *rel ? join(rel, e->d_name) : strdup(e->d_name);
+    full = relname ? join(root, relname) : NULL;
+    if (!relname || !full) {
+      free(relname);
+      free(full);
+      rc = ES_ERR_NOMEM;
+      goto end;
+    }
+    if (stat(full, &st) == 0 && S_ISDIR(st.st_mode)) {
+      char real[PATH_MAX];
+      int is_out = skip_dir && realpath(full, real) && !strcmp(real, skip_dir);
+      if (recursive && !is_out)
+        rc = collect_pngs(root, relname, recursive, skip_dir, jobs, n, cap, msg, len);
+      free(relname);
+      free(full);
+      if (rc) goto end;
+      continue;
+    }
+    if (strcasecmp(ext_of(e->d_name), "png")) {
+      free(relname);
+      free(full);
+      continue;
+    }
+    if (*n == *cap) {
+      size_t nc = *cap ? *cap * 2 : 64;
+      img_job *nj = realloc(*jobs, nc * sizeof *nj);
+      if (!nj) {
+        free(relname);
+        free(full);
+        rc = ES_ERR_NOMEM;
+        goto end;
+      }
+      *jobs = nj;
+      *cap = nc;
+    }
+    memset(&(*jobs)[*n], 0, sizeof **jobs);
+    (*jobs)[*n].in = full;
+    (*jobs)[*n].name = relname;
+    (*n)++;
+  }
+end:
+  if (d) closedir(d);
+  free(dirpath);
+  return rc;
+}
+
+static int job_cmp(const void *a, const void *b) {
+  return strcmp(((const img_job *)a)->name, ((const img_job *)b)->name);
+}
+
+/* Writes one rendered/computed image to its output. */
+static int write_image(img_batch *b, img_job *j, es_video_out *vo, const es_image *img,
+                       const float *map, const es_planes *pix, int pixfmt, char *msg,
+                       size_t len) {
+  const cli_opts *o = b->o;
+  int rc = ES_OK;
+  switch (b->out_kind) {
+  case OUT_PNG:
+    rc = es_png_write(j->out, o->overwrite, img->width, img->height, pixfmt, pix->plane[0],
+                      pix->stride[0], msg, len);
+    break;
+  case OUT_NPY:
+    rc = es_npy_write(j->out, o->overwrite, img->width, img->height, map, (size_t)img->width,
+                      msg, len);
+    break;
+  case OUT_STDOUT:
+    rc = es_video_out_write(vo, pix, map, (size_t)img->width, 0, msg, len);
+    break;
+  default: break;
+  }
+  return rc;
+}
+
+static int process_image(img_batch *b, img_job *j) {
+  const cli_opts *o = b->o;
+  char msg[MSG_LEN] = "";
+  es_image img;
+  void *data = NULL;
+  float *map = NULL;
+  es_planes pix;
+  int pixfmt = ES_PIX_NONE;
+  es_video_out *vo = NULL;
+  int rc;
+  double t = now_s();
+
+  memset(&pix, 0, sizeof pix);
+  if (j->out && b->out_kind != OUT_STDOUT && path_exists(j->out)) {
+    if (o->skip) {
+      if (o->verbose) err(j->out, "exists, skipped");
+      return 1;
+    }
+    if (!o->overwrite) {
+      err(j->out, "exists (use -y to overwrite, -n to skip)");
+      return ES_ERR_OUTPUT;
+    }
+  }
+  rc = es_png_read(j->in, o->max_pixels, &img, &data, NULL, msg, sizeof msg);
+  if (rc != ES_OK) {
+    err(j->name, "%s", *msg ? msg : es_strerror(rc));
+    goto end;
+  }
+  rc = es_params_check(&o->cfg.params, img.depth, msg, sizeof msg);
+  if (rc != ES_OK) {
+    err(j->name, "%s", msg);
+    goto end;
+  }
+  if (b->out_kind == OUT_STDOUT) {
+    /* One frame of y4m (or raw float32): the writer says what it wants rendered. */
+    es_video_out_opts vopt;
+    memset(&vopt, 0, sizeof vopt);
+    vopt.width = img.width;
+    vopt.height = img.height;
+    vopt.fps_num = 25;
+    vopt.fps_den = 1;
+    vopt.tb_num = 1;
+    vopt.tb_den = 25;
+    vopt.format = png_pixfmt(o->format);
+    vopt.f32 = o->format == FMT_F32;
+    vopt.crf = -1;
+    vopt.overwrite = 1;
+    rc = es_video_out_open(&vo, "-", &vopt, msg, sizeof msg);
+    if (rc != ES_OK) {
+      err("-", "%s", *msg ? msg : es_strerror(rc));
+      goto end;
+    }
+    pixfmt = es_video_out_pixfmt(vo);
+  } else if (b->out_kind == OUT_PNG) {
+    pixfmt = png_pixfmt(o->format);
+  }
+  if (b->out_kind == OUT_NPY || (b->out_kind == OUT_STDOUT && pixfmt == ES_PIX_NONE)) {
+    map = malloc((size_t)img.width * (size_t)img.height * sizeof *map);
+    if (!map) {
+      rc = ES_ERR_NOMEM;
+      err(j->name, "out of memory for a %dx%d map", img.width, img.height);
+      goto end;
+    }
+  } else if (pixfmt != ES_PIX_NONE) {
+    rc = alloc_planes(&pix, pixfmt, img.width, img.height);
+    if (rc != ES_OK) {
+      err(j->name, "out of memory for a %dx%d rendering", img.width, img.height);
+      goto end;
+    }
+  }
+  if (o->stats_path) {
+    j->stats = calloc(1, sizeof *j->stats);
+    if (!j->stats) {
+      rc = ES_ERR_NOMEM;
+      err(j->name, "out of memory");
+      goto end;
+    }
+  }
+  {
+    es_render r = o->render;
+    r.format = pixfmt;
+    rc = es_compute(b->ctx, &img, map, (size_t)img.width, j->stats,
+                    pixfmt != ES_PIX_NONE ? &r : NULL, pixfmt != ES_PIX_NONE ? &pix : NULL);
+  }
+  if (rc != ES_OK) {
+    const char *m = es_context_error(b->ctx);
+    err(j->name, "%s", m && *m ? m : es_strerror(rc));
+    goto end;
+  }
+  j->width = img.width;
+  j->height = img.height;
+  j->has_stats = j->stats != NULL;
+  rc = write_image(b, j, vo, &img, map, &pix, pixfmt, msg, sizeof msg);
+  if (rc == ES_OK && vo) rc = es_video_out_close(&vo, 1, msg, sizeof msg);
+  if (rc != ES_OK) {
+    err(j->out ? j->out : "-", "%s", *msg ? msg : es_strerror(rc));
+    goto end;
+  }
+  if (o->verbose && !o->quiet)
+    err(j->name, "%dx%d, %.0f ms%s%s", img.width, img.height, (now_s() - t) * 1e3,
+        j->out ? " -> " : "", j->out ? j->out : "");
+  pthread_mutex_lock(&b->lock);
+  b->pixels += (int64_t)img.width * img.height;
+  pthread_mutex_unlock(&b->lock);
+end:
+  if (vo) es_video_out_close(&vo, 0, NULL, 0);
+  free(data);
+  free(map);
+  free(pix.plane[0]);
+  return rc;
+}
+
+static void *img_worker(void *arg) {
+  img_batch *b = arg;
+  for (;;) {
+    img_job *j;
+    int rc;
+    pthread_mutex_lock(&b->lock);
+    if (g_stop || b->next >= b->njobs) {
+      pthread_mutex_unlock(&b->lock);
+      break;
+    }
+    j = &b->jobs[b->next++];
+    pthread_mutex_unlock(&b->lock);
+    rc = process_image(b, j);
+    j->status = rc;
+    pthread_mutex_lock(&b->lock);
+    b->done++;
+    if (b->show_progress) {
+      double t = now_s();
+      if (t - b->last_progress > 0.2 || b->done == b->njobs) {
+        double el = t - b->t0, rate = el > 0 ? b->done / el : 0;
+        char eta[32];
+        fmt_eta(eta, sizeof eta, rate > 0 ? (b->njobs - b->done) / rate : -1);
+        b->last_progress = t;
+        progress_line("%zu/%zu files, %.1f files/s, ETA %s", b->done, b->njobs, rate, eta);
+      }
+    }
+    pthread_mutex_unlock(&b->lock);
+  }
+  return NULL;
+}
+
+static int run_images(cli_opts *o, int in_kind, int out_kind) {
+  img_batch b;
+  img_job *jobs = NULL;
+  size_t n = 0, cap = 0;
+  es_stats_writer *sw = NULL;
+  pthread_t *th = NULL;
+  int nthreads = 0, code = 0, rc;
+  char msg[MSG_LEN] = "";
+  char outreal[PATH_MAX];
+  const char *skip_dir = NULL;
+  int ncores = (int)sysconf(_SC_NPROCESSORS_ONLN);
+
+  memset(&b, 0, sizeof b);
+  pthread_mutex_init(&b.lock, NULL);
+  if (ncores < 1) ncores = 1;
+
+  /* The list of work, sorted so that stats come out in a stable order. */
+  if (in_kind == IN_DIR) {
+    if (out_kind != OUT_DIR && out_kind != OUT_NONE) {
+      err(o->output, "a directory input needs a directory output");
+      code = 1;
+      goto end;
+    }
+    if (o->output && realpath(o->output, outreal)) skip_dir = outreal;
+    rc = collect_pngs(o->input, "", o->recursive, skip_dir, &jobs, &n, &cap, msg, sizeof msg);
+    if (rc != ES_OK) {
+      err(o->input, "%s", *msg ? msg : es_strerror(rc));
+      code = es_exit_code(rc);
+      goto end;
+    }
+    qsort(jobs, n, sizeof *jobs, job_cmp);
+    for (size_t i = 0; i < n && o->output; i++) {
+      char *rel = jobs[i].name;
+      char *out;
+      if (o->format == FMT_F32) { /* float maps go to .npy under the same name */
+        size_t k = strlen(rel) - 3;
+        char *r2 = malloc(k + 4);
+        if (!r2) {
+          code = 4;
+          goto end;
+        }
+        memcpy(r2, rel, k);
+        memcpy(r2 + k, "npy", 4);
+        out = join(o->output, r2);
+        free(r2);
+      } else {
+        out = join(o->output, rel);
+      }
+      if (!out) {
+        code = 4;
+        goto end;
+      }
+      jobs[i].out = out;
+    }
+    b.out_kind = o->output ? (o->format == FMT_F32 ? OUT_NPY : OUT_PNG) : OUT_NONE;
+    if (n == 0 && !o->quiet) err(o->input, "no *.png files%s", o->recursive ? "" : " (-r descends)");
+  } else {
+    jobs = calloc(1, sizeof *jobs);
+    if (!jobs) {
+      code = 4;
+      goto end;
+    }
+    n = 1;
+    jobs[0].in = strdup(o->input);
+    jobs[0].name = strdup(o->input);
+    if (out_kind == OUT_DIR) {
+      const char *base = strrchr(o->input, '/');
+      base = base ? base + 1 : o->input;
+      if (o->format == FMT_F32) {
+        char tmp[PATH_MAX];
+        snprintf(tmp, sizeof tmp, "%.*s.npy", (int)(strlen(base) - 4), base);
+        jobs[0].out = join(o->output, tmp);
+        b.out_kind = OUT_NPY;
+      } else {
+        jobs[0].out = join(o->output, base);
+        b.out_kind = OUT_PNG;
+      }
+    } else if (out_kind == OUT_PNG || out_kind == OUT_NPY) {
+      jobs[0].out = strdup(o->output);
+      b.out_kind = out_kind;
+      if (out_kind == OUT_PNG && o->format == FMT_F32) {
+        err(o->output, "--format f32 needs a .npy output (or -)");
+        code = 1;
+        goto end;
+      }
+    } else if (out_kind == OUT_STDOUT) {
+      jobs[0].out = strdup("-");
+      b.out_kind = OUT_STDOUT;
+    } else if (out_kind == OUT_VIDEO) {
+      err(o->output, "an image input needs a .png, .npy, directory or - output");
+      code = 1;
+      goto end;
+    } else {
+      b.out_kind = OUT_NONE;
+    }
+    if (!jobs[0].in || !jobs[0].name || (o->output && !jobs[0].out)) {
+      code = 4;
+      goto end;
+    }
+  }
+
+  if (o->output && (out_kind == OUT_DIR || in_kind == IN_DIR)) {
+    rc = make_dirs(o->output, msg, sizeof msg);
+    if (rc != ES_OK) {
+      err(o->output, "%s", msg);
+      code = 3;
+      goto end;
+    }
+    /* Subdirectories of a recursive batch. */
+    for (size_t i = 0; i < n; i++) {
+      char *slash = jobs[i].out ? strrchr(jobs[i].out, '/') : NULL;
+      if (slash && slash != jobs[i].out) {
+        *slash = 0;
+        rc = make_dirs(jobs[i].out, msg, sizeof msg);
+        if (rc != ES_OK) err(jobs[i].out, "%s", msg);
+        *slash = '/';
+        if (rc != ES_OK) {
+          code = 3;
+          goto end;
+        }
+      }
+    }
+  }
+  if (o->stats_path) {
+    if (strcmp(o->stats_path, "-") && path_exists(o->stats_path) && !o->overwrite) {
+      err(o->stats_path, "exists (use -y to overwrite, -n to skip)");
+      code = 3;
+      goto end;
+    }
+    rc = es_stats_writer_open(&sw, o->stats_path, o->overwrite, o->cfg.stats_bins, msg,
+                              sizeof msg);
+    if (rc != ES_OK) {
+      err(o->stats_path, "%s", *msg ? msg : es_strerror(rc));
+      code = es_exit_code(rc);
+      goto end;
+    }
+  }
+
+  /* Several files in flight: each worker reads, computes and writes one file at a time.
+   * The library's own CPU threads are divided between them so the machine is not
+   * oversubscribed. */
+  nthreads = (int)(n < (size_t)ncores ? n : (size_t)ncores);
+  if (nthreads < 1) nthreads = 1;
+  {
+    char cmsg[MSG_LEN] = "";
+    int total = o->cfg.threads > 0 ? o->cfg.threads : ncores;
+    es_config cfg = o->cfg;
+    if (nthreads > total) nthreads = total;
+    cfg.threads = total / nthreads > 0 ? total / nthreads : 1;
+    if (n == 1 && o->cfg.threads == 0) cfg.threads = 0;
+    rc = es_context_create(&b.ctx, &cfg, cmsg, sizeof cmsg);
+    if (rc != ES_OK) {
+      err(NULL, "%s", *cmsg ? cmsg : es_strerror(rc));
+      code = es_exit_code(rc);
+      goto end;
+    }
+  }
+  if (o->verbose && !o->quiet) {
+    char d[64];
+    err(NULL, "%zu file%s, %d in flight, %s", n, n == 1 ? "" : "s", nthreads,
+        device_desc(b.ctx, d, sizeof d));
+  }
+  b.o = o;
+  b.jobs = jobs;
+  b.njobs = n;
+  b.t0 = now_s();
+  b.show_progress = !o->quiet && (o->progress == 1 || (o->progress < 0 && isatty(2))) && n > 1;
+  th = calloc((size_t)nthreads, sizeof *th);
+  if (!th) {
+    code = 4;
+    goto end;
+  }
+  {
+    int started = 0;
+    for (int i = 0; i < nthreads; i++) {
+      if (pthread_create(&th[i], NULL, img_worker, &b) != 0) break;
+      started++;
+    }
+    if (!started) img_worker(&b);
+    for (int i = 0; i < started; i++) pthread_join(th[i], NULL);
+  }
+
+  /* Results in name order. */
+  {
+    size_t failed = 0, skipped = 0, notrun = 0;
+    double el = now_s() - b.t0;
+    for (size_t i = 0; i < n; i++) {
+      img_job *j = &jobs[i];
+      if (i >= b.next) {
+        notrun++;
+        continue;
+      }
+      if (j->status == 1) {
+        skipped++;
+        continue;
+      }
+      if (j->status != ES_OK) {
+        failed++;
+        code = worse(code, es_exit_code(j->status));
+        continue;
+      }
+      if (sw && j->has_stats) {
+        rc = es_stats_writer_add(sw, j->name, (int64_t)i, NAN, j->width, j->height, j->stats,
+                                 msg, sizeof msg);
+        if (rc != ES_OK) {
+          err(o->stats_path, "%s", *msg ? msg : es_strerror(rc));
+          code = worse(code, es_exit_code(rc));
+          es_stats_writer_close(&sw, 0, NULL, 0);
+        }
+      }
+    }
+    if (sw) {
+      rc = es_stats_writer_close(&sw, 1, msg, sizeof msg);
+      if (rc != ES_OK) {
+        err(o->stats_path, "%s", *msg ? msg : es_strerror(rc));
+        code = worse(code, es_exit_code(rc));
+      }
+    }
+    if (g_stop) {
+      code = 130;
+      err(NULL, "interrupted: %zu of %zu files done, %zu not started", b.done, n, notrun);
+    } else if (!o->quiet || failed) {
+      char d[64];
+      pthread_mutex_lock(&g_err_lock);
+      clear_progress_locked();
+      pthread_mutex_unlock(&g_err_lock);
+      if (failed)
+        err(NULL, "%zu of %zu file%s failed", failed, n, n == 1 ? "" : "s");
+      if (!o->quiet) {
+        if (n == 1 && !failed && !skipped)
+          err(NULL, "1 file, %dx%d, %.2f s, %s", jobs[0].width, jobs[0].height, el,
+              device_desc(b.ctx, d, sizeof d));
+        else
+          err(NULL, "%zu files, %zu written, %zu skipped, %zu failed, %.2f s, %.1f Mpixel/s, %s",
+              n, n - failed - skipped, skipped, failed, el, el > 0 ? b.pixels / el / 1e6 : 0.0,
+              device_desc(b.ctx, d, sizeof d));
+      }
+    }
+  }
+end:
+  if (sw) es_stats_writer_close(&sw, 0, NULL, 0);
+  es_context_destroy(&b.ctx);
+  for (size_t i = 0; i < n; i++) {
+    free(jobs[i].in);
+    free(jobs[i].name);
+    free(jobs[i].out);
+    free(jobs[i].stats);
+  }
+  free(jobs);
+  free(th);
+  pthread_mutex_destroy(&b.lock);
+  return code;
+}
+
+/* ======================================================================================
+ * Video and streams: a decode thread fills frames of an es_stream; the main thread pulls
+ * them in order and writes.
+ * ==================================================================================== */
+
+typedef struct vid_run {
+  const cli_opts *o;
+  es_stream *st;
+  es_video_in *vin;
+  es_video_info info;
+  /* Written by the decode thread, read by main after joining. */
+  int read_status;      /* ES_OK, ES_ERR_INTERRUPTED (signal) or the input error */
+  char read_msg[MSG_LEN];
+  int64_t pushed;
+} vid_run;
+
+static void *decode_thread(void *arg) {
+  vid_run *v = arg;
+  es_frame *f = NULL;
+  int rc = ES_OK;
+  for (;;) {
+    int64_t pts = INT64_MIN;
+    double ptss = NAN;
+    if (g_stop) {
+      rc = ES_ERR_INTERRUPTED;
+      break;
+    }
+    rc = es_stream_acquire(v->st, &f);
+    if (rc != ES_OK) {
+      f = NULL;
+      break;
+    }
+    rc = es_stream_reserve(v->st, f, v->info.width, v->info.height, v->info.depth);
+    if (rc != ES_OK) {
+      snprintf(v->read_msg, sizeof v->read_msg, "out of memory for a %dx%d frame",
+               v->info.width, v->info.height);
+      break;
+    }
+    rc = es_video_in_read(v->vin, f->data, f->stride, &pts, &ptss, v->read_msg,
+                          sizeof v->read_msg);
+    if (rc != ES_OK) break;
+    f->pts = pts;
+    f->pts_seconds = ptss;
+    f->user = NULL;
+    rc = es_stream_push(v->st, f);
+    f = NULL;
+    if (rc != ES_OK) break;
+    v->pushed++;
+  }
+  /* The frame we hold was never pushed: give it back to the pool. */
+  if (f) es_stream_release(v->st, f);
+  if (rc == ES_ERR_EOF) rc = ES_OK;
+  if (rc == ES_ERR_INTERRUPTED && g_stop) rc = ES_ERR_INTERRUPTED;
+  v->read_status = rc;
+  es_stream_finish(v->st);
+  return NULL;
+}
+
+static int run_video(cli_opts *o, int out_kind) {
+  vid_run v;
+  es_context *ctx = NULL;
+  es_video_out *vo = NULL;
+  es_npy_stream *ns = NULL;
+  es_stats_writer *sw = NULL;
+  es_stream_config sc;
+  es_video_in_opts vio;
+  pthread_t th;
+  int th_started = 0, code = 0, rc, write_failed = 0;
+  int64_t written = 0;
+  char msg[MSG_LEN] = "";
+  const char *out_name = o->output;
+  const char *in_name = o->input;
+  int frame_pixfmt = ES_PIX_NONE;
+  double t0;
+
+  memset(&v, 0, sizeof v);
+  memset(&sc, 0, sizeof sc);
+  memset(&vio, 0, sizeof vio);
+  v.o = o;
+
+  if (out_kind == OUT_PNG) {
+    err(o->output, "a video input needs a video, .npy, directory or - output");
+    return 1;
+  }
+  if (out_kind == OUT_VIDEO && o->format == FMT_F32) {
+    err(o->output, "--format f32 needs a .npy, directory or - output");
+    return 1;
+  }
+  if (o->raw && strcmp(o->input, "-")) {
+    err(o->input, "--raw applies to standard input (-) only");
+    return 1;
+  }
+  /* Refuse an existing output before any work. */
+  if ((out_kind == OUT_VIDEO || out_kind == OUT_NPY) && path_exists(o->output)) {
+    if (o->skip) {
+      if (!o->quiet) err(o->output, "exists, skipped");
+      return 0;
+    }
+    if (!o->overwrite) {
+      err(o->output, "exists (use -y to overwrite, -n to skip)");
+      return 3;
+    }
+  }
+  if (o->stats_path && strcmp(o->stats_path, "-") && path_exists(o->stats_path) &&
+      !o->overwrite) {
+    err(o->stats_path, "exists (use -y to overwrite, -n to skip)");
+    return 3;
+  }
+
+  vio.raw = o->raw;
+  vio.max_pixels = o->max_pixels;
+  vio.threads = 0;
+  rc = es_video_in_open(&v.vin, o->input, &vio, &v.info, msg, sizeof msg);
+  if (rc != ES_OK) {
+    err(in_name, "%s", *msg ? msg : es_strerror(rc));
+    code = es_exit_code(rc);
+    goto end;
+  }
+  if (o->verbose && !o->quiet)
+    err(in_name, "%dx%d, %d-bit, %d/%d fps, %" PRId64 " frames (estimate)", v.info.width,
+        v.info.height, v.info.depth, v.info.fps_num, v.info.fps_den, v.info.frames);
+  rc = es_params_check(&o->cfg.params, v.info.depth, msg, sizeof msg);
+  if (rc != ES_OK) {
+    err(in_name, "%s", msg);
+    code = 1;
+    goto end;
+  }
+
+  /* Outputs. */
+  if (out_kind == OUT_VIDEO || out_kind == OUT_STDOUT) {
+    es_video_out_opts vopt;
+    memset(&vopt, 0, sizeof vopt);
+    vopt.width = v.info.width;
+    vopt.height = v.info.height;
+    vopt.fps_num = v.info.fps_num;
+    vopt.fps_den = v.info.fps_den;
+    vopt.tb_num = v.info.tb_num;
+    vopt.tb_den = v.info.tb_den;
+    vopt.format = png_pixfmt(o->format);
+    vopt.f32 = o->format == FMT_F32;
+    vopt.codec = o->codec;
+    vopt.crf = o->crf;
+    vopt.preset = o->preset;
+    vopt.overwrite = o->overwrite;
+    rc = es_video_out_open(&vo, o->output, &vopt, msg, sizeof msg);
+    if (rc != ES_OK) {
+      err(out_name, "%s", *msg ? msg : es_strerror(rc));
+      code = es_exit_code(rc);
+      goto end;
+    }
+    sc.render.format = es_video_out_pixfmt(vo);
+    sc.want_map = sc.render.format == ES_PIX_NONE;
+  } else if (out_kind == OUT_NPY) {
+    rc = es_npy_stream_open(&ns, o->output, o->overwrite, v.info.width, v.info.height, msg,
+                            sizeof msg);
+    if (rc != ES_OK) {
+      err(out_name, "%s", *msg ? msg : es_strerror(rc));
+      code = es_exit_code(rc);
+      goto end;
+    }
+    sc.want_map = 1;
+  } else if (out_kind == OUT_DIR) {
+    rc = make_dirs(o->output, msg, sizeof msg);
+    if (rc != ES_OK) {
+      err(out_name, "%s", msg);
+      code = 3;
+      goto end;
+    }
+    if (o->format == FMT_F32)
+      sc.want_map = 1;
+    else
+      sc.render.format = frame_pixfmt = png_pixfmt(o->format);
+  }
+  if (sc.render.format != ES_PIX_NONE) {
+    int fmt = sc.render.format;
+    sc.render = o->render;
+    sc.render.format = fmt;
+  }
+  if (o->stats_path) {
+    rc = es_stats_writer_open(&sw, o->stats_path, o->overwrite, o->cfg.stats_bins, msg,
+                              sizeof msg);
+    if (rc != ES_OK) {
+      err(o->stats_path, "%s", *msg ? msg : es_strerror(rc));
+      code = es_exit_code(rc);
+      goto end;
+    }
+    sc.want_stats = 1;
+  }
+  sc.max_width = v.info.width;
+  sc.max_height = v.info.height;
+  sc.depth = v.info.depth;
+
+  {
+    char cmsg[MSG_LEN] = "";
+    rc = es_context_create(&ctx, &o->cfg, cmsg, sizeof cmsg);
+    if (rc != ES_OK) {
+      err(NULL, "%s", *cmsg ? cmsg : es_strerror(rc));
+      code = es_exit_code(rc);
+      goto end;
+    }
+  }
+  if (o->verbose && !o->quiet) {
+    char d[64];
+    err(NULL, "computing on %s", device_desc(ctx, d, sizeof d));
+  }
+  rc = es_stream_open(ctx, &sc, &v.st);
+  if (rc != ES_OK) {
+    const char *m = es_context_error(ctx);
+    err(NULL, "%s", m && *m ? m : es_strerror(rc));
+    code = es_exit_code(rc);
+    goto end;
+  }
+
+  t0 = now_s();
+  if (pthread_create(&th, NULL, decode_thread, &v) != 0) {
+    err(NULL, "cannot start the decode thread");
+    code = 4;
+    goto end;
+  }
+  th_started = 1;
+
+  {
+    int show = !o->quiet && (o->progress == 1 || (o->progress < 0 && isatty(2)));
+    double last = 0;
+    for (;;) {
+      es_frame *f = NULL;
+      rc = es_stream_pull(v.st, &f);
+      if (rc == ES_ERR_EOF) break;
+      if (rc != ES_OK) {
+        if (!write_failed && !g_stop) {
+          const char *m = es_context_error(ctx);
+          err(NULL, "%s", m && *m ? m : es_strerror(rc));
+          code = worse(code, es_exit_code(rc));
+          write_failed = 1;
+        }
+        break;
+      }
+      if (f->status != ES_OK) {
+        const char *m = es_context_error(ctx);
+        char what[64];
+        snprintf(what, sizeof what, "frame %" PRId64, f->index);
+        err(what, "%s", m && *m ? m : es_strerror(f->status));
+        code = worse(code, es_exit_code(f->status));
+        write_failed = 1;
+        es_stream_release(v.st, f);
+        es_stream_abort(v.st);
+        break;
+      }
+      if (!write_failed) {
+        const char *what = out_name; /* names the output that failed */
+        char *path = NULL;
+        msg[0] = 0;
+        if (vo) {
+          rc = es_video_out_write(vo, &f->pix, f->map, f->map_stride, f->pts, msg, sizeof msg);
+        } else if (ns) {
+          rc = es_npy_stream_write(ns, f->map, f->map_stride, msg, sizeof msg);
+        } else if (out_kind == OUT_DIR) {
+          char name[64];
+          snprintf(name, sizeof name, "frame_%06" PRId64 ".%s", f->index,
+                   o->format == FMT_F32 ? "npy" : "png");
+          path = join(o->output, name);
+          what = path ? path : out_name;
+          if (!path) {
+            rc = ES_ERR_NOMEM;
+          } else if (o->skip && path_exists(path)) {
+            rc = ES_OK;
+          } else if (!o->overwrite && path_exists(path)) {
+            snprintf(msg, sizeof msg, "exists (use -y to overwrite, -n to skip)");
+            rc = ES_ERR_OUTPUT;
+          } else if (o->format == FMT_F32) {
+            rc = es_npy_write(path, o->overwrite, f->width, f->height, f->map, f->map_stride,
+                              msg, sizeof msg);
+          } else {
+            rc = es_png_write(path, o->overwrite, f->width, f->height, frame_pixfmt,
+                              f->pix.plane[0], f->pix.stride[0], msg, sizeof msg);
+          }
+        } else {
+          rc = ES_OK;
+        }
+        if (rc == ES_OK && sw) {
+          what = o->stats_path;
+          rc = es_stats_writer_add(sw, NULL, f->index, f->pts_seconds, f->width, f->height,
+                                   &f->stats, msg, sizeof msg);
+        }
+        if (rc != ES_OK) {
+          err(what ? what : "-", "%s", *msg ? msg : es_strerror(rc));
+          free(path);
+          code = worse(code, es_exit_code(rc));
+          write_failed = 1;
+          es_stream_release(v.st, f);
+          es_stream_abort(v.st);
+          break;
+        }
+        free(path);
+        written++;
+      }
+      es_stream_release(v.st, f);
+      if (show) {
+        double t = now_s();
+        if (t - last > 0.2) {
+          double el = t - t0, fps = el > 0 ? written / el : 0;
+          char eta[32];
+          last = t;
+          fmt_eta(eta, sizeof eta,
+                  v.info.frames > written && fps > 0 ? (v.info.frames - written) / fps : -1);
+          if (v.info.frames > 0)
+            progress_line("%" PRId64 "/%" PRId64 " frames, %.1f fps, ETA %s", written,
+                          v.info.frames, fps, eta);
+          else
+            progress_line("%" PRId64 " frames, %.1f fps", written, fps);
+        }
+      }
+    }
+  }
+  pthread_join(th, NULL);
+  th_started = 0;
+
+  /* What the reader ended with: a short last frame or a corrupt stream keeps the frames
+   * before it; a signal finishes properly. */
+  if (v.read_status != ES_OK && !write_failed) {
+    if (v.read_status == ES_ERR_INTERRUPTED) {
+      code = worse(code, 130);
+    } else {
+      err(in_name, "%s", *v.read_msg ? v.read_msg : es_strerror(v.read_status));
+      code = worse(code, es_exit_code(v.read_status));
+    }
+  }
+  if (g_stop) code = 130;
+
+  /* Close the outputs: committed unless writing itself failed. */
+  {
+    int commit = !write_failed;
+    if (vo) {
+      rc = es_video_out_close(&vo, commit, msg, sizeof msg);
+      if (rc != ES_OK && commit) {
+        err(out_name, "%s", *msg ? msg : es_strerror(rc));
+        code = worse(code, es_exit_code(rc));
+      }
+    }
+    if (ns) {
+      rc = es_npy_stream_close(&ns, commit, msg, sizeof msg);
+      if (rc != ES_OK && commit) {
+        err(out_name, "%s", *msg ? msg : es_strerror(rc));
+        code = worse(code, es_exit_code(rc));
+      }
+    }
+    if (sw) {
+      rc = es_stats_writer_close(&sw, 1, msg, sizeof msg);
+      if (rc != ES_OK) {
+        err(o->stats_path, "%s", *msg ? msg : es_strerror(rc));
+        code = worse(code, es_exit_code(rc));
+      }
+    }
+  }
+  {
+    double el = now_s() - t0;
+    int64_t corrupt = es_video_in_corrupt(v.vin);
+    char d[64], extra[96] = "";
+    if (corrupt > 0)
+      snprintf(extra, sizeof extra, ", %" PRId64 " corrupt packet%s skipped", corrupt,
+               corrupt == 1 ? "" : "s");
+    pthread_mutex_lock(&g_err_lock);
+    clear_progress_locked();
+    pthread_mutex_unlock(&g_err_lock);
+    if (!o->quiet || corrupt > 0)
+      err(NULL, "%" PRId64 " frame%s, %dx%d, %.1f s, %.1f fps, %s%s%s", written,
+          written == 1 ? "" : "s", v.info.width, v.info.height, el, el > 0 ? written / el : 0.0,
+          device_desc(ctx, d, sizeof d), extra, code == 130 ? ", interrupted" : "");
+  }
+
+end:
+  if (th_started) {
+    es_stream_abort(v.st);
+    pthread_join(th, NULL);
+  }
+  if (vo) es_video_out_close(&vo, 0, NULL, 0);
+  if (ns) es_npy_stream_close(&ns, 0, NULL, 0);
+  if (sw) es_stats_writer_close(&sw, 0, NULL, 0);
+  es_stream_destroy(&v.st);
+  es_video_in_close(&v.vin);
+  es_context_destroy(&ctx);
+  return code;
+}
+
+int main(int argc, char **argv) {
+  cli_opts o;
+  int rc, in_kind, out_kind;
+  struct stat st;
+
+  memset(&o, 0, sizeof o);
+  es_config_default(&o.cfg);
+  es_render_default(&o.render);
+  o.format = FMT_HEAT;
+  o.crf = -1;
+  o.max_pixels = INT64_C(1) << 31;
+  o.progress = -1;
+
+  rc = parse_args(argc, argv, &o);
+  if (rc == -2) return 0;
+  if (rc) return 1;
+  o.cfg.verbose = o.quiet ? 0 : o.verbose ? 2 : 1;
+
+  /* What the input is. */
+  if (!strcmp(o.input, "-")) {
+    in_kind = IN_VIDEO;
+  } else if (stat(o.input, &st) != 0) {
+    err(o.input, "%s", strerror(errno));
+    return 2;
+  } else if (S_ISDIR(st.st_mode)) {
+    in_kind = IN_DIR;
+  } else if (!strcasecmp(ext_of(o.input), "png")) {
+    in_kind = IN_PNG;
+  } else {
+    in_kind = IN_VIDEO;
+  }
+  out_kind = out_kind_of(o.output);
+  if (out_kind < 0) {
+    err(o.output, "unknown output type (use .png, .npy, a video extension, a directory or -)");
+    return 1;
+  }
+  if (o.raw && in_kind != IN_VIDEO) {
+    err(o.input, "--raw applies to standard input (-) only");
+    return 1;
+  }
+  if (o.stats_path && out_kind == OUT_STDOUT && !strcmp(o.stats_path, "-")) {
+    err(NULL, "--stats - and -o -: both would write to standard output");
+    return 1;
+  }
+  install_signals();
+  if (in_kind == IN_VIDEO) return run_video(&o, out_kind);
+  return run_images(&o, in_kind, out_kind);
+}
