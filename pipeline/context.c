@@ -1,5 +1,300 @@
 /*
- * context.c - the library context (to be written)
- * STUB: to be written.
+ * context.c - the library context: status codes, configuration defaults and checks, opening
+ * the GPUs (a pool of workers, ES_GPU_WORKERS_PER_DEVICE per device), version information.
+ * Device scheduling and es_compute live in device.c, the streaming engine in stream.c.
  */
-#include "entropy_stream.h"
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#ifdef ES_HAVE_OPENMP
+#include <omp.h>
+#endif
+
+#include "es_io.h"
+#include "es_pipeline_internal.h"
+
+#ifndef ES_BUILD_TYPE
+#define ES_BUILD_TYPE "unknown"
+#endif
+
+const char *es_strerror(int status) {
+  switch (status) {
+  case ES_OK: return "success";
+  case ES_ERR_USAGE: return "usage error";
+  case ES_ERR_INPUT: return "input error";
+  case ES_ERR_OUTPUT: return "output error";
+  case ES_ERR_DEVICE: return "device error";
+  case ES_ERR_NOMEM: return "out of memory";
+  case ES_ERR_INTERRUPTED: return "interrupted";
+  case ES_ERR_EOF: return "end of stream";
+  case ES_ERR_AGAIN: return "try again";
+  case ES_ERR_INTERNAL: return "internal error";
+  default: return "unknown error";
+  }
+}
+
+int es_exit_code(int status) {
+  switch (status) {
+  case ES_OK:
+  case ES_ERR_EOF: return 0;
+  case ES_ERR_USAGE: return 1;
+  case ES_ERR_INPUT: return 2;
+  case ES_ERR_OUTPUT: return 3;
+  case ES_ERR_INTERRUPTED: return 130;
+  /* AGAIN is flow and should never reach an exit: if it does, it is a bug (4). */
+  default: return 4;
+  }
+}
+
+void es_config_default(es_config *c) {
+  memset(c, 0, sizeof *c);
+  es_params_default(&c->params);
+  c->device = ES_DEVICE_AUTO;
+  c->ngpus = 0;
+  c->cpu_below = -1;
+  c->threads = 0;
+  c->stats_bins = 16;
+  c->queue = 8;
+  c->verbose = 1;
+}
+
+void es_ctx_set_error(es_context *ctx, const char *fmt, ...) {
+  char tmp[ES_ERRLEN];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(tmp, sizeof tmp, fmt, ap);
+  va_end(ap);
+  pthread_mutex_lock(&ctx->lock);
+  memcpy(ctx->err, tmp, sizeof tmp);
+  pthread_mutex_unlock(&ctx->lock);
+}
+
+static int online_cores(void) {
+#ifdef ES_HAVE_OPENMP
+  int n = omp_get_num_procs();
+#else
+  long n = sysconf(_SC_NPROCESSORS_ONLN);
+#endif
+  return n > 0 ? (int)n : 1;
+}
+
+/* Checks everything that does not depend on the GPUs present. */
+static int config_check(const es_config *c, char *msg, size_t len) {
+  /* Depth 16 allows every level count; the per-image depth is checked at compute time. */
+  int rc = es_params_check(&c->params, 16, msg, len);
+  if (rc) return rc;
+  if (c->device != ES_DEVICE_AUTO && c->device != ES_DEVICE_GPU && c->device != ES_DEVICE_CPU) {
+    snprintf(msg, len, "--device: must be auto, gpu or cpu");
+    return ES_ERR_USAGE;
+  }
+  if (c->ngpus < 0 || c->ngpus > ES_MAX_GPUS) {
+    snprintf(msg, len, "--gpus: 0..%d entries allowed", ES_MAX_GPUS);
+    return ES_ERR_USAGE;
+  }
+  if (c->threads < 0) {
+    snprintf(msg, len, "--threads %d: must be 0 (all cores) or more", c->threads);
+    return ES_ERR_USAGE;
+  }
+  if (c->stats_bins < 1 || c->stats_bins > ES_STATS_MAX_BINS) {
+    snprintf(msg, len, "--stats-bins %d: must be 1..%d", c->stats_bins, ES_STATS_MAX_BINS);
+    return ES_ERR_USAGE;
+  }
+  if (c->queue < 1 || c->queue > ES_QUEUE_MAX) {
+    snprintf(msg, len, "--queue %d: must be 1..%d", c->queue, ES_QUEUE_MAX);
+    return ES_ERR_USAGE;
+  }
+  return ES_OK;
+}
+
+/* Chooses the GPU ordinals to open; checks a --gpus list against what is visible. */
+static int gpus_choose(const es_config *c, int visible, int *ord, int *n, char *msg, size_t len) {
+  *n = 0;
+  if (c->device == ES_DEVICE_CPU) return ES_OK;
+  if (c->ngpus == 0) {
+    for (int i = 0; i < visible && i < ES_MAX_GPUS; i++) ord[(*n)++] = i;
+  } else {
+    for (int i = 0; i < c->ngpus; i++) {
+      int g = c->gpus[i];
+      if (g < 0 || g >= visible) {
+        if (visible == 0)
+          snprintf(msg, len, "--gpus %d: no GPU visible", g);
+        else
+          snprintf(msg, len, "--gpus %d: only %d GPU%s visible (0..%d)", g, visible,
+                   visible == 1 ? "" : "s", visible - 1);
+        return ES_ERR_USAGE;
+      }
+      for (int j = 0; j < i; j++) {
+        if (c->gpus[j] == g) {
+          snprintf(msg, len, "--gpus %d: listed twice", g);
+          return ES_ERR_USAGE;
+        }
+      }
+      ord[(*n)++] = g;
+    }
+  }
+  if (*n == 0 && c->device == ES_DEVICE_GPU) {
+    snprintf(msg, len, "no GPU visible (--device gpu)");
+    return ES_ERR_DEVICE;
+  }
+  return ES_OK;
+}
+
+/* Opens ES_GPU_WORKERS_PER_DEVICE workers on each chosen GPU. Under auto with all GPUs, a
+ * GPU that cannot be opened is skipped with a warning; a GPU asked for by name or under
+ * --device gpu is an error. */
+static int gpus_open(es_context *ctx, const int *ord, int n, char *msg, size_t len) {
+  int strict = ctx->cfg.device == ES_DEVICE_GPU || ctx->cfg.ngpus > 0;
+  ctx->workers = calloc((size_t)n * ES_GPU_WORKERS_PER_DEVICE + 1, sizeof *ctx->workers);
+  if (!ctx->workers) {
+    snprintf(msg, len, "out of memory");
+    return ES_ERR_NOMEM;
+  }
+  for (int i = 0; i < n; i++) {
+    int first = ctx->nworkers, ok = 1;
+    char why[ES_ERRLEN] = "";
+    for (int k = 0; k < ES_GPU_WORKERS_PER_DEVICE && ok; k++) {
+      es_gpu_worker *w = NULL;
+      if (es_gpu_worker_create(&w, ord[i], why, sizeof why) != ES_OK || !w) {
+        ok = 0;
+        break;
+      }
+      ctx->workers[ctx->nworkers].w = w;
+      ctx->workers[ctx->nworkers].gpu = ctx->ngpu;
+      ctx->nworkers++;
+    }
+    if (!ok) {
+      while (ctx->nworkers > first) es_gpu_worker_destroy(&ctx->workers[--ctx->nworkers].w);
+      if (strict) {
+        snprintf(msg, len, "GPU %d: cannot open: %s", ord[i], why[0] ? why : "unknown error");
+        return ES_ERR_DEVICE;
+      }
+      if (ctx->cfg.verbose >= 1)
+        fprintf(stderr, "entropy-stream: warning: GPU %d unusable (%s): not used\n", ord[i],
+                why[0] ? why : "unknown error");
+      continue;
+    }
+    ctx->gpu_ordinal[ctx->ngpu++] = ord[i];
+  }
+  if (ctx->ngpu == 0 && ctx->cfg.device == ES_DEVICE_GPU) {
+    snprintf(msg, len, "no usable GPU (--device gpu)");
+    return ES_ERR_DEVICE;
+  }
+  return ES_OK;
+}
+
+int es_context_create(es_context **out, const es_config *cfg, char *msg, size_t msglen) {
+  char tmp[ES_ERRLEN];
+  es_context *ctx = NULL;
+  int rc = ES_OK;
+  if (!msg) {
+    msg = tmp;
+    msglen = sizeof tmp;
+  }
+  msg[0] = '\0';
+  if (!out) return ES_ERR_USAGE;
+  *out = NULL;
+  es_config def;
+  if (!cfg) {
+    es_config_default(&def);
+    cfg = &def;
+  }
+  rc = config_check(cfg, msg, msglen);
+  if (rc) goto end;
+  int ord[ES_MAX_GPUS], nord = 0;
+  int visible = cfg->device == ES_DEVICE_CPU ? 0 : es_gpu_device_count();
+  rc = gpus_choose(cfg, visible, ord, &nord, msg, msglen);
+  if (rc) goto end;
+
+  ctx = calloc(1, sizeof *ctx);
+  if (!ctx) {
+    snprintf(msg, msglen, "out of memory");
+    rc = ES_ERR_NOMEM;
+    goto end;
+  }
+  ctx->cfg = *cfg;
+  pthread_mutex_init(&ctx->lock, NULL);
+  pthread_cond_init(&ctx->worker_free, NULL);
+  atomic_init(&ctx->retries, 0);
+  atomic_init(&ctx->compute_calls, 0);
+  es_fault_parse(&ctx->fault, getenv("ES_FAULT_INJECT"));
+  ctx->threads = cfg->threads > 0 ? cfg->threads : online_cores();
+  ctx->cfg.threads = ctx->threads;
+  if (ctx->cfg.cpu_below < 0) ctx->cfg.cpu_below = ES_DEFAULT_CPU_BELOW;
+  (void)es_tables_get(); /* build the shared tables now, not inside the first job */
+
+  rc = gpus_open(ctx, ord, nord, msg, msglen);
+  if (rc) goto end;
+  /* The configuration in force lists the GPUs actually used. */
+  ctx->cfg.ngpus = ctx->ngpu;
+  for (int i = 0; i < ctx->ngpu; i++) ctx->cfg.gpus[i] = ctx->gpu_ordinal[i];
+  if (ctx->cfg.verbose >= 2)
+    fprintf(stderr, "entropy-stream: %d GPU(s), %d CPU thread(s), cpu-below %lld pixels\n",
+            ctx->ngpu, ctx->threads, (long long)ctx->cfg.cpu_below);
+  *out = ctx;
+  ctx = NULL;
+end:
+  es_context_destroy(&ctx);
+  return rc;
+}
+
+void es_context_destroy(es_context **pctx) {
+  if (!pctx || !*pctx) return;
+  es_context *ctx = *pctx;
+  for (int i = 0; i < ctx->nworkers; i++) es_gpu_worker_destroy(&ctx->workers[i].w);
+  free(ctx->workers);
+  pthread_cond_destroy(&ctx->worker_free);
+  pthread_mutex_destroy(&ctx->lock);
+  free(ctx);
+  *pctx = NULL;
+}
+
+const char *es_context_error(const es_context *ctx) { return ctx ? ctx->err : ""; }
+
+int es_context_gpu_count(const es_context *ctx) { return ctx ? ctx->ngpu : 0; }
+
+const es_config *es_context_config(const es_context *ctx) { return ctx ? &ctx->cfg : NULL; }
+
+int64_t es_context_retries(const es_context *ctx) {
+  return ctx ? (int64_t)atomic_load(&((es_context *)ctx)->retries) : 0;
+}
+
+/* Appends to buf like snprintf, keeping the total length even when truncated. */
+static void add(char *buf, size_t len, int *n, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static void add(char *buf, size_t len, int *n, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  size_t used = (size_t)*n < len ? (size_t)*n : len;
+  int k = vsnprintf(buf ? buf + used : NULL, buf && len > used ? len - used : 0, fmt, ap);
+  va_end(ap);
+  if (k > 0) *n += k;
+}
+
+int es_version_info(char *buf, size_t len) {
+  char line[512];
+  int n = 0;
+  if (buf && len) buf[0] = '\0';
+  add(buf, len, &n, "entropy-stream %s (%s build)\n", ES_VERSION_STRING, ES_BUILD_TYPE);
+  line[0] = '\0';
+  es_io_versions(line, sizeof line);
+  add(buf, len, &n, "%s\n", line);
+  line[0] = '\0';
+  es_gpu_versions(line, sizeof line);
+  add(buf, len, &n, "%s\n", line);
+  int ngpu = es_gpu_device_count();
+  if (ngpu == 0) add(buf, len, &n, "GPUs: none visible\n");
+  for (int i = 0; i < ngpu; i++) {
+    line[0] = '\0';
+    if (es_gpu_describe(i, line, sizeof line) != ES_OK && !line[0])
+      snprintf(line, sizeof line, "GPU %d: (no description)", i);
+    add(buf, len, &n, "%s\n", line);
+  }
+#ifdef ES_HAVE_OPENMP
+  add(buf, len, &n, "OpenMP: %d threads\n", omp_get_max_threads());
+#else
+  add(buf, len, &n, "OpenMP: not built (%d cores)\n", online_cores());
+#endif
+  return n;
+}

@@ -208,6 +208,10 @@ void es_stream_destroy(es_stream **s);
  * threads. Returns the length written (like snprintf). */
 int es_version_info(char *buf, size_t len);
 
+/* Jobs that failed on a device (a GPU error, or an injected fault) and were computed again
+ * on another GPU or the CPU, since the context was created (es_compute and streams). */
+int64_t es_context_retries(const es_context *ctx);
+
 #ifdef __cplusplus
 }
 #endif

@@ -1,0 +1,290 @@
+/*
+ * device.c - device scheduling: the pool of GPU workers (one mutex, one condition
+ * variable), the choice CPU / GPU / all GPUs for a frame, running a job with its fallbacks
+ * (a failed GPU job goes to another GPU, then to the CPU, with the same result), fault
+ * injection for tests, and the thread-safe one-shot es_compute.
+ */
+#include <ctype.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "es_pipeline_internal.h"
+
+/* ---- Fault injection (see es_pipeline_internal.h). ---- */
+
+/* spec: "frames=3,7,12" (other keys are ignored, so the variable can grow). */
+void es_fault_parse(es_fault *f, const char *spec) {
+  f->n = 0;
+  for (int i = 0; i < ES_FAULT_MAX; i++) atomic_init(&f->fired[i], 0);
+  if (!spec) return;
+  const char *p = strstr(spec, "frames=");
+  if (!p) return;
+  p += 7;
+  while (*p && f->n < ES_FAULT_MAX) {
+    char *end;
+    long long v = strtoll(p, &end, 10);
+    if (end == p) break;
+    f->frame[f->n++] = v;
+    p = end;
+    if (*p != ',') break;
+    p++;
+  }
+}
+
+void es_fault_copy(es_fault *dst, const es_fault *src) {
+  dst->n = src->n;
+  for (int i = 0; i < src->n; i++) {
+    dst->frame[i] = src->frame[i];
+    atomic_init(&dst->fired[i], 0);
+  }
+}
+
+int es_fault_take(es_fault *f, int64_t frame) {
+  if (!f) return 0;
+  for (int i = 0; i < f->n; i++)
+    if (f->frame[i] == frame && atomic_exchange(&f->fired[i], 1) == 0) return 1;
+  return 0;
+}
+
+/* ---- The GPU worker pool. ---- */
+
+static int gpu_enabled(const es_context *ctx, int gpu) {
+  return ctx->fail_streak[gpu] < ES_GPU_DISABLE_STREAK;
+}
+
+/* Takes a free worker on GPU `want` (or any GPU when want < 0) that is neither excluded nor
+ * disabled; waits while all such workers are busy. NULL when no such worker exists. */
+static es_pool_worker *pool_acquire(es_context *ctx, int want, uint64_t excluded) {
+  es_pool_worker *got = NULL;
+  pthread_mutex_lock(&ctx->lock);
+  for (;;) {
+    int exists = 0;
+    for (int i = 0; i < ctx->nworkers && !got; i++) {
+      es_pool_worker *pw = &ctx->workers[i];
+      if ((want >= 0 && pw->gpu != want) || (excluded >> pw->gpu & 1) ||
+          !gpu_enabled(ctx, pw->gpu))
+        continue;
+      exists = 1;
+      if (!pw->busy) got = pw;
+    }
+    if (got || !exists) break;
+    pthread_cond_wait(&ctx->worker_free, &ctx->lock);
+  }
+  if (got) got->busy = 1;
+  pthread_mutex_unlock(&ctx->lock);
+  return got;
+}
+
+/* Takes one free worker on every enabled GPU at once (all or nothing, so two callers never
+ * hold half each). Returns the count (0 when fewer than 2 GPUs are enabled). */
+static int pool_acquire_all(es_context *ctx, es_pool_worker **got) {
+  int n = 0;
+  pthread_mutex_lock(&ctx->lock);
+  for (;;) {
+    int enabled = 0, ready = 0;
+    n = 0;
+    for (int g = 0; g < ctx->ngpu; g++) {
+      if (!gpu_enabled(ctx, g)) continue;
+      enabled++;
+      for (int i = 0; i < ctx->nworkers; i++) {
+        if (ctx->workers[i].gpu == g && !ctx->workers[i].busy) {
+          got[n++] = &ctx->workers[i];
+          ready++;
+          break;
+        }
+      }
+    }
+    if (enabled < 2) {
+      n = 0;
+      break;
+    }
+    if (ready == enabled) break;
+    pthread_cond_wait(&ctx->worker_free, &ctx->lock);
+  }
+  for (int i = 0; i < n; i++) got[i]->busy = 1;
+  pthread_mutex_unlock(&ctx->lock);
+  return n;
+}
+
+/* Gives a worker back; `failed` counts towards disabling its GPU, success resets it. */
+static void pool_release(es_context *ctx, es_pool_worker *pw, int failed) {
+  pthread_mutex_lock(&ctx->lock);
+  pw->busy = 0;
+  if (failed) {
+    if (++ctx->fail_streak[pw->gpu] == ES_GPU_DISABLE_STREAK && ctx->cfg.verbose >= 1)
+      fprintf(stderr, "entropy-stream: warning: GPU %d failed %d times in a row: not used any more\n",
+              ctx->gpu_ordinal[pw->gpu], ES_GPU_DISABLE_STREAK);
+  } else {
+    ctx->fail_streak[pw->gpu] = 0;
+  }
+  pthread_cond_broadcast(&ctx->worker_free);
+  pthread_mutex_unlock(&ctx->lock);
+}
+
+/* ---- Choosing a device and running a job. ---- */
+
+int es_pick_target(const es_context *ctx, int64_t pixels, int allow_multi) {
+  if (ctx->ngpu == 0 || ctx->cfg.device == ES_DEVICE_CPU) return ES_TARGET_CPU;
+  if (ctx->cfg.device == ES_DEVICE_AUTO && pixels < ctx->cfg.cpu_below) return ES_TARGET_CPU;
+  if (allow_multi && ctx->ngpu > 1 && pixels >= ES_MULTI_GPU_PIXELS) return ES_TARGET_MULTI;
+  return ES_TARGET_ANY_GPU;
+}
+
+/* Not worth retrying: the job itself is wrong, another device would say the same. */
+static int job_error(int rc) { return rc == ES_ERR_USAGE || rc == ES_ERR_INPUT; }
+
+static void copy_msg(char *msg, size_t len, const char *why) {
+  if (msg && len) snprintf(msg, len, "%s", why);
+}
+
+int es_run_job(es_context *ctx, const es_job *job, int target, int cpu_threads, int64_t frame,
+               es_fault *fault, int *device, char *msg, size_t msglen) {
+  char why[ES_ERRLEN];
+  uint64_t excluded = 0; /* GPU indexes that failed this job */
+  int first = 1, cpu_retried = 0, rc = ES_OK;
+  *device = -1;
+
+  if (target == ES_TARGET_MULTI) {
+    es_pool_worker *pw[ES_MAX_GPUS];
+    int n = pool_acquire_all(ctx, pw);
+    if (n >= 2) {
+      es_gpu_worker *ws[ES_MAX_GPUS];
+      for (int i = 0; i < n; i++) ws[i] = pw[i]->w;
+      why[0] = '\0';
+      if (es_fault_take(fault, frame)) {
+        rc = ES_ERR_DEVICE;
+        snprintf(why, sizeof why, "injected fault");
+      } else {
+        rc = es_gpu_run_multi(ws, n, job, why, sizeof why);
+      }
+      /* Which device broke is not known here: no GPU is blamed, the retry goes to one GPU. */
+      for (int i = 0; i < n; i++) pool_release(ctx, pw[i], 0);
+      if (rc == ES_OK) {
+        *device = ctx->gpu_ordinal[pw[0]->gpu];
+        return ES_OK;
+      }
+      if (job_error(rc)) {
+        copy_msg(msg, msglen, why);
+        return rc;
+      }
+      atomic_fetch_add(&ctx->retries, 1);
+      if (ctx->cfg.verbose >= 1)
+        fprintf(stderr, "entropy-stream: warning: %d GPUs failed (%s): frame retried on one GPU\n",
+                n, why);
+      first = 0;
+    }
+    target = ES_TARGET_ANY_GPU;
+  }
+
+  for (;;) {
+    if (target != ES_TARGET_CPU) {
+      es_pool_worker *pw = pool_acquire(ctx, target, excluded);
+      if (!pw && target >= 0) pw = pool_acquire(ctx, -1, excluded);
+      if (!pw) {
+        target = ES_TARGET_CPU;
+        continue;
+      }
+      int ord = ctx->gpu_ordinal[pw->gpu];
+      why[0] = '\0';
+      if (first && es_fault_take(fault, frame)) {
+        rc = ES_ERR_DEVICE;
+        snprintf(why, sizeof why, "injected fault");
+      } else {
+        rc = es_gpu_run(pw->w, job, why, sizeof why);
+      }
+      first = 0;
+      pool_release(ctx, pw, rc != ES_OK && !job_error(rc));
+      if (rc == ES_OK) {
+        *device = ord;
+        return ES_OK;
+      }
+      if (job_error(rc)) {
+        copy_msg(msg, msglen, why);
+        return rc;
+      }
+      excluded |= (uint64_t)1 << pw->gpu;
+      atomic_fetch_add(&ctx->retries, 1);
+      /* Another GPU if one is left that has not failed this job, else the CPU. */
+      int other = -1;
+      pthread_mutex_lock(&ctx->lock);
+      for (int g = 0; g < ctx->ngpu && other < 0; g++)
+        if (!(excluded >> g & 1) && gpu_enabled(ctx, g)) other = g;
+      pthread_mutex_unlock(&ctx->lock);
+      if (ctx->cfg.verbose >= 1) {
+        if (other >= 0)
+          fprintf(stderr, "entropy-stream: warning: GPU %d failed (%s): frame retried on GPU %d\n",
+                  ord, why[0] ? why : "unknown error", ctx->gpu_ordinal[other]);
+        else
+          fprintf(stderr, "entropy-stream: warning: GPU %d failed (%s): frame retried on the CPU\n",
+                  ord, why[0] ? why : "unknown error");
+      }
+      target = other >= 0 ? ES_TARGET_ANY_GPU : ES_TARGET_CPU;
+      continue;
+    }
+    why[0] = '\0';
+    if (first && es_fault_take(fault, frame)) {
+      rc = ES_ERR_DEVICE;
+      snprintf(why, sizeof why, "injected fault");
+    } else {
+      rc = es_cpu_run(job, cpu_threads, why, sizeof why);
+    }
+    first = 0;
+    if (rc == ES_OK) {
+      *device = -1;
+      return ES_OK;
+    }
+    /* The CPU is the last resort: it is tried again once only after a device-type failure
+     * (which on the CPU only an injected fault produces); memory or internal errors stand. */
+    if (rc == ES_ERR_DEVICE && !cpu_retried) {
+      cpu_retried = 1;
+      atomic_fetch_add(&ctx->retries, 1);
+      if (ctx->cfg.verbose >= 1)
+        fprintf(stderr, "entropy-stream: warning: CPU failed (%s): frame retried on the CPU\n",
+                why[0] ? why : "unknown error");
+      continue;
+    }
+    copy_msg(msg, msglen, why[0] ? why : es_strerror(rc));
+    return rc;
+  }
+}
+
+/* ---- One-shot. ---- */
+
+int es_compute(es_context *ctx, const es_image *img, float *out, size_t out_stride,
+               es_stats *stats, const es_render *render, es_planes *pix) {
+  char why[ES_ERRLEN] = "";
+  int rc = ES_OK, device = -1;
+  if (!ctx) return ES_ERR_USAGE;
+  if (!img) {
+    es_ctx_set_error(ctx, "no image");
+    return ES_ERR_USAGE;
+  }
+  es_job job;
+  memset(&job, 0, sizeof job);
+  job.in = *img;
+  job.params = ctx->cfg.params;
+  job.map = out;
+  job.map_stride = out_stride;
+  job.stats = stats;
+  job.stats_bins = ctx->cfg.stats_bins;
+  if (render && render->format != ES_PIX_NONE) {
+    if (!pix) {
+      es_ctx_set_error(ctx, "a rendering was asked for without planes");
+      return ES_ERR_USAGE;
+    }
+    job.render = *render;
+    job.pix = *pix;
+  } else {
+    job.render.format = ES_PIX_NONE;
+  }
+  rc = es_job_check(&job, why, sizeof why);
+  if (rc) goto end;
+  int64_t index = atomic_fetch_add(&ctx->compute_calls, 1);
+  int64_t pixels = (int64_t)img->width * img->height;
+  int target = es_pick_target(ctx, pixels, 1);
+  rc = es_run_job(ctx, &job, target, ctx->threads, index, &ctx->fault, &device, why, sizeof why);
+end:
+  if (rc) es_ctx_set_error(ctx, "%s", why[0] ? why : es_strerror(rc));
+  return rc;
+}

@@ -1,0 +1,93 @@
+/*
+ * es_pipeline_internal.h - what the pipeline's files (context.c, device.c, stream.c) share:
+ * the context struct, the GPU worker pool, the fault injector and the one function that
+ * runs a job with its fallbacks (GPU -> other GPU -> CPU). Not installed.
+ */
+#ifndef ES_PIPELINE_INTERNAL_H
+#define ES_PIPELINE_INTERNAL_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+
+#include "entropy_stream.h"
+#include "es_gpu.h"
+#include "es_kernels.h"
+
+/* SPEC.md's default line between CPU and GPU under --device auto (pixels). Not measured at
+ * start-up: a measurement would cost every context a GPU warm-up round trip. */
+#define ES_DEFAULT_CPU_BELOW 163840
+/* es_compute splits an image over every GPU of the context from this many pixels up
+ * (smaller images do not pay for the halo exchange and the extra launches). */
+#define ES_MULTI_GPU_PIXELS (8LL * 1024 * 1024)
+/* GPU workers (CUDA streams) per device: two, so copies of one job overlap the kernel of
+ * another. */
+#define ES_GPU_WORKERS_PER_DEVICE 2
+/* A device whose jobs failed this many times in a row is no longer offered work. */
+#define ES_GPU_DISABLE_STREAK 3
+#define ES_QUEUE_MAX 4096
+#define ES_ERRLEN 512
+
+/* Fault injection for tests (ES_FAULT_INJECT="frames=3,7"): the FIRST attempt of each listed
+ * frame index fails with ES_ERR_DEVICE ("injected fault") on whichever worker (GPU or CPU)
+ * takes it; the engine then retries it as it would a real GPU error. For es_compute the
+ * index is the 0-based number of the es_compute call on the context; for a stream, the
+ * frame index. Each stream has its own copy, so every stream sees the faults. */
+#define ES_FAULT_MAX 256
+typedef struct es_fault {
+  int n;                            /* immutable after parse */
+  int64_t frame[ES_FAULT_MAX];      /* immutable after parse */
+  atomic_int fired[ES_FAULT_MAX];   /* set once, by the first attempt of that frame */
+} es_fault;
+void es_fault_parse(es_fault *f, const char *spec);
+void es_fault_copy(es_fault *dst, const es_fault *src);
+/* 1 when this attempt of `frame` must fail (and marks it fired). */
+int es_fault_take(es_fault *f, int64_t frame);
+
+/* One GPU worker of the context's pool. */
+typedef struct es_pool_worker {
+  es_gpu_worker *w; /* owned by the pool; used by whoever holds busy */
+  int gpu;          /* index into ctx->gpu_ordinal (immutable) */
+  int busy;         /* guarded by ctx->lock */
+} es_pool_worker;
+
+struct es_context {
+  es_config cfg;                   /* immutable after create (defaults filled in) */
+  int threads;                     /* immutable: resolved CPU thread count (>= 1) */
+  int ngpu;                        /* immutable: GPUs in use */
+  int gpu_ordinal[ES_MAX_GPUS];    /* immutable: CUDA ordinal of each GPU in use */
+  es_pool_worker *workers;         /* immutable array of nworkers; busy under lock */
+  int nworkers;                    /* immutable */
+  pthread_mutex_t lock;            /* guards busy, fail_streak, err */
+  pthread_cond_t worker_free;      /* broadcast when a worker is released */
+  int fail_streak[ES_MAX_GPUS];    /* guarded by lock: consecutive failures per GPU */
+  atomic_llong retries;            /* jobs retried after a failure (any thread) */
+  atomic_llong compute_calls;      /* es_compute call counter (fault injection index) */
+  es_fault fault;                  /* faults of es_compute calls */
+  char err[ES_ERRLEN];             /* guarded by lock: last error message */
+};
+
+/* Records a one-line error on the context (thread-safe). */
+void es_ctx_set_error(es_context *ctx, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+/* Targets for es_run_job. A value >= 0 is a GPU index (ctx->gpu_ordinal[i]) to try first. */
+#define ES_TARGET_ANY_GPU (-1)
+#define ES_TARGET_CPU (-2)
+#define ES_TARGET_MULTI (-3)
+
+/* Where a frame of `pixels` pixels goes under the context's device policy: ES_TARGET_CPU,
+ * ES_TARGET_ANY_GPU, or ES_TARGET_MULTI (es_compute only, allow_multi). */
+int es_pick_target(const es_context *ctx, int64_t pixels, int allow_multi);
+
+/* Runs a checked job at `target` and, when a device fails, again on another GPU and then
+ * on the CPU (cpu_threads OpenMP threads there). USAGE/INPUT errors are not retried.
+ * *device: -1 (CPU) or the GPU ordinal that produced the result. frame/fault: fault
+ * injection (fault may be NULL). Thread-safe. */
+int es_run_job(es_context *ctx, const es_job *job, int target, int cpu_threads, int64_t frame,
+               es_fault *fault, int *device, char *msg, size_t msglen);
+
+/* For tests: the most frames that were out of a stream's pool at the same time. */
+int es_stream_max_live(es_stream *s);
+
+#endif /* ES_PIPELINE_INTERNAL_H */

@@ -1,0 +1,482 @@
+/*
+ * stream.c - the streaming engine: a fixed pool of cfg.queue frames, bounded work queues
+ * (one mutex, condition variables, shutdown/abort flags, in the manner of zstd's pool.c),
+ * compute threads (ES_GPU_WORKERS_PER_DEVICE per GPU, each borrowing a worker of its GPU
+ * from the context's pool per frame, plus CPU workers), and a reorder ring so that
+ * es_stream_pull returns frames strictly in push order.
+ *
+ * Life of a frame slot: FREE -> (acquire) ACQUIRED -> (push) QUEUED -> (a worker) RUNNING ->
+ * DONE -> (pull) PULLED -> (release) FREE. Memory is the pool and nothing else: every buffer
+ * belongs to a slot, so whatever the input length at most cfg.queue frames exist.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "es_pipeline_internal.h"
+
+enum slot_state { SLOT_FREE, SLOT_ACQUIRED, SLOT_QUEUED, SLOT_RUNNING, SLOT_DONE, SLOT_PULLED };
+
+typedef struct es_slot {
+  es_frame f;           /* first member: an es_frame * is its slot. Owned by whoever holds
+                         * the slot in its current state (producer, worker, consumer). */
+  struct es_slot *next; /* link in the free list or a work queue; guarded by s->lock */
+  int state;            /* enum slot_state; guarded by s->lock */
+  int to_gpu;           /* set at push (producer) */
+  size_t data_cap;      /* bytes of f.data; changed only by the producer while ACQUIRED */
+  size_t map_cap;       /* floats of f.map; likewise */
+  size_t pix_cap[3];    /* bytes of f.pix.plane[i]; likewise */
+} es_slot;
+
+typedef struct es_worker_arg {
+  struct es_stream *s;
+  int target;      /* ES_TARGET_CPU or a GPU index */
+  int cpu_threads; /* OpenMP threads for CPU jobs */
+} es_worker_arg;
+
+struct es_stream {
+  es_context *ctx;          /* immutable; not owned */
+  es_stream_config sc;      /* immutable */
+  int pinned;               /* immutable: data buffers come from es_gpu_host_alloc */
+  int nslots;               /* immutable: cfg.queue */
+  es_slot *slots;           /* immutable array; each slot as es_slot says */
+  es_slot **ring;           /* guarded by lock: [index % nslots] = pushed, not pulled frame */
+  pthread_t *threads;       /* immutable after open */
+  es_worker_arg *args;      /* immutable after open */
+  int nthreads;             /* immutable after open: threads started */
+  int cpu_threads;          /* immutable: OpenMP threads per CPU worker */
+
+  pthread_mutex_t lock;     /* guards everything below */
+  pthread_cond_t free_cond; /* a slot went back to the pool, or abort */
+  pthread_cond_t work_cond; /* a frame was queued, or shutdown/abort */
+  pthread_cond_t done_cond; /* a frame finished, or finish/abort */
+  es_slot *free_head;       /* free slots (stack) */
+  es_slot *cpu_head, *cpu_tail; /* frames waiting for a CPU worker (FIFO) */
+  es_slot *gpu_head, *gpu_tail; /* frames waiting for a GPU thread (FIFO) */
+  int64_t next_index;       /* index the next pushed frame gets */
+  int64_t next_pull;        /* index the next pull returns */
+  int live;                 /* slots out of the free list (<= nslots) */
+  int max_live;             /* high-water mark of live, for tests */
+  int finished;             /* es_stream_finish was called */
+  int aborted;              /* es_stream_abort (or destroy): every wait returns */
+  int shutdown;             /* destroy: workers exit */
+  es_fault fault;           /* this stream's injected faults (atomics inside) */
+};
+
+static size_t bytes_per_sample(int depth) { return depth == 16 ? 2 : 1; }
+
+static void data_free(es_stream *s, es_slot *sl) {
+  if (s->pinned)
+    es_gpu_host_free(sl->f.data);
+  else
+    free(sl->f.data);
+  sl->f.data = NULL;
+  sl->data_cap = 0;
+}
+
+static int data_grow(es_stream *s, es_slot *sl, size_t need) {
+  if (need <= sl->data_cap) return ES_OK;
+  data_free(s, sl);
+  sl->f.data = s->pinned ? es_gpu_host_alloc(need) : malloc(need);
+  if (!sl->f.data) return ES_ERR_NOMEM;
+  sl->data_cap = need;
+  return ES_OK;
+}
+
+/* Makes the map and rendering buffers of a slot fit w x h (allocated with the slot when
+ * the stream knows its largest frame, grown here otherwise). */
+static int outputs_grow(es_stream *s, es_slot *sl, int w, int h) {
+  if (s->sc.want_map) {
+    size_t need = (size_t)w * (size_t)h;
+    if (need > sl->map_cap) {
+      free(sl->f.map);
+      sl->f.map = malloc(need * sizeof(float));
+      sl->map_cap = sl->f.map ? need : 0;
+      if (!sl->f.map) return ES_ERR_NOMEM;
+    }
+  }
+  int fmt = s->sc.render.format;
+  for (int i = 0; i < es_pix_planes(fmt); i++) {
+    size_t need = es_pix_stride(fmt, i, w) * (size_t)es_pix_plane_height(fmt, i, h);
+    if (need > sl->pix_cap[i]) {
+      free(sl->f.pix.plane[i]);
+      sl->f.pix.plane[i] = malloc(need);
+      sl->pix_cap[i] = sl->f.pix.plane[i] ? need : 0;
+      if (!sl->f.pix.plane[i]) return ES_ERR_NOMEM;
+    }
+  }
+  return ES_OK;
+}
+
+/* Builds the job of a frame; the frame's own buffers receive the results. */
+static void frame_job(es_stream *s, es_slot *sl, es_job *job) {
+  es_frame *f = &sl->f;
+  memset(job, 0, sizeof *job);
+  job->in.data = f->data;
+  job->in.width = f->width;
+  job->in.height = f->height;
+  job->in.stride = f->stride;
+  job->in.depth = f->depth;
+  job->params = s->ctx->cfg.params;
+  job->map = s->sc.want_map ? f->map : NULL;
+  job->map_stride = f->map_stride;
+  job->stats = s->sc.want_stats ? &f->stats : NULL;
+  job->stats_bins = s->ctx->cfg.stats_bins;
+  job->render = s->sc.render;
+  job->pix = f->pix;
+}
+
+static void run_frame(es_stream *s, es_worker_arg *a, es_slot *sl) {
+  char why[ES_ERRLEN] = "";
+  es_job job;
+  frame_job(s, sl, &job);
+  int device = -1;
+  int rc = es_job_check(&job, why, sizeof why);
+  if (rc == ES_OK)
+    rc = es_run_job(s->ctx, &job, a->target, a->cpu_threads, sl->f.index, &s->fault, &device,
+                    why, sizeof why);
+  sl->f.status = rc;
+  sl->f.device = device;
+  if (rc != ES_OK) {
+    es_ctx_set_error(s->ctx, "frame %lld: %s", (long long)sl->f.index,
+                     why[0] ? why : es_strerror(rc));
+    if (s->ctx->cfg.verbose >= 2)
+      fprintf(stderr, "entropy-stream: frame %lld: %s\n", (long long)sl->f.index,
+              why[0] ? why : es_strerror(rc));
+  }
+}
+
+static void *worker_main(void *arg) {
+  es_worker_arg *a = arg;
+  es_stream *s = a->s;
+  int gpu = a->target != ES_TARGET_CPU;
+  pthread_mutex_lock(&s->lock);
+  for (;;) {
+    es_slot **head = gpu ? &s->gpu_head : &s->cpu_head;
+    es_slot **tail = gpu ? &s->gpu_tail : &s->cpu_tail;
+    while (!*head && !s->aborted && !s->shutdown) pthread_cond_wait(&s->work_cond, &s->lock);
+    if (s->aborted || s->shutdown) break;
+    es_slot *sl = *head;
+    *head = sl->next;
+    if (!*head) *tail = NULL;
+    sl->next = NULL;
+    sl->state = SLOT_RUNNING;
+    pthread_mutex_unlock(&s->lock);
+
+    run_frame(s, a, sl);
+
+    pthread_mutex_lock(&s->lock);
+    sl->state = SLOT_DONE;
+    pthread_cond_broadcast(&s->done_cond);
+  }
+  pthread_mutex_unlock(&s->lock);
+  return NULL;
+}
+
+int es_stream_open(es_context *ctx, const es_stream_config *sc, es_stream **out) {
+  int rc = ES_OK;
+  es_stream *s = NULL;
+  if (!out) return ES_ERR_USAGE;
+  *out = NULL;
+  if (!ctx || !sc) return ES_ERR_USAGE;
+  int fmt = sc->render.format;
+  if (fmt != ES_PIX_NONE && (es_pix_planes(fmt) == 0 || !es_colormap_lut(sc->render.colormap))) {
+    es_ctx_set_error(ctx, "bad rendering format or colormap");
+    return ES_ERR_USAGE;
+  }
+  if (sc->max_width < 0 || sc->max_height < 0 || (sc->max_width > 0) != (sc->max_height > 0) ||
+      (sc->max_width > 0 && sc->depth != 8 && sc->depth != 16)) {
+    es_ctx_set_error(ctx, "stream frame size %dx%d depth %d: bad", sc->max_width,
+                     sc->max_height, sc->depth);
+    return ES_ERR_USAGE;
+  }
+
+  s = calloc(1, sizeof *s);
+  if (!s) goto nomem;
+  s->ctx = ctx;
+  s->sc = *sc;
+  s->pinned = ctx->ngpu > 0;
+  s->nslots = ctx->cfg.queue;
+  pthread_mutex_init(&s->lock, NULL);
+  pthread_cond_init(&s->free_cond, NULL);
+  pthread_cond_init(&s->work_cond, NULL);
+  pthread_cond_init(&s->done_cond, NULL);
+  es_fault_copy(&s->fault, &ctx->fault);
+  s->slots = calloc((size_t)s->nslots, sizeof *s->slots);
+  s->ring = calloc((size_t)s->nslots, sizeof *s->ring);
+  if (!s->slots || !s->ring) goto nomem;
+  for (int i = 0; i < s->nslots; i++) {
+    es_slot *sl = &s->slots[i];
+    sl->state = SLOT_FREE;
+    if (sc->max_width > 0) {
+      size_t bps = bytes_per_sample(sc->depth);
+      if (data_grow(s, sl, (size_t)sc->max_width * bps * (size_t)sc->max_height) ||
+          outputs_grow(s, sl, sc->max_width, sc->max_height))
+        goto nomem;
+    }
+    sl->next = s->free_head;
+    s->free_head = sl;
+  }
+
+  /* Threads. GPU: ES_GPU_WORKERS_PER_DEVICE per GPU, so the copies of one frame overlap the
+   * kernel of another. CPU: min(threads, queue) workers sharing the cores (more workers
+   * than frames in flight would idle), each with threads/workers OpenMP threads: many
+   * single-thread workers for many small frames on few cores, no oversubscription. CPU
+   * workers exist when frames can be routed to the CPU: no GPU, or --device auto. */
+  int ngpu_threads = ctx->cfg.device == ES_DEVICE_CPU ? 0 : ctx->ngpu * ES_GPU_WORKERS_PER_DEVICE;
+  int ncpu = 0;
+  if (ctx->ngpu == 0 || ctx->cfg.device != ES_DEVICE_GPU) {
+    ncpu = ctx->threads < s->nslots ? ctx->threads : s->nslots;
+    if (ncpu < 1) ncpu = 1;
+  }
+  s->cpu_threads = ncpu > 0 ? ctx->threads / ncpu : ctx->threads;
+  if (s->cpu_threads < 1) s->cpu_threads = 1;
+  int total = ngpu_threads + ncpu;
+  s->threads = calloc((size_t)total, sizeof *s->threads);
+  s->args = calloc((size_t)total, sizeof *s->args);
+  if (!s->threads || !s->args) goto nomem;
+  for (int i = 0; i < total; i++) {
+    es_worker_arg *a = &s->args[i];
+    a->s = s;
+    a->target = i < ngpu_threads ? i / ES_GPU_WORKERS_PER_DEVICE : ES_TARGET_CPU;
+    a->cpu_threads = i < ngpu_threads ? ctx->threads : s->cpu_threads;
+    if (pthread_create(&s->threads[i], NULL, worker_main, a) != 0) {
+      es_ctx_set_error(ctx, "cannot start a compute thread");
+      rc = ES_ERR_NOMEM;
+      goto end;
+    }
+    s->nthreads++;
+  }
+  if (ctx->cfg.verbose >= 2)
+    fprintf(stderr, "entropy-stream: stream: %d frames, %d GPU thread(s), %d CPU worker(s) x %d thread(s)\n",
+            s->nslots, ngpu_threads, ncpu, s->cpu_threads);
+  *out = s;
+  s = NULL;
+  goto end;
+nomem:
+  es_ctx_set_error(ctx, "out of memory for the frame pool");
+  rc = ES_ERR_NOMEM;
+end:
+  es_stream_destroy(&s);
+  return rc;
+}
+
+int es_stream_acquire(es_stream *s, es_frame **out) {
+  if (!s || !out) return ES_ERR_USAGE;
+  *out = NULL;
+  pthread_mutex_lock(&s->lock);
+  while (!s->free_head && !s->aborted) pthread_cond_wait(&s->free_cond, &s->lock);
+  if (s->aborted) {
+    pthread_mutex_unlock(&s->lock);
+    return ES_ERR_INTERRUPTED;
+  }
+  es_slot *sl = s->free_head;
+  s->free_head = sl->next;
+  sl->next = NULL;
+  sl->state = SLOT_ACQUIRED;
+  if (++s->live > s->max_live) s->max_live = s->live;
+  pthread_mutex_unlock(&s->lock);
+
+  es_frame *f = &sl->f;
+  f->index = -1;
+  f->pts = INT64_MIN;
+  f->pts_seconds = NAN;
+  f->user = NULL;
+  f->status = ES_OK;
+  f->device = -1;
+  memset(&f->stats, 0, sizeof f->stats);
+  if (s->sc.max_width > 0) {
+    f->width = s->sc.max_width;
+    f->height = s->sc.max_height;
+    f->depth = s->sc.depth;
+    f->stride = (size_t)f->width * bytes_per_sample(f->depth);
+  } else {
+    f->width = f->height = 0;
+    f->depth = 8;
+    f->stride = 0;
+  }
+  *out = f;
+  return ES_OK;
+}
+
+int es_stream_reserve(es_stream *s, es_frame *f, int width, int height, int depth) {
+  if (!s || !f) return ES_ERR_USAGE;
+  es_slot *sl = (es_slot *)f;
+  if (width < 1 || height < 1 || (depth != 8 && depth != 16)) {
+    es_ctx_set_error(s->ctx, "frame %dx%d depth %d: bad size", width, height, depth);
+    return ES_ERR_USAGE;
+  }
+  size_t bps = bytes_per_sample(depth);
+  if ((size_t)width > SIZE_MAX / bps / (size_t)height / sizeof(float)) {
+    es_ctx_set_error(s->ctx, "frame %dx%d: too large", width, height);
+    return ES_ERR_INPUT;
+  }
+  if (data_grow(s, sl, (size_t)width * bps * (size_t)height) ||
+      outputs_grow(s, sl, width, height)) {
+    es_ctx_set_error(s->ctx, "out of memory for a %dx%d frame", width, height);
+    return ES_ERR_NOMEM;
+  }
+  f->width = width;
+  f->height = height;
+  f->depth = depth;
+  f->stride = (size_t)width * bps;
+  return ES_OK;
+}
+
+int es_stream_push(es_stream *s, es_frame *f) {
+  if (!s || !f) return ES_ERR_USAGE;
+  es_slot *sl = (es_slot *)f;
+  if (f->width < 1 || f->height < 1 || (f->depth != 8 && f->depth != 16) || !f->data) {
+    es_ctx_set_error(s->ctx, "frame %dx%d depth %d: bad size (es_stream_reserve first)",
+                     f->width, f->height, f->depth);
+    return ES_ERR_USAGE;
+  }
+  size_t row = (size_t)f->width * bytes_per_sample(f->depth);
+  if (f->stride < row || f->stride * (size_t)(f->height - 1) + row > sl->data_cap) {
+    es_ctx_set_error(s->ctx, "frame %dx%d stride %zu: larger than its buffer", f->width,
+                     f->height, f->stride);
+    return ES_ERR_USAGE;
+  }
+  if (outputs_grow(s, sl, f->width, f->height)) {
+    es_ctx_set_error(s->ctx, "out of memory for a %dx%d frame", f->width, f->height);
+    return ES_ERR_NOMEM;
+  }
+  if (!s->sc.want_map) f->map = NULL;
+  f->map_stride = s->sc.want_map ? (size_t)f->width : 0;
+  for (int i = 0; i < 3; i++)
+    f->pix.stride[i] = i < es_pix_planes(s->sc.render.format)
+                           ? es_pix_stride(s->sc.render.format, i, f->width)
+                           : 0;
+  f->status = ES_OK;
+  f->device = -1;
+  int64_t pixels = (int64_t)f->width * f->height;
+  sl->to_gpu = es_pick_target(s->ctx, pixels, 0) != ES_TARGET_CPU;
+
+  int rc = ES_OK;
+  pthread_mutex_lock(&s->lock);
+  if (s->aborted) {
+    rc = ES_ERR_INTERRUPTED;
+  } else if (s->finished || sl->state != SLOT_ACQUIRED) {
+    es_ctx_set_error(s->ctx, s->finished ? "push after finish" : "push of a frame not acquired");
+    rc = ES_ERR_USAGE;
+  } else {
+    f->index = s->next_index++;
+    s->ring[f->index % s->nslots] = sl;
+    sl->state = SLOT_QUEUED;
+    sl->next = NULL;
+    es_slot **head = sl->to_gpu ? &s->gpu_head : &s->cpu_head;
+    es_slot **tail = sl->to_gpu ? &s->gpu_tail : &s->cpu_tail;
+    if (*tail)
+      (*tail)->next = sl;
+    else
+      *head = sl;
+    *tail = sl;
+    /* Broadcast: CPU and GPU threads wait on the same condition. */
+    pthread_cond_broadcast(&s->work_cond);
+  }
+  pthread_mutex_unlock(&s->lock);
+  return rc;
+}
+
+int es_stream_finish(es_stream *s) {
+  if (!s) return ES_ERR_USAGE;
+  pthread_mutex_lock(&s->lock);
+  s->finished = 1;
+  pthread_cond_broadcast(&s->done_cond);
+  pthread_mutex_unlock(&s->lock);
+  return ES_OK;
+}
+
+int es_stream_pull(es_stream *s, es_frame **out) {
+  if (!s || !out) return ES_ERR_USAGE;
+  *out = NULL;
+  int rc = ES_OK;
+  pthread_mutex_lock(&s->lock);
+  for (;;) {
+    if (s->aborted) {
+      rc = ES_ERR_INTERRUPTED;
+      break;
+    }
+    es_slot *sl = s->ring[s->next_pull % s->nslots];
+    if (s->next_pull < s->next_index && sl && sl->state == SLOT_DONE) {
+      s->ring[s->next_pull % s->nslots] = NULL;
+      s->next_pull++;
+      sl->state = SLOT_PULLED;
+      *out = &sl->f;
+      break;
+    }
+    if (s->finished && s->next_pull == s->next_index) {
+      rc = ES_ERR_EOF;
+      break;
+    }
+    pthread_cond_wait(&s->done_cond, &s->lock);
+  }
+  pthread_mutex_unlock(&s->lock);
+  return rc;
+}
+
+void es_stream_release(es_stream *s, es_frame *f) {
+  if (!s || !f) return;
+  es_slot *sl = (es_slot *)f;
+  pthread_mutex_lock(&s->lock);
+  /* Only a frame the caller holds (acquired and not pushed, or pulled) may go back. */
+  if (sl->state == SLOT_ACQUIRED || sl->state == SLOT_PULLED) {
+    sl->state = SLOT_FREE;
+    sl->next = s->free_head;
+    s->free_head = sl;
+    s->live--;
+    pthread_cond_signal(&s->free_cond);
+  }
+  pthread_mutex_unlock(&s->lock);
+}
+
+void es_stream_abort(es_stream *s) {
+  if (!s) return;
+  pthread_mutex_lock(&s->lock);
+  s->aborted = 1;
+  pthread_cond_broadcast(&s->free_cond);
+  pthread_cond_broadcast(&s->work_cond);
+  pthread_cond_broadcast(&s->done_cond);
+  pthread_mutex_unlock(&s->lock);
+}
+
+/* Internal (tests): the most frames that were out of the pool at once. */
+int es_stream_max_live(es_stream *s) {
+  pthread_mutex_lock(&s->lock);
+  int n = s->max_live;
+  pthread_mutex_unlock(&s->lock);
+  return n;
+}
+
+void es_stream_destroy(es_stream **ps) {
+  if (!ps || !*ps) return;
+  es_stream *s = *ps;
+  /* Stop: workers finish the frame they hold (a job cannot be interrupted) and exit. */
+  pthread_mutex_lock(&s->lock);
+  s->shutdown = 1;
+  s->aborted = 1;
+  pthread_cond_broadcast(&s->free_cond);
+  pthread_cond_broadcast(&s->work_cond);
+  pthread_cond_broadcast(&s->done_cond);
+  pthread_mutex_unlock(&s->lock);
+  for (int i = 0; i < s->nthreads; i++) pthread_join(s->threads[i], NULL);
+  if (s->slots) {
+    for (int i = 0; i < s->nslots; i++) {
+      es_slot *sl = &s->slots[i];
+      data_free(s, sl);
+      free(sl->f.map);
+      for (int k = 0; k < 3; k++) free(sl->f.pix.plane[k]);
+    }
+  }
+  free(s->slots);
+  free(s->ring);
+  free(s->threads);
+  free(s->args);
+  pthread_cond_destroy(&s->free_cond);
+  pthread_cond_destroy(&s->work_cond);
+  pthread_cond_destroy(&s->done_cond);
+  pthread_mutex_destroy(&s->lock);
+  free(s);
+  *ps = NULL;
+}
