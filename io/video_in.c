@@ -1,4 +1,469 @@
 /*
- * video_in.c - video I/O through libav* (to be written).
+ * video_in.c - video files and standard input through libavformat/libavcodec/libswscale.
+ *
+ * Opens anything libavformat opens ("-" is pipe:0: YUV4MPEG2 found by probing, or the
+ * rawvideo demuxer with --raw gray8:WxH / gray16le:WxH), decodes with FFmpeg's own frame
+ * or slice threads, and copies the grey plane once into the caller's buffer: the Y plane as
+ * stored for 8-bit YUV/grey formats, libswscale to GRAY8/GRAY16 for everything else.
+ * Damaged packets and frames are skipped and counted, never fatal.
  */
+#include <errno.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <libavcodec/avcodec.h>
+#include <libavformat/avformat.h>
+#include <libavutil/avstring.h>
+#include <libavutil/avutil.h>
+#include <libavutil/dict.h>
+#include <libavutil/imgutils.h>
+#include <libavutil/opt.h>
+#include <libavutil/parseutils.h>
+#include <libavutil/pixdesc.h>
+#include <libswscale/swscale.h>
+
 #include "es_io.h"
+
+/* Consecutive demuxer errors after which the input is taken as ended (a damaged tail that
+ * the demuxer cannot resynchronise in). */
+#define ES_VIDEO_MAX_DEMUX_ERRORS 256
+
+struct es_video_in {
+  AVFormatContext *fmt;  /* demuxer */
+  AVCodecContext *dec;   /* decoder of the chosen stream */
+  AVPacket *pkt;         /* reused for every read */
+  AVFrame *frame;        /* reused for every decoded frame */
+  struct SwsContext *sws; /* conversion to grey, made on the first frame that needs it */
+  int sws_fmt;           /* source pixel format sws was made for */
+  int stream;            /* index of the video stream */
+  int width, height, depth;
+  AVRational tb;         /* time base of pts */
+  int64_t step;          /* one frame in tb units (for frames without a time stamp) */
+  int64_t next_pts;      /* pts to give a frame without a time stamp */
+  int64_t delivered;     /* frames given to the caller */
+  int64_t corrupt;       /* packets/frames skipped */
+  int64_t packets;       /* packets of the stream read (raw: frame index of the next one) */
+  size_t raw_frame_size; /* bytes of one raw frame, 0 when not raw */
+  int flushing;          /* the decoder was sent NULL: draining */
+  int finished;          /* drained: only EOF (or the pending error) is left */
+  int drain_errors;      /* failed receives while draining */
+  int pending;           /* an error to report once every frame before it was given out */
+  char pending_msg[160];
+};
+
+static void averr(char *msg, size_t len, const char *what, int err) {
+  char e[AV_ERROR_MAX_STRING_SIZE];
+  av_strerror(err, e, sizeof e);
+  snprintf(msg, len, "%s: %s", what, e);
+}
+
+/* "gray8:WxH[@FPS]" / "gray16le:WxH[@FPS]". */
+static int parse_raw(const char *spec, const char **pixfmt, int *w, int *h, AVRational *fps,
+                     char *msg, size_t len) {
+  const char *rest;
+  if (!strncmp(spec, "gray8:", 6)) {
+    *pixfmt = "gray";
+    rest = spec + 6;
+  } else if (!strncmp(spec, "gray16le:", 9)) {
+    *pixfmt = "gray16le";
+    rest = spec + 9;
+  } else {
+    goto bad;
+  }
+  char *end;
+  errno = 0;
+  long lw = strtol(rest, &end, 10);
+  if (end == rest || (*end != 'x' && *end != 'X') || errno || lw <= 0 || lw > INT_MAX / 2)
+    goto bad;
+  rest = end + 1;
+  long lh = strtol(rest, &end, 10);
+  if (end == rest || errno || lh <= 0 || lh > INT_MAX / 2) goto bad;
+  *fps = (AVRational){25, 1};
+  if (*end == '@') {
+    if (!end[1] || av_parse_video_rate(fps, end + 1) < 0 || fps->num <= 0 || fps->den <= 0)
+      goto bad;
+  } else if (*end) {
+    goto bad;
+  }
+  *w = (int)lw;
+  *h = (int)lh;
+  return ES_OK;
+bad:
+  snprintf(msg, len, "--raw %s: expected gray8:WxH[@FPS] or gray16le:WxH[@FPS]", spec);
+  return ES_ERR_USAGE;
+}
+
+static int check_size(int w, int h, int64_t max_pixels, char *msg, size_t len) {
+  if (w <= 0 || h <= 0) {
+    snprintf(msg, len, "unknown or invalid frame size %dx%d", w, h);
+    return ES_ERR_INPUT;
+  }
+  if (max_pixels > 0 && (int64_t)w * h > max_pixels) {
+    snprintf(msg, len, "frame size %dx%d exceeds --max-pixels %" PRId64, w, h, max_pixels);
+    return ES_ERR_INPUT;
+  }
+  return ES_OK;
+}
+
+/* Depth of the grey plane delivered for a pixel format: 8 up to 8 bits, else 16. */
+static int depth_of(enum AVPixelFormat f) {
+  const AVPixFmtDescriptor *d = av_pix_fmt_desc_get(f);
+  if (!d) return 8;
+  int bits = 0;
+  for (int i = 0; i < d->nb_components; i++)
+    if (d->comp[i].depth > bits) bits = d->comp[i].depth;
+  return bits > 8 ? 16 : 8;
+}
+
+/* The Y (or grey) plane can be copied as stored: 8-bit samples, one per byte, in plane 0.
+ * With want16: native-endian 16-bit samples using all 16 bits. */
+static int plane0_direct(enum AVPixelFormat f, int depth) {
+  const AVPixFmtDescriptor *d = av_pix_fmt_desc_get(f);
+  if (!d || d->nb_components < 1) return 0;
+  if (d->flags & (AV_PIX_FMT_FLAG_RGB | AV_PIX_FMT_FLAG_PAL | AV_PIX_FMT_FLAG_HWACCEL |
+                  AV_PIX_FMT_FLAG_BAYER | AV_PIX_FMT_FLAG_FLOAT | AV_PIX_FMT_FLAG_BITSTREAM))
+    return 0;
+  const AVComponentDescriptor *c = &d->comp[0];
+  if (c->plane != 0 || c->offset != 0 || c->shift != 0) return 0;
+  if (depth == 8) return c->depth == 8 && c->step == 1;
+  int native_be = AV_NE(1, 0);
+  return c->depth == 16 && c->step == 2 && !!(d->flags & AV_PIX_FMT_FLAG_BE) == native_be;
+}
+
+static int is_yuv_family(enum AVPixelFormat f) {
+  const AVPixFmtDescriptor *d = av_pix_fmt_desc_get(f);
+  return d && !(d->flags & (AV_PIX_FMT_FLAG_RGB | AV_PIX_FMT_FLAG_PAL)) && d->nb_components >= 3;
+}
+
+int es_video_in_open(es_video_in **out, const char *path, const es_video_in_opts *opts,
+                     es_video_info *info, char *msg, size_t len) {
+  int rc = ES_OK, err;
+  AVDictionary *fopts = NULL, **sopts = NULL;
+  es_video_in *v = NULL;
+  const char *raw = opts ? opts->raw : NULL;
+  int64_t max_pixels = opts ? opts->max_pixels : 0;
+  const AVInputFormat *ifmt = NULL;
+  AVRational raw_fps = {0, 1};
+  unsigned nb_streams = 0;
+
+  *out = NULL;
+  if (msg && len) msg[0] = 0;
+  av_log_set_level(AV_LOG_QUIET); /* errors come back as statuses with a one-line message */
+
+  v = calloc(1, sizeof *v);
+  if (!v) {
+    snprintf(msg, len, "out of memory");
+    return ES_ERR_NOMEM;
+  }
+  v->stream = -1;
+  if (raw) {
+    const char *pf;
+    int w, h;
+    if ((rc = parse_raw(raw, &pf, &w, &h, &raw_fps, msg, len)) < 0) goto end;
+    if ((rc = check_size(w, h, max_pixels, msg, len)) < 0) goto end;
+    ifmt = av_find_input_format("rawvideo");
+    if (!ifmt) {
+      snprintf(msg, len, "libavformat has no rawvideo demuxer");
+      rc = ES_ERR_INPUT;
+      goto end;
+    }
+    char size[64], rate[64];
+    snprintf(size, sizeof size, "%dx%d", w, h);
+    snprintf(rate, sizeof rate, "%d/%d", raw_fps.num, raw_fps.den);
+    av_dict_set(&fopts, "pixel_format", pf, 0);
+    av_dict_set(&fopts, "video_size", size, 0);
+    av_dict_set(&fopts, "framerate", rate, 0);
+    v->raw_frame_size = (size_t)w * h * (pf[4] ? 2 : 1);
+  }
+
+  /* "-" through libavformat's pipe protocol; "file:" keeps a name with a colon a file. */
+  char *url = NULL;
+  if (!strcmp(path, "-"))
+    url = av_strdup("pipe:0");
+  else
+    url = av_asprintf("file:%s", path);
+  if (!url) {
+    rc = ES_ERR_NOMEM;
+    snprintf(msg, len, "out of memory");
+    goto end;
+  }
+  err = avformat_open_input(&v->fmt, url, ifmt, &fopts);
+  av_free(url);
+  if (err < 0) {
+    averr(msg, len, "cannot open", err);
+    rc = ES_ERR_INPUT;
+    goto end;
+  }
+  /* The header gives the size for most containers: check it before any decoding (which
+   * would allocate frames) - a 60-byte y4m must not ask for gigabytes. */
+  for (unsigned i = 0; i < v->fmt->nb_streams; i++) {
+    AVCodecParameters *p = v->fmt->streams[i]->codecpar;
+    if (p->codec_type == AVMEDIA_TYPE_VIDEO && p->width > 0 && p->height > 0 &&
+        (rc = check_size(p->width, p->height, max_pixels, msg, len)) < 0)
+      goto end;
+  }
+  /* Decoders that find_stream_info opens get the same limit. */
+  nb_streams = v->fmt->nb_streams;
+  if (nb_streams) {
+    sopts = av_calloc(nb_streams, sizeof *sopts);
+    if (!sopts) {
+      rc = ES_ERR_NOMEM;
+      snprintf(msg, len, "out of memory");
+      goto end;
+    }
+    for (unsigned i = 0; i < nb_streams; i++)
+      if (max_pixels > 0) av_dict_set_int(&sopts[i], "max_pixels", max_pixels, 0);
+  }
+  if ((err = avformat_find_stream_info(v->fmt, sopts)) < 0) {
+    averr(msg, len, "cannot read stream information", err);
+    rc = ES_ERR_INPUT;
+    goto end;
+  }
+  const AVCodec *codec = NULL;
+  err = av_find_best_stream(v->fmt, AVMEDIA_TYPE_VIDEO, -1, -1, &codec, 0);
+  if (err == AVERROR_DECODER_NOT_FOUND) {
+    snprintf(msg, len, "no decoder for the video stream");
+    rc = ES_ERR_INPUT;
+    goto end;
+  }
+  if (err < 0) {
+    snprintf(msg, len, "no video stream");
+    rc = ES_ERR_INPUT;
+    goto end;
+  }
+  v->stream = err;
+  for (unsigned i = 0; i < v->fmt->nb_streams; i++)
+    if ((int)i != v->stream) v->fmt->streams[i]->discard = AVDISCARD_ALL;
+  AVStream *st = v->fmt->streams[v->stream];
+  if ((rc = check_size(st->codecpar->width, st->codecpar->height, max_pixels, msg, len)) < 0)
+    goto end;
+
+  v->dec = avcodec_alloc_context3(codec);
+  if (!v->dec) {
+    rc = ES_ERR_NOMEM;
+    snprintf(msg, len, "out of memory");
+    goto end;
+  }
+  if ((err = avcodec_parameters_to_context(v->dec, st->codecpar)) < 0) {
+    averr(msg, len, "decoder parameters", err);
+    rc = ES_ERR_INPUT;
+    goto end;
+  }
+  v->dec->pkt_timebase = st->time_base;
+  v->dec->thread_count = opts && opts->threads > 0 ? opts->threads : 0;
+  v->dec->thread_type = FF_THREAD_FRAME | FF_THREAD_SLICE;
+  if (max_pixels > 0) v->dec->max_pixels = max_pixels;
+  if ((err = avcodec_open2(v->dec, codec, NULL)) < 0) {
+    averr(msg, len, "cannot open the decoder", err);
+    rc = ES_ERR_INPUT;
+    goto end;
+  }
+  v->pkt = av_packet_alloc();
+  v->frame = av_frame_alloc();
+  if (!v->pkt || !v->frame) {
+    rc = ES_ERR_NOMEM;
+    snprintf(msg, len, "out of memory");
+    goto end;
+  }
+
+  v->width = st->codecpar->width;
+  v->height = st->codecpar->height;
+  v->depth = depth_of(v->dec->pix_fmt != AV_PIX_FMT_NONE ? v->dec->pix_fmt
+                                                          : (enum AVPixelFormat)st->codecpar->format);
+  v->tb = st->time_base;
+  if (v->tb.num <= 0 || v->tb.den <= 0) v->tb = (AVRational){1, 25};
+  AVRational fps = st->avg_frame_rate;
+  if (fps.num <= 0 || fps.den <= 0) fps = st->r_frame_rate;
+  if (fps.num <= 0 || fps.den <= 0) fps = raw_fps;
+  if (fps.num <= 0 || fps.den <= 0) fps = (AVRational){25, 1};
+  av_reduce(&fps.num, &fps.den, fps.num, fps.den, INT_MAX);
+  v->step = av_rescale_q(1, av_inv_q(fps), v->tb);
+  if (v->step <= 0) v->step = 1;
+  v->next_pts = st->start_time != AV_NOPTS_VALUE ? st->start_time : 0;
+
+  if (info) {
+    memset(info, 0, sizeof *info);
+    info->width = v->width;
+    info->height = v->height;
+    info->depth = v->depth;
+    info->fps_num = fps.num;
+    info->fps_den = fps.den;
+    info->tb_num = v->tb.num;
+    info->tb_den = v->tb.den;
+    if (st->nb_frames > 0)
+      info->frames = st->nb_frames;
+    else if (st->duration > 0 && st->duration != AV_NOPTS_VALUE)
+      info->frames = av_rescale_q(st->duration, st->time_base, av_inv_q(fps));
+    else if (v->fmt->duration > 0 && v->fmt->duration != AV_NOPTS_VALUE)
+      info->frames = av_rescale_q(v->fmt->duration, AV_TIME_BASE_Q, av_inv_q(fps));
+  }
+  *out = v;
+  v = NULL;
+end:
+  if (sopts) {
+    for (unsigned i = 0; i < nb_streams; i++) av_dict_free(&sopts[i]);
+    av_free(sopts);
+  }
+  av_dict_free(&fopts);
+  es_video_in_close(&v);
+  return rc;
+}
+
+/* Copies (or converts) the decoded frame's grey plane into dst. */
+static int deliver(es_video_in *v, const AVFrame *f, void *dst, size_t dst_stride, char *msg,
+                   size_t len) {
+  size_t row = (size_t)v->width * (v->depth == 16 ? 2 : 1);
+  if (plane0_direct(f->format, v->depth)) {
+    const uint8_t *src = f->data[0];
+    for (int y = 0; y < v->height; y++)
+      memcpy((uint8_t *)dst + (size_t)y * dst_stride, src + (ptrdiff_t)y * f->linesize[0], row);
+    return ES_OK;
+  }
+  if (!v->sws || v->sws_fmt != f->format) {
+    sws_freeContext(v->sws);
+    enum AVPixelFormat to = v->depth == 16 ? AV_PIX_FMT_GRAY16 : AV_PIX_FMT_GRAY8;
+    v->sws = sws_getContext(v->width, v->height, f->format, v->width, v->height, to,
+                            SWS_BICUBIC | SWS_ACCURATE_RND | SWS_FULL_CHR_H_INT, NULL, NULL,
+                            NULL);
+    if (!v->sws) {
+      snprintf(msg, len, "cannot convert pixel format %s to grey",
+               av_get_pix_fmt_name(f->format) ? av_get_pix_fmt_name(f->format) : "?");
+      return ES_ERR_INPUT;
+    }
+    v->sws_fmt = f->format;
+    /* YUV sources keep their Y as stored (only the bit depth changes), as the 8-bit path
+     * does: tell libswscale both sides have the source's range. RGB and palettes become
+     * full-range luma. */
+    if (is_yuv_family(f->format)) {
+      int *inv, *tab, srcr, dstr, b, c, s;
+      if (sws_getColorspaceDetails(v->sws, &inv, &srcr, &tab, &dstr, &b, &c, &s) >= 0)
+        sws_setColorspaceDetails(v->sws, inv, srcr, tab, srcr, b, c, s);
+    }
+  }
+  uint8_t *dplanes[4] = {dst, NULL, NULL, NULL};
+  int dls[4] = {(int)dst_stride, 0, 0, 0};
+  if (sws_scale(v->sws, (const uint8_t *const *)f->data, f->linesize, 0, v->height, dplanes,
+                dls) != v->height) {
+    snprintf(msg, len, "conversion of frame %" PRId64 " to grey failed", v->delivered);
+    return ES_ERR_INPUT;
+  }
+  return ES_OK;
+}
+
+/* The next packet of our stream into v->pkt: ES_OK, ES_ERR_EOF, or a fatal error. */
+static int next_packet(es_video_in *v, char *msg, size_t len) {
+  int errors = 0;
+  for (;;) {
+    int err = av_read_frame(v->fmt, v->pkt);
+    if (err >= 0) {
+      if (v->pkt->stream_index == v->stream) return ES_OK;
+      av_packet_unref(v->pkt);
+      continue;
+    }
+    if (err == AVERROR_EOF) return ES_ERR_EOF;
+    if (err == AVERROR(EAGAIN)) continue;
+    if (err == AVERROR_INVALIDDATA || err == AVERROR(EIO) || err == AVERROR_BUG) {
+      /* A damaged stretch: count it and let the demuxer resynchronise, up to a point. */
+      v->corrupt++;
+      if (avio_feof(v->fmt->pb) || ++errors >= ES_VIDEO_MAX_DEMUX_ERRORS) return ES_ERR_EOF;
+      continue;
+    }
+    averr(msg, len, "read error", err);
+    return ES_ERR_INPUT;
+  }
+}
+
+int es_video_in_read(es_video_in *v, void *dst, size_t dst_stride, int64_t *pts,
+                     double *pts_seconds, char *msg, size_t len) {
+  int rc, err;
+  if (!v) return ES_ERR_INTERNAL;
+  for (;;) {
+    if (v->finished) {
+      if (v->pending) {
+        snprintf(msg, len, "%s", v->pending_msg);
+        return v->pending;
+      }
+      return ES_ERR_EOF;
+    }
+    err = avcodec_receive_frame(v->dec, v->frame);
+    if (err >= 0) {
+      AVFrame *f = v->frame;
+      if ((f->flags & AV_FRAME_FLAG_CORRUPT) || f->decode_error_flags) {
+        v->corrupt++;
+        av_frame_unref(f);
+        continue;
+      }
+      if (f->width != v->width || f->height != v->height) {
+        snprintf(msg, len,
+                 "frame %" PRId64 " is %dx%d but the stream started at %dx%d (size changes "
+                 "are not supported)",
+                 v->delivered, f->width, f->height, v->width, v->height);
+        av_frame_unref(f);
+        return ES_ERR_INPUT;
+      }
+      int64_t p = f->best_effort_timestamp;
+      if (p == AV_NOPTS_VALUE) p = v->next_pts;
+      v->next_pts = p + (f->pkt_duration > 0 ? f->pkt_duration : v->step);
+      rc = deliver(v, f, dst, dst_stride, msg, len);
+      av_frame_unref(f);
+      if (rc < 0) return rc;
+      v->delivered++;
+      if (pts) *pts = p;
+      if (pts_seconds) *pts_seconds = p * av_q2d(v->tb);
+      return ES_OK;
+    }
+    if (err == AVERROR_EOF) {
+      v->finished = 1;
+      continue;
+    }
+    if (v->flushing) {
+      /* Draining: a frame the decoder could not produce is skipped; EAGAIN cannot happen
+       * here, but a decoder that never says EOF must not hang us. */
+      if (err != AVERROR(EAGAIN)) v->corrupt++;
+      if (++v->drain_errors > 1024) v->finished = 1;
+      continue;
+    }
+    if (err != AVERROR(EAGAIN)) v->corrupt++; /* a frame the decoder could not produce */
+
+    /* The decoder wants input. */
+    rc = next_packet(v, msg, len);
+    if (rc == ES_ERR_EOF) {
+      v->flushing = 1;
+      avcodec_send_packet(v->dec, NULL);
+      continue;
+    }
+    if (rc < 0) return rc;
+    if (v->raw_frame_size && (size_t)v->pkt->size < v->raw_frame_size) {
+      /* A short last frame: deliver every frame before it, then report it. */
+      v->pending = ES_ERR_INPUT;
+      snprintf(v->pending_msg, sizeof v->pending_msg,
+               "frame %" PRId64 " is short (got %d of %zu bytes)", v->packets, v->pkt->size,
+               v->raw_frame_size);
+      av_packet_unref(v->pkt);
+      v->flushing = 1;
+      avcodec_send_packet(v->dec, NULL);
+      continue;
+    }
+    v->packets++;
+    err = avcodec_send_packet(v->dec, v->pkt);
+    av_packet_unref(v->pkt);
+    if (err < 0 && err != AVERROR(EAGAIN) && err != AVERROR_EOF) v->corrupt++;
+  }
+}
+
+int64_t es_video_in_corrupt(const es_video_in *v) { return v ? v->corrupt : 0; }
+
+void es_video_in_close(es_video_in **pv) {
+  if (!pv || !*pv) return;
+  es_video_in *v = *pv;
+  sws_freeContext(v->sws);
+  av_frame_free(&v->frame);
+  av_packet_free(&v->pkt);
+  avcodec_free_context(&v->dec);
+  avformat_close_input(&v->fmt);
+  free(v);
+  *pv = NULL;
+}

@@ -1,4 +1,532 @@
 /*
- * video_out.c - video I/O through libav* (to be written).
+ * video_out.c - encoded video files and standard output through libavcodec/libavformat.
+ *
+ * A file name with a container extension becomes encoded video (libx264 where present,
+ * else MPEG-4 part 2), written to a temporary name in the same directory and renamed at
+ * close, so a failure never leaves a partial file under the final name. "-" is standard
+ * output: YUV4MPEG2 through libavformat's yuv4mpegpipe muxer on pipe:1, or raw
+ * little-endian float32 maps (f32). The writer says which rendering it wants
+ * (es_video_out_pixfmt) so frames reach the encoder without a conversion where possible.
  */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <libgen.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <libavcodec/avcodec.h>
+#include <libavformat/avformat.h>
+#include <libavutil/avstring.h>
+#include <libavutil/avutil.h>
+#include <libavutil/imgutils.h>
+#include <libavutil/opt.h>
+#include <libavutil/pixdesc.h>
+#include <libswscale/swscale.h>
+
 #include "es_io.h"
+
+enum { MODE_ENCODE, MODE_Y4M, MODE_F32 };
+
+struct es_video_out {
+  int mode;
+  int width, height;
+  int want;                   /* es_pixfmt the caller renders into */
+  AVFormatContext *fmt;       /* muxer (encode and y4m) */
+  AVCodecContext *enc;        /* encoder (wrapped_avframe for y4m) */
+  AVStream *st;
+  AVFrame *frame;             /* the encoder's input, refilled per frame */
+  AVPacket *pkt;
+  struct SwsContext *sws;     /* want -> encoder format, when they differ */
+  enum AVPixelFormat want_av; /* AVPixelFormat of want */
+  AVRational in_tb;           /* time base of the pts the caller passes */
+  int64_t last_pts;           /* last pts sent (encoder time base), for monotonicity */
+  int64_t frames;             /* frames written */
+  int header_written;
+  int failed;                 /* a write failed: close may not commit */
+  char *final_path;           /* encode: the name renamed into at commit */
+  char *tmp_path;             /* encode: the temporary written to */
+  float *f32_row;             /* f32 on a big-endian host: one byte-swapped row */
+};
+
+static void averr(char *msg, size_t len, const char *what, int err) {
+  char e[AV_ERROR_MAX_STRING_SIZE];
+  av_strerror(err, e, sizeof e);
+  snprintf(msg, len, "%s: %s", what, e);
+}
+
+static enum AVPixelFormat av_of(int es_fmt) {
+  switch (es_fmt) {
+  case ES_PIX_RGB24: return AV_PIX_FMT_RGB24;
+  case ES_PIX_GRAY8: return AV_PIX_FMT_GRAY8;
+  case ES_PIX_GRAY16: return AV_PIX_FMT_GRAY16;
+  case ES_PIX_YUV444P: return AV_PIX_FMT_YUV444P;
+  case ES_PIX_YUV420P: return AV_PIX_FMT_YUV420P;
+  default: return AV_PIX_FMT_NONE;
+  }
+}
+
+static int supports(const AVCodec *c, enum AVPixelFormat f) {
+  if (!c->pix_fmts) return 1; /* the encoder does not say: assume it takes anything */
+  for (const enum AVPixelFormat *p = c->pix_fmts; *p != AV_PIX_FMT_NONE; p++)
+    if (*p == f) return 1;
+  return 0;
+}
+
+/* Chooses the encoder's pixel format and the rendering asked of the caller. */
+static void choose_formats(const AVCodec *c, int format, int w, int h, enum AVPixelFormat *enc,
+                           int *want) {
+  int odd = (w | h) & 1;
+  int x264 = !strncmp(c->name, "libx264", 7);
+  if (format == ES_PIX_GRAY8 || format == ES_PIX_GRAY16) {
+    enum AVPixelFormat g = format == ES_PIX_GRAY8 ? AV_PIX_FMT_GRAY8 : AV_PIX_FMT_GRAY16;
+    *want = format;
+    if (supports(c, g)) {
+      *enc = g;
+      return;
+    }
+    /* Convert on the CPU: the encoder's best format for grey of this depth. */
+    if (c->pix_fmts)
+      *enc = avcodec_find_best_pix_fmt_of_list(c->pix_fmts, g, 0, NULL);
+    else
+      *enc = AV_PIX_FMT_YUV420P;
+    if (x264 && odd && *enc == AV_PIX_FMT_YUV420P) *enc = AV_PIX_FMT_YUV444P;
+    return;
+  }
+  /* Heat (RGB): YUV 4:2:0 where it can be, 4:4:4 at odd sizes for x264. */
+  if (supports(c, AV_PIX_FMT_YUV420P) && !(odd && x264 && supports(c, AV_PIX_FMT_YUV444P))) {
+    *enc = AV_PIX_FMT_YUV420P;
+    *want = ES_PIX_YUV420P;
+  } else if (supports(c, AV_PIX_FMT_YUV444P)) {
+    *enc = AV_PIX_FMT_YUV444P;
+    *want = ES_PIX_YUV444P;
+  } else {
+    *enc = avcodec_find_best_pix_fmt_of_list(c->pix_fmts, AV_PIX_FMT_RGB24, 0, NULL);
+    *want = ES_PIX_RGB24;
+  }
+}
+
+/* A temporary file next to final_path, created exclusively. */
+static int make_tmp(es_video_out *v, const char *final_path, char *msg, size_t len) {
+  char *copy = strdup(final_path), *copy2 = strdup(final_path);
+  int rc = ES_OK;
+  if (!copy || !copy2) {
+    rc = ES_ERR_NOMEM;
+    snprintf(msg, len, "out of memory");
+    goto end;
+  }
+  const char *dir = dirname(copy), *base = basename(copy2);
+  if (asprintf(&v->tmp_path, "%s/.%s.es-XXXXXX", dir, base) < 0) {
+    v->tmp_path = NULL;
+    rc = ES_ERR_NOMEM;
+    snprintf(msg, len, "out of memory");
+    goto end;
+  }
+  int fd = mkstemp(v->tmp_path);
+  if (fd < 0) {
+    snprintf(msg, len, "cannot create a file in %s: %s", dir, strerror(errno));
+    free(v->tmp_path);
+    v->tmp_path = NULL;
+    rc = ES_ERR_OUTPUT;
+    goto end;
+  }
+  /* mkstemp makes 0600; the result should have the permissions any new file gets. */
+  mode_t um = umask(0);
+  umask(um);
+  if (fchmod(fd, 0666 & ~um) < 0) { /* not fatal: the file is still ours */
+  }
+  close(fd);
+end:
+  free(copy);
+  free(copy2);
+  return rc;
+}
+
+int es_video_out_open(es_video_out **out, const char *path, const es_video_out_opts *o,
+                      char *msg, size_t len) {
+  int rc = ES_OK, err;
+  es_video_out *v = NULL;
+  const AVCodec *codec = NULL;
+  const AVOutputFormat *ofmt = NULL;
+  AVDictionary *mopts = NULL;
+  char *url = NULL;
+  enum AVPixelFormat enc_fmt = AV_PIX_FMT_NONE;
+
+  *out = NULL;
+  if (msg && len) msg[0] = 0;
+  if (av_log_get_level() == AV_LOG_INFO) av_log_set_level(AV_LOG_QUIET);
+  if (!o || o->width <= 0 || o->height <= 0) {
+    snprintf(msg, len, "invalid output frame size");
+    return ES_ERR_INTERNAL;
+  }
+  if (o->format != ES_PIX_RGB24 && o->format != ES_PIX_GRAY8 && o->format != ES_PIX_GRAY16 &&
+      !(o->f32 && !strcmp(path, "-"))) {
+    snprintf(msg, len, "unsupported output format for video");
+    return ES_ERR_USAGE;
+  }
+  v = calloc(1, sizeof *v);
+  if (!v) {
+    snprintf(msg, len, "out of memory");
+    return ES_ERR_NOMEM;
+  }
+  v->width = o->width;
+  v->height = o->height;
+  v->last_pts = INT64_MIN;
+  AVRational fps = {o->fps_num, o->fps_den};
+  if (fps.num <= 0 || fps.den <= 0) fps = (AVRational){25, 1};
+  v->in_tb = (AVRational){o->tb_num, o->tb_den};
+  if (v->in_tb.num <= 0 || v->in_tb.den <= 0) v->in_tb = av_inv_q(fps);
+
+  if (!strcmp(path, "-")) {
+    if (o->f32) {
+      v->mode = MODE_F32;
+      v->want = ES_PIX_NONE;
+      if (AV_NE(1, 0)) {
+        v->f32_row = malloc((size_t)o->width * sizeof(float));
+        if (!v->f32_row) {
+          rc = ES_ERR_NOMEM;
+          snprintf(msg, len, "out of memory");
+          goto end;
+        }
+      }
+      *out = v;
+      return ES_OK;
+    }
+    v->mode = MODE_Y4M;
+    ofmt = av_guess_format("yuv4mpegpipe", NULL, NULL);
+    codec = avcodec_find_encoder(AV_CODEC_ID_WRAPPED_AVFRAME);
+    if (!ofmt || !codec) {
+      snprintf(msg, len, "libavformat has no yuv4mpegpipe muxer");
+      rc = ES_ERR_OUTPUT;
+      goto end;
+    }
+    v->want = o->format == ES_PIX_RGB24 ? ES_PIX_YUV444P : o->format;
+    v->want_av = enc_fmt = av_of(v->want);
+    url = av_strdup("pipe:1");
+  } else {
+    v->mode = MODE_ENCODE;
+    ofmt = av_guess_format(NULL, path, NULL);
+    if (!ofmt || (ofmt->flags & AVFMT_NOFILE)) {
+      snprintf(msg, len, "no video container for this file name");
+      rc = ES_ERR_USAGE;
+      goto end;
+    }
+    if (o->codec) {
+      codec = avcodec_find_encoder_by_name(o->codec);
+      if (!codec || codec->type != AVMEDIA_TYPE_VIDEO) {
+        snprintf(msg, len, "--codec %s: no such video encoder in libavcodec", o->codec);
+        rc = ES_ERR_USAGE;
+        goto end;
+      }
+    } else {
+      codec = avcodec_find_encoder_by_name("libx264");
+      if (!codec) codec = avcodec_find_encoder(AV_CODEC_ID_MPEG4);
+      if (!codec) {
+        snprintf(msg, len, "libavcodec has neither libx264 nor mpeg4");
+        rc = ES_ERR_OUTPUT;
+        goto end;
+      }
+    }
+    if (avformat_query_codec(ofmt, codec->id, FF_COMPLIANCE_NORMAL) == 0) {
+      snprintf(msg, len, "the %s container cannot hold %s video", ofmt->name, codec->name);
+      rc = ES_ERR_USAGE;
+      goto end;
+    }
+    choose_formats(codec, o->format, o->width, o->height, &enc_fmt, &v->want);
+    v->want_av = av_of(v->want);
+    struct stat sb;
+    if (!o->overwrite && stat(path, &sb) == 0) {
+      snprintf(msg, len, "exists (use -y to overwrite)");
+      rc = ES_ERR_OUTPUT;
+      goto end;
+    }
+    if (!(v->final_path = strdup(path))) {
+      rc = ES_ERR_NOMEM;
+      snprintf(msg, len, "out of memory");
+      goto end;
+    }
+    if ((rc = make_tmp(v, path, msg, len)) < 0) goto end;
+    url = av_asprintf("file:%s", v->tmp_path);
+  }
+  if (!url) {
+    rc = ES_ERR_NOMEM;
+    snprintf(msg, len, "out of memory");
+    goto end;
+  }
+
+  if ((err = avformat_alloc_output_context2(&v->fmt, ofmt, NULL, NULL)) < 0) {
+    averr(msg, len, "cannot create the container", err);
+    rc = ES_ERR_OUTPUT;
+    goto end;
+  }
+  v->enc = avcodec_alloc_context3(codec);
+  v->frame = av_frame_alloc();
+  v->pkt = av_packet_alloc();
+  if (!v->enc || !v->frame || !v->pkt) {
+    rc = ES_ERR_NOMEM;
+    snprintf(msg, len, "out of memory");
+    goto end;
+  }
+  v->enc->width = o->width;
+  v->enc->height = o->height;
+  v->enc->pix_fmt = enc_fmt;
+  v->enc->time_base = v->in_tb;
+  v->enc->framerate = fps;
+  v->enc->sample_aspect_ratio = (AVRational){1, 1};
+  if (enc_fmt == AV_PIX_FMT_GRAY8 || enc_fmt == AV_PIX_FMT_GRAY16) {
+    v->enc->color_range = AVCOL_RANGE_JPEG;
+  } else {
+    v->enc->color_range = AVCOL_RANGE_MPEG;
+    v->enc->colorspace = AVCOL_SPC_SMPTE170M; /* the renderer's YUV is BT.601 */
+  }
+  if (v->fmt->oformat->flags & AVFMT_GLOBALHEADER) v->enc->flags |= AV_CODEC_FLAG_GLOBAL_HEADER;
+  if (v->mode == MODE_ENCODE) {
+    int has_crf = av_opt_find(v->enc->priv_data, "crf", NULL, 0, 0) != NULL;
+    if (o->crf >= 0) {
+      if (!has_crf) {
+        snprintf(msg, len, "--crf: encoder %s has no crf option", codec->name);
+        rc = ES_ERR_USAGE;
+        goto end;
+      }
+      av_opt_set_int(v->enc->priv_data, "crf", o->crf, 0);
+    } else if (!has_crf && codec->id == AV_CODEC_ID_MPEG4) {
+      /* mpeg4's default is a 200 kb/s bit rate, far too little for a heat map: use a
+       * constant quantiser instead. */
+      v->enc->flags |= AV_CODEC_FLAG_QSCALE;
+      v->enc->global_quality = FF_QP2LAMBDA * 3;
+    }
+    if (o->preset && av_opt_set(v->enc->priv_data, "preset", o->preset, 0) < 0) {
+      snprintf(msg, len, "--preset %s: not a preset of encoder %s", o->preset, codec->name);
+      rc = ES_ERR_USAGE;
+      goto end;
+    }
+  }
+  if ((err = avcodec_open2(v->enc, codec, NULL)) < 0) {
+    char what[200];
+    snprintf(what, sizeof what, "encoder %s refused %dx%d %s", codec->name, o->width, o->height,
+             av_get_pix_fmt_name(enc_fmt) ? av_get_pix_fmt_name(enc_fmt) : "?");
+    averr(msg, len, what, err);
+    rc = ES_ERR_OUTPUT;
+    goto end;
+  }
+  v->st = avformat_new_stream(v->fmt, NULL);
+  if (!v->st) {
+    rc = ES_ERR_NOMEM;
+    snprintf(msg, len, "out of memory");
+    goto end;
+  }
+  v->st->time_base = v->enc->time_base;
+  v->st->avg_frame_rate = fps;
+  v->st->r_frame_rate = fps;
+  if ((err = avcodec_parameters_from_context(v->st->codecpar, v->enc)) < 0) {
+    averr(msg, len, "stream parameters", err);
+    rc = ES_ERR_OUTPUT;
+    goto end;
+  }
+  if ((err = avio_open(&v->fmt->pb, url, AVIO_FLAG_WRITE)) < 0) {
+    averr(msg, len, "cannot open for writing", err);
+    rc = ES_ERR_OUTPUT;
+    goto end;
+  }
+  if ((err = avformat_write_header(v->fmt, &mopts)) < 0) {
+    averr(msg, len, "cannot write the header", err);
+    rc = ES_ERR_OUTPUT;
+    goto end;
+  }
+  v->header_written = 1;
+
+  v->frame->format = enc_fmt;
+  v->frame->width = o->width;
+  v->frame->height = o->height;
+  if ((err = av_frame_get_buffer(v->frame, 0)) < 0) {
+    rc = ES_ERR_NOMEM;
+    snprintf(msg, len, "out of memory");
+    goto end;
+  }
+  if (v->want_av != enc_fmt) {
+    v->sws = sws_getContext(o->width, o->height, v->want_av, o->width, o->height, enc_fmt,
+                            SWS_BICUBIC | SWS_ACCURATE_RND | SWS_FULL_CHR_H_INT, NULL, NULL,
+                            NULL);
+    if (!v->sws) {
+      snprintf(msg, len, "cannot convert %s to %s", av_get_pix_fmt_name(v->want_av),
+               av_get_pix_fmt_name(enc_fmt));
+      rc = ES_ERR_OUTPUT;
+      goto end;
+    }
+  }
+  *out = v;
+  v = NULL;
+end:
+  av_dict_free(&mopts);
+  av_free(url);
+  if (v) es_video_out_close(&v, 0, NULL, 0);
+  return rc;
+}
+
+int es_video_out_pixfmt(const es_video_out *v) { return v ? v->want : ES_PIX_NONE; }
+
+/* Sends one frame (or NULL to flush) and writes every packet that comes out. */
+static int encode(es_video_out *v, AVFrame *f, char *msg, size_t len) {
+  int err = avcodec_send_frame(v->enc, f);
+  if (err < 0 && err != AVERROR_EOF) {
+    averr(msg, len, "encoding failed", err);
+    return ES_ERR_OUTPUT;
+  }
+  for (;;) {
+    err = avcodec_receive_packet(v->enc, v->pkt);
+    if (err == AVERROR(EAGAIN) || err == AVERROR_EOF) return ES_OK;
+    if (err < 0) {
+      averr(msg, len, "encoding failed", err);
+      return ES_ERR_OUTPUT;
+    }
+    v->pkt->stream_index = v->st->index;
+    av_packet_rescale_ts(v->pkt, v->enc->time_base, v->st->time_base);
+    err = av_interleaved_write_frame(v->fmt, v->pkt); /* takes the packet's reference */
+    if (err < 0) {
+      averr(msg, len, "write error", err);
+      return ES_ERR_OUTPUT;
+    }
+  }
+}
+
+static int write_f32(es_video_out *v, const float *map, size_t map_stride, char *msg,
+                     size_t len) {
+  if (!map) {
+    snprintf(msg, len, "no map to write");
+    return ES_ERR_INTERNAL;
+  }
+  for (int y = 0; y < v->height; y++) {
+    const float *row = map + (size_t)y * map_stride;
+    if (v->f32_row) { /* big-endian host: the format is little-endian */
+      for (int x = 0; x < v->width; x++) {
+        uint32_t u;
+        memcpy(&u, row + x, 4);
+        u = __builtin_bswap32(u);
+        memcpy(v->f32_row + x, &u, 4);
+      }
+      row = v->f32_row;
+    }
+    if (fwrite(row, sizeof(float), (size_t)v->width, stdout) != (size_t)v->width) {
+      snprintf(msg, len, "write error: %s", strerror(errno));
+      return ES_ERR_OUTPUT;
+    }
+  }
+  return ES_OK;
+}
+
+int es_video_out_write(es_video_out *v, const es_planes *pix, const float *map,
+                       size_t map_stride, int64_t pts, char *msg, size_t len) {
+  int rc, err;
+  if (!v) return ES_ERR_INTERNAL;
+  if (v->failed) {
+    snprintf(msg, len, "an earlier write failed");
+    return ES_ERR_OUTPUT;
+  }
+  if (v->mode == MODE_F32) {
+    rc = write_f32(v, map, map_stride, msg, len);
+    if (rc < 0) v->failed = 1;
+    else v->frames++;
+    return rc;
+  }
+  if (!pix || !pix->plane[0]) {
+    snprintf(msg, len, "no rendered frame to write");
+    return ES_ERR_INTERNAL;
+  }
+  /* The encoder (wrapped_avframe above all) may still hold the last buffer. */
+  if ((err = av_frame_make_writable(v->frame)) < 0) {
+    snprintf(msg, len, "out of memory");
+    return ES_ERR_NOMEM;
+  }
+  if (v->sws) {
+    const uint8_t *src[4] = {pix->plane[0], pix->plane[1], pix->plane[2], NULL};
+    int sls[4] = {(int)pix->stride[0], (int)pix->stride[1], (int)pix->stride[2], 0};
+    sws_scale(v->sws, src, sls, 0, v->height, v->frame->data, v->frame->linesize);
+  } else {
+    const AVPixFmtDescriptor *d = av_pix_fmt_desc_get(v->frame->format);
+    int np = av_pix_fmt_count_planes(v->frame->format);
+    for (int p = 0; p < np && p < 3; p++) {
+      int h = p > 0 ? AV_CEIL_RSHIFT(v->height, d->log2_chroma_h) : v->height;
+      int bytes = av_image_get_linesize(v->frame->format, v->width, p);
+      if (!pix->plane[p]) {
+        snprintf(msg, len, "rendered frame lacks plane %d", p);
+        return ES_ERR_INTERNAL;
+      }
+      av_image_copy_plane(v->frame->data[p], v->frame->linesize[p], pix->plane[p],
+                          (int)pix->stride[p], bytes, h);
+    }
+  }
+  int64_t p = av_rescale_q(pts, v->in_tb, v->enc->time_base);
+  if (pts == INT64_MIN || pts == AV_NOPTS_VALUE)
+    p = v->last_pts == INT64_MIN ? 0 : v->last_pts + 1;
+  if (v->last_pts != INT64_MIN && p <= v->last_pts) p = v->last_pts + 1; /* encoders need
+                                                                             increasing pts */
+  v->frame->pts = p;
+  v->last_pts = p;
+  rc = encode(v, v->frame, msg, len);
+  if (rc < 0) v->failed = 1;
+  else v->frames++;
+  return rc;
+}
+
+int es_video_out_close(es_video_out **pv, int commit, char *msg, size_t len) {
+  int rc = ES_OK, err;
+  char tmsg[256];
+  if (!msg || !len) {
+    msg = tmsg;
+    len = sizeof tmsg;
+  }
+  if (!pv || !*pv) return ES_OK;
+  es_video_out *v = *pv;
+  if (v->failed) commit = 0;
+  if (v->mode == MODE_F32) {
+    if (commit && fflush(stdout) != 0) {
+      snprintf(msg, len, "write error: %s", strerror(errno));
+      rc = ES_ERR_OUTPUT;
+    }
+    goto end;
+  }
+  if (commit && v->header_written) {
+    rc = encode(v, NULL, msg, len);
+    if (rc == ES_OK && (err = av_write_trailer(v->fmt)) < 0) {
+      averr(msg, len, "cannot finish the container", err);
+      rc = ES_ERR_OUTPUT;
+    }
+  }
+  if (v->fmt && v->fmt->pb) {
+    if (commit && rc == ES_OK) avio_flush(v->fmt->pb);
+    if (commit && rc == ES_OK && v->fmt->pb->error < 0) {
+      averr(msg, len, "write error", v->fmt->pb->error);
+      rc = ES_ERR_OUTPUT;
+    }
+    if ((err = avio_closep(&v->fmt->pb)) < 0 && commit && rc == ES_OK) {
+      averr(msg, len, "write error", err);
+      rc = ES_ERR_OUTPUT;
+    }
+  }
+  if (v->tmp_path) {
+    if (commit && rc == ES_OK && v->header_written) {
+      if (rename(v->tmp_path, v->final_path) < 0) {
+        snprintf(msg, len, "cannot rename into place: %s", strerror(errno));
+        rc = ES_ERR_OUTPUT;
+        unlink(v->tmp_path);
+      }
+    } else {
+      unlink(v->tmp_path);
+    }
+  }
+end:
+  sws_freeContext(v->sws);
+  av_frame_free(&v->frame);
+  av_packet_free(&v->pkt);
+  avcodec_free_context(&v->enc);
+  avformat_free_context(v->fmt);
+  free(v->final_path);
+  free(v->tmp_path);
+  free(v->f32_row);
+  free(v);
+  *pv = NULL;
+  return rc;
+}

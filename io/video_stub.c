@@ -1,5 +1,68 @@
 /*
- * video_stub.c - io (to be written)
- * STUB: to be written.
+ * video_stub.c - the es_video_* functions of a build without FFmpeg's libraries: every
+ * open fails with a one-line reason, everything else is a harmless no-op.
  */
 #include "es_io.h"
+
+int es_video_in_open(es_video_in **out, const char *path, const es_video_in_opts *opts,
+                     es_video_info *info, char *msg, size_t len) {
+  (void)path;
+  (void)opts;
+  (void)info;
+  if (out) *out = NULL;
+  if (msg && len) snprintf(msg, len, "built without FFmpeg");
+  return ES_ERR_INPUT;
+}
+
+int es_video_in_read(es_video_in *v, void *dst, size_t dst_stride, int64_t *pts,
+                     double *pts_seconds, char *msg, size_t len) {
+  (void)v;
+  (void)dst;
+  (void)dst_stride;
+  (void)pts;
+  (void)pts_seconds;
+  if (msg && len) snprintf(msg, len, "built without FFmpeg");
+  return ES_ERR_INPUT;
+}
+
+int64_t es_video_in_corrupt(const es_video_in *v) {
+  (void)v;
+  return 0;
+}
+
+void es_video_in_close(es_video_in **v) {
+  if (v) *v = NULL;
+}
+
+int es_video_out_open(es_video_out **out, const char *path, const es_video_out_opts *opts,
+                      char *msg, size_t len) {
+  (void)path;
+  (void)opts;
+  if (out) *out = NULL;
+  if (msg && len) snprintf(msg, len, "built without FFmpeg");
+  return ES_ERR_OUTPUT;
+}
+
+int es_video_out_pixfmt(const es_video_out *v) {
+  (void)v;
+  return ES_PIX_NONE;
+}
+
+int es_video_out_write(es_video_out *v, const es_planes *pix, const float *map,
+                       size_t map_stride, int64_t pts, char *msg, size_t len) {
+  (void)v;
+  (void)pix;
+  (void)map;
+  (void)map_stride;
+  (void)pts;
+  if (msg && len) snprintf(msg, len, "built without FFmpeg");
+  return ES_ERR_OUTPUT;
+}
+
+int es_video_out_close(es_video_out **v, int commit, char *msg, size_t len) {
+  (void)commit;
+  (void)msg;
+  (void)len;
+  if (v) *v = NULL;
+  return ES_OK;
+}
