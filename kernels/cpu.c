@@ -1,7 +1,287 @@
 /*
- * cpu.c - the CPU engine (OpenMP, sliding histograms, exact fixed-point S).
- * STUB: to be written.
+ * cpu.c - the CPU engine: OpenMP over row bands, sliding histograms, exact fixed-point S.
+ *
+ * Each band keeps a ring of K + 1 quantized, padded rows (reflected levels, or the sentinel
+ * level L for clip, counted in an extra bin and subtracted: N = Ntot - c_L and
+ * S = S_all - f(c_L), so edges need no branch). Two algorithms, chosen per (K, L, shape)
+ * by cpu_use_ph below:
+ *   - Huang (any shape): per pixel, each window row drops its leftmost pixel and takes a
+ *     new one on the right: 2 K histogram updates, each moving S by a table increment.
+ *   - Perreault-Hebert (square): column histograms slid down a row at a time; per pixel
+ *     the window histogram changes by two column histograms and S is summed over L bins.
+ * Either way S is the exact integer sum of flog[c_k], so the result is the same bits for
+ * any algorithm, band split or thread count, and as the GPU's (es_entropy_value).
  */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#ifdef ES_HAVE_OPENMP
+#include <omp.h>
+#endif
+
 #include "es_kernels.h"
-int es_cpu_run(const es_job *job, int threads, char *msg, size_t msglen) { (void)job; (void)threads; (void)msg; (void)msglen; return ES_ERR_INTERNAL; }
-int es_cpu_naive(const es_image *img, const es_params *p, float *out, size_t out_stride) { (void)img; (void)p; (void)out; (void)out_stride; return ES_ERR_INTERNAL; }
+
+typedef struct cpu_ctx {
+  const es_tables *tables;
+  es_window win;
+  int w, h, K, r, R, levels, depth, border;
+  const uint8_t *data;
+  size_t stride;
+  double oscale;
+  uint64_t *dinc;        /* dinc[c] = flog[c + 1] - flog[c], c = 0..area */
+  uint16_t lut8[256];    /* 8-bit sample -> level */
+  float *map;            /* output map (caller's or temporary), or NULL */
+  size_t map_stride;
+  int want_stats, want_minmax, level_hist_wanted;
+  double binscale;
+  int bins;
+  double *rowsum, *rowsumsq; /* per row, summed in row order at the end */
+} cpu_ctx;
+
+typedef struct cpu_thread {
+  void *ring;            /* (K + 1) padded rows of levels */
+  uint16_t *hist;        /* L + 1 bins (window histogram) */
+  uint16_t *colh;        /* Perreault-Hebert column histograms, or NULL */
+  uint64_t *level_hist;  /* L bins, or NULL */
+  uint64_t bins[ES_STATS_MAX_BINS];
+  float min, max;
+} cpu_thread;
+
+/* numpy.pad 'symmetric' index, repeating for any i. */
+static inline int cpu_reflect(int i, int n) {
+  int m = i % (2 * n);
+  if (m < 0) m += 2 * n;
+  return m >= n ? 2 * n - 1 - m : m;
+}
+
+#define ES_LT uint16_t
+#define ES_FN(name) name##_u16
+#include "cpu_band_template.h"
+#undef ES_LT
+#undef ES_FN
+#define ES_LT uint32_t
+#define ES_FN(name) name##_u32
+#include "cpu_band_template.h"
+#undef ES_LT
+#undef ES_FN
+
+/* Cost model (measured on this project's 2-core Xeon, see tools/BENCHMARKS.md): a Huang
+ * update pair costs about as much as PH_PER_HUANG bins of the Perreault-Hebert loop.
+ * Perreault-Hebert only for square windows. */
+#define PH_BINS_PER_HUANG_PAIR 2.0
+static int cpu_use_ph(const es_params *p, int width) {
+  const char *force = getenv("ES_CPU_ALGO"); /* "huang" / "ph": benchmarks and tests */
+  if (p->shape != ES_SHAPE_SQUARE) return 0;
+  if (force && !strcmp(force, "huang")) return 0;
+  if (force && !strcmp(force, "ph")) return 1;
+  if (width < 2 * p->window) return 0; /* the column set-up would dominate */
+  double huang = (double)p->window * PH_BINS_PER_HUANG_PAIR;
+  double ph = (double)(p->levels + 1);
+  return ph < huang;
+}
+
+static int cpu_threads(int threads) {
+#ifdef ES_HAVE_OPENMP
+  if (threads <= 0) threads = omp_get_max_threads();
+#else
+  threads = 1;
+#endif
+  return threads < 1 ? 1 : threads;
+}
+
+int es_cpu_run(const es_job *job, int threads, char *msg, size_t msglen) {
+  int rc = es_job_check(job, msg, msglen);
+  if (rc) return rc;
+  const es_params *p = &job->params;
+  cpu_ctx c;
+  memset(&c, 0, sizeof c);
+  c.tables = es_tables_get();
+  es_window_make(&c.win, p->window, p->shape);
+  c.w = job->in.width;
+  c.h = job->in.height;
+  c.K = p->window;
+  c.r = c.win.r;
+  c.R = c.win.r;
+  c.levels = p->levels;
+  c.depth = job->in.depth;
+  c.border = p->border;
+  c.data = job->in.data;
+  c.stride = job->in.stride;
+  c.oscale = es_out_scale(p->base);
+  for (int v = 0; v < 256; v++) c.lut8[v] = (uint16_t)es_quantize((uint32_t)v, (uint32_t)p->levels, 8);
+  int render = job->render.format != ES_PIX_NONE;
+  c.want_stats = job->stats != NULL;
+  c.want_minmax = c.want_stats || (render && job->render.range_auto);
+  c.level_hist_wanted = c.want_stats;
+  c.bins = job->stats_bins;
+  c.binscale = c.want_stats ? es_stats_binscale(p, c.bins) : 0.0;
+  c.map = job->map;
+  c.map_stride = job->map_stride;
+
+  int nt = cpu_threads(threads);
+  int nbands = c.h < nt * 4 ? c.h : nt * 4;
+  int use_ph = cpu_use_ph(p, c.w);
+  int wide = p->levels > 65535; /* the clip sentinel L needs 17 bits */
+  size_t lsz = wide ? 4 : 2;
+  size_t pw = (size_t)c.w + 2 * c.R + 1;
+  cpu_thread *ts = calloc((size_t)nt, sizeof *ts);
+  float *tmpmap = NULL;
+  c.dinc = malloc(((size_t)c.win.area + 1) * sizeof *c.dinc);
+  if (!ts || !c.dinc) goto nomem;
+  for (int n = 0; n < c.win.area; n++) c.dinc[n] = c.tables->flog[n + 1] - c.tables->flog[n];
+  c.dinc[c.win.area] = 0; /* never read: no bin exceeds the area */
+  if (!c.map && render) {
+    tmpmap = malloc((size_t)c.w * c.h * sizeof *tmpmap);
+    if (!tmpmap) goto nomem;
+    c.map = tmpmap;
+    c.map_stride = (size_t)c.w;
+  }
+  if (c.want_stats) {
+    c.rowsum = malloc((size_t)c.h * sizeof *c.rowsum);
+    c.rowsumsq = malloc((size_t)c.h * sizeof *c.rowsumsq);
+    if (!c.rowsum || !c.rowsumsq) goto nomem;
+  }
+  for (int i = 0; i < nt; i++) {
+    cpu_thread *t = &ts[i];
+    t->min = INFINITY;
+    t->max = -INFINITY;
+    t->ring = malloc((size_t)(c.K + 1) * pw * lsz);
+    t->hist = calloc((size_t)p->levels + 1, sizeof *t->hist);
+    if (!t->ring || !t->hist) goto nomem;
+    if (use_ph) {
+      t->colh = malloc((size_t)(c.w + 2 * c.R) * (p->levels + 1) * sizeof *t->colh);
+      if (!t->colh) goto nomem;
+    }
+    if (c.level_hist_wanted) {
+      t->level_hist = calloc((size_t)p->levels, sizeof *t->level_hist);
+      if (!t->level_hist) goto nomem;
+    }
+  }
+
+#ifdef ES_HAVE_OPENMP
+#pragma omp parallel for num_threads(nt) schedule(dynamic, 1)
+#endif
+  for (int b = 0; b < nbands; b++) {
+#ifdef ES_HAVE_OPENMP
+    cpu_thread *t = &ts[omp_get_thread_num()];
+#else
+    cpu_thread *t = &ts[0];
+#endif
+    int y0 = (int)((int64_t)c.h * b / nbands), y1 = (int)((int64_t)c.h * (b + 1) / nbands);
+    if (y0 == y1) continue;
+    if (wide) {
+      if (use_ph) band_ph_u32(&c, t, y0, y1);
+      else band_huang_u32(&c, t, y0, y1);
+    } else {
+      if (use_ph) band_ph_u16(&c, t, y0, y1);
+      else band_huang_u16(&c, t, y0, y1);
+    }
+  }
+
+  /* Reduce in a fixed order: the results do not depend on the thread count. */
+  float mn = INFINITY, mx = -INFINITY;
+  for (int i = 0; i < nt; i++) {
+    if (ts[i].min < mn) mn = ts[i].min;
+    if (ts[i].max > mx) mx = ts[i].max;
+  }
+  if (c.want_stats) {
+    es_stats *st = job->stats;
+    es_stats_acc acc = {0.0, 0.0, mn, mx, (int64_t)c.w * c.h};
+    for (int y = 0; y < c.h; y++) {
+      acc.sum += c.rowsum[y];
+      acc.sumsq += c.rowsumsq[y];
+    }
+    uint64_t *lh = ts[0].level_hist;
+    for (int i = 1; i < nt; i++)
+      for (int k = 0; k < p->levels; k++) lh[k] += ts[i].level_hist[k];
+    memset(st->hist, 0, sizeof st->hist);
+    st->bins = c.bins;
+    for (int i = 0; i < nt; i++)
+      for (int k = 0; k < c.bins; k++) st->hist[k] += ts[i].bins[k];
+    es_stats_finish(st, &acc, lh, p->levels);
+  }
+  if (render) {
+    rc = es_cpu_render(c.map, c.map_stride, &job->in, p, &job->render, mn, mx, &job->pix,
+                       nt);
+    if (rc && msg) snprintf(msg, msglen, "rendering failed");
+  }
+  goto end;
+
+nomem:
+  rc = ES_ERR_NOMEM;
+  if (msg) snprintf(msg, msglen, "out of memory for a %dx%d image", c.w, c.h);
+end:
+  if (ts) {
+    for (int i = 0; i < nt; i++) {
+      free(ts[i].ring);
+      free(ts[i].hist);
+      free(ts[i].colh);
+      free(ts[i].level_hist);
+    }
+  }
+  free(ts);
+  free(tmpmap);
+  free(c.dinc);
+  free(c.rowsum);
+  free(c.rowsumsq);
+  return rc;
+}
+
+/* The study's baseline: every pixel rescans its whole window into a level histogram and
+ * takes double logs of the counts (each distinct level once), then clears what it set. */
+int es_cpu_naive(const es_image *img, const es_params *p, float *out, size_t out_stride) {
+  int rc = es_params_check(p, img->depth, NULL, 0);
+  if (rc) return rc;
+  es_window win;
+  es_window_make(&win, p->window, p->shape);
+  int w = img->width, h = img->height, L = p->levels;
+  uint32_t *hist = calloc((size_t)L, sizeof *hist);
+  uint32_t *lv = malloc((size_t)win.area * sizeof *lv);
+  if (!hist || !lv) {
+    rc = ES_ERR_NOMEM;
+    goto end;
+  }
+  double oscale = es_out_scale(p->base);
+  for (int y = 0; y < h; y++) {
+    for (int x = 0; x < w; x++) {
+      int n = 0;
+      for (int dy = -win.r; dy <= win.r; dy++) {
+        int hw = win.hw[dy + win.r];
+        int yy = y + dy;
+        if (p->border == ES_BORDER_CLIP) {
+          if (yy < 0 || yy >= h) continue;
+        } else {
+          yy = cpu_reflect(yy, h);
+        }
+        const uint8_t *row = (const uint8_t *)img->data + (size_t)yy * img->stride;
+        for (int dx = -hw; dx <= hw; dx++) {
+          int xx = x + dx;
+          if (p->border == ES_BORDER_CLIP) {
+            if (xx < 0 || xx >= w) continue;
+          } else {
+            xx = cpu_reflect(xx, w);
+          }
+          uint32_t v = img->depth == 16 ? ((const uint16_t *)(const void *)row)[xx] : row[xx];
+          uint32_t q = es_quantize(v, (uint32_t)L, img->depth);
+          hist[q]++;
+          lv[n++] = q;
+        }
+      }
+      double s = 0.0;
+      for (int i = 0; i < n; i++) {
+        uint32_t cnt = hist[lv[i]];
+        if (cnt) {
+          s += (double)cnt * log2((double)cnt);
+          hist[lv[i]] = 0;
+        }
+      }
+      double hv = (log2((double)n) - s / (double)n) * oscale;
+      out[(size_t)y * out_stride + x] = (float)(hv > 0.0 ? hv : 0.0);
+    }
+  }
+end:
+  free(hist);
+  free(lv);
+  return rc;
+}

@@ -23,6 +23,156 @@
  * the chroma area) is written.
  */
 #include <math.h>
+#include <string.h>
+#ifdef ES_HAVE_OPENMP
+#include <omp.h>
+#endif
+
 #include "es_kernels.h"
-void es_render_range(const es_params *p, const es_render *r, float min, float max, double *lo, double *inv) { (void)p; (void)r; (void)min; (void)max; *lo = 0; *inv = 0; }
-int es_cpu_render(const float *map, size_t map_stride, const es_image *src, const es_params *p, const es_render *r, float min, float max, const es_planes *pix, int threads) { (void)map; (void)map_stride; (void)src; (void)p; (void)r; (void)min; (void)max; (void)pix; (void)threads; return ES_ERR_INTERNAL; }
+
+void es_render_range(const es_params *p, const es_render *r, float min, float max, double *lo,
+                     double *inv) {
+  if (r->range_auto) {
+    *lo = (double)min;
+    double d = (double)max - (double)min;
+    *inv = d > 0.0 ? 1.0 / d : 0.0;
+  } else {
+    double hmax = es_params_hmax(p);
+    *lo = 0.0;
+    *inv = hmax > 0.0 ? 1.0 / hmax : 0.0;
+  }
+}
+
+typedef struct render_ctx {
+  const float *map;
+  size_t map_stride;
+  const es_image *src;
+  const uint8_t *lut;
+  double lo, inv;
+  int a256;
+} render_ctx;
+
+static inline uint8_t render_grey(const render_ctx *c, int x, int y) {
+  const uint8_t *row = (const uint8_t *)c->src->data + (size_t)y * c->src->stride;
+  uint32_t v = c->src->depth == 16 ? ((const uint16_t *)(const void *)row)[x] : row[x];
+  return es_grey8(v, c->src->depth);
+}
+
+/* The (blended) RGB of pixel (x, y): the rule at the top of this file. */
+static inline void render_rgb(const render_ctx *c, int x, int y, uint8_t rgb[3]) {
+  int i = es_render_index8(c->map[(size_t)y * c->map_stride + x], c->lo, c->inv);
+  const uint8_t *e = c->lut + 3 * i;
+  if (c->a256 > 0) {
+    uint8_t g = render_grey(c, x, y);
+    for (int k = 0; k < 3; k++) rgb[k] = es_blend(e[k], g, c->a256);
+  } else {
+    rgb[0] = e[0];
+    rgb[1] = e[1];
+    rgb[2] = e[2];
+  }
+}
+
+static void render_row(const render_ctx *c, int fmt, int w, int y, const es_planes *pix) {
+  const float *m = c->map + (size_t)y * c->map_stride;
+  switch (fmt) {
+  case ES_PIX_RGB24: {
+    uint8_t *d = pix->plane[0] + (size_t)y * pix->stride[0];
+    for (int x = 0; x < w; x++) render_rgb(c, x, y, d + 3 * (size_t)x);
+    break;
+  }
+  case ES_PIX_GRAY8: {
+    uint8_t *d = pix->plane[0] + (size_t)y * pix->stride[0];
+    for (int x = 0; x < w; x++) {
+      uint8_t i = (uint8_t)es_render_index8(m[x], c->lo, c->inv);
+      d[x] = c->a256 > 0 ? es_blend(i, render_grey(c, x, y), c->a256) : i;
+    }
+    break;
+  }
+  case ES_PIX_GRAY16: {
+    uint16_t *d = (uint16_t *)(void *)(pix->plane[0] + (size_t)y * pix->stride[0]);
+    for (int x = 0; x < w; x++) d[x] = (uint16_t)es_render_index16(m[x], c->lo, c->inv);
+    break;
+  }
+  case ES_PIX_YUV444P: {
+    uint8_t *py = pix->plane[0] + (size_t)y * pix->stride[0];
+    uint8_t *pu = pix->plane[1] + (size_t)y * pix->stride[1];
+    uint8_t *pv = pix->plane[2] + (size_t)y * pix->stride[2];
+    for (int x = 0; x < w; x++) {
+      uint8_t rgb[3];
+      render_rgb(c, x, y, rgb);
+      py[x] = es_rgb_to_y(rgb[0], rgb[1], rgb[2]);
+      pu[x] = es_rgb_to_u(rgb[0], rgb[1], rgb[2]);
+      pv[x] = es_rgb_to_v(rgb[0], rgb[1], rgb[2]);
+    }
+    break;
+  }
+  default: break;
+  }
+}
+
+/* YUV420P: chroma row cy covers image rows 2cy and 2cy + 1 (when it exists). */
+static void render_row420(const render_ctx *c, int w, int h, int cy, const es_planes *pix) {
+  int cw = (w + 1) / 2;
+  uint8_t *pu = pix->plane[1] + (size_t)cy * pix->stride[1];
+  uint8_t *pv = pix->plane[2] + (size_t)cy * pix->stride[2];
+  int ny = 2 * cy + 1 < h ? 2 : 1;
+  for (int dy = 0; dy < ny; dy++) {
+    int y = 2 * cy + dy;
+    uint8_t *py = pix->plane[0] + (size_t)y * pix->stride[0];
+    for (int x = 0; x < w; x++) {
+      uint8_t rgb[3];
+      render_rgb(c, x, y, rgb);
+      py[x] = es_rgb_to_y(rgb[0], rgb[1], rgb[2]);
+    }
+  }
+  for (int cx = 0; cx < cw; cx++) {
+    int nx = 2 * cx + 1 < w ? 2 : 1;
+    int su = 0, sv = 0, n = nx * ny;
+    for (int dy = 0; dy < ny; dy++) {
+      for (int dx = 0; dx < nx; dx++) {
+        uint8_t rgb[3];
+        render_rgb(c, 2 * cx + dx, 2 * cy + dy, rgb);
+        su += es_rgb_to_u(rgb[0], rgb[1], rgb[2]);
+        sv += es_rgb_to_v(rgb[0], rgb[1], rgb[2]);
+      }
+    }
+    pu[cx] = (uint8_t)((su + n / 2) / n);
+    pv[cx] = (uint8_t)((sv + n / 2) / n);
+  }
+}
+
+int es_cpu_render(const float *map, size_t map_stride, const es_image *src,
+                  const es_params *p, const es_render *r, float min, float max,
+                  const es_planes *pix, int threads) {
+  int fmt = r->format;
+  if (fmt == ES_PIX_NONE) return ES_OK;
+  if (fmt < ES_PIX_RGB24 || fmt > ES_PIX_YUV420P || !map || !src || !pix) return ES_ERR_USAGE;
+  render_ctx c;
+  memset(&c, 0, sizeof c);
+  c.map = map;
+  c.map_stride = map_stride;
+  c.src = src;
+  es_render_range(p, r, min, max, &c.lo, &c.inv);
+  c.a256 = (int)lround((double)r->overlay * 256.0);
+  if (c.a256 < 0) c.a256 = 0;
+  if (c.a256 > 256) c.a256 = 256;
+  if (fmt != ES_PIX_GRAY8 && fmt != ES_PIX_GRAY16) {
+    c.lut = es_colormap_lut(r->colormap);
+    if (!c.lut) return ES_ERR_USAGE;
+  }
+  int w = src->width, h = src->height;
+  int nrows = fmt == ES_PIX_YUV420P ? (h + 1) / 2 : h;
+#ifdef ES_HAVE_OPENMP
+  if (threads <= 0) threads = omp_get_max_threads();
+#pragma omp parallel for num_threads(threads) schedule(static) if (threads > 1)
+#else
+  (void)threads;
+#endif
+  for (int y = 0; y < nrows; y++) {
+    if (fmt == ES_PIX_YUV420P)
+      render_row420(&c, w, h, y, pix);
+    else
+      render_row(&c, fmt, w, y, pix);
+  }
+  return ES_OK;
+}

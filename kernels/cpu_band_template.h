@@ -1,0 +1,206 @@
+/*
+ * cpu_band_template.h - one row band of the CPU engine, included by cpu.c once per level
+ * storage type (FFmpeg's template habit): ES_LT is the type of a quantized level in the row
+ * ring (uint16_t when a clip sentinel L fits, uint32_t for L = 65536), ES_FN(name) adds the
+ * type suffix. Everything else (cpu_ctx, cpu_thread, helpers) comes from cpu.c.
+ */
+#ifndef ES_LT
+#error "cpu_band_template.h is included by cpu.c with ES_LT and ES_FN defined"
+#endif
+
+/* Fills ring slot of virtual row v (0 <= v < h for a real row; reflect maps any v) with the
+ * padded, quantized levels: column x of the image sits at R + x; the R columns on each side
+ * hold the reflected levels (reflect) or the sentinel L (clip). Returns 0 for a clip row
+ * outside the image (the slot is then not used). */
+static int ES_FN(ring_fill)(const cpu_ctx *c, ES_LT *dst, int v) {
+  int w = c->w, R = c->R;
+  int sy = v;
+  if (v < 0 || v >= c->h) {
+    if (c->border == ES_BORDER_CLIP) return 0;
+    sy = cpu_reflect(v, c->h);
+  }
+  const uint8_t *row = c->data + (size_t)sy * c->stride;
+  ES_LT *mid = dst + R;
+  if (c->depth == 8) {
+    for (int x = 0; x < w; x++) mid[x] = (ES_LT)c->lut8[row[x]];
+  } else {
+    const uint16_t *r16 = (const uint16_t *)(const void *)row;
+    uint32_t L = (uint32_t)c->levels;
+    for (int x = 0; x < w; x++) mid[x] = (ES_LT)es_quantize(r16[x], L, 16);
+  }
+  if (c->border == ES_BORDER_CLIP) {
+    for (int i = 0; i < R; i++) dst[i] = (ES_LT)c->levels;
+    for (int i = R + w; i < w + 2 * R + 1; i++) dst[i] = (ES_LT)c->levels;
+  } else {
+    for (int i = 0; i < R; i++) dst[i] = mid[cpu_reflect(i - R, w)];
+    for (int i = R + w; i < w + 2 * R + 1; i++) dst[i] = mid[cpu_reflect(i - R, w)];
+  }
+  return 1;
+}
+
+/* Per-pixel output: the map, and the statistics of the row. */
+static inline void ES_FN(emit)(const cpu_ctx *c, cpu_thread *t, float *mrow, int x, float hv,
+                               double *rs, double *rss) {
+  if (mrow) mrow[x] = hv;
+  if (c->want_minmax) {
+    if (hv < t->min) t->min = hv;
+    if (hv > t->max) t->max = hv;
+  }
+  if (c->want_stats) {
+    *rs += hv;
+    *rss += (double)hv * (double)hv;
+    t->bins[es_stats_bin(hv, c->binscale, c->bins)]++;
+  }
+}
+
+/* Huang's sliding histogram along each row: per pixel, for every row of the window, the
+ * pixel leaving on the left goes out and the one entering on the right comes in, and S
+ * follows with the exact increments dinc[c] = flog[c + 1] - flog[c]. O(K) per pixel,
+ * independent of L (only touched bins are read) and of the window area. */
+static void ES_FN(band_huang)(const cpu_ctx *c, cpu_thread *t, int y0, int y1) {
+  const int w = c->w, K = c->K, r = c->r, R = c->R, ring_n = K + 1;
+  const size_t pw = (size_t)w + 2 * R + 1;
+  ES_LT *ring = (ES_LT *)t->ring;
+  uint16_t *hist = t->hist;
+  const uint64_t *dinc = c->dinc;
+  const uint64_t *flog = c->tables->flog;
+  const double *log2n = c->tables->log2n, *scale = c->tables->scale;
+  const int sent = c->levels; /* clip sentinel bin (stays 0 with reflect) */
+  const ES_LT *rows[ES_WINDOW_MAX];
+  int hws[ES_WINDOW_MAX];
+  int valid[ES_WINDOW_MAX + 1];
+
+  for (int v = y0 - r; v < y0 + r; v++) {
+    int s = ((v % ring_n) + ring_n) % ring_n;
+    valid[s] = ES_FN(ring_fill)(c, ring + (size_t)s * pw, v);
+  }
+  for (int y = y0; y < y1; y++) {
+    int v = y + r, s = ((v % ring_n) + ring_n) % ring_n;
+    valid[s] = ES_FN(ring_fill)(c, ring + (size_t)s * pw, v);
+    /* The window's rows, and its population before clipping columns. */
+    int nr = 0, ntot = 0;
+    for (int dy = -r; dy <= r; dy++) {
+      int vv = y + dy, ss = ((vv % ring_n) + ring_n) % ring_n;
+      if (!valid[ss]) continue;
+      rows[nr] = ring + (size_t)ss * pw + R;
+      hws[nr] = c->win.hw[dy + r];
+      ntot += 2 * hws[nr] + 1;
+      nr++;
+    }
+    uint64_t S = 0;
+    for (int j = 0; j < nr; j++) {
+      const ES_LT *p = rows[j];
+      for (int d = -hws[j]; d <= hws[j]; d++) {
+        unsigned l = p[d];
+        unsigned cnt = hist[l];
+        hist[l] = (uint16_t)(cnt + 1);
+        S += dinc[cnt];
+      }
+    }
+    float *mrow = c->map ? c->map + (size_t)y * c->map_stride : NULL;
+    double rs = 0.0, rss = 0.0;
+    for (int x = 0;; x++) {
+      unsigned ns = hist[sent];
+      int n = ntot - (int)ns;
+      float hv = es_entropy_value(S - flog[ns], log2n[n], scale[n], c->oscale);
+      ES_FN(emit)(c, t, mrow, x, hv, &rs, &rss);
+      if (x + 1 == w) break;
+      for (int j = 0; j < nr; j++) {
+        const ES_LT *p = rows[j] + x;
+        unsigned a = p[-hws[j]], b = p[hws[j] + 1];
+        unsigned ca = hist[a];
+        hist[a] = (uint16_t)(ca - 1);
+        S -= dinc[ca - 1];
+        unsigned cb = hist[b];
+        hist[b] = (uint16_t)(cb + 1);
+        S += dinc[cb];
+      }
+    }
+    /* Leave the histogram empty for the next row (cheaper than clearing L bins). */
+    for (int j = 0; j < nr; j++) {
+      const ES_LT *p = rows[j] + (w - 1);
+      for (int d = -hws[j]; d <= hws[j]; d++) hist[p[d]]--;
+    }
+    if (c->want_stats) {
+      c->rowsum[y] = rs;
+      c->rowsumsq[y] = rss;
+    }
+    if (c->level_hist_wanted) {
+      const ES_LT *p = ring + (size_t)(((y % ring_n) + ring_n) % ring_n) * pw + R;
+      for (int x = 0; x < w; x++) t->level_hist[p[x]]++;
+    }
+  }
+}
+
+/* Perreault-Hebert for square windows: one histogram per padded column over the K rows of
+ * the window, moved down one row per output row (2 updates per column); along the row the
+ * window histogram adds the entering column's histogram and subtracts the leaving one's,
+ * and S is recomputed from the L bins. O(L) per pixel, independent of K. */
+static void ES_FN(band_ph)(const cpu_ctx *c, cpu_thread *t, int y0, int y1) {
+  const int w = c->w, K = c->K, r = c->r, R = c->R, ring_n = K + 1;
+  const int nb = c->levels + 1; /* bins incl. the clip sentinel */
+  const int pwc = w + 2 * R;    /* padded columns */
+  const size_t pw = (size_t)w + 2 * R + 1;
+  ES_LT *ring = (ES_LT *)t->ring;
+  uint16_t *colh = t->colh;
+  uint16_t *win = t->hist;
+  const uint64_t *flog = c->tables->flog;
+  const double *log2n = c->tables->log2n, *scale = c->tables->scale;
+  const int L = c->levels;
+  int valid[ES_WINDOW_MAX + 1];
+
+  memset(colh, 0, (size_t)pwc * nb * sizeof *colh);
+  int nrows = 0; /* window rows inside the image (clip) or K (reflect) */
+  for (int v = y0 - r; v <= y0 + r; v++) {
+    int s = ((v % ring_n) + ring_n) % ring_n;
+    valid[s] = ES_FN(ring_fill)(c, ring + (size_t)s * pw, v);
+    if (!valid[s]) continue;
+    nrows++;
+    const ES_LT *p = ring + (size_t)s * pw;
+    for (int i = 0; i < pwc; i++) colh[(size_t)i * nb + p[i]]++;
+  }
+  for (int y = y0; y < y1; y++) {
+    if (y > y0) {
+      /* Move the column histograms down: row y - r - 1 leaves, row y + r enters. */
+      int vo = y - r - 1, so = ((vo % ring_n) + ring_n) % ring_n;
+      if (valid[so]) {
+        const ES_LT *p = ring + (size_t)so * pw;
+        for (int i = 0; i < pwc; i++) colh[(size_t)i * nb + p[i]]--;
+        nrows--;
+      }
+      int vi = y + r, si = ((vi % ring_n) + ring_n) % ring_n;
+      valid[si] = ES_FN(ring_fill)(c, ring + (size_t)si * pw, vi);
+      if (valid[si]) {
+        const ES_LT *p = ring + (size_t)si * pw;
+        for (int i = 0; i < pwc; i++) colh[(size_t)i * nb + p[i]]++;
+        nrows++;
+      }
+    }
+    const int ntot = nrows * K;
+    memset(win, 0, (size_t)nb * sizeof *win);
+    for (int i = 0; i < K; i++) {
+      const uint16_t *ch = colh + (size_t)i * nb;
+      for (int k = 0; k < nb; k++) win[k] = (uint16_t)(win[k] + ch[k]);
+    }
+    float *mrow = c->map ? c->map + (size_t)y * c->map_stride : NULL;
+    double rs = 0.0, rss = 0.0;
+    for (int x = 0;; x++) {
+      uint64_t S = 0;
+      for (int k = 0; k < L; k++) S += flog[win[k]];
+      int n = ntot - (int)win[L];
+      float hv = es_entropy_value(S, log2n[n], scale[n], c->oscale);
+      ES_FN(emit)(c, t, mrow, x, hv, &rs, &rss);
+      if (x + 1 == w) break;
+      const uint16_t *cin = colh + (size_t)(x + K) * nb, *cout = colh + (size_t)x * nb;
+      for (int k = 0; k < nb; k++) win[k] = (uint16_t)(win[k] + cin[k] - cout[k]);
+    }
+    if (c->want_stats) {
+      c->rowsum[y] = rs;
+      c->rowsumsq[y] = rss;
+    }
+    if (c->level_hist_wanted) {
+      const ES_LT *p = ring + (size_t)(((y % ring_n) + ring_n) % ring_n) * pw + R;
+      for (int x = 0; x < w; x++) t->level_hist[p[x]]++;
+    }
+  }
+}

@@ -1,0 +1,287 @@
+/*
+ * test_kernels_engine.c - the CPU engine (both algorithms) and the naive baseline against
+ * the double reference, on fresh random images of odd sizes (1x1, 1xN, Nx1, smaller than
+ * the window, ...), every window/shape/border/levels/base combination, 8- and 16-bit input;
+ * bitwise identity across thread counts 1, 2, 3, 7 and across algorithms; statistics
+ * against es_ref_stats.
+ */
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "es_kernels.h"
+#include "es_test.h"
+
+#define TOL 1e-5
+
+static const uint32_t POISON = 0x7fc0dead; /* a NaN no engine computes */
+
+static float poison_value(void) {
+  float f;
+  memcpy(&f, &POISON, 4);
+  return f;
+}
+
+static int is_poison(float f) {
+  uint32_t u;
+  memcpy(&u, &f, 4);
+  return u == POISON;
+}
+
+/* A random image with a padded stride whose padding is random garbage too. */
+static uint8_t *make_image(es_image *img, int w, int h, int depth) {
+  size_t bps = depth == 16 ? 2 : 1;
+  size_t stride = (size_t)w * bps + (size_t)es_test_range(0, 7) * bps;
+  uint8_t *buf = malloc(stride * h + 1);
+  for (size_t i = 0; i < stride * h; i++) buf[i] = (uint8_t)es_test_rand();
+  /* Sometimes few distinct values, so windows hold repeated levels. */
+  if (es_test_range(0, 2) == 0) {
+    int mask = es_test_range(0, 1) ? 0x81 : 0xC0;
+    for (size_t i = 0; i < stride * h; i++) buf[i] &= (uint8_t)mask;
+  }
+  img->data = buf;
+  img->width = w;
+  img->height = h;
+  img->stride = stride;
+  img->depth = depth;
+  return buf;
+}
+
+typedef struct run_out {
+  float *map;
+  size_t stride;
+} run_out;
+
+static float *poisoned_map(int w, int h, size_t *stride) {
+  *stride = (size_t)w + (size_t)es_test_range(0, 3);
+  size_t n = *stride * h;
+  float *m = malloc(n * sizeof *m);
+  float pv = poison_value();
+  for (size_t i = 0; i < n; i++) m[i] = pv;
+  return m;
+}
+
+static int run_engine(const es_image *img, const es_params *p, int threads, float *map,
+                      size_t stride, es_stats *st, int bins) {
+  es_job job;
+  memset(&job, 0, sizeof job);
+  job.in = *img;
+  job.params = *p;
+  job.map = map;
+  job.map_stride = stride;
+  job.stats = st;
+  job.stats_bins = bins;
+  job.render.format = ES_PIX_NONE;
+  char msg[256] = "";
+  int rc = es_cpu_run(&job, threads, msg, sizeof msg);
+  CHECK(rc == ES_OK, "es_cpu_run: %d %s", rc, msg);
+  return rc;
+}
+
+static const char *desc(const es_params *p, int w, int h, int depth) {
+  static char buf[160];
+  snprintf(buf, sizeof buf, "%dx%d d%d K=%d %s %s L=%d base %s", w, h, depth, p->window,
+           p->shape == ES_SHAPE_DISK ? "disk" : "square",
+           p->border == ES_BORDER_REFLECT ? "reflect" : "clip", p->levels,
+           p->base == ES_BASE_E ? "e" : "2");
+  return buf;
+}
+
+static void one_case(int w, int h, int depth, const es_params *p) {
+  es_image img;
+  uint8_t *buf = make_image(&img, w, h, depth);
+  double *ref = malloc((size_t)w * h * sizeof *ref);
+  int rc = es_ref_entropy(&img, p, ref);
+  CHECK(rc == ES_OK, "es_ref_entropy %d", rc);
+  const char *d = desc(p, w, h, depth);
+
+  /* Engine (default algorithm), one thread. */
+  size_t s1;
+  float *m1 = poisoned_map(w, h, &s1);
+  run_engine(&img, p, 1, m1, s1, NULL, 0);
+  double maxerr = 0.0;
+  int unwritten = 0, touched_pad = 0, outside = 0;
+  double hmax = es_params_hmax(p);
+  for (int y = 0; y < h; y++) {
+    for (int x = 0; x < w; x++) {
+      float v = m1[(size_t)y * s1 + x];
+      if (is_poison(v) || !isfinite(v)) {
+        unwritten++;
+        continue;
+      }
+      double e = fabs((double)v - ref[(size_t)y * w + x]);
+      if (e > maxerr) maxerr = e;
+      if (!(v >= 0.0f && (double)v <= hmax + 1e-6)) outside++;
+    }
+    for (size_t x = w; x < s1; x++)
+      if (!is_poison(m1[(size_t)y * s1 + x])) touched_pad++;
+  }
+  CHECK(unwritten == 0, "%s: %d pixels not written", d, unwritten);
+  CHECK(outside == 0, "%s: %d values outside [0, %g]", d, outside, hmax);
+  CHECK(touched_pad == 0, "%s: %d padding floats written", d, touched_pad);
+  CHECK(maxerr <= TOL, "%s: max abs error %g vs reference", d, maxerr);
+
+  /* Thread counts: bitwise identical. */
+  static const int tcs[] = {2, 3, 7};
+  size_t s2;
+  float *m2 = poisoned_map(w, h, &s2);
+  for (int i = 0; i < 3; i++) {
+    float pv = poison_value();
+    for (size_t k = 0; k < s2 * h; k++) m2[k] = pv;
+    run_engine(&img, p, tcs[i], m2, s2, NULL, 0);
+    int diff = 0;
+    for (int y = 0; y < h; y++) diff += memcmp(m1 + (size_t)y * s1, m2 + (size_t)y * s2, (size_t)w * 4) != 0;
+    CHECK(diff == 0, "%s: %d rows differ between 1 and %d threads", d, diff, tcs[i]);
+  }
+
+  /* Both algorithms (square): bitwise identical. */
+  if (p->shape == ES_SHAPE_SQUARE) {
+    const char *algos[] = {"huang", "ph"};
+    for (int a = 0; a < 2; a++) {
+      setenv("ES_CPU_ALGO", algos[a], 1);
+      float pv = poison_value();
+      for (size_t k = 0; k < s2 * h; k++) m2[k] = pv;
+      run_engine(&img, p, es_test_range(1, 3), m2, s2, NULL, 0);
+      int diff = 0;
+      for (int y = 0; y < h; y++) diff += memcmp(m1 + (size_t)y * s1, m2 + (size_t)y * s2, (size_t)w * 4) != 0;
+      CHECK(diff == 0, "%s: %d rows differ with ES_CPU_ALGO=%s", d, diff, algos[a]);
+    }
+    unsetenv("ES_CPU_ALGO");
+  }
+
+  /* The naive baseline. */
+  {
+    float pv = poison_value();
+    for (size_t k = 0; k < s2 * h; k++) m2[k] = pv;
+    rc = es_cpu_naive(&img, p, m2, s2);
+    CHECK(rc == ES_OK, "es_cpu_naive %d", rc);
+    double e2 = 0.0;
+    int bad = 0;
+    for (int y = 0; y < h; y++)
+      for (int x = 0; x < w; x++) {
+        float v = m2[(size_t)y * s2 + x];
+        if (is_poison(v)) bad++;
+        double e = fabs((double)v - ref[(size_t)y * w + x]);
+        if (!(e <= e2)) e2 = e;
+      }
+    CHECK(bad == 0 && e2 <= TOL, "%s: naive: %d unwritten, max abs error %g", d, bad, e2);
+  }
+
+  /* Statistics without a map, against the reference and across thread counts. */
+  {
+    int bins = es_test_range(1, 40);
+    es_stats st, st3, rs;
+    memset(&st, 0xA5, sizeof st);
+    memset(&st3, 0x5A, sizeof st3);
+    run_engine(&img, p, 1, NULL, 0, &st, bins);
+    run_engine(&img, p, 3, NULL, 0, &st3, bins);
+    es_ref_stats(&img, p, ref, bins, &rs);
+    CHECK(st.count == (int64_t)w * h && st.bins == bins, "%s: stats count/bins", d);
+    CHECK(fabs(st.mean - rs.mean) <= TOL, "%s: mean %.9g vs %.9g", d, st.mean, rs.mean);
+    CHECK(fabs(st.std - rs.std) <= 1e-4, "%s: std %.9g vs %.9g", d, st.std, rs.std);
+    CHECK(fabsf(st.min - rs.min) <= TOL && fabsf(st.max - rs.max) <= TOL,
+          "%s: min/max %g %g vs %g %g", d, st.min, st.max, rs.min, rs.max);
+    CHECK(fabs(st.global_entropy - rs.global_entropy) <= 1e-12, "%s: global %g vs %g", d,
+          st.global_entropy, rs.global_entropy);
+    CHECK(st.mean == st3.mean && st.std == st3.std && st.min == st3.min && st.max == st3.max &&
+              !memcmp(st.hist, st3.hist, sizeof st.hist),
+          "%s: stats differ between 1 and 3 threads", d);
+    /* The histogram: exactly the engine map's bins; against the reference, only pixels
+     * within rounding of a bin edge may move. */
+    uint64_t own[ES_STATS_MAX_BINS] = {0};
+    double bs = es_stats_binscale(p, bins);
+    int near = 0;
+    for (int y = 0; y < h; y++)
+      for (int x = 0; x < w; x++) {
+        own[es_stats_bin(m1[(size_t)y * s1 + x], bs, bins)]++;
+        double t = ref[(size_t)y * w + x] * bs;
+        if (fabs(t - floor(t + 0.5)) < 1e-4) near++;
+      }
+    CHECK(!memcmp(own, st.hist, sizeof(uint64_t) * bins), "%s: hist differs from its own map", d);
+    uint64_t moved = 0, total = 0;
+    for (int k = 0; k < bins; k++) {
+      moved += st.hist[k] > rs.hist[k] ? st.hist[k] - rs.hist[k] : rs.hist[k] - st.hist[k];
+      total += st.hist[k];
+    }
+    CHECK(total == (uint64_t)w * h, "%s: hist total %llu", d, (unsigned long long)total);
+    CHECK(moved <= 2 * (uint64_t)near, "%s: hist moved %llu near %d", d, (unsigned long long)moved, near);
+  }
+  free(m1);
+  free(m2);
+  free(ref);
+  free(buf);
+}
+
+static void random_params(es_params *p, int depth, int maxk) {
+  es_params_default(p);
+  int k = es_test_range(0, (maxk - 1) / 2);
+  p->window = 2 * k + 1;
+  p->shape = es_test_range(0, 1);
+  p->border = es_test_range(0, 1);
+  p->base = es_test_range(0, 1);
+  static const int l8[] = {2, 16, 256, 3, 37};
+  static const int l16[] = {2, 4096, 65536, 255, 1000};
+  p->levels = depth == 8 ? l8[es_test_range(0, 4)] : l16[es_test_range(0, 4)];
+}
+
+int main(void) {
+  es_test_seed("test_kernels_engine");
+  /* Fixed corner cases first: every shape/border/base at degenerate sizes. */
+  static const int sizes[][2] = {{1, 1}, {1, 9}, {9, 1}, {2, 3}, {3, 2}, {1, 17}, {23, 1}};
+  for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++) {
+    for (int k = 1; k <= 9; k += 2) {
+      for (int combo = 0; combo < 8; combo++) {
+        es_params p;
+        es_params_default(&p);
+        p.window = k;
+        p.shape = combo & 1;
+        p.border = (combo >> 1) & 1;
+        p.base = (combo >> 2) & 1;
+        p.levels = combo & 1 ? 2 : 256;
+        one_case(sizes[s][0], sizes[s][1], 8, &p);
+      }
+    }
+  }
+  /* Every L of the brief at each depth, with both algorithms (square) and both borders. */
+  static const int l8[] = {2, 16, 256};
+  static const int l16[] = {2, 4096, 65536};
+  for (int depth = 8; depth <= 16; depth += 8) {
+    for (int li = 0; li < 3; li++) {
+      for (int combo = 0; combo < 4; combo++) {
+        es_params p;
+        es_params_default(&p);
+        p.levels = depth == 8 ? l8[li] : l16[li];
+        p.shape = combo & 1;
+        p.border = combo >> 1;
+        p.window = 2 * es_test_range(0, 5) + 1;
+        p.base = es_test_range(0, 1);
+        one_case(es_test_range(1, 41), es_test_range(1, 37), depth, &p);
+      }
+    }
+  }
+  /* Random cases, windows up to larger than the image (kept small: the reference is
+   * O(area) per pixel and this runs under ASan too). */
+  for (int i = 0; i < 120; i++) {
+    int depth = es_test_range(0, 2) ? 8 : 16;
+    es_params p;
+    int big = es_test_range(0, 3) == 0;
+    random_params(&p, depth, big ? 61 : 15);
+    int w = big ? es_test_range(1, 24) : es_test_range(1, 67);
+    int h = big ? es_test_range(1, 24) : es_test_range(1, 53);
+    one_case(w, h, depth, &p);
+  }
+  /* The largest window on a small image. */
+  {
+    es_params p;
+    es_params_default(&p);
+    p.window = 255;
+    p.border = ES_BORDER_REFLECT;
+    p.levels = 16;
+    one_case(7, 5, 8, &p);
+    p.border = ES_BORDER_CLIP;
+    p.shape = ES_SHAPE_DISK;
+    one_case(5, 3, 16, &p);
+  }
+  return es_test_done("test_kernels_engine");
+}
