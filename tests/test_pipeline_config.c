@@ -1,0 +1,175 @@
+/*
+ * test_pipeline_config.c - status codes, exit codes, configuration defaults, every
+ * configuration check of es_context_create (message and code), device choice without a GPU,
+ * es_compute's argument checks, es_version_info.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "entropy_stream.h"
+#include "es_gpu.h"
+#include "es_test.h"
+
+/* Creates a context from cfg; checks the code and that msg contains `want` (NULL: any). */
+static void expect(const es_config *cfg, int code, const char *want, const char *what) {
+  char msg[256];
+  memset(msg, 'X', sizeof msg);
+  msg[sizeof msg - 1] = '\0';
+  es_context *ctx = (es_context *)(uintptr_t)1; /* poisoned: must become NULL on failure */
+  int rc = es_context_create(&ctx, cfg, msg, sizeof msg);
+  CHECK(rc == code, "%s: rc %d, want %d (%s)", what, rc, code, msg);
+  if (code != ES_OK) {
+    CHECK(ctx == NULL, "%s: context not NULL after failure", what);
+    CHECK(want == NULL || strstr(msg, want), "%s: message \"%s\" lacks \"%s\"", what, msg, want);
+    CHECK(!strchr(msg, '\n') && msg[0] && msg[strlen(msg) - 1] != '.',
+          "%s: message \"%s\" not one line without a trailing period", what, msg);
+  } else {
+    CHECK(ctx != NULL, "%s: no context", what);
+    es_context_destroy(&ctx);
+    CHECK(ctx == NULL, "%s: destroy did not clear the pointer", what);
+  }
+}
+
+int main(void) {
+  es_test_seed("test_pipeline_config");
+
+  /* Status codes and exit codes (SPEC.md section 3). */
+  static const struct { int st, code; } ex[] = {
+      {ES_OK, 0}, {ES_ERR_EOF, 0}, {ES_ERR_USAGE, 1}, {ES_ERR_INPUT, 2}, {ES_ERR_OUTPUT, 3},
+      {ES_ERR_DEVICE, 4}, {ES_ERR_NOMEM, 4}, {ES_ERR_INTERNAL, 4}, {ES_ERR_INTERRUPTED, 130}};
+  for (size_t i = 0; i < sizeof ex / sizeof ex[0]; i++) {
+    CHECK(es_exit_code(ex[i].st) == ex[i].code, "exit code of %d: %d", ex[i].st,
+          es_exit_code(ex[i].st));
+    CHECK(es_strerror(ex[i].st) && es_strerror(ex[i].st)[0], "strerror %d empty", ex[i].st);
+  }
+  CHECK(strcmp(es_strerror(ES_ERR_INPUT), es_strerror(ES_ERR_OUTPUT)) != 0, "strerror alike");
+  CHECK(es_strerror(12345) != NULL, "strerror of an unknown code");
+
+  /* Defaults. */
+  es_config c;
+  memset(&c, 0x5a, sizeof c);
+  es_config_default(&c);
+  CHECK(c.params.window == 5 && c.params.levels == 16 && c.params.shape == ES_SHAPE_SQUARE &&
+            c.params.border == ES_BORDER_CLIP && c.params.base == ES_BASE_2,
+        "params defaults");
+  CHECK(c.device == ES_DEVICE_AUTO && c.ngpus == 0 && c.cpu_below < 0 && c.threads == 0 &&
+            c.stats_bins == 16 && c.queue == 8 && c.verbose == 1,
+        "config defaults");
+
+  expect(&c, ES_OK, NULL, "defaults");
+  expect(NULL, ES_OK, NULL, "NULL config");
+
+  /* Every check, with the option named in the message. */
+  es_config b;
+#define BAD(field, value, code, want)                                                       \
+  do {                                                                                      \
+    es_config_default(&b);                                                                  \
+    b.field = value;                                                                        \
+    expect(&b, code, want, #field " = " #value);                                            \
+  } while (0)
+  BAD(params.window, 4, ES_ERR_USAGE, "--window 4");
+  BAD(params.window, 257, ES_ERR_USAGE, "--window 257");
+  BAD(params.window, 0, ES_ERR_USAGE, "--window 0");
+  BAD(params.levels, 1, ES_ERR_USAGE, "--levels 1");
+  BAD(params.levels, 65537, ES_ERR_USAGE, "--levels 65537");
+  BAD(params.shape, 7, ES_ERR_USAGE, "--shape");
+  BAD(params.border, -1, ES_ERR_USAGE, "--border");
+  BAD(params.base, 3, ES_ERR_USAGE, "--base");
+  BAD(device, 9, ES_ERR_USAGE, "--device");
+  BAD(threads, -1, ES_ERR_USAGE, "--threads -1");
+  BAD(stats_bins, 0, ES_ERR_USAGE, "--stats-bins 0");
+  BAD(stats_bins, ES_STATS_MAX_BINS + 1, ES_ERR_USAGE, "--stats-bins");
+  BAD(queue, 0, ES_ERR_USAGE, "--queue 0");
+  BAD(ngpus, -2, ES_ERR_USAGE, "--gpus");
+  /* Levels above 256 are fine for the context (16-bit input); checked per image. */
+  BAD(params.levels, 65536, ES_OK, NULL);
+  BAD(params.window, 255, ES_OK, NULL);
+
+  int visible = es_gpu_device_count();
+  printf("GPUs visible: %d\n", visible);
+  /* A GPU that does not exist. */
+  es_config_default(&b);
+  b.gpus[0] = visible + 2;
+  b.ngpus = 1;
+  char want[64];
+  if (visible == 0)
+    snprintf(want, sizeof want, "--gpus %d: no GPU visible", visible + 2);
+  else
+    snprintf(want, sizeof want, "--gpus %d: only %d GPU", visible + 2, visible);
+  expect(&b, ES_ERR_USAGE, want, "--gpus beyond the visible ones");
+  /* --device cpu ignores the GPU list. */
+  b.device = ES_DEVICE_CPU;
+  expect(&b, ES_OK, NULL, "--device cpu with a GPU list");
+
+  if (visible == 0) {
+    es_config_default(&b);
+    b.device = ES_DEVICE_GPU;
+    expect(&b, ES_ERR_DEVICE, "no GPU visible (--device gpu)", "--device gpu without GPU");
+    /* auto without GPU: the CPU. */
+    es_context *ctx = NULL;
+    es_config_default(&b);
+    CHECK(es_context_create(&ctx, &b, NULL, 0) == ES_OK && ctx, "auto without GPU");
+    CHECK(es_context_gpu_count(ctx) == 0, "gpu count %d", es_context_gpu_count(ctx));
+    es_context_destroy(&ctx);
+  }
+
+  /* The configuration in force has the defaults filled in. */
+  es_context *ctx = NULL;
+  es_config_default(&b);
+  b.threads = 3;
+  b.verbose = 0;
+  CHECK(es_context_create(&ctx, &b, NULL, 0) == ES_OK, "create");
+  const es_config *in = es_context_config(ctx);
+  CHECK(in && in->threads == 3 && in->cpu_below == 163840 && in->queue == 8 && in->verbose == 0,
+        "config in force: threads %d cpu_below %lld", in ? in->threads : -1,
+        in ? (long long)in->cpu_below : -1LL);
+  CHECK(strcmp(es_context_error(ctx), "") == 0, "fresh context has an error: %s",
+        es_context_error(ctx));
+  CHECK(es_context_retries(ctx) == 0, "retries on a fresh context");
+
+  /* es_compute argument checks: the message names the problem, nothing is written. */
+  uint8_t img8[7 * 5];
+  for (size_t i = 0; i < sizeof img8; i++) img8[i] = (uint8_t)es_test_rand();
+  es_image im = {img8, 7, 5, 7, 8};
+  float out[7 * 5];
+  CHECK(es_compute(ctx, NULL, out, 7, NULL, NULL, NULL) == ES_ERR_USAGE, "NULL image");
+  CHECK(es_context_error(ctx)[0], "no message for a NULL image");
+  es_image bad = im;
+  bad.stride = 3;
+  CHECK(es_compute(ctx, &bad, out, 7, NULL, NULL, NULL) == ES_ERR_USAGE, "short stride");
+  CHECK(strstr(es_context_error(ctx), "stride"), "message: %s", es_context_error(ctx));
+  bad = im;
+  bad.depth = 12;
+  CHECK(es_compute(ctx, &bad, out, 7, NULL, NULL, NULL) == ES_ERR_USAGE, "depth 12");
+  CHECK(strstr(es_context_error(ctx), "depth"), "message: %s", es_context_error(ctx));
+  CHECK(es_compute(ctx, &im, out, 3, NULL, NULL, NULL) == ES_ERR_USAGE, "short map stride");
+  es_render r;
+  es_render_default(&r);
+  CHECK(es_compute(ctx, &im, out, 7, NULL, &r, NULL) == ES_ERR_USAGE, "render without planes");
+  es_context_destroy(&ctx);
+  es_context_destroy(&ctx); /* NULL is fine */
+  es_context_destroy(NULL);
+
+  /* 8-bit input with more levels than 256: refused at compute time. */
+  es_config_default(&b);
+  b.params.levels = 1000;
+  b.verbose = 0;
+  CHECK(es_context_create(&ctx, &b, NULL, 0) == ES_OK, "create levels 1000");
+  CHECK(es_compute(ctx, &im, out, 7, NULL, NULL, NULL) == ES_ERR_USAGE, "levels 1000 on 8-bit");
+  CHECK(strstr(es_context_error(ctx), "--levels 1000"), "message: %s", es_context_error(ctx));
+  es_context_destroy(&ctx);
+
+  /* Version information. */
+  char v[4096];
+  memset(v, 'X', sizeof v);
+  int n = es_version_info(v, sizeof v);
+  printf("%s", v);
+  CHECK(n > 0 && (size_t)n == strlen(v), "version length %d vs %zu", n, strlen(v));
+  CHECK(strstr(v, "entropy-stream " ES_VERSION_STRING), "version line");
+  CHECK(strstr(v, "OpenMP"), "OpenMP line");
+  CHECK(es_version_info(NULL, 0) == n, "length without a buffer");
+  char small[16];
+  CHECK(es_version_info(small, sizeof small) == n && strlen(small) == sizeof small - 1,
+        "truncated version");
+  return es_test_done("test_pipeline_config");
+}
