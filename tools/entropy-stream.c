@@ -465,17 +465,17 @@ static int parse_args(int argc, char **argv, cli_opts *o) {
       usage(stdout);
       return -2;
     case ':':
-      if (optopt)
-        err(NULL, "-%c: needs a value (see --help)", optopt);
+    default: {
+      /* getopt_long sets optopt for long options too: name what the user typed. */
+      const char *arg = argv[optind - 1];
+      char name[128];
+      if (!strncmp(arg, "--", 2))
+        snprintf(name, sizeof name, "%.*s", (int)strcspn(arg, "="), arg);
       else
-        err(NULL, "%s: needs a value (see --help)", argv[optind - 1]);
+        snprintf(name, sizeof name, "-%c", optopt ? optopt : '?');
+      err(NULL, "%s: %s (see --help)", name, c == ':' ? "needs a value" : "unknown option");
       return 1;
-    default:
-      if (optopt)
-        err(NULL, "-%c: unknown option (see --help)", optopt);
-      else
-        err(NULL, "%s: unknown option (see --help)", argv[optind - 1]);
-      return 1;
+    }
     }
   }
   if (optind >= argc) {
@@ -496,6 +496,11 @@ static int parse_args(int argc, char **argv, cli_opts *o) {
    * again against each input's own depth. */
   {
     char msg[MSG_LEN];
+    if (o->cfg.params.levels < 2 || o->cfg.params.levels > 65536) {
+      err(NULL, "--levels %d: must be 2..256 for 8-bit input, 2..65536 for 16-bit",
+          o->cfg.params.levels);
+      return 1;
+    }
     if (es_params_check(&o->cfg.params, 16, msg, sizeof msg) != ES_OK) {
       err(NULL, "%s", msg);
       return 1;
@@ -1140,14 +1145,14 @@ static int run_images(cli_opts *o, int in_kind, int out_kind) {
     if (g_stop) {
       code = 130;
       err(NULL, "interrupted: %zu of %zu files done, %zu not started", b.done, n, notrun);
-    } else if (!o->quiet || failed) {
+    } else if (!o->quiet) {
       char d[64];
       pthread_mutex_lock(&g_err_lock);
       clear_progress_locked();
       pthread_mutex_unlock(&g_err_lock);
-      if (failed)
-        err(NULL, "%zu of %zu file%s failed", failed, n, n == 1 ? "" : "s");
-      if (!o->quiet) {
+      /* One file's failure was already said in its own line. */
+      if (failed && n > 1) err(NULL, "%zu of %zu files failed", failed, n);
+      {
         if (n == 1 && !failed && !skipped)
           err(NULL, "1 file, %dx%d, %.2f s, %s", jobs[0].width, jobs[0].height, el,
               device_desc(b.ctx, d, sizeof d));

@@ -1,0 +1,258 @@
+#!/bin/bash
+# test_cli_image.sh - one PNG through the CLI: .npy against a numpy reference (clip/reflect,
+# square/disk, grey/RGB/16-bit, bits/nats), heat/gray8/gray16 PNGs, --stats CSV and JSONL
+# consistent with the map, and -y / -n / refusing an existing output.
+set -u
+BIN=${ES_BIN:?ES_BIN not set}
+PY=${ES_PYTHON3:-/usr/bin/python3}
+SEED=${ES_TEST_SEED:-$(( $(date +%s) ^ $$ ))}
+echo "test_cli_image: seed $SEED (ES_TEST_SEED to replay)"
+T=$(mktemp -d)
+trap 'rm -rf "$T"' EXIT
+FAIL=0
+fail() { echo "FAIL: $*"; FAIL=$((FAIL + 1)); }
+
+cat > "$T/h.py" <<'EOF'
+# Helpers: a tiny PNG writer/reader (zlib) and the entropy map computed directly with numpy.
+import json, struct, sys, zlib
+import numpy as np
+
+def png_write(path, a, rgb=False):
+    a = np.asarray(a)
+    h, w = a.shape[:2]
+    depth = 16 if a.dtype == np.uint16 else 8
+    ctype = 2 if rgb else 0
+    raw = b''
+    be = a.astype('>u2') if depth == 16 else a.astype(np.uint8)
+    for y in range(h):
+        raw += b'\0' + be[y].tobytes()
+    def chunk(t, d):
+        return struct.pack('>I', len(d)) + t + d + struct.pack('>I', zlib.crc32(t + d) & 0xffffffff)
+    ihdr = struct.pack('>IIBBBBB', w, h, depth, ctype, 0, 0, 0)
+    open(path, 'wb').write(b'\x89PNG\r\n\x1a\n' + chunk(b'IHDR', ihdr) +
+                           chunk(b'IDAT', zlib.compress(raw)) + chunk(b'IEND', b''))
+
+def png_read(path):
+    d = open(path, 'rb').read()
+    assert d[:8] == b'\x89PNG\r\n\x1a\n', 'not a PNG'
+    pos, idat, hdr = 8, b'', None
+    while pos < len(d):
+        n, = struct.unpack('>I', d[pos:pos + 4]); t = d[pos + 4:pos + 8]; body = d[pos + 8:pos + 8 + n]
+        if t == b'IHDR': hdr = struct.unpack('>IIBBBBB', body)
+        if t == b'IDAT': idat += body
+        pos += 12 + n
+    w, h, depth, ctype, _, _, il = hdr
+    assert il == 0
+    ch = {0: 1, 2: 3, 4: 2, 6: 4}[ctype]
+    bpp = ch * depth // 8
+    raw = zlib.decompress(idat)
+    stride = w * bpp
+    out = np.zeros((h, stride), np.uint8)
+    prev = np.zeros(stride, np.int32)
+    p = 0
+    for y in range(h):
+        f = raw[p]; line = np.frombuffer(raw[p + 1:p + 1 + stride], np.uint8).astype(np.int32); p += 1 + stride
+        cur = np.zeros(stride, np.int32)
+        for x in range(stride):
+            a = cur[x - bpp] if x >= bpp else 0
+            b = prev[x]; c = prev[x - bpp] if x >= bpp else 0
+            if f == 0: v = line[x]
+            elif f == 1: v = line[x] + a
+            elif f == 2: v = line[x] + b
+            elif f == 3: v = line[x] + (a + b) // 2
+            else:
+                pa, pb, pc = abs(b - c), abs(a - c), abs(a + b - 2 * c)
+                v = line[x] + (a if pa <= pb and pa <= pc else b if pb <= pc else c)
+            cur[x] = v & 255
+        out[y] = cur; prev = cur
+    if depth == 16:
+        out = out.view('>u2').astype(np.uint16)
+    return w, h, depth, ctype, out.reshape(h, w, ch) if ch > 1 else out.reshape(h, w)
+
+def entropy(img, depth, K, L, shape='square', border='clip', base='2'):
+    img = np.asarray(img, np.int64)
+    q = (img * L) >> depth
+    H, W = q.shape
+    r = (K - 1) // 2
+    offs = [(dy, dx) for dy in range(-r, r + 1) for dx in range(-r, r + 1)
+            if shape == 'square' or dx * dx + dy * dy <= r * r]
+    if border == 'reflect':
+        pad = np.pad(q, r, mode='symmetric')
+    else:
+        pad = np.pad(q, r, mode='constant', constant_values=-1)
+    cnt = {}
+    N = np.zeros((H, W))
+    for dy, dx in offs:
+        s = pad[r + dy:r + dy + H, r + dx:r + dx + W]
+        N += s >= 0
+        for k in np.unique(s[s >= 0]):
+            cnt.setdefault(k, np.zeros((H, W)))
+            cnt[k] += s == k
+    S = np.zeros((H, W))
+    for c in cnt.values():
+        S += np.where(c > 0, c * np.log2(np.maximum(c, 1)), 0)
+    Hm = np.log2(N) - S / N
+    if base == 'e':
+        Hm *= np.log(2)
+    return Hm
+
+def npy(path):
+    return np.load(path)
+
+if __name__ == '__main__':
+    cmd = sys.argv[1]
+    if cmd == 'make':  # make PATH W H KIND SEED   (KIND: g8, g16, rgb)
+        path, w, h, kind, seed = sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), sys.argv[5], int(sys.argv[6])
+        rng = np.random.default_rng(seed)
+        # smooth-ish structure plus noise so entropy varies across the image
+        yy, xx = np.mgrid[0:h, 0:w]
+        base = (np.sin(xx / 3.0) + np.cos(yy / 5.0) + 2) / 4
+        if kind == 'g16':
+            a = (base * 65535 * 0.7 + rng.integers(0, 65535 * 0.3, (h, w))).astype(np.uint16)
+            png_write(path, a)
+        elif kind == 'rgb':
+            a = (base[..., None] * 200 + rng.integers(0, 56, (h, w, 3))).astype(np.uint8)
+            png_write(path, a, rgb=True)
+        else:
+            a = (base * 200 + rng.integers(0, 56, (h, w))).astype(np.uint8)
+            png_write(path, a)
+    elif cmd == 'check':  # check PNG NPY K L SHAPE BORDER BASE
+        png, out, K, L, shape, border, base = sys.argv[2:9]
+        w, h, depth, ctype, a = png_read(png)
+        if ctype == 2:
+            a = a.astype(np.int64)
+            a = (299 * a[..., 0] + 587 * a[..., 1] + 114 * a[..., 2] + 500) // 1000
+        ref = entropy(a, depth, int(K), int(L), shape, border, base)
+        got = np.load(out)
+        assert got.dtype == np.float32, got.dtype
+        assert got.shape == (h, w), (got.shape, (h, w))
+        err = np.abs(got.astype(np.float64) - ref).max()
+        print('max abs error %.3g' % err)
+        sys.exit(0 if err < 2e-5 else 1)
+    elif cmd == 'pnginfo':  # prints W H DEPTH CTYPE
+        w, h, depth, ctype, a = png_read(sys.argv[2])
+        print(w, h, depth, ctype)
+    elif cmd == 'gray':  # gray PNG NPY HMAX BITS: grey PNG = round(H / hmax * (2^bits-1)) +-1
+        w, h, depth, ctype, a = png_read(sys.argv[2])
+        m = np.load(sys.argv[3]).astype(np.float64)
+        full = 2 ** int(sys.argv[5]) - 1
+        exp = m / float(sys.argv[4]) * full
+        d = np.abs(a.astype(np.float64) - exp).max()
+        print('max grey deviation', d)
+        sys.exit(0 if d <= 1.01 else 1)
+    elif cmd == 'heat':  # heat PNG NPY: brighter (sum of RGB) where H is higher, mostly
+        w, h, depth, ctype, a = png_read(sys.argv[2])
+        m = np.load(sys.argv[3]).ravel()
+        lum = a.reshape(-1, 3).astype(np.int64).sum(1)
+        c = np.corrcoef(m, lum)[0, 1]
+        print('heat/H correlation', c)
+        sys.exit(0 if c > 0.9 else 1)
+    elif cmd == 'stats':  # stats FILE NPY BINS HMAX NAME
+        path, npyp, bins, hmax, name = sys.argv[2], sys.argv[3], int(sys.argv[4]), float(sys.argv[5]), sys.argv[6]
+        m = np.load(npyp).astype(np.float64)
+        if path.endswith('.jsonl'):
+            recs = [json.loads(l) for l in open(path) if l.strip()]
+            assert len(recs) == 1, recs
+            r = recs[0]
+            hist = r['hist']
+        else:
+            import csv
+            recs = list(csv.DictReader(open(path)))
+            assert len(recs) == 1, recs
+            r = {k: v for k, v in recs[0].items()}
+            hist = [int(r['hist_%d' % i]) for i in range(bins)]
+        assert r['name'] == name, (r['name'], name)
+        assert int(r['width']) == m.shape[1] and int(r['height']) == m.shape[0]
+        assert abs(float(r['mean']) - m.mean()) < 1e-4, (r['mean'], m.mean())
+        assert abs(float(r['std']) - m.std()) < 1e-4, (r['std'], m.std())
+        assert abs(float(r['min']) - m.min()) < 1e-6 and abs(float(r['max']) - m.max()) < 1e-6
+        assert len(hist) == bins and sum(hist) == m.size, (len(hist), sum(hist))
+        ref = np.histogram(np.clip(m, 0, hmax), bins=bins, range=(0, hmax))[0]
+        # values on a bin edge may land on either side under float32
+        assert np.abs(np.array(hist) - ref).sum() <= 0.01 * m.size + 2, (hist, ref.tolist())
+        print('stats ok')
+EOF
+
+mk() { "$PY" "$T/h.py" make "$@" || { echo "cannot make input"; exit 1; }; }
+check() { "$PY" "$T/h.py" check "$@"; }
+
+# Odd sizes, different per run.
+W=$(( 23 + SEED % 29 )); H=$(( 17 + (SEED / 7) % 23 ))
+mk "$T/g8.png" $W $H g8 $SEED
+mk "$T/rgb.png" $H $W rgb $((SEED + 1))
+mk "$T/g16.png" $W $H g16 $((SEED + 2))
+echo "sizes ${W}x${H}"
+
+# .npy against the reference, several parameter sets.
+run_npy() { # IN K L SHAPE BORDER BASE
+  local out="$T/o_$RANDOM.npy"
+  printf 'poison' > "$out.poison"
+  if ! "$BIN" -q "$1" -o "$out" -w "$2" -L "$3" --shape "$4" --border "$5" --base "$6" --device cpu; then
+    fail "$1 K=$2 L=$3 $4 $5 base $6: exit $?"
+    return
+  fi
+  check "$1" "$out" "$2" "$3" "$4" "$5" "$6" || fail "$1 K=$2 L=$3 $4 $5 base $6: values differ from the reference"
+}
+run_npy "$T/g8.png" 5 16 square clip 2
+run_npy "$T/g8.png" 7 16 square reflect 2
+run_npy "$T/g8.png" 9 8 disk clip 2
+run_npy "$T/g8.png" 5 256 disk reflect e
+run_npy "$T/g8.png" 1 16 square clip 2
+run_npy "$T/g8.png" 51 4 square reflect 2  # window larger than the image
+run_npy "$T/rgb.png" 5 16 square clip 2
+run_npy "$T/g16.png" 5 1000 square clip 2
+run_npy "$T/g16.png" 3 65536 square reflect 2
+
+# The default parameters (K=5, L=16, square, clip) with no options.
+"$BIN" -q "$T/g8.png" -o "$T/def.npy" || fail "default run: exit $?"
+check "$T/g8.png" "$T/def.npy" 5 16 square clip 2 || fail "defaults differ from K=5 L=16"
+
+# PNG renderings: size, type, values.
+"$BIN" -q "$T/g8.png" -o "$T/heat.png" || fail "heat: exit $?"
+read -r w h d c < <("$PY" "$T/h.py" pnginfo "$T/heat.png")
+[ "$w $h $d $c" = "$W $H 8 2" ] || fail "heat.png is $w x $h depth $d type $c, want $W x $H 8-bit RGB"
+"$PY" "$T/h.py" heat "$T/heat.png" "$T/def.npy" || fail "heat colours do not follow H"
+"$BIN" -q "$T/g8.png" -o "$T/g8out.png" --format gray8 || fail "gray8: exit $?"
+read -r w h d c < <("$PY" "$T/h.py" pnginfo "$T/g8out.png")
+[ "$w $h $d $c" = "$W $H 8 0" ] || fail "gray8 png is $w x $h depth $d type $c"
+"$PY" "$T/h.py" gray "$T/g8out.png" "$T/def.npy" 4 8 || fail "gray8 values are not H/hmax*255"
+"$BIN" -q "$T/g8.png" -o "$T/g16out.png" --format gray16 || fail "gray16: exit $?"
+read -r w h d c < <("$PY" "$T/h.py" pnginfo "$T/g16out.png")
+[ "$w $h $d $c" = "$W $H 16 0" ] || fail "gray16 png is $w x $h depth $d type $c"
+"$PY" "$T/h.py" gray "$T/g16out.png" "$T/def.npy" 4 16 || fail "gray16 values are not H/hmax*65535"
+"$BIN" -q "$T/g8.png" -o "$T/viridis.png" --colormap viridis || fail "viridis: exit $?"
+cmp -s "$T/heat.png" "$T/viridis.png" && fail "--colormap viridis gives the same PNG as inferno"
+
+# Stats: CSV and JSONL, one record, consistent with the map; stats only (no -o).
+B=$(( 5 + SEED % 20 ))
+"$BIN" -q "$T/g8.png" --stats "$T/s.csv" --stats-bins $B || fail "stats csv: exit $?"
+"$PY" "$T/h.py" stats "$T/s.csv" "$T/def.npy" $B 4 "$T/g8.png" || fail "stats CSV inconsistent with the map"
+"$BIN" -q "$T/g8.png" -o "$T/s.npy" --stats "$T/s.jsonl" --stats-bins $B || fail "stats jsonl: exit $?"
+"$PY" "$T/h.py" stats "$T/s.jsonl" "$T/s.npy" $B 4 "$T/g8.png" || fail "stats JSONL inconsistent with the map"
+out=$("$BIN" -q "$T/g8.png" --stats - 2>/dev/null) || fail "stats to stdout: exit $?"
+[ "$(printf '%s\n' "$out" | wc -l)" = 2 ] || fail "stats - should be a header and one row, got: $out"
+
+# Existing outputs: refused (exit 3, exact message, file untouched), -n skips, -y replaces.
+printf 'precious' > "$T/exists.npy"
+msg=$("$BIN" -q "$T/g8.png" -o "$T/exists.npy" 2>&1); rc=$?
+[ $rc = 3 ] || fail "existing output: exit $rc, want 3"
+[ "$msg" = "entropy-stream: $T/exists.npy: exists (use -y to overwrite, -n to skip)" ] || fail "existing output message: $msg"
+[ "$(cat "$T/exists.npy")" = precious ] || fail "refused output was modified"
+"$BIN" -q -n "$T/g8.png" -o "$T/exists.npy"; rc=$?
+[ $rc = 0 ] || fail "-n: exit $rc, want 0"
+[ "$(cat "$T/exists.npy")" = precious ] || fail "-n modified the existing output"
+"$BIN" -q -y "$T/g8.png" -o "$T/exists.npy"; rc=$?
+[ $rc = 0 ] || fail "-y: exit $rc"
+check "$T/g8.png" "$T/exists.npy" 5 16 square clip 2 || fail "-y did not write the right map"
+ls -A "$T" | grep -q '\.tmp' && fail "temporary files left: $(ls -A "$T")"
+
+# Output directory for a single image: the same base name inside it.
+mkdir "$T/od"
+"$BIN" -q "$T/g8.png" -o "$T/od/" || fail "image into a directory: exit $?"
+[ -f "$T/od/g8.png" ] || fail "image into a directory: $T/od/g8.png missing"
+
+if [ $FAIL -ne 0 ]; then
+  echo "test_cli_image: $FAIL failure(s)"
+  exit 1
+fi
+echo "test_cli_image: all checks passed"
