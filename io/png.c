@@ -50,6 +50,7 @@ typedef struct es_png_rd {
   int64_t max_pixels;
   int status;
   char err[200];
+  char warn[120]; /* last libpng warning: it names the bad field of an IHDR error */
 } es_png_rd;
 
 /* libpng's messages start with a capital ("Not enough image data"); ours do not. Chunk
@@ -62,14 +63,24 @@ static void es_png_set_err(es_png_rd *rd, const char *m) {
 
 static void es_png_rd_error(png_structp png, png_const_charp m) {
   es_png_rd *rd = png_get_error_ptr(png);
-  if (!rd->err[0]) es_png_set_err(rd, m);
+  if (!rd->err[0]) {
+    es_png_set_err(rd, m);
+    if (rd->warn[0] && strstr(m, "IHDR")) { /* "Invalid IHDR data" alone says too little */
+      size_t n = strlen(rd->err);
+      snprintf(rd->err + n, sizeof rd->err - n, " (%s)", rd->warn);
+    }
+  }
   if (!rd->status) rd->status = ES_ERR_INPUT;
   png_longjmp(png, 1);
 }
 
+/* Warnings are benign (bad ancillary chunk CRC, extra data): the image is still good. The
+ * last one is kept for the message of an error that follows. */
 static void es_png_rd_warning(png_structp png, png_const_charp m) {
-  (void)png; /* benign (bad ancillary chunk CRC, extra data): the image is still good */
-  (void)m;
+  es_png_rd *rd = png_get_error_ptr(png);
+  snprintf(rd->warn, sizeof rd->warn, "%s", m);
+  if (isupper((unsigned char)rd->warn[0]) && islower((unsigned char)rd->warn[1]))
+    rd->warn[0] = (char)tolower((unsigned char)rd->warn[0]);
 }
 
 static void es_png_rd_read(png_structp png, png_bytep dst, size_t n) {
@@ -122,7 +133,11 @@ static int es_png_precheck(es_png_rd *rd) {
   if (rd->npeek >= 24 && !memcmp(rd->peek + 12, "IHDR", 4)) {
     uint32_t w = es_be32(rd->peek + 16), h = es_be32(rd->peek + 20);
     int64_t px = (int64_t)w * (int64_t)h;
-    if (w && h && w <= PNG_UINT_31_MAX && h <= PNG_UINT_31_MAX && px > rd->max_pixels) {
+    if (!w || !h) {
+      es_png_set_err(rd, !w ? "image width is zero" : "image height is zero");
+      return ES_ERR_INPUT;
+    }
+    if ( h && w <= PNG_UINT_31_MAX && h <= PNG_UINT_31_MAX && px > rd->max_pixels) {
       snprintf(rd->err, sizeof rd->err,
                "image is %" PRIu32 " x %" PRIu32 " = %" PRId64
                " pixels, more than --max-pixels %" PRId64,
