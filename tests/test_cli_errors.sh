@@ -1,0 +1,186 @@
+#!/bin/bash
+# test_cli_errors.sh - every bad input and bad option of SPEC section 3 through the CLI: the
+# exit code, one line on stderr naming the file or option (and the allowed range), and no
+# output file or temporary left behind. Also --version, --help and --device gpu without GPU.
+set -u
+BIN=${ES_BIN:?ES_BIN not set}
+PY=${ES_PYTHON3:-/usr/bin/python3}
+SEED=${ES_TEST_SEED:-$(( $(date +%s) ^ $$ ))}
+echo "test_cli_errors: seed $SEED (ES_TEST_SEED to replay)"
+T=$(mktemp -d)
+trap 'rm -rf "$T"' EXIT
+FAIL=0
+fail() { echo "FAIL: $*"; FAIL=$((FAIL + 1)); }
+
+# Bad PNGs built byte by byte.
+W=$(( 11 + SEED % 17 )); H=$(( 9 + (SEED / 5) % 13 ))
+"$PY" - "$T" $W $H $SEED <<'EOF' || { echo "cannot make inputs"; exit 1; }
+import os, struct, sys, zlib
+import numpy as np
+d, w, h, seed = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
+rng = np.random.default_rng(seed)
+def chunk(t, b, crc=None):
+    c = zlib.crc32(t + b) & 0xffffffff if crc is None else crc
+    return struct.pack('>I', len(b)) + t + b + struct.pack('>I', c)
+def png(w, h, rows=None, ihdr_crc=None, idat=None, depth=8, ctype=0):
+    rows = h if rows is None else rows
+    a = rng.integers(0, 256, (rows, w), dtype=np.uint8)
+    raw = b''.join(b'\0' + a[y].tobytes() for y in range(rows))
+    body = zlib.compress(raw) if idat is None else idat
+    return (b'\x89PNG\r\n\x1a\n' + chunk(b'IHDR', struct.pack('>IIBBBBB', w, h, depth, ctype, 0, 0, 0), ihdr_crc)
+            + chunk(b'IDAT', body) + chunk(b'IEND', b''))
+def put(name, data):
+    open(os.path.join(d, name), 'wb').write(data)
+good = png(w, h)
+put('good.png', good)
+put('truncated.png', good[:len(good) // 2])
+bad = bytearray(good); bad[len(bad) - 20] ^= 0x55  # inside IDAT: its CRC no longer matches
+put('crc.png', bytes(bad))
+put('ihdrcrc.png', png(w, h, ihdr_crc=0x12345678))
+put('empty.png', b'')
+put('notpng.png', b'this is not a PNG file, just some text\n' * 3)
+put('huge.png', png(1, 1, idat=zlib.compress(b'\0\0'))[:16] + struct.pack('>IIBBBBB', 100000, 100000, 8, 0, 0, 0, 0)
+    + struct.pack('>I', zlib.crc32(b'IHDR' + struct.pack('>IIBBBBB', 100000, 100000, 8, 0, 0, 0, 0)) & 0xffffffff)
+    + chunk(b'IDAT', zlib.compress(b'\0' * 101)) + chunk(b'IEND', b''))
+put('zerowidth.png', png(0, h, idat=zlib.compress(b'\0' * h)))
+put('short.png', png(w, h, rows=h // 2))
+put('baddepth.png', png(w, h, depth=7))
+EOF
+
+# An input error: exit 2, one line "entropy-stream: FILE: ...", no output, no temporary.
+bad_input() { # NAME [extra args]
+  local name=$1; shift
+  local od="$T/out_$name"; mkdir -p "$od"
+  local msg rc
+  msg=$("$BIN" -q "$T/$name" -o "$od/x.npy" "$@" 2>&1 >/dev/null); rc=$?
+  [ $rc = 2 ] || fail "$name: exit $rc, want 2 ($msg)"
+  [ "$(printf '%s\n' "$msg" | wc -l)" = 1 ] || fail "$name: want one line on stderr, got: $msg"
+  case "$msg" in "entropy-stream: $T/$name: "?*) ;; *) fail "$name: message does not name the file: $msg";; esac
+  case "$msg" in *.) fail "$name: message ends with a period: $msg";; esac
+  [ -z "$(ls -A "$od")" ] || fail "$name: left files behind: $(ls -A "$od")"
+  echo "$name -> $rc: $msg"
+}
+bad_input truncated.png
+bad_input crc.png
+bad_input ihdrcrc.png
+bad_input empty.png
+bad_input notpng.png
+bad_input huge.png
+bad_input zerowidth.png
+bad_input short.png
+bad_input baddepth.png
+bad_input missing.png
+bad_input good.png --max-pixels $(( W * H - 1 ))
+# The header's size is refused before any allocation: the message says so.
+msg=$("$BIN" -q "$T/huge.png" -o "$T/h.npy" 2>&1)
+case "$msg" in *100000*) ;; *) fail "huge.png: message does not give the size: $msg";; esac
+# The good file passes with the same options (so the failures above are the inputs').
+"$BIN" -q "$T/good.png" -o "$T/good.npy" --max-pixels $(( W * H )) || fail "good.png: exit $?"
+
+# Output errors: exit 3, nothing left.
+printf 'x' > "$T/afile"
+msg=$("$BIN" -q "$T/good.png" -o "$T/afile/x.png" 2>&1); rc=$?
+[ $rc = 3 ] || fail "output under a regular file: exit $rc, want 3 ($msg)"
+case "$msg" in "entropy-stream: $T/afile/x.png: "?*) ;; *) fail "output error message: $msg";; esac
+msg=$("$BIN" -q "$T/good.png" -o "$T/afile/sub/" 2>&1); rc=$?
+[ $rc = 3 ] || fail "output directory under a regular file: exit $rc, want 3 ($msg)"
+msg=$("$BIN" -q "$T/good.png" -o "$T/x.npy" --stats "$T/afile/s.csv" 2>&1); rc=$?
+[ $rc = 3 ] || fail "stats under a regular file: exit $rc, want 3 ($msg)"
+[ -e "$T/x.npy" ] && [ $rc = 3 ] && echo "note: map written although stats failed"
+if [ "$(id -u)" != 0 ]; then
+  mkdir "$T/ro"; chmod 555 "$T/ro"
+  msg=$("$BIN" -q "$T/good.png" -o "$T/ro/x.png" 2>&1); rc=$?
+  [ $rc = 3 ] || fail "read-only directory: exit $rc, want 3 ($msg)"
+  [ -z "$(ls -A "$T/ro")" ] || fail "read-only directory: files left"
+  chmod 755 "$T/ro"
+fi
+if [ -w /dev/full ]; then
+  msg=$("$BIN" -q "$T/good.png" --stats - 2>&1 >/dev/full); rc=$?
+  [ $rc = 3 ] || fail "stats to a full stdout: exit $rc, want 3 ($msg)"
+fi
+
+# Usage errors: exit 1, one line naming the option and the allowed range.
+bad_opt() { # EXPECTED-PREFIX EXPECTED-SUBSTRING args...
+  local pre=$1 sub=$2; shift 2
+  local msg rc
+  msg=$("$BIN" "$@" "$T/good.png" -o "$T/u.npy" 2>&1); rc=$?
+  [ $rc = 1 ] || fail "$*: exit $rc, want 1 ($msg)"
+  [ "$(printf '%s\n' "$msg" | wc -l)" = 1 ] || fail "$*: want one line, got: $msg"
+  case "$msg" in "entropy-stream: $pre"*"$sub"*) ;; *) fail "$*: message '$msg' lacks '$pre' ... '$sub'";; esac
+  [ -e "$T/u.npy" ] && fail "$*: output written" && rm -f "$T/u.npy"
+}
+bad_opt "--window 4: " "1..255" --window 4
+bad_opt "--window 4: " "1..255" -w 4
+bad_opt "--window 257: " "1..255" -w 257
+bad_opt "--window 0: " "1..255" -w 0
+bad_opt "--window abc: " "1..255" -w abc
+bad_opt "--levels 1: " "2..256" -L 1
+bad_opt "--levels 70000: " "65536" --levels 70000
+bad_opt "--shape round: " "square or disk" --shape round
+bad_opt "--border wrap: " "clip or reflect" --border wrap
+bad_opt "--base 10: " "2 or e" --base 10
+bad_opt "--format jpg: " "heat" --format jpg
+bad_opt "--colormap jet: " "inferno" --colormap jet
+bad_opt "--range x: " "fixed or auto" --range x
+bad_opt "--overlay 1.5: " "0..1" --overlay 1.5
+bad_opt "--overlay -0.1: " "0..1" --overlay -0.1
+bad_opt "--stats-bins 0: " "1..1024" --stats-bins 0
+bad_opt "--stats-bins 1025: " "1..1024" --stats-bins 1025
+bad_opt "--device tpu: " "auto, gpu or cpu" --device tpu
+bad_opt "--gpus 0,x: " "0..63" --gpus 0,x
+bad_opt "--gpus 64: " "0..63" --gpus 64
+bad_opt "--cpu-below -1: " "0.." --cpu-below -1
+bad_opt "--threads -2: " "0..4096" --threads -2
+bad_opt "--queue 0: " "1..1024" --queue 0
+bad_opt "--raw gray8:10: " "gray8:WxH" --raw gray8:10
+bad_opt "--raw rgb24:4x4: " "gray16le:WxH" --raw rgb24:4x4
+bad_opt "--crf 99: " "0..63" --crf 99
+bad_opt "--max-pixels 0: " "1.." --max-pixels 0
+bad_opt "--bogus: " "unknown option" --bogus
+bad_opt "-Z: " "unknown option" -Z
+# Checked against the 8-bit input once it is read: the message may name the file too.
+msg=$("$BIN" -L 300 "$T/good.png" -o "$T/u.npy" 2>&1); rc=$?
+[ $rc = 1 ] || fail "-L 300 on 8-bit input: exit $rc, want 1 ($msg)"
+case "$msg" in "entropy-stream: "*"--levels 300: "*"2..256 for 8-bit"*) ;; *) fail "-L 300 message: $msg";; esac
+[ "$(printf '%s\n' "$msg" | wc -l)" = 1 ] || fail "-L 300: want one line, got: $msg"
+[ -e "$T/u.npy" ] && fail "-L 300: output written"
+msg=$("$BIN" "$T/good.png" -o 2>&1); rc=$?
+[ $rc = 1 ] || fail "-o without a value: exit $rc"
+msg=$("$BIN" 2>&1); rc=$?
+[ $rc = 1 ] || fail "no INPUT: exit $rc, want 1"
+case "$msg" in "entropy-stream: "*INPUT*) ;; *) fail "no INPUT message: $msg";; esac
+msg=$("$BIN" -q "$T/good.png" -o "$T/v.mp4" 2>&1); rc=$?
+[ $rc = 1 ] || fail "image to .mp4: exit $rc, want 1 ($msg)"
+[ -e "$T/v.mp4" ] && fail "image to .mp4 wrote a file"
+msg=$("$BIN" -q "$T/good.png" -o "$T/v.xyz" 2>&1); rc=$?
+[ $rc = 1 ] || fail "unknown output extension: exit $rc, want 1 ($msg)"
+
+# --version and --help.
+out=$("$BIN" --version); rc=$?
+[ $rc = 0 ] || fail "--version: exit $rc"
+case "$out" in *"entropy-stream 0."*libpng*) ;; *) fail "--version output: $out";; esac
+out=$("$BIN" --help); rc=$?
+[ $rc = 0 ] || fail "--help: exit $rc"
+for o in --window --shape --border --levels --base --format --colormap --range --overlay \
+         --stats --stats-bins --device --gpus --cpu-below --threads --queue --raw --codec \
+         --crf --preset --max-pixels --recursive -y -n --quiet --verbose --progress \
+         --no-progress --version --help 1..255 2..256 65536 1..1024; do
+  printf '%s\n' "$out" | grep -q -e "$o" || fail "--help does not mention $o"
+done
+
+# --device gpu where no GPU can be used: exit 4 with one line.
+if [ "${ES_HAVE_CUDA:-0}" = 1 ] && nvidia-smi -L >/dev/null 2>&1; then
+  echo "a GPU is present: --device gpu failure not tested here"
+else
+  msg=$("$BIN" -q --device gpu "$T/good.png" -o "$T/gpu.npy" 2>&1); rc=$?
+  [ $rc = 4 ] || fail "--device gpu without GPU: exit $rc, want 4 ($msg)"
+  [ "$(printf '%s\n' "$msg" | wc -l)" = 1 ] || fail "--device gpu: want one line, got: $msg"
+  [ -e "$T/gpu.npy" ] && fail "--device gpu without GPU wrote an output"
+  echo "--device gpu -> $rc: $msg"
+fi
+
+if [ $FAIL -ne 0 ]; then
+  echo "test_cli_errors: $FAIL failure(s)"
+  exit 1
+fi
+echo "test_cli_errors: all checks passed"
