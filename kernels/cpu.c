@@ -26,6 +26,7 @@ typedef struct cpu_ctx {
   const es_tables *tables;
   es_window win;
   int w, h, K, r, R, levels, depth, border;
+  int win_square;        /* every window row has half width r */
   const uint8_t *data;
   size_t stride;
   double oscale;
@@ -66,18 +67,19 @@ static inline int cpu_reflect(int i, int n) {
 #undef ES_LT
 #undef ES_FN
 
-/* Cost model (measured on this project's 2-core Xeon, see tools/BENCHMARKS.md): a Huang
- * update pair costs about as much as PH_PER_HUANG bins of the Perreault-Hebert loop.
- * Perreault-Hebert only for square windows. */
-#define PH_BINS_PER_HUANG_PAIR 2.0
+/* Cost model, ns per pixel on this project's 2-core Xeon (tools/BENCHMARKS.md, 1024^2,
+ * random levels, medians of noisy runs): Huang ~2.5 K (its window rows cost the same
+ * whatever L is; the unrolled K <= 9 kernels a little less), Perreault-Hebert ~7 + 0.6 (L + 1)
+ * (whatever K is). So PH wins for small L and large K: K=5 L=2, K=9 L<=16, K=25 L<=64, ...
+ * Perreault-Hebert only for square windows and rows long enough to pay for the columns. */
 static int cpu_use_ph(const es_params *p, int width) {
   const char *force = getenv("ES_CPU_ALGO"); /* "huang" / "ph": benchmarks and tests */
   if (p->shape != ES_SHAPE_SQUARE) return 0;
   if (force && !strcmp(force, "huang")) return 0;
   if (force && !strcmp(force, "ph")) return 1;
-  if (width < 2 * p->window) return 0; /* the column set-up would dominate */
-  double huang = (double)p->window * PH_BINS_PER_HUANG_PAIR;
-  double ph = (double)(p->levels + 1);
+  if (width < 2 * p->window) return 0;
+  double huang = 2.5 * p->window;
+  double ph = 7.0 + 0.6 * (p->levels + 1);
   return ph < huang;
 }
 
@@ -106,6 +108,7 @@ int es_cpu_run(const es_job *job, int threads, char *msg, size_t msglen) {
   c.levels = p->levels;
   c.depth = job->in.depth;
   c.border = p->border;
+  c.win_square = p->shape == ES_SHAPE_SQUARE;
   c.data = job->in.data;
   c.stride = job->in.stride;
   c.oscale = es_out_scale(p->base);
