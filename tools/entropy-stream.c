@@ -806,12 +806,12 @@ static int process_image(img_batch *b, img_job *j) {
   }
   rc = es_png_read(j->in, o->max_pixels, &img, &data, NULL, msg, sizeof msg);
   if (rc != ES_OK) {
-    err(j->name, "%s", *msg ? msg : es_strerror(rc));
+    err(j->in, "%s", *msg ? msg : es_strerror(rc));
     goto end;
   }
   rc = es_params_check(&o->cfg.params, img.depth, msg, sizeof msg);
   if (rc != ES_OK) {
-    err(j->name, "%s", msg);
+    err(j->in, "%s", msg);
     goto end;
   }
   if (b->out_kind == OUT_STDOUT) {
@@ -841,13 +841,13 @@ static int process_image(img_batch *b, img_job *j) {
     map = malloc((size_t)img.width * (size_t)img.height * sizeof *map);
     if (!map) {
       rc = ES_ERR_NOMEM;
-      err(j->name, "out of memory for a %dx%d map", img.width, img.height);
+      err(j->in, "out of memory for a %dx%d map", img.width, img.height);
       goto end;
     }
   } else if (pixfmt != ES_PIX_NONE) {
     rc = alloc_planes(&pix, pixfmt, img.width, img.height);
     if (rc != ES_OK) {
-      err(j->name, "out of memory for a %dx%d rendering", img.width, img.height);
+      err(j->in, "out of memory for a %dx%d rendering", img.width, img.height);
       goto end;
     }
   }
@@ -855,7 +855,7 @@ static int process_image(img_batch *b, img_job *j) {
     j->stats = calloc(1, sizeof *j->stats);
     if (!j->stats) {
       rc = ES_ERR_NOMEM;
-      err(j->name, "out of memory");
+      err(j->in, "out of memory");
       goto end;
     }
   }
@@ -867,7 +867,7 @@ static int process_image(img_batch *b, img_job *j) {
   }
   if (rc != ES_OK) {
     const char *m = es_context_error(b->ctx);
-    err(j->name, "%s", m && *m ? m : es_strerror(rc));
+    err(j->in, "%s", m && *m ? m : es_strerror(rc));
     goto end;
   }
   j->width = img.width;
@@ -880,7 +880,7 @@ static int process_image(img_batch *b, img_job *j) {
     goto end;
   }
   if (o->verbose && !o->quiet)
-    err(j->name, "%dx%d, %.0f ms%s%s", img.width, img.height, (now_s() - t) * 1e3,
+    err(j->in, "%dx%d, %.0f ms%s%s", img.width, img.height, (now_s() - t) * 1e3,
         j->out ? " -> " : "", j->out ? j->out : "");
   pthread_mutex_lock(&b->lock);
   b->pixels += (int64_t)img.width * img.height;

@@ -1,0 +1,133 @@
+#!/bin/bash
+# test_cli_batch.sh - a directory of PNGs through the CLI: -r and relative output names,
+# several files in flight, one bad file (others written, exit 2, summary), --stats records
+# sorted by name and consistent with the maps, -n / -y on a second run.
+set -u
+BIN=${ES_BIN:?ES_BIN not set}
+PY=${ES_PYTHON3:-/usr/bin/python3}
+SEED=${ES_TEST_SEED:-$(( $(date +%s) ^ $$ ))}
+echo "test_cli_batch: seed $SEED (ES_TEST_SEED to replay)"
+T=$(mktemp -d)
+trap 'rm -rf "$T"' EXIT
+FAIL=0
+fail() { echo "FAIL: $*"; FAIL=$((FAIL + 1)); }
+
+cat > "$T/h.py" <<'EOF'
+import csv, os, struct, sys, zlib
+import numpy as np
+
+def png_write(path, a):
+    h, w = a.shape
+    raw = b''.join(b'\0' + a[y].tobytes() for y in range(h))
+    def chunk(t, d):
+        return struct.pack('>I', len(d)) + t + d + struct.pack('>I', zlib.crc32(t + d) & 0xffffffff)
+    open(path, 'wb').write(b'\x89PNG\r\n\x1a\n' + chunk(b'IHDR', struct.pack('>IIBBBBB', w, h, 8, 0, 0, 0, 0))
+                           + chunk(b'IDAT', zlib.compress(raw)) + chunk(b'IEND', b''))
+
+def entropy(img, K=5, L=16):
+    q = (np.asarray(img, np.int64) * L) >> 8
+    H, W = q.shape
+    r = K // 2
+    pad = np.pad(q, r, mode='constant', constant_values=-1)
+    N = np.zeros((H, W)); cnt = np.zeros((L, H, W))
+    for dy in range(-r, r + 1):
+        for dx in range(-r, r + 1):
+            s = pad[r + dy:r + dy + H, r + dx:r + dx + W]
+            N += s >= 0
+            for k in range(L):
+                cnt[k] += s == k
+    S = np.where(cnt > 0, cnt * np.log2(np.maximum(cnt, 1)), 0).sum(0)
+    return np.log2(N) - S / N
+
+cmd = sys.argv[1]
+if cmd == 'make':  # make DIR SEED: the tree, and the grey images saved as .raw.npy beside it
+    d, seed = sys.argv[2], int(sys.argv[3])
+    rng = np.random.default_rng(seed)
+    names = ['a.png', 'b.png', 'sub/c.png', 'sub/deep/d.png'] + ['many/m%02d.png' % i for i in range(10)]
+    for n in names:
+        os.makedirs(os.path.join(d, os.path.dirname(n)), exist_ok=True)
+        w, h = int(rng.integers(9, 40)), int(rng.integers(7, 33))
+        a = rng.integers(0, 256, (h, w)).astype(np.uint8)
+        a[:, : w // 2] //= 8  # a calmer half: entropy varies
+        png_write(os.path.join(d, n), a)
+        np.save(os.path.join(d + '.ref', n.replace('/', '_') + '.npy') if os.path.isdir(d + '.ref') else '/dev/null', a)
+    # a corrupt one: a flipped byte inside IDAT
+    png_write(os.path.join(d, 'bad.png'), rng.integers(0, 256, (11, 13)).astype(np.uint8))
+    b = bytearray(open(os.path.join(d, 'bad.png'), 'rb').read()); b[-20] ^= 0x55
+    open(os.path.join(d, 'bad.png'), 'wb').write(bytes(b))
+    open(os.path.join(d, 'notes.txt'), 'w').write('not an image\n')
+elif cmd == 'check':  # check REFDIR OUTDIR NAME...: each output .npy against the reference
+    ref, out = sys.argv[2], sys.argv[3]
+    bad = 0
+    for n in sys.argv[4:]:
+        a = np.load(os.path.join(ref, n.replace('/', '_') + '.npy'))
+        got = np.load(os.path.join(out, n[:-4] + '.npy'))
+        e = np.abs(got - entropy(a)).max() if got.shape == a.shape else 1e9
+        if e > 2e-5:
+            print('%s: max error %g (shape %s vs %s)' % (n, e, got.shape, a.shape)); bad += 1
+    sys.exit(1 if bad else 0)
+elif cmd == 'stats':  # stats CSV OUTDIR NAME...: one row per name, in this order, means match
+    rows = list(csv.DictReader(open(sys.argv[2])))
+    names = sys.argv[4:]
+    got = [r['name'] for r in rows]
+    assert got == names, (got, names)
+    for r in rows:
+        m = np.load(os.path.join(sys.argv[3], r['name'][:-4] + '.npy')).astype(np.float64)
+        assert abs(float(r['mean']) - m.mean()) < 1e-4, (r['name'], r['mean'], m.mean())
+        assert abs(float(r['max']) - m.max()) < 1e-6, (r['name'], r['max'], m.max())
+        assert int(r['width']) == m.shape[1] and int(r['height']) == m.shape[0]
+    print('stats ok: %d rows in name order' % len(rows))
+EOF
+
+mkdir "$T/in.ref"
+"$PY" "$T/h.py" make "$T/in" $SEED || { echo "cannot make inputs"; exit 1; }
+GOOD="a.png b.png many/m00.png many/m01.png many/m02.png many/m03.png many/m04.png many/m05.png many/m06.png many/m07.png many/m08.png many/m09.png sub/c.png sub/deep/d.png"
+TOP="a.png b.png"
+
+# Not recursive: only the top level; the bad file fails, the others are written.
+err=$("$BIN" --no-progress "$T/in" -o "$T/out1" 2>&1); rc=$?
+echo "$err"
+[ $rc = 2 ] || fail "batch with a bad file: exit $rc, want 2"
+for n in $TOP; do [ -f "$T/out1/$n" ] || fail "out1/$n missing"; done
+[ -e "$T/out1/bad.png" ] && fail "out1/bad.png written"
+[ -e "$T/out1/sub" ] && fail "out1/sub exists without -r"
+printf '%s\n' "$err" | grep -qx "entropy-stream: $T/in/bad.png: .*" || fail "no one-line error naming bad.png"
+printf '%s\n' "$err" | grep -qx "entropy-stream: 1 of 3 files failed" || fail "no summary '1 of 3 files failed'"
+[ -z "$(find "$T/out1" -name '.*')" ] || fail "temporaries left: $(find "$T/out1" -name '.*')"
+
+# Recursive, float maps, stats: every file, relative names, stats sorted by name.
+err=$("$BIN" -q -r --format f32 "$T/in" -o "$T/out2" --stats "$T/s.csv" 2>&1); rc=$?
+[ $rc = 2 ] || fail "recursive batch: exit $rc, want 2 ($err)"
+[ "$(printf '%s\n' "$err" | wc -l)" = 1 ] || fail "-q: want only the bad file's line, got: $err"
+for n in $GOOD; do [ -f "$T/out2/${n%.png}.npy" ] || fail "out2/${n%.png}.npy missing"; done
+"$PY" "$T/h.py" check "$T/in.ref" "$T/out2" $GOOD || fail "batch maps differ from the reference"
+"$PY" "$T/h.py" stats "$T/s.csv" "$T/out2" $GOOD || fail "batch stats wrong"
+[ "$(find "$T/out2" -type f | wc -l)" = 14 ] || fail "out2 holds $(find "$T/out2" -type f | wc -l) files, want 14"
+
+# Heat PNGs recursively, without the bad file: exit 0, same tree.
+rm "$T/in/bad.png"
+"$BIN" -q -r "$T/in" -o "$T/out3" --threads 2 || fail "clean recursive batch: exit $?"
+for n in $GOOD; do [ -f "$T/out3/$n" ] || fail "out3/$n missing"; done
+
+# A second run: refused (exit 3) by default, skipped with -n, replaced with -y.
+: > "$T/out3/a.png"
+msg=$("$BIN" -q -r "$T/in" -o "$T/out3" 2>&1); rc=$?
+[ $rc = 3 ] || fail "second run: exit $rc, want 3"
+printf '%s\n' "$msg" | grep -qx "entropy-stream: $T/out3/a.png: exists (use -y to overwrite, -n to skip)" || fail "second run message: $msg"
+"$BIN" -q -r -n "$T/in" -o "$T/out3"; rc=$?
+[ $rc = 0 ] || fail "-n: exit $rc"
+[ -s "$T/out3/a.png" ] && fail "-n replaced a.png"
+"$BIN" -q -r -y "$T/in" -o "$T/out3"; rc=$?
+[ $rc = 0 ] || fail "-y: exit $rc"
+[ -s "$T/out3/a.png" ] || fail "-y did not replace a.png"
+
+# An output tree inside the input tree is not read back as input on the next run.
+"$BIN" -q -r "$T/in" -o "$T/in/maps" || fail "output inside input: exit $?"
+"$BIN" -q -r -y "$T/in" -o "$T/in/maps" --stats "$T/s2.csv" || fail "output inside input, again: exit $?"
+[ "$(tail -n +2 "$T/s2.csv" | wc -l)" = 14 ] || fail "second run inside input read its own outputs: $(tail -n +2 "$T/s2.csv" | wc -l) rows"
+
+if [ $FAIL -ne 0 ]; then
+  echo "test_cli_batch: $FAIL failure(s)"
+  exit 1
+fi
+echo "test_cli_batch: all checks passed"
