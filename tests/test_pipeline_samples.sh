@@ -1,0 +1,22 @@
+#!/bin/bash
+# test_pipeline_samples.sh - the sample programs build and run: sample-oneshot prints its
+# statistics (noise side of higher entropy than the gradient side), sample-stream prints one
+# line per frame, in order.
+set -u
+B=${ES_BUILD:?ES_BUILD not set}/samples
+fail=0
+out=$("$B/sample-oneshot" 123 77) || { echo "sample-oneshot failed: $?"; exit 1; }
+echo "$out"
+read -r left right < <(echo "$out" | sed -n 's/^left (gradient) pixel H = \([0-9.]*\), right (noise) pixel H = \([0-9.]*\)$/\1 \2/p')
+if [ -z "${left:-}" ] || ! awk -v l="$left" -v r="$right" 'BEGIN { exit !(r > l && r <= 4) }'; then
+  echo "sample-oneshot: unexpected output"; fail=1
+fi
+n=$((RANDOM % 50 + 7))
+out=$("$B/sample-stream" "$n" 65 33) || { echo "sample-stream failed: $?"; exit 1; }
+lines=$(echo "$out" | tail -n +2 | wc -l)
+idx=$(echo "$out" | tail -n +2 | cut -d, -f1 | tr '\n' ' ')
+want=$(seq 0 $((n - 1)) | tr '\n' ' ')
+if [ "$lines" != "$n" ] || [ "$idx" != "$want" ]; then
+  echo "sample-stream: $lines lines for $n frames, indexes: $idx"; fail=1
+fi
+exit $fail
