@@ -1,0 +1,171 @@
+/*
+ * test_io_atomic.c - atomic outputs: a completed write appears under its final name only at
+ * commit; an existing file is refused without overwrite; a missing or unwritable directory
+ * and a write failure (file size limit, as a full disk) give ES_ERR_OUTPUT with the system's
+ * reason and leave neither a final file nor a temporary behind.
+ */
+#include <dirent.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "es_io.h"
+#include "es_test.h"
+
+/* Number of entries in dir (besides . and ..). */
+static int count_entries(const char *dir) {
+  DIR *d = opendir(dir);
+  int n = 0;
+  struct dirent *e;
+  if (!d) return -1;
+  while ((e = readdir(d)))
+    if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..")) n++;
+  closedir(d);
+  return n;
+}
+
+static int file_is(const char *path, const char *content) {
+  char buf[256] = "";
+  FILE *f = fopen(path, "rb");
+  if (!f) return 0;
+  size_t n = fread(buf, 1, sizeof buf - 1, f);
+  fclose(f);
+  buf[n] = 0;
+  return !strcmp(buf, content);
+}
+
+int main(void) {
+  es_test_seed("test_io_atomic");
+  char msg[256], path[700], dir[] = "/tmp/es_test_io_atomic.XXXXXX";
+  if (!mkdtemp(dir)) return 1;
+  es_atomic a;
+
+  /* commit: nothing under the final name until the rename, one file after */
+  snprintf(path, sizeof path, "%s/out.png", dir);
+  CHECK(es_atomic_open(&a, path, 0, msg, sizeof msg) == ES_OK, "open: %s", msg);
+  CHECK(a.tmp_path && strncmp(a.tmp_path, dir, strlen(dir)) == 0 && strstr(a.tmp_path, "/.out.png.tmp-"),
+        "temporary %s not a hidden name in the same directory", a.tmp_path ? a.tmp_path : "(null)");
+  fputs("first", a.fp);
+  CHECK(access(path, F_OK) != 0, "final name exists before commit");
+  CHECK(es_atomic_commit(&a, msg, sizeof msg) == ES_OK, "commit: %s", msg);
+  CHECK(file_is(path, "first"), "content after commit");
+  CHECK(count_entries(dir) == 1, "%d entries after commit", count_entries(dir));
+  struct stat st;
+  mode_t um = umask(022);
+  umask(um);
+  CHECK(stat(path, &st) == 0 && (st.st_mode & 0777) == (0666 & ~um), "mode %o, umask %o",
+        st.st_mode & 0777, um);
+  es_atomic_abort(&a); /* safe after commit */
+
+  /* exists without overwrite: refused, old content kept, no temporary */
+  CHECK(es_atomic_open(&a, path, 0, msg, sizeof msg) == ES_ERR_OUTPUT &&
+            !strcmp(msg, "exists (use -y to overwrite)"),
+        "no-overwrite: %s", msg);
+  CHECK(file_is(path, "first") && count_entries(dir) == 1, "no-overwrite changed the directory");
+  /* overwrite */
+  CHECK(es_atomic_open(&a, path, 1, msg, sizeof msg) == ES_OK, "overwrite open: %s", msg);
+  fputs("second", a.fp);
+  CHECK(file_is(path, "first"), "old content gone before commit");
+  CHECK(es_atomic_commit(&a, msg, sizeof msg) == ES_OK, "overwrite commit: %s", msg);
+  CHECK(file_is(path, "second") && count_entries(dir) == 1, "overwrite result");
+
+  /* abort: the old file stays, the temporary goes */
+  CHECK(es_atomic_open(&a, path, 1, msg, sizeof msg) == ES_OK, "open for abort: %s", msg);
+  fputs("third", a.fp);
+  es_atomic_abort(&a);
+  es_atomic_abort(&a); /* twice is fine */
+  CHECK(file_is(path, "second") && count_entries(dir) == 1, "abort left something");
+  es_atomic zero;
+  memset(&zero, 0, sizeof zero);
+  es_atomic_abort(&zero);
+  unlink(path);
+
+  /* a directory as the output name */
+  CHECK(es_atomic_open(&a, dir, 1, msg, sizeof msg) == ES_ERR_OUTPUT && strstr(msg, "directory"),
+        "directory: %s", msg);
+
+  /* missing directory */
+  snprintf(path, sizeof path, "%s/no/such/dir/out.png", dir);
+  CHECK(es_atomic_open(&a, path, 0, msg, sizeof msg) == ES_ERR_OUTPUT &&
+            strstr(msg, "No such file or directory"),
+        "missing dir: %s", msg);
+  CHECK(count_entries(dir) == 0, "missing dir left %d entries", count_entries(dir));
+
+  /* unwritable directory: root ignores permissions, so only as another user */
+  char ro[600];
+  snprintf(ro, sizeof ro, "%s/ro", dir);
+  mkdir(ro, 0500);
+  snprintf(path, sizeof path, "%s/out.png", ro);
+  if (geteuid() != 0) {
+    CHECK(es_atomic_open(&a, path, 0, msg, sizeof msg) == ES_ERR_OUTPUT &&
+              strstr(msg, "Permission denied"),
+          "read-only dir: %s", msg);
+    CHECK(count_entries(ro) == 0, "read-only dir has entries");
+  } else {
+    printf("running as root: permission case skipped\n");
+  }
+  rmdir(ro);
+  /* a read-only filesystem refuses even root */
+  CHECK(es_atomic_open(&a, "/proc/es_test_out.png", 0, msg, sizeof msg) == ES_ERR_OUTPUT,
+        "/proc: %s", msg);
+  printf("/proc: %s\n", msg);
+
+  /* a write that fails (file size limit: EFBIG, as ENOSPC would on a full disk) through
+   * each writer: ES_ERR_OUTPUT, no final file, no temporary */
+  signal(SIGXFSZ, SIG_IGN);
+  struct rlimit old, lim;
+  getrlimit(RLIMIT_FSIZE, &old);
+  lim = old;
+  lim.rlim_cur = 10000;
+  if (setrlimit(RLIMIT_FSIZE, &lim) == 0) {
+    int w = es_test_range(300, 400), h = es_test_range(300, 400);
+    uint8_t *px = malloc((size_t)w * h * 3);
+    float *map = malloc(sizeof(float) * w * h);
+    for (size_t i = 0; i < (size_t)w * h * 3; i++) px[i] = (uint8_t)es_test_rand();
+    for (size_t i = 0; i < (size_t)w * h; i++) map[i] = (float)(es_test_rand() % 1000) / 250.0f;
+    snprintf(path, sizeof path, "%s/big.png", dir);
+    int s = es_png_write(path, 0, w, h, ES_PIX_RGB24, px, 0, msg, sizeof msg);
+    CHECK(s == ES_ERR_OUTPUT && strstr(msg, "too large"), "png over the size limit: %d %s", s, msg);
+    printf("png write failure: %s\n", msg);
+    CHECK(count_entries(dir) == 0, "png write failure left %d entries", count_entries(dir));
+    snprintf(path, sizeof path, "%s/big.npy", dir);
+    s = es_npy_write(path, 0, w, h, map, 0, msg, sizeof msg);
+    CHECK(s == ES_ERR_OUTPUT, "npy over the size limit: %d %s", s, msg);
+    CHECK(count_entries(dir) == 0, "npy write failure left %d entries", count_entries(dir));
+    es_npy_stream *ns = NULL;
+    s = es_npy_stream_open(&ns, path, 0, w, h, msg, sizeof msg);
+    CHECK(s == ES_OK, "npy stream open: %s", msg);
+    int ws = ES_OK;
+    for (int i = 0; i < 3 && ws == ES_OK; i++) ws = es_npy_stream_write(ns, map, 0, msg, sizeof msg);
+    CHECK(ws == ES_ERR_OUTPUT, "npy stream write over the limit: %d %s", ws, msg);
+    s = es_npy_stream_close(&ns, 1, msg, sizeof msg);
+    CHECK(s == ES_ERR_OUTPUT && ns == NULL, "npy stream close after failure: %d %s", s, msg);
+    CHECK(count_entries(dir) == 0, "npy stream failure left %d entries", count_entries(dir));
+    /* stats: records until the limit, then the commit must fail */
+    snprintf(path, sizeof path, "%s/big.csv", dir);
+    es_stats_writer *sw = NULL;
+    s = es_stats_writer_open(&sw, path, 0, 16, msg, sizeof msg);
+    CHECK(s == ES_OK, "stats open: %s", msg);
+    es_stats stt;
+    memset(&stt, 0, sizeof stt);
+    stt.bins = 16;
+    stt.mean = 1.0 / 3.0;
+    for (int i = 0; i < 1000 && s == ES_OK; i++)
+      s = es_stats_writer_add(sw, "a-rather-long-file-name-for-the-record.png", i, i * 0.04, w, h,
+                              &stt, msg, sizeof msg);
+    if (s == ES_OK) s = es_stats_writer_close(&sw, 1, msg, sizeof msg);
+    else es_stats_writer_close(&sw, 0, msg, sizeof msg);
+    CHECK(s == ES_ERR_OUTPUT, "stats over the limit: %d %s", s, msg);
+    CHECK(count_entries(dir) == 0, "stats failure left %d entries", count_entries(dir));
+    setrlimit(RLIMIT_FSIZE, &old);
+    free(px);
+    free(map);
+  } else {
+    printf("setrlimit(RLIMIT_FSIZE) refused: write-failure cases skipped\n");
+  }
+  rmdir(dir);
+  return es_test_done("test_io_atomic");
+}
