@@ -1,0 +1,1057 @@
+/*
+ * es_gpu.cu - the CUDA engine: workers (device, streams, events, buffers allocated once and
+ * grown on demand), the row-band pipeline that overlaps host staging, H2D, kernels and D2H,
+ * multi-GPU row splits, and the benchmark entry points. Kernels: gpu_kernels.cuh.
+ *
+ * Every CUDA call goes through ES_CK, which records "GPU n: call at file:line: error" in msg
+ * and jumps to the function's one cleanup label; nothing here exits.
+ */
+#include <cuda_runtime.h>
+#include <math.h>
+#include <pthread.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#ifdef ES_HAVE_OPENMP
+#include <omp.h>
+#endif
+
+#include "es_gpu.h"
+#include "gpu_kernels.cuh"
+
+#define ES_NSLOT 4              /* pinned staging slots each way */
+#define ES_BAND_BYTES (8u << 20) /* output bytes per pipelined band */
+#define ES_GHIST_BYTES ((size_t)512 << 20) /* global histograms of the large-L path */
+
+/* Records the failing call in msg and jumps to `end`. Needs rc, msg, msglen, dev in scope. */
+#define ES_CK(call)                                                                          \
+  do {                                                                                       \
+    cudaError_t es_e_ = (call);                                                              \
+    if (es_e_ != cudaSuccess) {                                                              \
+      es_gpu_err(msg, msglen, dev, #call, __FILE__, __LINE__, es_e_);                        \
+      rc = ES_ERR_DEVICE;                                                                    \
+      goto end;                                                                              \
+    }                                                                                        \
+  } while (0)
+/* After a launch: the launch error now (bad configuration), execution errors at the sync. */
+#define ES_CKL(what) ES_CK(cudaGetLastError())
+
+static void es_gpu_err(char *msg, size_t msglen, int dev, const char *call, const char *file,
+                       int line, cudaError_t e) {
+  if (!msg || !msglen) return;
+  const char *f = strrchr(file, '/');
+  snprintf(msg, msglen, "GPU %d: %s at %s:%d: %s", dev, call, f ? f + 1 : file, line,
+           cudaGetErrorString(e));
+}
+
+static void es_gpu_msg(char *msg, size_t msglen, const char *fmt, const char *a, int b) {
+  if (msg && msglen) snprintf(msg, msglen, fmt, a, b);
+}
+
+struct es_gpu_worker {
+  int device;                   /* CUDA ordinal; fixed */
+  int nsm;                      /* multiprocessors, for launch sizing */
+  size_t smem_optin;            /* largest dynamic shared memory a block may ask for */
+  cudaStream_t s_up, s_comp, s_down; /* H2D, kernels, D2H: three engines that overlap */
+  cudaEvent_t ev_up[ES_NSLOT], ev_dn[ES_NSLOT], ev_comp, ev_t0, ev_t1;
+  /* Tables (uploaded once from es_tables_get; never recomputed here). */
+  unsigned long long *d_dfl;    /* flog[c+1] - flog[c], exact integers */
+  double *d_log2n, *d_scale;
+  uint8_t *d_lut;               /* 256 x 3 colormap of the current rendering */
+  es_dacc *d_acc;
+  es_dacc *h_acc;               /* pinned read-back of d_acc */
+  /* Buffers grown on demand and reused (capacities in bytes). */
+  void *d_in; size_t cap_in;
+  void *d_lev; size_t cap_lev;
+  float *d_map; size_t cap_map;
+  unsigned short *d_ghist; size_t cap_ghist;
+  uint8_t *d_pix; size_t cap_pix;
+  uint8_t *h_in[ES_NSLOT]; size_t cap_hin;   /* pinned staging, input */
+  uint8_t *h_out[ES_NSLOT]; size_t cap_hout; /* pinned staging, output */
+  /* Geometry of the last run (es_gpu_bench_kernel re-runs its kernels). */
+  int last_w, last_h, last_depth, last_row0, last_row1, last_in0, last_in1;
+};
+
+/* ---- small helpers ---- */
+
+static float es_bits_float(unsigned int u) {
+  float f;
+  memcpy(&f, &u, sizeof f);
+  return f;
+}
+
+static int is_pinned(const void *p) {
+  cudaPointerAttributes a;
+  if (!p) return 0;
+  if (cudaPointerGetAttributes(&a, p) != cudaSuccess) {
+    cudaGetLastError();
+    return 0;
+  }
+  return a.type == cudaMemoryTypeHost;
+}
+
+/* Host row copy, parallel for large copies: pageable <-> pinned staging is the host half of
+ * the pipeline and must keep up with PCIe. */
+static void copy_rows(void *dst, size_t dstride, const void *src, size_t sstride, size_t rowbytes,
+                      int rows) {
+  if (dstride == rowbytes && sstride == rowbytes) {
+    size_t total = rowbytes * (size_t)rows;
+#ifdef ES_HAVE_OPENMP
+    if (total >= ((size_t)1 << 20)) {
+      int nt = omp_get_max_threads();
+      if (nt > 8) nt = 8;
+      size_t chunk = (total + (size_t)nt - 1) / (size_t)nt;
+#pragma omp parallel for num_threads(nt) schedule(static)
+      for (int t = 0; t < nt; t++) {
+        size_t a = (size_t)t * chunk, b = a + chunk < total ? a + chunk : total;
+        if (a < b) memcpy((char *)dst + a, (const char *)src + a, b - a);
+      }
+      return;
+    }
+#endif
+    memcpy(dst, src, total);
+    return;
+  }
+#ifdef ES_HAVE_OPENMP
+  int nt = omp_get_max_threads();
+  if (nt > 8) nt = 8;
+#pragma omp parallel for num_threads(nt) schedule(static) if (rowbytes * (size_t)rows >= ((size_t)1 << 20))
+#endif
+  for (int y = 0; y < rows; y++)
+    memcpy((char *)dst + (size_t)y * dstride, (const char *)src + (size_t)y * sstride, rowbytes);
+}
+
+static cudaError_t grow_dev(void **p, size_t *cap, size_t need) {
+  if (need <= *cap) return cudaSuccess;
+  if (*p) cudaFree(*p);
+  *p = NULL;
+  *cap = 0;
+  size_t n = need + need / 8;
+  cudaError_t e = cudaMalloc(p, n);
+  if (e == cudaSuccess) *cap = n;
+  return e;
+}
+
+static cudaError_t grow_pinned(uint8_t **slots, size_t *cap, size_t need) {
+  if (need <= *cap) return cudaSuccess;
+  for (int i = 0; i < ES_NSLOT; i++) {
+    if (slots[i]) cudaFreeHost(slots[i]);
+    slots[i] = NULL;
+  }
+  *cap = 0;
+  for (int i = 0; i < ES_NSLOT; i++) {
+    cudaError_t e = cudaMallocHost((void **)&slots[i], need);
+    if (e != cudaSuccess) return e;
+  }
+  *cap = need;
+  return cudaSuccess;
+}
+
+/* ---- identification ---- */
+
+extern "C" int es_gpu_built(void) { return 1; }
+
+extern "C" int es_gpu_device_count(void) {
+  int n = 0;
+  if (cudaGetDeviceCount(&n) != cudaSuccess) {
+    cudaGetLastError();
+    return 0;
+  }
+  return n;
+}
+
+extern "C" int es_gpu_describe(int device, char *buf, size_t len) {
+  cudaDeviceProp pr;
+  if (cudaGetDeviceProperties(&pr, device) != cudaSuccess) {
+    cudaGetLastError();
+    if (buf && len) snprintf(buf, len, "GPU %d: not available", device);
+    return ES_ERR_DEVICE;
+  }
+  if (buf && len)
+    snprintf(buf, len, "GPU %d: %s, %d SMs, %.1f GiB, cc %d.%d", device, pr.name,
+             pr.multiProcessorCount, (double)pr.totalGlobalMem / (1024.0 * 1024.0 * 1024.0),
+             pr.major, pr.minor);
+  return ES_OK;
+}
+
+extern "C" int es_gpu_versions(char *buf, size_t len) {
+  int rt = 0, dr = 0;
+  cudaRuntimeGetVersion(&rt);
+  cudaDriverGetVersion(&dr);
+  cudaGetLastError();
+  if (buf && len)
+    snprintf(buf, len, "CUDA runtime %d.%d, driver %d.%d", rt / 1000, (rt % 1000) / 10, dr / 1000,
+             (dr % 1000) / 10);
+  return ES_OK;
+}
+
+extern "C" void *es_gpu_host_alloc(size_t bytes) {
+  void *p = NULL;
+  if (bytes == 0) bytes = 1;
+  if (es_gpu_device_count() > 0 && cudaMallocHost(&p, bytes) == cudaSuccess) return p;
+  cudaGetLastError();
+  return malloc(bytes);
+}
+
+extern "C" void es_gpu_host_free(void *p) {
+  if (!p) return;
+  if (is_pinned(p)) {
+    cudaFreeHost(p);
+    return;
+  }
+  free(p);
+}
+
+/* ---- worker ---- */
+
+static const void *const es_kernel_list[] = {
+    (const void *)k_entropy<uint8_t, false>,  (const void *)k_entropy<uint16_t, false>,
+    (const void *)k_entropy<uint32_t, false>, (const void *)k_entropy<uint8_t, true>,
+    (const void *)k_entropy<uint16_t, true>,  (const void *)k_entropy<uint32_t, true>};
+
+extern "C" void es_gpu_worker_destroy(es_gpu_worker **pw) {
+  if (!pw || !*pw) return;
+  es_gpu_worker *w = *pw;
+  cudaSetDevice(w->device);
+  if (w->s_up) cudaStreamSynchronize(w->s_up);
+  if (w->s_comp) cudaStreamSynchronize(w->s_comp);
+  if (w->s_down) cudaStreamSynchronize(w->s_down);
+  for (int i = 0; i < ES_NSLOT; i++) {
+    if (w->ev_up[i]) cudaEventDestroy(w->ev_up[i]);
+    if (w->ev_dn[i]) cudaEventDestroy(w->ev_dn[i]);
+    if (w->h_in[i]) cudaFreeHost(w->h_in[i]);
+    if (w->h_out[i]) cudaFreeHost(w->h_out[i]);
+  }
+  if (w->ev_comp) cudaEventDestroy(w->ev_comp);
+  if (w->ev_t0) cudaEventDestroy(w->ev_t0);
+  if (w->ev_t1) cudaEventDestroy(w->ev_t1);
+  if (w->s_up) cudaStreamDestroy(w->s_up);
+  if (w->s_comp) cudaStreamDestroy(w->s_comp);
+  if (w->s_down) cudaStreamDestroy(w->s_down);
+  cudaFree(w->d_dfl);
+  cudaFree(w->d_log2n);
+  cudaFree(w->d_scale);
+  cudaFree(w->d_lut);
+  cudaFree(w->d_acc);
+  if (w->h_acc) cudaFreeHost(w->h_acc);
+  cudaFree(w->d_in);
+  cudaFree(w->d_lev);
+  cudaFree(w->d_map);
+  cudaFree(w->d_ghist);
+  cudaFree(w->d_pix);
+  cudaGetLastError();
+  free(w);
+  *pw = NULL;
+}
+
+extern "C" int es_gpu_worker_device(const es_gpu_worker *w) { return w ? w->device : -1; }
+
+static int run_jobs(es_gpu_worker **ws, int n, const es_job *job, char *msg, size_t msglen);
+
+extern "C" int es_gpu_worker_create(es_gpu_worker **out, int device, char *msg, size_t msglen) {
+  int rc = ES_OK, dev = device;
+  es_gpu_worker *w = NULL;
+  unsigned long long *hd = NULL;
+  const es_tables *t = es_tables_get();
+  cudaDeviceProp pr;
+  *out = NULL;
+  if (device < 0 || device >= es_gpu_device_count()) {
+    es_gpu_msg(msg, msglen, "GPU %s%d: no such device", "", device);
+    return ES_ERR_DEVICE;
+  }
+  w = (es_gpu_worker *)calloc(1, sizeof *w);
+  if (!w) return ES_ERR_NOMEM;
+  w->device = device;
+  ES_CK(cudaSetDevice(device));
+  ES_CK(cudaGetDeviceProperties(&pr, device));
+  w->nsm = pr.multiProcessorCount;
+  w->smem_optin = pr.sharedMemPerBlockOptin;
+  ES_CK(cudaStreamCreateWithFlags(&w->s_up, cudaStreamNonBlocking));
+  ES_CK(cudaStreamCreateWithFlags(&w->s_comp, cudaStreamNonBlocking));
+  ES_CK(cudaStreamCreateWithFlags(&w->s_down, cudaStreamNonBlocking));
+  for (int i = 0; i < ES_NSLOT; i++) {
+    ES_CK(cudaEventCreateWithFlags(&w->ev_up[i], cudaEventDisableTiming));
+    ES_CK(cudaEventCreateWithFlags(&w->ev_dn[i], cudaEventDisableTiming));
+  }
+  ES_CK(cudaEventCreateWithFlags(&w->ev_comp, cudaEventDisableTiming));
+  ES_CK(cudaEventCreate(&w->ev_t0));
+  ES_CK(cudaEventCreate(&w->ev_t1));
+  for (size_t k = 0; k < sizeof es_kernel_list / sizeof es_kernel_list[0]; k++)
+    ES_CK(cudaFuncSetAttribute(es_kernel_list[k], cudaFuncAttributeMaxDynamicSharedMemorySize,
+                               (int)w->smem_optin));
+  /* Tables: the f deltas are exact integer differences of the shared table. */
+  hd = (unsigned long long *)malloc(sizeof *hd * ES_NMAX);
+  if (!hd) {
+    rc = ES_ERR_NOMEM;
+    goto end;
+  }
+  for (int c = 0; c < ES_NMAX; c++) hd[c] = t->flog[c + 1] - t->flog[c];
+  ES_CK(cudaMalloc((void **)&w->d_dfl, sizeof *hd * ES_NMAX));
+  ES_CK(cudaMalloc((void **)&w->d_log2n, sizeof(double) * (ES_NMAX + 1)));
+  ES_CK(cudaMalloc((void **)&w->d_scale, sizeof(double) * (ES_NMAX + 1)));
+  ES_CK(cudaMalloc((void **)&w->d_lut, 768));
+  ES_CK(cudaMalloc((void **)&w->d_acc, sizeof(es_dacc)));
+  ES_CK(cudaMallocHost((void **)&w->h_acc, sizeof(es_dacc)));
+  ES_CK(cudaMemcpy(w->d_dfl, hd, sizeof *hd * ES_NMAX, cudaMemcpyHostToDevice));
+  ES_CK(cudaMemcpy(w->d_log2n, t->log2n, sizeof(double) * (ES_NMAX + 1), cudaMemcpyHostToDevice));
+  ES_CK(cudaMemcpy(w->d_scale, t->scale, sizeof(double) * (ES_NMAX + 1), cudaMemcpyHostToDevice));
+  {
+    /* Warm-up: a small job through every stage, so module loading and first-launch costs are
+     * paid here and not by the first frame. */
+    uint8_t img[37 * 23];
+    float map[37 * 23];
+    uint8_t rgb[37 * 23 * 3];
+    es_stats st;
+    for (int i = 0; i < 37 * 23; i++) img[i] = (uint8_t)(i * 37);
+    es_job j;
+    memset(&j, 0, sizeof j);
+    j.in.data = img;
+    j.in.width = 37;
+    j.in.height = 23;
+    j.in.stride = 37;
+    j.in.depth = 8;
+    es_params_default(&j.params);
+    j.map = map;
+    j.map_stride = 37;
+    j.stats = &st;
+    j.stats_bins = 16;
+    es_render_default(&j.render);
+    j.pix.plane[0] = rgb;
+    j.pix.stride[0] = 37 * 3;
+    rc = run_jobs(&w, 1, &j, msg, msglen);
+    if (rc) goto end;
+  }
+end:
+  free(hd);
+  if (rc) {
+    es_gpu_worker_destroy(&w);
+    return rc;
+  }
+  *out = w;
+  return ES_OK;
+}
+
+/* ---- one worker's share of a job ---- */
+
+/* The range a worker computes and what it derives from it. */
+struct es_range {
+  int row0, row1;   /* output rows */
+  int in0, in1;     /* input rows needed (reflect may reach anywhere) */
+  int r, area, lt;  /* lt: level type bytes 1/2/4 */
+  size_t lpitch;    /* padded row, elements */
+  int bx, ghist;    /* entropy block width; global-histogram mode */
+  es_window win;
+  /* results of phase 1 */
+  float hmin, hmax;
+  double sum, sumsq;
+  uint64_t hist[ES_STATS_MAX_BINS];
+  uint64_t *levhist; /* levels entries, owned by the caller */
+};
+
+/* Source row (global) of padded row p of the range, or -1 (clip, outside). */
+static int range_src(const es_range *R, const es_job *job, int p) {
+  int i = R->row0 + p - R->r, H = job->in.height;
+  if (i >= 0 && i < H) return i;
+  if (job->params.border != ES_BORDER_REFLECT) return -1;
+  int m = i % (2 * H);
+  if (m < 0) m += 2 * H;
+  if (m >= H) m = 2 * H - 1 - m;
+  return m;
+}
+
+static void range_plan(es_range *R, const es_job *job, const es_gpu_worker *w) {
+  es_window_make(&R->win, job->params.window, job->params.shape);
+  R->r = R->win.r;
+  R->area = R->win.area;
+  int L = job->params.levels;
+  R->lt = L <= 255 ? 1 : (L <= 65535 ? 2 : 4);
+  R->lpitch = (size_t)job->in.width + 2 * (size_t)R->r;
+  R->lpitch = (R->lpitch + 15) & ~(size_t)15;
+  int lo = job->in.height, hi = -1;
+  for (int p = 0; p < R->row1 - R->row0 + 2 * R->r; p++) {
+    int s = range_src(R, job, p);
+    if (s < 0) continue;
+    if (s < lo) lo = s;
+    if (s > hi) hi = s;
+  }
+  R->in0 = lo;
+  R->in1 = hi + 1;
+  /* Shared histograms when they fit, else global ones. */
+  R->ghist = 1;
+  R->bx = 128;
+  int dsh = R->area <= 1024 ? R->area : 0;
+  size_t fixed = (size_t)dsh * 8 + (ES_STATS_MAX_BINS + 2) * 4;
+  for (int bx = 128; bx >= 32; bx /= 2) {
+    if (fixed + (size_t)(L + 1) * bx * 2 <= w->smem_optin && (L + 1) * (size_t)bx * 2 <= 96 * 1024) {
+      R->bx = bx;
+      R->ghist = 0;
+      break;
+    }
+  }
+}
+
+/* Launches quantize for padded rows [p0, p1). */
+static cudaError_t launch_quant(es_gpu_worker *w, const es_range *R, const es_job *job, int p0,
+                                int p1, int levhist) {
+  es_qparams Q;
+  Q.in = w->d_in;
+  Q.in_pitch = (size_t)job->in.width * (job->in.depth == 16 ? 2 : 1);
+  Q.in0 = R->in0;
+  Q.depth = job->in.depth;
+  Q.W = job->in.width;
+  Q.H = job->in.height;
+  Q.row0 = R->row0;
+  Q.nrows = R->row1 - R->row0;
+  Q.r = R->r;
+  Q.levels = job->params.levels;
+  Q.border = job->params.border;
+  Q.lev = w->d_lev;
+  Q.lpitch = R->lpitch;
+  Q.levhist = levhist ? w->d_acc->levhist : NULL;
+  dim3 grid((unsigned)((Q.W + 2 * Q.r + 255) / 256), (unsigned)((p1 - p0 + ES_QROWS - 1) / ES_QROWS));
+  if (p1 <= p0) return cudaSuccess;
+  if (R->lt == 1)
+    k_quant<uint8_t><<<grid, 256, 0, w->s_comp>>>(Q, p0, p1);
+  else if (R->lt == 2)
+    k_quant<uint16_t><<<grid, 256, 0, w->s_comp>>>(Q, p0, p1);
+  else
+    k_quant<uint32_t><<<grid, 256, 0, w->s_comp>>>(Q, p0, p1);
+  return cudaGetLastError();
+}
+
+/* Launches the entropy kernel for local output rows [y0, y1). */
+static cudaError_t launch_entropy(es_gpu_worker *w, const es_range *R, const es_job *job, int y0,
+                                  int y1, int stats, int bins, int write_map) {
+  es_eparams E;
+  int W = job->in.width, K = 2 * R->r + 1, rows = y1 - y0;
+  if (rows <= 0) return cudaSuccess;
+  memset(&E, 0, sizeof E);
+  E.lev = w->d_lev;
+  E.lpitch = R->lpitch;
+  E.W = W;
+  E.y0 = y0;
+  E.y1 = y1;
+  E.r = R->r;
+  E.area = R->area;
+  E.levels = job->params.levels;
+  E.dshared = R->area <= 1024 ? R->area : 0;
+  E.dfl = w->d_dfl;
+  E.log2n = w->d_log2n;
+  E.scale = w->d_scale;
+  E.oscale = es_out_scale(job->params.base);
+  E.map = write_map ? w->d_map : NULL;
+  E.mpitch = (size_t)W;
+  E.ghist = w->d_ghist;
+  E.stats = stats;
+  E.bins = bins;
+  E.binscale = stats ? es_stats_binscale(&job->params, bins) : 0.0;
+  E.acc = w->d_acc;
+  for (int i = 0; i < K; i++) E.hw[i] = R->win.hw[i];
+  int bx = R->bx;
+  int gx = (W + bx - 1) / bx;
+  /* Strip height: enough threads to fill the chip, and tall enough that building the first
+   * window (area updates) costs no more than sliding (2K updates a row). */
+  long long target = (long long)w->nsm * 1024;
+  int ty = (int)(((long long)gx * bx * rows + target - 1) / target);
+  int tmin = R->area / (2 * K) + 1;
+  if (ty < tmin) ty = tmin;
+  if (ty < 4) ty = 4;
+  int nstrips = (rows + ty - 1) / ty;
+  size_t smem = (size_t)E.dshared * 8 + (size_t)((bins + 1) & ~1) * 4 * (stats ? 1 : 0);
+  if (!stats) smem = (size_t)E.dshared * 8;
+  if (!R->ghist) {
+    smem += (size_t)(E.levels + 1) * bx * 2;
+    E.ty = ty;
+    E.strip0 = 0;
+    dim3 grid((unsigned)gx, (unsigned)nstrips);
+    if (R->lt == 1)
+      k_entropy<uint8_t, false><<<grid, bx, smem, w->s_comp>>>(E);
+    else if (R->lt == 2)
+      k_entropy<uint16_t, false><<<grid, bx, smem, w->s_comp>>>(E);
+    else
+      k_entropy<uint32_t, false><<<grid, bx, smem, w->s_comp>>>(E);
+    return cudaGetLastError();
+  }
+  /* Global histograms: as many strips per launch as there are histogram slots. */
+  size_t slots = w->cap_ghist / ((size_t)(E.levels + 1) * 2);
+  int per = (int)(slots / ((size_t)gx * bx));
+  if (per < 1) return cudaErrorMemoryAllocation;
+  if (nstrips > per) { /* fewer, taller strips first */
+    ty = (rows + per - 1) / per;
+    nstrips = (rows + ty - 1) / ty;
+  }
+  E.ty = ty;
+  E.gslots = slots;
+  for (int s = 0; s < nstrips; s += per) {
+    int ns = nstrips - s < per ? nstrips - s : per;
+    E.strip0 = s;
+    dim3 grid((unsigned)gx, (unsigned)ns);
+    if (R->lt == 1)
+      k_entropy<uint8_t, true><<<grid, bx, smem, w->s_comp>>>(E);
+    else if (R->lt == 2)
+      k_entropy<uint16_t, true><<<grid, bx, smem, w->s_comp>>>(E);
+    else
+      k_entropy<uint32_t, true><<<grid, bx, smem, w->s_comp>>>(E);
+    cudaError_t e = cudaGetLastError();
+    if (e != cudaSuccess) return e;
+  }
+  return cudaSuccess;
+}
+
+/* Phase 1 of a worker: upload input rows [in0, in1) in bands through pinned slots, quantize
+ * and compute bands as their rows arrive, and send map bands back (when the job wants the
+ * map) while later bands compute. The map stays on the device for phase 2 (rendering).
+ * kernels_only: the input is already on the device (es_gpu_bench_kernel). */
+static int range_compute(es_gpu_worker *w, es_range *R, const es_job *job, int kernels_only,
+                         char *msg, size_t msglen) {
+  int rc = ES_OK, dev = w->device;
+  const int W = job->in.width, L = job->params.levels;
+  const size_t bps = job->in.depth == 16 ? 2 : 1, inrow = (size_t)W * bps;
+  const int nrows = R->row1 - R->row0, prow = nrows + 2 * R->r;
+  const int want_stats = job->stats != NULL || (job->render.format != ES_PIX_NONE && job->render.range_auto);
+  const int bins = job->stats ? job->stats_bins : 1;
+  const int want_map = job->map != NULL;
+  int brows = (int)((ES_BAND_BYTES + (size_t)W * 4 - 1) / ((size_t)W * 4));
+  if (brows < 16) brows = 16;
+  if (kernels_only) brows = nrows;
+  if (brows > nrows) brows = nrows;
+  const int nb = (nrows + brows - 1) / brows;
+  const int nin = R->in1 - R->in0;
+  const int nup = nin > 0 ? (nin + brows - 1) / brows : 0;
+  const int in_pinned = !kernels_only && is_pinned(job->in.data);
+  const int out_pinned = want_map && is_pinned(job->map);
+  int up_next = 0, out_next = 0, f = 0;
+
+  ES_CK(cudaSetDevice(w->device));
+  if (!kernels_only) {
+    ES_CK(grow_dev(&w->d_in, &w->cap_in, inrow * (size_t)(nin > 0 ? nin : 1)));
+    ES_CK(grow_dev(&w->d_lev, &w->cap_lev, R->lpitch * (size_t)prow * (size_t)R->lt));
+    ES_CK(grow_dev((void **)&w->d_map, &w->cap_map, (size_t)W * (size_t)nrows * 4));
+    if (R->ghist) {
+      size_t per = (size_t)(L + 1) * 2 * (size_t)((W + R->bx - 1) / R->bx) * (size_t)R->bx;
+      size_t want = ES_GHIST_BYTES > per ? ES_GHIST_BYTES / per * per : per;
+      if (w->cap_ghist < want) {
+        ES_CK(grow_dev((void **)&w->d_ghist, &w->cap_ghist, want));
+        ES_CK(cudaMemset(w->d_ghist, 0, w->cap_ghist));
+      }
+    }
+    if (!in_pinned) ES_CK(grow_pinned(w->h_in, &w->cap_hin, inrow * (size_t)brows));
+    if (want_map && !out_pinned) ES_CK(grow_pinned(w->h_out, &w->cap_hout, (size_t)W * 4 * (size_t)brows));
+  }
+  if (want_stats) {
+    k_acc_init<<<64, 256, 0, w->s_comp>>>(w->d_acc, ES_STATS_MAX_BINS, L);
+    ES_CKL("k_acc_init");
+  }
+  if (kernels_only) up_next = nup;
+
+  for (int b = 0; b < nb; b++) {
+    const int y0 = b * brows, y1 = y0 + brows < nrows ? y0 + brows : nrows;
+    const int g = y1 + 2 * R->r < prow ? y1 + 2 * R->r : prow;
+    if (g > f) {
+      int need = -1;
+      for (int p = f; p < g; p++) {
+        int s = range_src(R, job, p);
+        if (s >= 0 && (s - R->in0) / brows > need) need = (s - R->in0) / brows;
+      }
+      /* Upload through the band the rows need, and one band ahead to keep PCIe busy. */
+      int target = need + 1 < nup - 1 ? need + 1 : nup - 1;
+      while (up_next <= target) {
+        const int u = up_next, slot = u % ES_NSLOT;
+        const int r0 = R->in0 + u * brows;
+        const int rr = (R->in1 - r0) < brows ? (R->in1 - r0) : brows;
+        const char *src = (const char *)job->in.data + (size_t)r0 * job->in.stride;
+        char *dst = (char *)w->d_in + (size_t)(u * brows) * inrow;
+        if (in_pinned) {
+          ES_CK(cudaMemcpy2DAsync(dst, inrow, src, job->in.stride, inrow, (size_t)rr,
+                                  cudaMemcpyHostToDevice, w->s_up));
+        } else {
+          ES_CK(cudaEventSynchronize(w->ev_up[slot])); /* slot free again */
+          copy_rows(w->h_in[slot], inrow, src, job->in.stride, inrow, rr);
+          ES_CK(cudaMemcpyAsync(dst, w->h_in[slot], inrow * (size_t)rr, cudaMemcpyHostToDevice,
+                                w->s_up));
+        }
+        ES_CK(cudaEventRecord(w->ev_up[slot], w->s_up));
+        up_next++;
+      }
+      if (need >= 0 && !kernels_only) /* the latest upload follows `need` on s_up */
+        ES_CK(cudaStreamWaitEvent(w->s_comp, w->ev_up[(up_next - 1) % ES_NSLOT], 0));
+      ES_CK(launch_quant(w, R, job, f, g, want_stats));
+      f = g;
+    }
+    ES_CK(launch_entropy(w, R, job, y0, y1, want_stats, bins, want_map || job->render.format != ES_PIX_NONE));
+    if (want_map && !kernels_only) {
+      /* The out slot of band b was last used by band b - NSLOT: copied out already? */
+      while (!out_pinned && out_next <= b - ES_NSLOT) {
+        const int o = out_next, oy0 = o * brows, orr = (o * brows + brows < nrows ? brows : nrows - oy0);
+        ES_CK(cudaEventSynchronize(w->ev_dn[o % ES_NSLOT]));
+        copy_rows(job->map + (size_t)(R->row0 + oy0) * job->map_stride, job->map_stride * 4,
+                  w->h_out[o % ES_NSLOT], (size_t)W * 4, (size_t)W * 4, orr);
+        out_next++;
+      }
+      ES_CK(cudaEventRecord(w->ev_comp, w->s_comp));
+      ES_CK(cudaStreamWaitEvent(w->s_down, w->ev_comp, 0));
+      const float *dsrc = w->d_map + (size_t)y0 * W;
+      if (out_pinned)
+        ES_CK(cudaMemcpy2DAsync(job->map + (size_t)(R->row0 + y0) * job->map_stride,
+                                job->map_stride * 4, dsrc, (size_t)W * 4, (size_t)W * 4,
+                                (size_t)(y1 - y0), cudaMemcpyDeviceToHost, w->s_down));
+      else
+        ES_CK(cudaMemcpyAsync(w->h_out[b % ES_NSLOT], dsrc, (size_t)W * 4 * (size_t)(y1 - y0),
+                              cudaMemcpyDeviceToHost, w->s_down));
+      ES_CK(cudaEventRecord(w->ev_dn[b % ES_NSLOT], w->s_down));
+      /* Copy out two bands behind, while the engines work on the newer ones. */
+      while (!out_pinned && out_next <= b - 2) {
+        const int o = out_next, oy0 = o * brows, orr = (o * brows + brows < nrows ? brows : nrows - oy0);
+        ES_CK(cudaEventSynchronize(w->ev_dn[o % ES_NSLOT]));
+        copy_rows(job->map + (size_t)(R->row0 + oy0) * job->map_stride, job->map_stride * 4,
+                  w->h_out[o % ES_NSLOT], (size_t)W * 4, (size_t)W * 4, orr);
+        out_next++;
+      }
+    }
+  }
+  if (want_stats) {
+    ES_CK(cudaMemcpyAsync(w->h_acc, w->d_acc, offsetof(es_dacc, levhist) + sizeof(unsigned long long) * (size_t)L,
+                          cudaMemcpyDeviceToHost, w->s_comp));
+  }
+  while (want_map && !kernels_only && !out_pinned && out_next < nb) {
+    const int o = out_next, oy0 = o * brows, orr = (o * brows + brows < nrows ? brows : nrows - oy0);
+    ES_CK(cudaEventSynchronize(w->ev_dn[o % ES_NSLOT]));
+    copy_rows(job->map + (size_t)(R->row0 + oy0) * job->map_stride, job->map_stride * 4,
+              w->h_out[o % ES_NSLOT], (size_t)W * 4, (size_t)W * 4, orr);
+    out_next++;
+  }
+  ES_CK(cudaStreamSynchronize(w->s_comp));
+  ES_CK(cudaStreamSynchronize(w->s_down));
+  ES_CK(cudaStreamSynchronize(w->s_up));
+  if (want_stats) {
+    R->hmin = es_bits_float(w->h_acc->minbits);
+    R->hmax = es_bits_float(w->h_acc->maxbits);
+    R->sum = w->h_acc->sum;
+    R->sumsq = w->h_acc->sumsq;
+    for (int k = 0; k < bins; k++) R->hist[k] = w->h_acc->hist[k];
+    if (R->levhist)
+      for (int k = 0; k < L; k++) R->levhist[k] = w->h_acc->levhist[k];
+  }
+  w->last_w = W;
+  w->last_h = job->in.height;
+  w->last_depth = job->in.depth;
+  w->last_row0 = R->row0;
+  w->last_row1 = R->row1;
+  w->last_in0 = R->in0;
+  w->last_in1 = R->in1;
+end:
+  if (rc) {
+    /* Leave the worker usable: drain what was queued before the failure. */
+    cudaStreamSynchronize(w->s_up);
+    cudaStreamSynchronize(w->s_comp);
+    cudaStreamSynchronize(w->s_down);
+    cudaGetLastError();
+  }
+  return rc;
+}
+
+/* Device rows -> host rows: straight DMA into pinned destinations, else through the pinned
+ * out slots, the host copy of one chunk overlapping the DMA of the next. Queued on s_down
+ * after everything s_comp holds so far. */
+static int download_rows(es_gpu_worker *w, void *dst, size_t dstride, const void *dsrc,
+                         size_t rowbytes, int rows, char *msg, size_t msglen) {
+  int rc = ES_OK, dev = w->device;
+  int chunk, nch, done = 0;
+  ES_CK(cudaEventRecord(w->ev_comp, w->s_comp));
+  ES_CK(cudaStreamWaitEvent(w->s_down, w->ev_comp, 0));
+  if (rows <= 0) goto end;
+  if (is_pinned(dst)) {
+    ES_CK(cudaMemcpy2DAsync(dst, dstride, dsrc, rowbytes, rowbytes, (size_t)rows,
+                            cudaMemcpyDeviceToHost, w->s_down));
+    ES_CK(cudaStreamSynchronize(w->s_down));
+    goto end;
+  }
+  ES_CK(grow_pinned(w->h_out, &w->cap_hout, w->cap_hout > ES_BAND_BYTES ? w->cap_hout : ES_BAND_BYTES));
+  chunk = (int)(w->cap_hout / rowbytes);
+  if (chunk < 1) {
+    ES_CK(grow_pinned(w->h_out, &w->cap_hout, rowbytes));
+    chunk = 1;
+  }
+  if (chunk > rows) chunk = rows;
+  nch = (rows + chunk - 1) / chunk;
+  for (int c = 0; c <= nch; c++) {
+    if (c < nch) {
+      if (c >= ES_NSLOT) { /* the slot's previous chunk must be copied out first */
+        int o = done, oy = o * chunk, orr = oy + chunk < rows ? chunk : rows - oy;
+        ES_CK(cudaEventSynchronize(w->ev_dn[o % ES_NSLOT]));
+        copy_rows((char *)dst + (size_t)oy * dstride, dstride, w->h_out[o % ES_NSLOT], rowbytes,
+                  rowbytes, orr);
+        done++;
+      }
+      int y = c * chunk, rr = y + chunk < rows ? chunk : rows - y;
+      ES_CK(cudaMemcpyAsync(w->h_out[c % ES_NSLOT], (const char *)dsrc + (size_t)y * rowbytes,
+                            rowbytes * (size_t)rr, cudaMemcpyDeviceToHost, w->s_down));
+      ES_CK(cudaEventRecord(w->ev_dn[c % ES_NSLOT], w->s_down));
+    }
+    while (done < c) { /* keep at most one chunk in flight behind the newest */
+      int o = done, oy = o * chunk, orr = oy + chunk < rows ? chunk : rows - oy;
+      ES_CK(cudaEventSynchronize(w->ev_dn[o % ES_NSLOT]));
+      copy_rows((char *)dst + (size_t)oy * dstride, dstride, w->h_out[o % ES_NSLOT], rowbytes,
+                rowbytes, orr);
+      done++;
+    }
+  }
+end:
+  return rc;
+}
+
+/* Phase 2 of a worker: render its rows from the map it kept, with the frame's lo/inv, and
+ * bring back only the planes. */
+static int range_render(es_gpu_worker *w, const es_range *R, const es_job *job, double lo,
+                        double inv, int kernels_only, char *msg, size_t msglen) {
+  int rc = ES_OK, dev = w->device;
+  const int fmt = job->render.format, W = job->in.width, rows = R->row1 - R->row0;
+  const int np = es_pix_planes(fmt);
+  es_rparams P;
+  size_t off[3] = {0, 0, 0}, total = 0;
+  int prow[3];
+  memset(&P, 0, sizeof P);
+  ES_CK(cudaSetDevice(w->device));
+  for (int i = 0; i < np; i++) {
+    P.ps[i] = es_pix_stride(fmt, i, W);
+    prow[i] = (fmt == ES_PIX_YUV420P && i > 0) ? (rows + 1) / 2 : rows;
+    off[i] = total;
+    total += P.ps[i] * (size_t)prow[i];
+  }
+  if (!kernels_only) ES_CK(grow_dev((void **)&w->d_pix, &w->cap_pix, total));
+  for (int i = 0; i < np; i++) P.pl[i] = w->d_pix + off[i];
+  if (fmt != ES_PIX_GRAY8 && fmt != ES_PIX_GRAY16) {
+    const uint8_t *lut = es_colormap_lut(job->render.colormap);
+    if (!lut) {
+      es_gpu_msg(msg, msglen, "GPU %s%d: unknown colormap", "", dev);
+      rc = ES_ERR_USAGE;
+      goto end;
+    }
+    ES_CK(cudaMemcpyAsync(w->d_lut, lut, 768, cudaMemcpyHostToDevice, w->s_comp));
+  }
+  P.map = w->d_map;
+  P.mpitch = (size_t)W;
+  P.in = w->d_in;
+  P.in_pitch = (size_t)W * (job->in.depth == 16 ? 2 : 1);
+  P.in0 = R->in0;
+  P.row0 = R->row0;
+  P.depth = job->in.depth;
+  P.W = W;
+  P.rows = rows;
+  P.fmt = fmt;
+  P.lo = lo;
+  P.inv = inv;
+  {
+    long a = lround((double)job->render.overlay * 256.0);
+    P.a256 = a < 0 ? 0 : (a > 256 ? 256 : (int)a);
+  }
+  P.lut = w->d_lut;
+  {
+    int tx = fmt == ES_PIX_YUV420P ? (W + 1) / 2 : W;
+    dim3 grid((unsigned)((tx + 127) / 128), (unsigned)prow[fmt == ES_PIX_YUV420P ? 1 : 0]);
+    k_render<<<grid, 128, 0, w->s_comp>>>(P);
+    ES_CKL("k_render");
+  }
+  if (kernels_only) goto end;
+  for (int i = 0; i < np; i++) {
+    int r0 = (fmt == ES_PIX_YUV420P && i > 0) ? R->row0 / 2 : R->row0;
+    rc = download_rows(w, job->pix.plane[i] + (size_t)r0 * job->pix.stride[i], job->pix.stride[i],
+                       P.pl[i], P.ps[i], prow[i], msg, msglen);
+    if (rc) goto end;
+  }
+  ES_CK(cudaStreamSynchronize(w->s_down));
+end:
+  return rc;
+}
+
+/* ---- jobs over one or several workers ---- */
+
+struct es_task {
+  es_gpu_worker *w;
+  es_range *R;
+  const es_job *job;
+  int phase; /* 1 compute, 2 render */
+  double lo, inv;
+  int rc;
+  char msg[256];
+};
+
+static void *task_main(void *arg) {
+  es_task *t = (es_task *)arg;
+  if (t->phase == 1)
+    t->rc = range_compute(t->w, t->R, t->job, 0, t->msg, sizeof t->msg);
+  else
+    t->rc = range_render(t->w, t->R, t->job, t->lo, t->inv, 0, t->msg, sizeof t->msg);
+  return NULL;
+}
+
+/* Runs the tasks of one phase: one host thread per worker, so the devices work at once. */
+static int run_phase(es_task *ts, int n, char *msg, size_t msglen) {
+  pthread_t th[ES_MAX_GPUS];
+  int started[ES_MAX_GPUS];
+  int rc = ES_OK;
+  if (n == 1) {
+    task_main(&ts[0]);
+  } else {
+    for (int i = 0; i < n; i++) started[i] = pthread_create(&th[i], NULL, task_main, &ts[i]) == 0;
+    for (int i = 0; i < n; i++) {
+      if (started[i])
+        pthread_join(th[i], NULL);
+      else
+        task_main(&ts[i]);
+    }
+  }
+  for (int i = 0; i < n; i++) {
+    if (ts[i].rc && !rc) {
+      rc = ts[i].rc;
+      if (msg && msglen) snprintf(msg, msglen, "%s", ts[i].msg);
+    }
+  }
+  return rc;
+}
+
+static int run_jobs(es_gpu_worker **ws, int n, const es_job *job, char *msg, size_t msglen) {
+  int rc = es_job_check(job, msg, msglen);
+  if (rc) return rc;
+  if (n < 1 || n > ES_MAX_GPUS || !ws) {
+    if (msg && msglen) snprintf(msg, msglen, "GPU: %d workers (1..%d)", n, ES_MAX_GPUS);
+    return ES_ERR_USAGE;
+  }
+  for (int i = 0; i < n; i++) {
+    if (!ws[i]) {
+      if (msg && msglen) snprintf(msg, msglen, "GPU: worker %d is NULL", i);
+      return ES_ERR_USAGE;
+    }
+  }
+  const int H = job->in.height, L = job->params.levels;
+  const int bins = job->stats ? job->stats_bins : 1;
+  const int want_stats = job->stats != NULL || (job->render.format != ES_PIX_NONE && job->render.range_auto);
+  es_range *Rs = (es_range *)calloc((size_t)n, sizeof *Rs);
+  es_task *ts = (es_task *)calloc((size_t)n, sizeof *ts);
+  uint64_t *lh = (uint64_t *)calloc((size_t)n * (size_t)L, sizeof *lh);
+  uint64_t *lsum = (uint64_t *)calloc((size_t)L, sizeof *lsum);
+  int m = 0;
+  if (!Rs || !ts || !lh || !lsum) {
+    rc = ES_ERR_NOMEM;
+    goto end;
+  }
+  /* Split rows at even boundaries (a YUV420P chroma row never straddles two devices). */
+  for (int i = 0; i < n; i++) {
+    int a = (int)((long long)H * i / n) & ~1, b = i == n - 1 ? H : (int)((long long)H * (i + 1) / n) & ~1;
+    if (b <= a) continue;
+    Rs[m].row0 = a;
+    Rs[m].row1 = b;
+    Rs[m].levhist = lh + (size_t)m * L;
+    range_plan(&Rs[m], job, ws[i]);
+    ts[m].w = ws[i];
+    ts[m].R = &Rs[m];
+    ts[m].job = job;
+    ts[m].phase = 1;
+    m++;
+  }
+  rc = run_phase(ts, m, msg, msglen);
+  if (rc) goto end;
+  {
+    float hmin = 0.0f, hmax = 0.0f;
+    double sum = 0.0, sumsq = 0.0;
+    if (want_stats) {
+      hmin = Rs[0].hmin;
+      hmax = Rs[0].hmax;
+      for (int i = 0; i < m; i++) {
+        if (Rs[i].hmin < hmin) hmin = Rs[i].hmin;
+        if (Rs[i].hmax > hmax) hmax = Rs[i].hmax;
+        sum += Rs[i].sum;
+        sumsq += Rs[i].sumsq;
+        for (int k = 0; k < L; k++) lsum[k] += Rs[i].levhist[k];
+      }
+    }
+    if (job->stats) {
+      es_stats *st = job->stats;
+      es_stats_acc acc;
+      acc.sum = sum;
+      acc.sumsq = sumsq;
+      acc.min = hmin;
+      acc.max = hmax;
+      acc.count = (int64_t)job->in.width * H;
+      memset(st->hist, 0, sizeof st->hist);
+      for (int i = 0; i < m; i++)
+        for (int k = 0; k < bins; k++) st->hist[k] += Rs[i].hist[k];
+      st->bins = bins;
+      es_stats_finish(st, &acc, lsum, L);
+    }
+    if (job->render.format != ES_PIX_NONE) {
+      double lo, inv;
+      es_render_range(&job->params, &job->render, hmin, hmax, &lo, &inv);
+      for (int i = 0; i < m; i++) {
+        ts[i].phase = 2;
+        ts[i].lo = lo;
+        ts[i].inv = inv;
+      }
+      rc = run_phase(ts, m, msg, msglen);
+    }
+  }
+end:
+  free(Rs);
+  free(ts);
+  free(lh);
+  free(lsum);
+  return rc;
+}
+
+extern "C" int es_gpu_run(es_gpu_worker *w, const es_job *job, char *msg, size_t msglen) {
+  return run_jobs(&w, 1, job, msg, msglen);
+}
+
+extern "C" int es_gpu_run_multi(es_gpu_worker **ws, int n, const es_job *job, char *msg,
+                                size_t msglen) {
+  return run_jobs(ws, n, job, msg, msglen);
+}
+
+/* ---- benchmark entry points ---- */
+
+extern "C" int es_gpu_naive(es_gpu_worker *w, const es_image *img, const es_params *p, float *out,
+                            size_t out_stride, float *kernel_ms, char *msg, size_t msglen) {
+  int rc, dev = w ? w->device : -1;
+  es_job job;
+  es_range R;
+  es_eparams E;
+  size_t inrow;
+  memset(&job, 0, sizeof job);
+  job.in = *img;
+  job.params = *p;
+  rc = es_job_check(&job, msg, msglen);
+  if (rc) return rc;
+  if (p->levels > 256) {
+    if (msg && msglen) snprintf(msg, msglen, "naive kernel: --levels %d: must be 2..256", p->levels);
+    return ES_ERR_USAGE;
+  }
+  memset(&R, 0, sizeof R);
+  R.row0 = 0;
+  R.row1 = img->height;
+  range_plan(&R, &job, w);
+  inrow = (size_t)img->width * (img->depth == 16 ? 2 : 1);
+  ES_CK(cudaSetDevice(w->device));
+  ES_CK(grow_dev(&w->d_in, &w->cap_in, inrow * (size_t)(R.in1 - R.in0)));
+  ES_CK(grow_dev(&w->d_lev, &w->cap_lev, R.lpitch * (size_t)(img->height + 2 * R.r) * (size_t)R.lt));
+  ES_CK(grow_dev((void **)&w->d_map, &w->cap_map, (size_t)img->width * img->height * 4));
+  ES_CK(cudaMemcpy2DAsync(w->d_in, inrow, (const char *)img->data + (size_t)R.in0 * img->stride,
+                          img->stride, inrow, (size_t)(R.in1 - R.in0), cudaMemcpyHostToDevice,
+                          w->s_comp));
+  ES_CK(launch_quant(w, &R, &job, 0, img->height + 2 * R.r, 0));
+  memset(&E, 0, sizeof E);
+  E.lev = w->d_lev;
+  E.lpitch = R.lpitch;
+  E.W = img->width;
+  E.y1 = img->height;
+  E.r = R.r;
+  E.area = R.area;
+  E.levels = p->levels;
+  E.dfl = w->d_dfl;
+  E.log2n = w->d_log2n;
+  E.scale = w->d_scale;
+  E.oscale = es_out_scale(p->base);
+  E.map = w->d_map;
+  E.mpitch = (size_t)img->width;
+  for (int i = 0; i < 2 * R.r + 1; i++) E.hw[i] = R.win.hw[i];
+  {
+    dim3 grid((unsigned)((img->width + 127) / 128), (unsigned)img->height);
+    ES_CK(cudaEventRecord(w->ev_t0, w->s_comp));
+    if (R.lt == 1)
+      k_naive<uint8_t><<<grid, 128, 0, w->s_comp>>>(E);
+    else
+      k_naive<uint16_t><<<grid, 128, 0, w->s_comp>>>(E);
+    ES_CKL("k_naive");
+    ES_CK(cudaEventRecord(w->ev_t1, w->s_comp));
+  }
+  if (out)
+    ES_CK(cudaMemcpy2DAsync(out, out_stride * 4, w->d_map, (size_t)img->width * 4,
+                            (size_t)img->width * 4, (size_t)img->height, cudaMemcpyDeviceToHost,
+                            w->s_comp));
+  ES_CK(cudaStreamSynchronize(w->s_comp));
+  if (kernel_ms) ES_CK(cudaEventElapsedTime(kernel_ms, w->ev_t0, w->ev_t1));
+  w->last_w = 0; /* d_in no longer holds a job's range */
+end:
+  return rc;
+}
+
+extern "C" int es_gpu_bench_kernel(es_gpu_worker *w, const es_job *job, int reps, float *ms,
+                                   char *msg, size_t msglen) {
+  int rc = es_job_check(job, msg, msglen), dev = w ? w->device : -1;
+  es_range R;
+  if (rc) return rc;
+  if (job->in.width != w->last_w || job->in.height != w->last_h ||
+      job->in.depth != w->last_depth || w->last_row0 != 0 || w->last_row1 != job->in.height) {
+    if (msg && msglen)
+      snprintf(msg, msglen, "GPU %d: bench: run es_gpu_run on this size first", w->device);
+    return ES_ERR_USAGE;
+  }
+  memset(&R, 0, sizeof R);
+  R.row0 = 0;
+  R.row1 = job->in.height;
+  range_plan(&R, job, w);
+  if (R.in0 != w->last_in0 || R.in1 != w->last_in1 ||
+      w->cap_lev < R.lpitch * (size_t)(job->in.height + 2 * R.r) * (size_t)R.lt ||
+      (R.ghist && !w->d_ghist)) {
+    if (msg && msglen)
+      snprintf(msg, msglen, "GPU %d: bench: run es_gpu_run with these parameters first", w->device);
+    return ES_ERR_USAGE;
+  }
+  ES_CK(cudaSetDevice(w->device));
+  for (int i = 0; i < reps; i++) {
+    ES_CK(cudaEventRecord(w->ev_t0, w->s_comp));
+    rc = range_compute(w, &R, job, 1, msg, msglen);
+    if (rc) goto end;
+    if (job->render.format != ES_PIX_NONE) {
+      double lo, inv;
+      es_render_range(&job->params, &job->render, R.hmin, R.hmax, &lo, &inv);
+      rc = range_render(w, &R, job, lo, inv, 1, msg, msglen);
+      if (rc) goto end;
+    }
+    ES_CK(cudaEventRecord(w->ev_t1, w->s_comp));
+    ES_CK(cudaEventSynchronize(w->ev_t1));
+    ES_CK(cudaEventElapsedTime(&ms[i], w->ev_t0, w->ev_t1));
+  }
+end:
+  return rc;
+}
+
+extern "C" int es_gpu_bench_pcie(int device, size_t bytes, float *h2d_gbs, float *d2h_gbs,
+                                 char *msg, size_t msglen) {
+  int rc = ES_OK, dev = device;
+  void *h = NULL, *d = NULL;
+  cudaStream_t s = NULL;
+  cudaEvent_t e0 = NULL, e1 = NULL;
+  float best_up = 1e30f, best_dn = 1e30f;
+  ES_CK(cudaSetDevice(device));
+  ES_CK(cudaMallocHost(&h, bytes));
+  ES_CK(cudaMalloc(&d, bytes));
+  memset(h, 1, bytes);
+  ES_CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  ES_CK(cudaEventCreate(&e0));
+  ES_CK(cudaEventCreate(&e1));
+  for (int i = 0; i < 6; i++) { /* the first of each is a warm-up */
+    float t;
+    ES_CK(cudaEventRecord(e0, s));
+    ES_CK(cudaMemcpyAsync(d, h, bytes, cudaMemcpyHostToDevice, s));
+    ES_CK(cudaEventRecord(e1, s));
+    ES_CK(cudaEventSynchronize(e1));
+    ES_CK(cudaEventElapsedTime(&t, e0, e1));
+    if (i && t < best_up) best_up = t;
+    ES_CK(cudaEventRecord(e0, s));
+    ES_CK(cudaMemcpyAsync(h, d, bytes, cudaMemcpyDeviceToHost, s));
+    ES_CK(cudaEventRecord(e1, s));
+    ES_CK(cudaEventSynchronize(e1));
+    ES_CK(cudaEventElapsedTime(&t, e0, e1));
+    if (i && t < best_dn) best_dn = t;
+  }
+  if (h2d_gbs) *h2d_gbs = (float)((double)bytes / 1e9 / (best_up / 1e3));
+  if (d2h_gbs) *d2h_gbs = (float)((double)bytes / 1e9 / (best_dn / 1e3));
+end:
+  if (e0) cudaEventDestroy(e0);
+  if (e1) cudaEventDestroy(e1);
+  if (s) cudaStreamDestroy(s);
+  if (d) cudaFree(d);
+  if (h) cudaFreeHost(h);
+  return rc;
+}

@@ -1,0 +1,364 @@
+/*
+ * gpu_kernels.cuh - the device kernels of the CUDA engine (included by es_gpu.cu only):
+ * quantize+pad, the sliding-histogram entropy kernel (fused statistics), rendering, and the
+ * naive baseline. Every result goes through es_math.h, so the bits equal the CPU engine's.
+ *
+ * Geometry: a worker computes output rows [row0, row1) of the image (local row y = global
+ * row row0 + y). The level image `lev` is padded by r on every side: padded (p, c) holds
+ * the level of image pixel (row0 + p - r, c - r) after the border rule: reflect maps the
+ * index back into the image, clip stores the sentinel level L (a histogram bin that S
+ * ignores and that makes N = area - count[L]). So the entropy kernel has no bounds checks.
+ */
+#ifndef ES_GPU_KERNELS_CUH
+#define ES_GPU_KERNELS_CUH
+
+#include <stdint.h>
+
+#include "es_kernels.h"
+
+/* Device accumulators of the fused statistics (one set per worker, zeroed by k_acc_init). */
+struct es_dacc {
+  unsigned int minbits, maxbits; /* float bits of min/max of H (H >= 0: int order = float order) */
+  double sum, sumsq;
+  unsigned long long hist[ES_STATS_MAX_BINS];
+  unsigned long long levhist[65536];
+};
+
+__global__ void k_acc_init(es_dacc *a, int bins, int levels) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i == 0) {
+    a->minbits = 0x7f800000u;
+    a->maxbits = 0u;
+    a->sum = 0.0;
+    a->sumsq = 0.0;
+  }
+  for (int k = i; k < bins; k += gridDim.x * blockDim.x) a->hist[k] = 0;
+  for (int k = i; k < levels; k += gridDim.x * blockDim.x) a->levhist[k] = 0;
+}
+
+__device__ __forceinline__ int es_dev_reflect(int i, int n) {
+  int m = i % (2 * n);
+  if (m < 0) m += 2 * n;
+  if (m >= n) m = 2 * n - 1 - m;
+  return m;
+}
+
+struct es_qparams {
+  const void *in;   /* device copy of image rows [in0, ...), tight rows of in_pitch bytes */
+  size_t in_pitch;
+  int in0;
+  int depth, W, H;
+  int row0, nrows; /* the range this worker computes */
+  int r, levels, border;
+  void *lev;       /* padded level image */
+  size_t lpitch;   /* elements */
+  unsigned long long *levhist; /* or NULL: no level histogram */
+};
+
+/* Quantizes padded rows [p0, p1) into lev; counts the levels of the range's own pixels
+ * (each image pixel once, whatever the halos) into levhist. Block: 256 threads along x,
+ * QROWS rows per block. */
+#define ES_QROWS 8
+template <typename LT>
+__global__ void __launch_bounds__(256) k_quant(const es_qparams Q, int p0, int p1) {
+  __shared__ unsigned int sh[256];
+  const bool shared_hist = Q.levhist && Q.levels <= 256;
+  if (shared_hist) {
+    sh[threadIdx.x] = 0;
+    __syncthreads();
+  }
+  int c = blockIdx.x * blockDim.x + threadIdx.x;
+  int pw = Q.W + 2 * Q.r;
+  int pb = p0 + blockIdx.y * ES_QROWS;
+  int pe = min(pb + ES_QROWS, p1);
+  if (c < pw) {
+    int j = c - Q.r;
+    bool jin = j >= 0 && j < Q.W;
+    int jj = jin ? j : (Q.border == ES_BORDER_REFLECT ? es_dev_reflect(j, Q.W) : -1);
+    for (int p = pb; p < pe; p++) {
+      int i = Q.row0 + p - Q.r;
+      bool iin = i >= 0 && i < Q.H;
+      int ii = iin ? i : (Q.border == ES_BORDER_REFLECT ? es_dev_reflect(i, Q.H) : -1);
+      uint32_t q;
+      if (ii < 0 || jj < 0) {
+        q = (uint32_t)Q.levels; /* clip: outside the image */
+      } else {
+        const char *row = (const char *)Q.in + (size_t)(ii - Q.in0) * Q.in_pitch;
+        uint32_t v = Q.depth == 16 ? (uint32_t)((const uint16_t *)row)[jj]
+                                   : (uint32_t)((const uint8_t *)row)[jj];
+        q = es_quantize(v, (uint32_t)Q.levels, Q.depth);
+        if (Q.levhist && jin && i >= Q.row0 && i < Q.row0 + Q.nrows) {
+          if (shared_hist)
+            atomicAdd(&sh[q], 1u);
+          else
+            atomicAdd(&Q.levhist[q], 1ull);
+        }
+      }
+      ((LT *)Q.lev)[(size_t)p * Q.lpitch + c] = (LT)q;
+    }
+  }
+  if (shared_hist) {
+    __syncthreads();
+    for (int k = threadIdx.x; k < Q.levels; k += blockDim.x)
+      if (sh[k]) atomicAdd(&Q.levhist[k], (unsigned long long)sh[k]);
+  }
+}
+
+struct es_eparams {
+  const void *lev;
+  size_t lpitch;        /* elements */
+  int W;
+  int y0, y1;           /* local output rows of this launch */
+  int ty;               /* output rows per thread (strip height) */
+  int strip0;           /* first strip of this launch (global-histogram mode launches in groups) */
+  int r, area, levels;
+  int dshared;          /* entries of the delta table copied to shared memory (0: global) */
+  const unsigned long long *dfl; /* dfl[c] = flog[c+1] - flog[c] */
+  const double *log2n, *scale;
+  double oscale;
+  float *map;           /* local row y at map + y * mpitch, or NULL */
+  size_t mpitch;
+  unsigned short *ghist; /* global-histogram mode: hist[level * gslots + slot] */
+  size_t gslots;
+  int stats, bins;
+  double binscale;
+  es_dacc *acc;
+  int hw[ES_WINDOW_MAX]; /* per-row (= per-column: the shapes are symmetric) half widths */
+};
+
+/* The entropy kernel: one thread per output column of a strip of ty rows. The thread builds
+ * the window's level histogram at the strip's first row, then slides it down: per window
+ * column j, the pixel leaving at the top and the one entering at the bottom (Huang's update,
+ * transposed, which also fits the disk: column j spans rows -hw[j]..hw[j]). S = sum f(c_k)
+ * moves by the exact integer deltas of f, so no level scan is ever needed. Counts live in
+ * shared memory (GH = false, layout [level][thread]: the bank depends only on the thread, so
+ * no conflicts) or, for large L, in global memory (GH = true). */
+template <typename LT, bool GH>
+__global__ void __launch_bounds__(128) k_entropy(const es_eparams P) {
+  extern __shared__ unsigned long long es_smem[];
+  unsigned long long *sd = es_smem;
+  unsigned int *sbins = (unsigned int *)(sd + P.dshared);
+  const int nb = P.stats ? P.bins : 0;
+  unsigned short *hist;
+  size_t hs;
+  const int tid = threadIdx.x, bx = blockDim.x;
+  const int L = P.levels;
+  if (!GH) {
+    hist = (unsigned short *)(sbins + ((nb + 1) & ~1)) + tid;
+    hs = (size_t)bx;
+    unsigned int *h32 = (unsigned int *)(sbins + ((nb + 1) & ~1));
+    int words = ((L + 1) * bx) / 2; /* bx even */
+    for (int k = tid; k < words; k += bx) h32[k] = 0;
+  } else {
+    size_t slot = ((size_t)blockIdx.y * gridDim.x + blockIdx.x) * bx + tid;
+    hist = P.ghist + slot;
+    hs = P.gslots;
+  }
+  for (int k = tid; k < P.dshared; k += bx) sd[k] = P.dfl[k];
+  for (int k = tid; k < nb; k += bx) sbins[k] = 0;
+  __syncthreads();
+  const unsigned long long *dt = P.dshared ? sd : P.dfl;
+
+  const int x = blockIdx.x * bx + tid;
+  const int ys = P.y0 + (P.strip0 + blockIdx.y) * P.ty;
+  const int ye = min(ys + P.ty, P.y1);
+  const int r = P.r, K = 2 * r + 1;
+  float vmin = __int_as_float(0x7f800000), vmax = 0.0f;
+  double vsum = 0.0, vsq = 0.0;
+  if (x < P.W && ys < ye) {
+    const LT *col = (const LT *)P.lev + x;
+    const size_t lp = P.lpitch;
+    unsigned long long S = 0;
+    for (int dy = 0; dy < K; dy++) {
+      const int h = P.hw[dy];
+      const LT *row = col + (size_t)(ys + dy) * lp;
+      for (int j = r - h; j <= r + h; j++) {
+        const uint32_t v = row[j];
+        const unsigned short c = hist[v * hs];
+        hist[v * hs] = c + 1;
+        if (v < (uint32_t)L) S += dt[c];
+      }
+    }
+    for (int y = ys;; y++) {
+      const int n = P.area - hist[(size_t)L * hs];
+      const float hv = es_entropy_value(S, P.log2n[n], P.scale[n], P.oscale);
+      if (P.map) P.map[(size_t)y * P.mpitch + x] = hv;
+      if (nb) {
+        vmin = fminf(vmin, hv);
+        vmax = fmaxf(vmax, hv);
+        vsum = __dadd_rn(vsum, (double)hv);
+        vsq = __dadd_rn(vsq, __dmul_rn((double)hv, (double)hv));
+        atomicAdd(&sbins[es_stats_bin(hv, P.binscale, nb)], 1u);
+      }
+      if (y + 1 >= ye) break;
+      for (int j = 0; j < K; j++) {
+        const int h = P.hw[j];
+        const uint32_t vo = col[(size_t)(y + r - h) * lp + j];
+        const uint32_t vi = col[(size_t)(y + r + h + 1) * lp + j];
+        if (vo == vi) continue;
+        unsigned short c = hist[vo * hs];
+        hist[vo * hs] = c - 1;
+        if (vo < (uint32_t)L) S -= dt[c - 1];
+        c = hist[vi * hs];
+        hist[vi * hs] = c + 1;
+        if (vi < (uint32_t)L) S += dt[c];
+      }
+    }
+    if (GH) { /* leave the global histogram zeroed for the next strip on this slot */
+      for (int dy = 0; dy < K; dy++) {
+        const int h = P.hw[dy];
+        const LT *row = col + (size_t)(ye - 1 + dy) * lp;
+        for (int j = r - h; j <= r + h; j++) hist[(uint32_t)row[j] * hs] = 0;
+      }
+    }
+  }
+  if (nb) {
+    /* Block reduction: warp shuffles, then one partial per warp, one atomic per block. */
+    __shared__ float wmin[32], wmax[32];
+    __shared__ double wsum[32], wsq[32];
+    for (int o = 16; o > 0; o >>= 1) {
+      vmin = fminf(vmin, __shfl_down_sync(0xffffffffu, vmin, o));
+      vmax = fmaxf(vmax, __shfl_down_sync(0xffffffffu, vmax, o));
+      vsum += __shfl_down_sync(0xffffffffu, vsum, o);
+      vsq += __shfl_down_sync(0xffffffffu, vsq, o);
+    }
+    const int lane = tid & 31, warp = tid >> 5;
+    if (lane == 0) {
+      wmin[warp] = vmin;
+      wmax[warp] = vmax;
+      wsum[warp] = vsum;
+      wsq[warp] = vsq;
+    }
+    __syncthreads();
+    if (tid == 0) {
+      for (int k = 1; k < (bx + 31) / 32; k++) {
+        vmin = fminf(vmin, wmin[k]);
+        vmax = fmaxf(vmax, wmax[k]);
+        vsum += wsum[k];
+        vsq += wsq[k];
+      }
+      atomicMin(&P.acc->minbits, __float_as_uint(vmin));
+      atomicMax(&P.acc->maxbits, __float_as_uint(vmax));
+      atomicAdd(&P.acc->sum, vsum);
+      atomicAdd(&P.acc->sumsq, vsq);
+    }
+    for (int k = tid; k < nb; k += bx)
+      if (sbins[k]) atomicAdd(&P.acc->hist[k], (unsigned long long)sbins[k]);
+  }
+}
+
+struct es_rparams {
+  const float *map; /* local rows, mpitch floats */
+  size_t mpitch;
+  const void *in;   /* device input rows from in0 */
+  size_t in_pitch;
+  int in0, row0;    /* global row of in row 0 / of local row 0 */
+  int depth, W, rows, fmt;
+  double lo, inv;
+  int a256;
+  const uint8_t *lut;
+  uint8_t *pl[3];   /* device planes, local rows, tight strides ps */
+  size_t ps[3];
+};
+
+__device__ __forceinline__ void es_dev_rgb(const es_rparams &R, int x, int y, uint8_t rgb[3]) {
+  int i = es_render_index8(R.map[(size_t)y * R.mpitch + x], R.lo, R.inv);
+  const uint8_t *e = R.lut + 3 * i;
+  if (R.a256 > 0) {
+    const char *row = (const char *)R.in + (size_t)(R.row0 + y - R.in0) * R.in_pitch;
+    uint32_t v = R.depth == 16 ? (uint32_t)((const uint16_t *)row)[x] : (uint32_t)((const uint8_t *)row)[x];
+    uint8_t g = es_grey8(v, R.depth);
+    for (int k = 0; k < 3; k++) rgb[k] = es_blend(e[k], g, R.a256);
+  } else {
+    rgb[0] = e[0];
+    rgb[1] = e[1];
+    rgb[2] = e[2];
+  }
+}
+
+/* One thread a pixel (YUV420P: one thread a 2x2 chroma block). The rules: render.c. */
+__global__ void k_render(const es_rparams R) {
+  int x = blockIdx.x * blockDim.x + threadIdx.x;
+  int y = blockIdx.y;
+  if (R.fmt == ES_PIX_YUV420P) {
+    int cw = (R.W + 1) / 2;
+    if (x >= cw) return;
+    int ny = 2 * y + 1 < R.rows ? 2 : 1;
+    int nx = 2 * x + 1 < R.W ? 2 : 1;
+    int su = 0, sv = 0, n = nx * ny;
+    for (int dy = 0; dy < ny; dy++) {
+      for (int dx = 0; dx < nx; dx++) {
+        uint8_t rgb[3];
+        int px = 2 * x + dx, py = 2 * y + dy;
+        es_dev_rgb(R, px, py, rgb);
+        R.pl[0][(size_t)py * R.ps[0] + px] = es_rgb_to_y(rgb[0], rgb[1], rgb[2]);
+        su += es_rgb_to_u(rgb[0], rgb[1], rgb[2]);
+        sv += es_rgb_to_v(rgb[0], rgb[1], rgb[2]);
+      }
+    }
+    R.pl[1][(size_t)y * R.ps[1] + x] = (uint8_t)((su + n / 2) / n);
+    R.pl[2][(size_t)y * R.ps[2] + x] = (uint8_t)((sv + n / 2) / n);
+    return;
+  }
+  if (x >= R.W) return;
+  float h = R.map[(size_t)y * R.mpitch + x];
+  switch (R.fmt) {
+  case ES_PIX_RGB24: {
+    uint8_t rgb[3];
+    es_dev_rgb(R, x, y, rgb);
+    uint8_t *d = R.pl[0] + (size_t)y * R.ps[0] + 3 * (size_t)x;
+    d[0] = rgb[0];
+    d[1] = rgb[1];
+    d[2] = rgb[2];
+    break;
+  }
+  case ES_PIX_GRAY8: {
+    uint8_t i = (uint8_t)es_render_index8(h, R.lo, R.inv);
+    if (R.a256 > 0) {
+      const char *row = (const char *)R.in + (size_t)(R.row0 + y - R.in0) * R.in_pitch;
+      uint32_t v = R.depth == 16 ? (uint32_t)((const uint16_t *)row)[x] : (uint32_t)((const uint8_t *)row)[x];
+      i = es_blend(i, es_grey8(v, R.depth), R.a256);
+    }
+    R.pl[0][(size_t)y * R.ps[0] + x] = i;
+    break;
+  }
+  case ES_PIX_GRAY16:
+    ((uint16_t *)(R.pl[0] + (size_t)y * R.ps[0]))[x] = (uint16_t)es_render_index16(h, R.lo, R.inv);
+    break;
+  case ES_PIX_YUV444P: {
+    uint8_t rgb[3];
+    es_dev_rgb(R, x, y, rgb);
+    R.pl[0][(size_t)y * R.ps[0] + x] = es_rgb_to_y(rgb[0], rgb[1], rgb[2]);
+    R.pl[1][(size_t)y * R.ps[1] + x] = es_rgb_to_u(rgb[0], rgb[1], rgb[2]);
+    R.pl[2][(size_t)y * R.ps[2] + x] = es_rgb_to_v(rgb[0], rgb[1], rgb[2]);
+    break;
+  }
+  default: break;
+  }
+}
+
+/* The study's v0: one thread a pixel, the whole window rescanned into per-thread counters
+ * (local memory), then S from the f table. Reads the padded level image; L <= 256. */
+template <typename LT>
+__global__ void k_naive(const es_eparams P) {
+  int x = blockIdx.x * blockDim.x + threadIdx.x;
+  int y = blockIdx.y;
+  if (x >= P.W || y >= P.y1) return;
+  unsigned short cnt[257];
+  for (int k = 0; k <= P.levels; k++) cnt[k] = 0;
+  const LT *col = (const LT *)P.lev + x;
+  const int r = P.r;
+  for (int dy = 0; dy <= 2 * r; dy++) {
+    const int h = P.hw[dy];
+    const LT *row = col + (size_t)(y + dy) * P.lpitch;
+    for (int j = r - h; j <= r + h; j++) cnt[row[j]]++;
+  }
+  /* S = sum f(c) through the delta table: f(c) = sum_{i<c} dfl[i]. */
+  unsigned long long S = 0;
+  for (int k = 0; k < P.levels; k++)
+    for (int i = 0; i < cnt[k]; i++) S += P.dfl[i];
+  int n = P.area - cnt[P.levels];
+  P.map[(size_t)y * P.mpitch + x] = es_entropy_value(S, P.log2n[n], P.scale[n], P.oscale);
+}
+
+#endif /* ES_GPU_KERNELS_CUH */
