@@ -427,6 +427,11 @@ static void test_long(void) {
   CHECK(es_stream_max_live(s) <= 4, "long stream: %d live frames", es_stream_max_live(s));
   printf("long stream: RSS %ld KiB at frame 200, %ld KiB at 2000, max live %d of 4\n",
          rss_early, rss_late, es_stream_max_live(s));
+#ifdef __SANITIZE_ADDRESS__
+  /* ASan keeps freed blocks in quarantine (the engines allocate per job): RSS grows by
+   * design there; the pool bound above still holds. */
+  rss_late = rss_early = -1;
+#endif
   if (rss_early > 0 && rss_late > 0)
     CHECK(rss_late - rss_early < 2048, "RSS grew by %ld KiB over 1800 frames",
           rss_late - rss_early);
