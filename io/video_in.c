@@ -20,6 +20,7 @@
 #include <libavutil/avutil.h>
 #include <libavutil/dict.h>
 #include <libavutil/imgutils.h>
+#include <libavutil/macros.h>
 #include <libavutil/opt.h>
 #include <libavutil/parseutils.h>
 #include <libavutil/pixdesc.h>
@@ -38,6 +39,8 @@ struct es_video_in {
   AVFrame *frame;        /* reused for every decoded frame */
   struct SwsContext *sws; /* conversion to grey, made on the first frame that needs it */
   int sws_fmt;           /* source pixel format sws was made for */
+  uint8_t *scratch;      /* aligned grey plane for destinations libswscale cannot take */
+  size_t scratch_stride;
   int stream;            /* index of the video stream */
   int width, height, depth;
   AVRational tb;         /* time base of pts */
@@ -118,24 +121,42 @@ static int depth_of(enum AVPixelFormat f) {
   return bits > 8 ? 16 : 8;
 }
 
-/* The Y (or grey) plane can be copied as stored: 8-bit samples, one per byte, in plane 0.
- * With want16: native-endian 16-bit samples using all 16 bits. */
-static int plane0_direct(enum AVPixelFormat f, int depth) {
+/* The Y (or grey) plane can be copied as stored: returns the byte step between samples
+ * (1 for planar, 2 for packed YUYV-like) and their offset, or 0 when it cannot.
+ * depth 8: 8-bit samples in plane 0; depth 16: native-endian 16-bit samples, planar. */
+static int plane0_direct(enum AVPixelFormat f, int depth, int *offset) {
   const AVPixFmtDescriptor *d = av_pix_fmt_desc_get(f);
   if (!d || d->nb_components < 1) return 0;
   if (d->flags & (AV_PIX_FMT_FLAG_RGB | AV_PIX_FMT_FLAG_PAL | AV_PIX_FMT_FLAG_HWACCEL |
                   AV_PIX_FMT_FLAG_BAYER | AV_PIX_FMT_FLAG_FLOAT | AV_PIX_FMT_FLAG_BITSTREAM))
     return 0;
   const AVComponentDescriptor *c = &d->comp[0];
-  if (c->plane != 0 || c->offset != 0 || c->shift != 0) return 0;
-  if (depth == 8) return c->depth == 8 && c->step == 1;
+  if (c->plane != 0 || c->shift != 0) return 0;
+  *offset = c->offset;
+  if (depth == 8) return c->depth == 8 ? c->step : 0;
   int native_be = AV_NE(1, 0);
-  return c->depth == 16 && c->step == 2 && !!(d->flags & AV_PIX_FMT_FLAG_BE) == native_be;
+  return c->depth == 16 && c->step == 2 && c->offset == 0 &&
+                 !!(d->flags & AV_PIX_FMT_FLAG_BE) == native_be
+             ? 2
+             : 0;
 }
 
-static int is_yuv_family(enum AVPixelFormat f) {
+/* For a YUV or grey format whose Y plane is plane 0 of 9..16-bit samples: the grey format
+ * of the same depth and byte order, so libswscale converts just that plane (as ffmpeg's
+ * extractplanes=y then gray16 does: the Y as stored, scaled to 16 bits). */
+static enum AVPixelFormat y_plane_gray(enum AVPixelFormat f) {
   const AVPixFmtDescriptor *d = av_pix_fmt_desc_get(f);
-  return d && !(d->flags & (AV_PIX_FMT_FLAG_RGB | AV_PIX_FMT_FLAG_PAL)) && d->nb_components >= 3;
+  if (!d || d->nb_components < 1 ||
+      (d->flags & (AV_PIX_FMT_FLAG_RGB | AV_PIX_FMT_FLAG_PAL | AV_PIX_FMT_FLAG_HWACCEL |
+                   AV_PIX_FMT_FLAG_BAYER | AV_PIX_FMT_FLAG_FLOAT | AV_PIX_FMT_FLAG_BITSTREAM)))
+    return AV_PIX_FMT_NONE;
+  const AVComponentDescriptor *c = &d->comp[0];
+  if (c->plane != 0 || c->offset != 0 || c->shift != 0 || c->step != 2 || c->depth <= 8 ||
+      c->depth > 16)
+    return AV_PIX_FMT_NONE;
+  char name[32];
+  snprintf(name, sizeof name, "gray%d%s", c->depth, (d->flags & AV_PIX_FMT_FLAG_BE) ? "be" : "le");
+  return av_get_pix_fmt(name);
 }
 
 int es_video_in_open(es_video_in **out, const char *path, const es_video_in_opts *opts,
@@ -316,16 +337,27 @@ end:
 static int deliver(es_video_in *v, const AVFrame *f, void *dst, size_t dst_stride, char *msg,
                    size_t len) {
   size_t row = (size_t)v->width * (v->depth == 16 ? 2 : 1);
-  if (plane0_direct(f->format, v->depth)) {
-    const uint8_t *src = f->data[0];
+  int offset = 0, step = plane0_direct(f->format, v->depth, &offset);
+  if (step == (v->depth == 16 ? 2 : 1)) { /* planar: one copy per row */
     for (int y = 0; y < v->height; y++)
-      memcpy((uint8_t *)dst + (size_t)y * dst_stride, src + (ptrdiff_t)y * f->linesize[0], row);
+      memcpy((uint8_t *)dst + (size_t)y * dst_stride,
+             f->data[0] + (ptrdiff_t)y * f->linesize[0], row);
     return ES_OK;
   }
-  if (!v->sws || v->sws_fmt != f->format) {
+  if (step) { /* packed 8-bit YUV (YUYV, UYVY, ...): every step-th byte */
+    for (int y = 0; y < v->height; y++) {
+      const uint8_t *s = f->data[0] + (ptrdiff_t)y * f->linesize[0] + offset;
+      uint8_t *o = (uint8_t *)dst + (size_t)y * dst_stride;
+      for (int x = 0; x < v->width; x++) o[x] = s[(size_t)x * step];
+    }
+    return ES_OK;
+  }
+  enum AVPixelFormat src = f->format, yg = y_plane_gray(f->format);
+  if (yg != AV_PIX_FMT_NONE) src = yg; /* plane 0 alone, seen as grey */
+  if (!v->sws || v->sws_fmt != src) {
     sws_freeContext(v->sws);
     enum AVPixelFormat to = v->depth == 16 ? AV_PIX_FMT_GRAY16 : AV_PIX_FMT_GRAY8;
-    v->sws = sws_getContext(v->width, v->height, f->format, v->width, v->height, to,
+    v->sws = sws_getContext(v->width, v->height, src, v->width, v->height, to,
                             SWS_BICUBIC | SWS_ACCURATE_RND | SWS_FULL_CHR_H_INT, NULL, NULL,
                             NULL);
     if (!v->sws) {
@@ -333,23 +365,30 @@ static int deliver(es_video_in *v, const AVFrame *f, void *dst, size_t dst_strid
                av_get_pix_fmt_name(f->format) ? av_get_pix_fmt_name(f->format) : "?");
       return ES_ERR_INPUT;
     }
-    v->sws_fmt = f->format;
-    /* YUV sources keep their Y as stored (only the bit depth changes), as the 8-bit path
-     * does: tell libswscale both sides have the source's range. RGB and palettes become
-     * full-range luma. */
-    if (is_yuv_family(f->format)) {
-      int *inv, *tab, srcr, dstr, b, c, s;
-      if (sws_getColorspaceDetails(v->sws, &inv, &srcr, &tab, &dstr, &b, &c, &s) >= 0)
-        sws_setColorspaceDetails(v->sws, inv, srcr, tab, srcr, b, c, s);
+    v->sws_fmt = src;
+  }
+  /* libswscale's 16-bit paths step rows by stride / 2: an odd stride (or address) goes
+   * through an aligned scratch plane and is copied out. */
+  int direct_dst = v->depth == 8 || !(((uintptr_t)dst | dst_stride) & 1);
+  if (!direct_dst && !v->scratch) {
+    v->scratch_stride = FFALIGN(row, 64);
+    v->scratch = av_malloc(v->scratch_stride * v->height);
+    if (!v->scratch) {
+      snprintf(msg, len, "out of memory");
+      return ES_ERR_NOMEM;
     }
   }
-  uint8_t *dplanes[4] = {dst, NULL, NULL, NULL};
-  int dls[4] = {(int)dst_stride, 0, 0, 0};
+  uint8_t *dplanes[4] = {direct_dst ? dst : v->scratch, NULL, NULL, NULL};
+  int dls[4] = {direct_dst ? (int)dst_stride : (int)v->scratch_stride, 0, 0, 0};
   if (sws_scale(v->sws, (const uint8_t *const *)f->data, f->linesize, 0, v->height, dplanes,
                 dls) != v->height) {
     snprintf(msg, len, "conversion of frame %" PRId64 " to grey failed", v->delivered);
     return ES_ERR_INPUT;
   }
+  if (!direct_dst)
+    for (int y = 0; y < v->height; y++)
+      memcpy((uint8_t *)dst + (size_t)y * dst_stride, v->scratch + (size_t)y * v->scratch_stride,
+             row);
   return ES_OK;
 }
 
@@ -460,6 +499,7 @@ void es_video_in_close(es_video_in **pv) {
   if (!pv || !*pv) return;
   es_video_in *v = *pv;
   sws_freeContext(v->sws);
+  av_free(v->scratch);
   av_frame_free(&v->frame);
   av_packet_free(&v->pkt);
   avcodec_free_context(&v->dec);

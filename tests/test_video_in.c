@@ -1,0 +1,346 @@
+/*
+ * test_video_in.c - es_video_in_* against the ffmpeg program: clips of random odd sizes made
+ * from lavfi sources in several containers and codecs; frame count, size, depth, frame rate,
+ * the grey plane (checked against ffmpeg's own extraction of the Y plane) and pts (against
+ * ffprobe's best_effort_timestamp); y4m and raw gray8/gray16le through a real pipe on stdin,
+ * including a short last frame; bad --raw specs, --max-pixels, a missing file.
+ */
+#include <inttypes.h>
+#include <math.h>
+
+#include "es_io.h"
+#include "es_test_video.h"
+
+static char dir[256];
+
+/* Decodes every frame of path (opts as given); returns the frames concatenated (tight rows,
+ * 1 or 2 bytes a sample), their count, pts, and the final status and message. */
+typedef struct decoded {
+  es_video_info info;
+  uint8_t *data;
+  int n;
+  int64_t pts[512];
+  double secs[512];
+  int open_rc, end_rc;
+  int64_t corrupt;
+  char msg[256];
+} decoded;
+
+static void decode_all(const char *path, const char *raw, int64_t max_pixels, int threads,
+                       decoded *d) {
+  memset(d, 0, sizeof *d);
+  es_video_in_opts o = {raw, max_pixels, threads};
+  es_video_in *v = NULL;
+  memset(&d->info, 0x5a, sizeof d->info); /* poison: open must fill it */
+  d->open_rc = es_video_in_open(&v, path, &o, &d->info, d->msg, sizeof d->msg);
+  if (d->open_rc < 0) {
+    CHECK(v == NULL, "failed open left a handle");
+    return;
+  }
+  size_t bps = d->info.depth == 16 ? 2 : 1;
+  size_t frame = (size_t)d->info.width * d->info.height * bps;
+  size_t stride = (size_t)d->info.width * bps + (getenv("TV_PAD") ? atoi(getenv("TV_PAD")) : 13); /* a padded destination */
+  uint8_t *buf = malloc(stride * d->info.height);
+  for (;;) {
+    memset(buf, 0xa5, stride * d->info.height);
+    int64_t pts = -777;
+    double secs = -777;
+    int rc = es_video_in_read(v, buf, stride, &pts, &secs, d->msg, sizeof d->msg);
+    if (rc < 0) {
+      d->end_rc = rc;
+      break;
+    }
+    if (d->n >= 512) break;
+    uint8_t *nd = realloc(d->data, frame * (d->n + 1));
+    if (!nd) break;
+    d->data = nd;
+    for (int y = 0; y < d->info.height; y++)
+      memcpy(d->data + frame * d->n + (size_t)y * d->info.width * bps, buf + y * stride,
+             (size_t)d->info.width * bps);
+    d->pts[d->n] = pts;
+    d->secs[d->n] = secs;
+    d->n++;
+  }
+  /* EOF is sticky */
+  if (d->end_rc == ES_ERR_EOF)
+    CHECK(es_video_in_read(v, buf, stride, NULL, NULL, d->msg, sizeof d->msg) == ES_ERR_EOF,
+          "second read after EOF");
+  d->corrupt = es_video_in_corrupt(v);
+  free(buf);
+  es_video_in_close(&v);
+  CHECK(v == NULL, "close did not clear the handle");
+  es_video_in_close(&v); /* NULL is fine */
+}
+
+/* ffprobe's best_effort_timestamp of every video frame. */
+static int probe_pts(const char *path, int64_t *pts, int max) {
+  char *out = tv_capture("ffprobe -v error -select_streams v:0 -show_entries "
+                         "frame=best_effort_timestamp -of csv=p=0 '%s'", path);
+  int n = 0;
+  char *save = NULL;
+  for (char *t = out ? strtok_r(out, "\n", &save) : NULL; t && n < max;
+       t = strtok_r(NULL, "\n", &save)) {
+    while (*t == ' ') t++;
+    if (*t) pts[n++] = strtoll(t, NULL, 10);
+  }
+  free(out);
+  return n;
+}
+
+/* One clip: lavfi source -> file; decode it; compare with ffmpeg's extraction. */
+/* bits: of the reference samples when they are fewer than 16 (9..15): the reference is
+ * then the Y as stored, and what is delivered must be it scaled to the full 16-bit range
+ * by bit replication (v << (16 - bits) | v >> (2 * bits - 16), libswscale's rule). */
+static int widen(int v, int bits) {
+  return bits > 8 && bits < 16 ? (v << (16 - bits)) | (v >> (2 * bits - 16)) : v;
+}
+
+static void clip_case(const char *name, int w, int h, const char *rate, int n,
+                      const char *encode, const char *ref_fmt, int depth, int tol, int bits) {
+  char clip[512], ref[512];
+  snprintf(clip, sizeof clip, "%s/%s", dir, name);
+  snprintf(ref, sizeof ref, "%s/%s.ref", dir, name);
+  /* testsrc2 (moving pattern) made at an even size, scaled to the odd size asked for. */
+  if (tv_sh("ffmpeg -v error -y -f lavfi -i testsrc2=size=%dx%d:rate=%s -frames:v %d "
+            "-vf scale=%d:%d %s '%s'",
+            (w + 1) & ~1, (h + 1) & ~1, rate, n, w, h, encode, clip) != 0) {
+    CHECK(0, "%s: could not make the clip", name);
+    return;
+  }
+  /* The Y plane as stored (extractplanes: no range conversion) or luma of RGB. */
+  if (tv_sh("ffmpeg -v error -y -i '%s' %s -f rawvideo '%s'", clip, ref_fmt, ref) != 0) {
+    CHECK(0, "%s: ffmpeg could not extract the reference", name);
+    return;
+  }
+  decoded d;
+  decode_all(clip, NULL, 0, es_test_range(0, 3), &d);
+  CHECK(d.open_rc == ES_OK, "%s: open %d %s", name, d.open_rc, d.msg);
+  if (d.open_rc < 0) return;
+  CHECK(d.end_rc == ES_ERR_EOF, "%s: end %d %s", name, d.end_rc, d.msg);
+  CHECK(d.info.width == w && d.info.height == h, "%s: size %dx%d, want %dx%d", name,
+        d.info.width, d.info.height, w, h);
+  CHECK(d.info.depth == depth, "%s: depth %d want %d", name, d.info.depth, depth);
+  CHECK(d.n == n, "%s: %d frames, want %d", name, d.n, n);
+  CHECK(d.corrupt == 0, "%s: %" PRId64 " corrupt in a clean clip", name, d.corrupt);
+  int rn, rd;
+  if (sscanf(rate, "%d/%d", &rn, &rd) != 2) rd = 1;
+  CHECK((int64_t)d.info.fps_num * rd == (int64_t)rn * d.info.fps_den, "%s: fps %d/%d want %s",
+        name, d.info.fps_num, d.info.fps_den, rate);
+  CHECK(d.info.frames == 0 || llabs(d.info.frames - n) <= 1, "%s: estimate %" PRId64, name,
+        d.info.frames);
+  size_t rsize = 0;
+  uint8_t *r = tv_read_file(ref, &rsize);
+  size_t fbytes = (size_t)w * h * (depth == 16 ? 2 : 1);
+  CHECK(r && rsize == fbytes * n, "%s: reference has %zu bytes, want %zu", name, rsize,
+        fbytes * n);
+  if (r && rsize == fbytes * n && d.n == n) {
+    int maxdiff = 0;
+    size_t bad = 0;
+    for (size_t i = 0; i < (size_t)w * h * n; i++) {
+      int a = depth == 16 ? ((const uint16_t *)d.data)[i] : d.data[i];
+      int b = depth == 16 ? widen(r[2 * i] | r[2 * i + 1] << 8, bits) : r[i];
+      int df = abs(a - b);
+      if (df > maxdiff) maxdiff = df;
+      if (df) bad++;
+    }
+    CHECK(maxdiff <= tol, "%s: grey plane differs from ffmpeg's by up to %d (%zu samples)",
+          name, maxdiff, bad);
+  }
+  free(r);
+  int64_t ppts[512];
+  int pn = probe_pts(clip, ppts, 512);
+  CHECK(pn == d.n, "%s: ffprobe sees %d frames", name, pn);
+  double tb = (double)d.info.tb_num / d.info.tb_den;
+  for (int i = 0; i < pn && i < d.n; i++) {
+    CHECK(d.pts[i] == ppts[i], "%s: frame %d pts %" PRId64 " ffprobe %" PRId64, name, i,
+          d.pts[i], ppts[i]);
+    CHECK(fabs(d.secs[i] - d.pts[i] * tb) < 1e-9, "%s: pts seconds", name);
+    if (i) CHECK(d.pts[i] > d.pts[i - 1], "%s: pts not increasing at %d", name, i);
+  }
+  free(d.data);
+}
+
+static void rand_fill(uint8_t *p, size_t n) {
+  for (size_t i = 0; i < n; i++) p[i] = (uint8_t)(es_test_rand() >> 33);
+}
+
+/* Raw gray8/gray16le frames on a real pipe, with and without a short last frame. */
+static void raw_case(int depth, int short_tail) {
+  int w = es_test_range(1, 97) | 1, h = es_test_range(1, 61);
+  int n = es_test_range(1, 6);
+  size_t bps = depth == 16 ? 2 : 1, fsize = (size_t)w * h * bps;
+  size_t tail = short_tail ? (size_t)es_test_range(1, (int)fsize - 1 > 0 ? (int)fsize - 1 : 1)
+                           : 0;
+  if (short_tail && fsize == 1) return; /* no short frame of a 1-byte frame */
+  size_t total = fsize * n + tail;
+  uint8_t *data = malloc(total);
+  rand_fill(data, total);
+  char spec[64];
+  snprintf(spec, sizeof spec, "%s:%dx%d@30000/1001", depth == 16 ? "gray16le" : "gray8", w, h);
+  int saved = -1;
+  pid_t pid = tv_stdin_pipe(data, total, &saved);
+  decoded d;
+  decode_all("-", spec, 0, 0, &d);
+  tv_stdin_restore(pid, saved);
+  CHECK(d.open_rc == ES_OK, "raw %s: open %d %s", spec, d.open_rc, d.msg);
+  if (d.open_rc == ES_OK) {
+    CHECK(d.info.width == w && d.info.height == h && d.info.depth == depth, "raw %s: info",
+          spec);
+    CHECK(d.info.fps_num == 30000 && d.info.fps_den == 1001, "raw fps %d/%d", d.info.fps_num,
+          d.info.fps_den);
+    CHECK(d.n == n, "raw %s: %d frames of %d delivered", spec, d.n, n);
+    if (d.n == n) {
+      int same = 1;
+      for (size_t i = 0; i < (size_t)w * h * n && same; i++) {
+        int a = depth == 16 ? ((const uint16_t *)d.data)[i] : d.data[i];
+        int b = depth == 16 ? (data[2 * i] | data[2 * i + 1] << 8) : data[i];
+        same = a == b;
+      }
+      CHECK(same, "raw %s: samples differ from those written", spec);
+    }
+    for (int i = 0; i < d.n; i++) {
+      double want = i * 1001.0 / 30000.0;
+      CHECK(fabs(d.secs[i] - want) < 1e-6, "raw frame %d at %.6f s, want %.6f", i, d.secs[i],
+            want);
+    }
+    if (short_tail) {
+      char want[160];
+      snprintf(want, sizeof want, "frame %d is short (got %zu of %zu bytes)", n, tail, fsize);
+      CHECK(d.end_rc == ES_ERR_INPUT && !strcmp(d.msg, want), "raw short: %d '%s', want '%s'",
+            d.end_rc, d.msg, want);
+    } else {
+      CHECK(d.end_rc == ES_ERR_EOF, "raw %s: end %d %s", spec, d.end_rc, d.msg);
+    }
+  }
+  free(d.data);
+  free(data);
+}
+
+/* y4m through a pipe: recognised by its header, no options. */
+static void y4m_pipe_case(const char *pixfmt, int depth, int bits) {
+  int w = es_test_range(8, 120) | 1, h = es_test_range(8, 90) | 1, n = es_test_range(2, 7);
+  char clip[512], ref[512];
+  snprintf(clip, sizeof clip, "%s/p.y4m", dir);
+  snprintf(ref, sizeof ref, "%s/p.ref", dir);
+  if (tv_sh("ffmpeg -v error -y -f lavfi -i testsrc2=size=%dx%d:rate=24 -frames:v %d -vf "
+            "scale=%d:%d,format=%s -strict -1 '%s'",
+            (w + 1) & ~1, (h + 1) & ~1, n, w, h, pixfmt, clip) ||
+      tv_sh("ffmpeg -v error -y -i '%s' -vf extractplanes=y -f rawvideo -pix_fmt %s '%s'",
+            clip, bits == 10 ? "gray10le" : "gray", ref)) {
+    CHECK(0, "y4m %s: ffmpeg failed", pixfmt);
+    return;
+  }
+  size_t csize = 0, rsize = 0;
+  uint8_t *c = tv_read_file(clip, &csize), *r = tv_read_file(ref, &rsize);
+  int saved = -1;
+  pid_t pid = tv_stdin_pipe(c, csize, &saved);
+  decoded d;
+  decode_all("-", NULL, 0, 0, &d);
+  tv_stdin_restore(pid, saved);
+  CHECK(d.open_rc == ES_OK && d.end_rc == ES_ERR_EOF, "y4m pipe %s: %d %d %s", pixfmt,
+        d.open_rc, d.end_rc, d.msg);
+  CHECK(d.n == n && d.info.width == w && d.info.height == h && d.info.depth == depth,
+        "y4m pipe %s: %d frames %dx%d depth %d", pixfmt, d.n, d.info.width, d.info.height,
+        d.info.depth);
+  CHECK(d.info.fps_num == 24 && d.info.fps_den == 1, "y4m fps");
+  size_t fb = (size_t)w * h * (depth == 16 ? 2 : 1);
+  if (d.n == n && r && rsize == fb * n) {
+    int maxdiff = 0;
+    for (size_t i = 0; i < (size_t)w * h * n; i++) {
+      int a = depth == 16 ? ((const uint16_t *)d.data)[i] : d.data[i];
+      int b = depth == 16 ? widen(r[2 * i] | r[2 * i + 1] << 8, bits) : r[i];
+      if (abs(a - b) > maxdiff) maxdiff = abs(a - b);
+    }
+    CHECK(maxdiff == 0, "y4m pipe %s: Y differs by %d", pixfmt, maxdiff);
+  }
+  free(c);
+  free(r);
+  free(d.data);
+}
+
+int main(void) {
+  es_test_seed("test_video_in");
+  if (!tv_need_ffmpeg("test_video_in")) return ES_TEST_SKIP;
+  snprintf(dir, sizeof dir, "%s/es-video-in-XXXXXX", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
+  if (!mkdtemp(dir)) return 1;
+
+  int w = es_test_range(17, 180) | 1, h = es_test_range(9, 120) | 1;
+  printf("clips %dx%d\n", w, h);
+  /* 8-bit YUV through several decoders and containers: Y as stored, exactly. */
+  const char *y = "-vf extractplanes=y -pix_fmt gray";
+  clip_case("a.mkv", w, h, "25", es_test_range(3, 12), "-c:v libx264 -pix_fmt yuv444p", y, 8,
+            0, 8);
+  clip_case("b.mp4", w, h, "30000/1001", es_test_range(3, 12), "-c:v mpeg4 -pix_fmt yuv420p",
+            y, 8, 0, 8);
+  clip_case("c.avi", w + 1, h + 1, "12", es_test_range(3, 8), "-c:v mjpeg -pix_fmt yuvj422p",
+            y, 8, 0, 8);
+  clip_case("d.nut", w, h, "10", es_test_range(2, 6), "-c:v rawvideo -pix_fmt nv12", y, 8, 0, 8);
+  clip_case("d2.avi", w, h, "10", es_test_range(2, 6), "-c:v rawvideo -pix_fmt yuyv422", y, 8, 0,
+            8);
+  /* >8 bits: GRAY16 scaled to the full range by libswscale (what ffmpeg does to gray16le). */
+  clip_case("e.nut", w, h, "50", es_test_range(2, 6), "-c:v ffv1 -pix_fmt yuv420p10le",
+            "-vf extractplanes=y -pix_fmt gray10le", 16, 0, 10);
+  /* RGB: luma through libswscale, as ffmpeg's -pix_fmt gray (rounding may differ by 1). */
+  clip_case("f.nut", w, h, "25", es_test_range(2, 6), "-c:v ffv1 -pix_fmt bgr0",
+            "-pix_fmt gray", 8, 1, 8);
+  clip_case("g.mkv", w, h, "25", es_test_range(2, 6), "-c:v ffv1 -pix_fmt gray16le",
+            "-pix_fmt gray16le", 16, 0, 16);
+
+  y4m_pipe_case("yuv420p", 8, 8);
+  y4m_pipe_case("gray", 8, 8);
+  y4m_pipe_case("yuv444p10le", 16, 10);
+  for (int depth = 8; depth <= 16; depth += 8) {
+    raw_case(depth, 0);
+    raw_case(depth, 1);
+  }
+
+  /* Bad raw specs: usage errors naming the option. */
+  const char *bad[] = {"gray8", "gray8:", "gray8:10", "gray8:10x", "gray8:0x5", "rgb24:4x4",
+                       "gray8:4x4@", "gray8:4x4@abc", "gray16le:4x4x", "gray8:-3x4"};
+  for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+    decoded d;
+    decode_all("-", bad[i], 0, 0, &d);
+    char want[160];
+    snprintf(want, sizeof want, "--raw %s: expected gray8:WxH[@FPS] or gray16le:WxH[@FPS]",
+             bad[i]);
+    CHECK(d.open_rc == ES_ERR_USAGE && !strcmp(d.msg, want), "raw '%s': %d '%s'", bad[i],
+          d.open_rc, d.msg);
+  }
+  /* --max-pixels, checked before anything is read (raw) or decoded (a file). */
+  {
+    decoded d;
+    decode_all("-", "gray8:100000x100000", 1LL << 31, 0, &d);
+    CHECK(d.open_rc == ES_ERR_INPUT && strstr(d.msg, "max-pixels"), "raw too big: %d %s",
+          d.open_rc, d.msg);
+    char clip[512];
+    snprintf(clip, sizeof clip, "%s/a.mkv", dir);
+    decode_all(clip, NULL, (int64_t)w * h - 1, 0, &d);
+    CHECK(d.open_rc == ES_ERR_INPUT && strstr(d.msg, "max-pixels"), "file too big: %d %s",
+          d.open_rc, d.msg);
+    decode_all(clip, NULL, (int64_t)w * h, 0, &d);
+    CHECK(d.open_rc == ES_OK, "exactly max-pixels: %d %s", d.open_rc, d.msg);
+    free(d.data);
+    /* A y4m header claiming a huge frame: refused from the header. */
+    snprintf(clip, sizeof clip, "%s/huge.y4m", dir);
+    const char hdr[] = "YUV4MPEG2 W10000 H10000 F25:1 Ip A1:1 Cmono\nFRAME\nxyz";
+    tv_write_file(clip, hdr, sizeof hdr - 1);
+    decode_all(clip, NULL, 1LL << 26, 0, &d);
+    CHECK(d.open_rc == ES_ERR_INPUT && strstr(d.msg, "max-pixels"), "huge y4m: %d %s",
+          d.open_rc, d.msg);
+  }
+  /* Not there, not a video. */
+  {
+    decoded d;
+    char p[512];
+    snprintf(p, sizeof p, "%s/missing.mp4", dir);
+    decode_all(p, NULL, 0, 0, &d);
+    CHECK(d.open_rc == ES_ERR_INPUT && d.msg[0] && !strchr(d.msg, '\n'), "missing: %d %s",
+          d.open_rc, d.msg);
+    snprintf(p, sizeof p, "%s/text.mkv", dir);
+    tv_write_file(p, "hello, this is not a video\n", 27);
+    decode_all(p, NULL, 0, 0, &d);
+    CHECK(d.open_rc == ES_ERR_INPUT, "text file: %d %s", d.open_rc, d.msg);
+  }
+  tv_sh("rm -rf '%s'", dir);
+  return es_test_done("test_video_in");
+}
