@@ -1525,8 +1525,9 @@ static int run_video(cli_opts *o, int out_kind) {
       }
     }
     if (sw) {
-      rc = es_stats_writer_close(&sw, 1, msg, sizeof msg);
-      if (rc != ES_OK) {
+      /* The records of the frames written are kept, as the maps are. */
+      rc = es_stats_writer_close(&sw, commit, msg, sizeof msg);
+      if (rc != ES_OK && commit) {
         err(o->stats_path, "%s", *msg ? msg : es_strerror(rc));
         code = worse(code, es_exit_code(rc));
       }
@@ -1543,7 +1544,7 @@ static int run_video(cli_opts *o, int out_kind) {
     clear_progress_locked();
     pthread_mutex_unlock(&g_err_lock);
     if (!o->quiet || corrupt > 0)
-      err(NULL, "%" PRId64 " frame%s, %dx%d, %.1f s, %.1f fps, %s%s%s", written,
+      err(NULL, "%" PRId64 " frame%s, %dx%d, %.2f s, %.1f fps, %s%s%s", written,
           written == 1 ? "" : "s", v.info.width, v.info.height, el, el > 0 ? written / el : 0.0,
           device_desc(ctx, d, sizeof d), extra, code == 130 ? ", interrupted" : "");
   }

@@ -1,0 +1,142 @@
+#!/bin/bash
+# test_cli_video.sh - video and streams through the CLI (skipped without FFmpeg): a lavfi clip
+# of odd size to .mp4 heat (frame count, size, frame rate), to .npy [T,H,W] compared frame by
+# frame with the single-image result of the same frame, to a frame directory, y4m stdin to
+# y4m stdout into ffmpeg, --format f32 to stdout, --stats per frame, and raw gray8 stdin with
+# a short last frame (exit 2, frame number named, earlier frames kept).
+set -u
+BIN=${ES_BIN:?ES_BIN not set}
+PY=${ES_PYTHON3:-/usr/bin/python3}
+if [ "${ES_HAVE_FFMPEG:-0}" != 1 ] || ! command -v ffmpeg >/dev/null || ! command -v ffprobe >/dev/null; then
+  echo "test_cli_video: skipped (no FFmpeg)"
+  exit 77
+fi
+SEED=${ES_TEST_SEED:-$(( $(date +%s) ^ $$ ))}
+echo "test_cli_video: seed $SEED (ES_TEST_SEED to replay)"
+T=$(mktemp -d)
+trap 'rm -rf "$T"' EXIT
+FAIL=0
+fail() { echo "FAIL: $*"; FAIL=$((FAIL + 1)); }
+FF="ffmpeg -nostdin -v error -y"
+
+# An odd-size clip, stored losslessly in grey so its frames can be extracted exactly.
+W=$(( 41 + 2 * (SEED % 12) )); H=$(( 31 + 2 * ((SEED / 13) % 9) )); N=$(( 7 + SEED % 6 ))
+echo "clip ${W}x${H}, $N frames at 10 fps"
+$FF -f lavfi -i "testsrc=size=${W}x${H}:rate=10" -vf format=gray -frames:v $N -c:v ffv1 "$T/clip.mkv" \
+  || { echo "cannot make the clip"; exit 1; }
+probe() { # FILE ENTRIES -> csv values
+  ffprobe -v error -count_frames -select_streams v:0 -show_entries "stream=$2" -of csv=p=0 "$1"
+}
+
+# .mp4 heat: frames, size (odd), frame rate.
+"$BIN" -q "$T/clip.mkv" -o "$T/heat.mp4"; rc=$?
+[ $rc = 0 ] || fail "clip -> mp4: exit $rc"
+got=$(probe "$T/heat.mp4" width,height,nb_read_frames,r_frame_rate)
+[ "$got" = "$W,$H,10/1,$N" ] || fail "heat.mp4: got '$got', want '$W,$H,10/1,$N'"
+ls -A "$T" | grep -q '^\.' && fail "temporaries left: $(ls -A "$T")"
+"$BIN" -q "$T/clip.mkv" -o "$T/heat.mkv" --codec mpeg4 --format gray8; rc=$?
+[ $rc = 0 ] || fail "clip -> mkv mpeg4 gray8: exit $rc"
+got=$(probe "$T/heat.mkv" codec_name,width,height,nb_read_frames)
+[ "$got" = "mpeg4,$W,$H,$N" ] || fail "heat.mkv: got '$got', want 'mpeg4,$W,$H,$N'"
+
+# .npy [T,H,W] against each frame extracted and computed as an image.
+K=$(( 3 + 2 * (SEED % 4) ))
+"$BIN" -q "$T/clip.mkv" -o "$T/v.npy" -w $K --border reflect; rc=$?
+[ $rc = 0 ] || fail "clip -> npy: exit $rc"
+mkdir "$T/png"
+$FF -i "$T/clip.mkv" -pix_fmt gray "$T/png/f%03d.png" || fail "cannot extract frames"
+i=0
+for f in "$T"/png/f*.png; do
+  "$BIN" -q "$f" -o "$T/png/$(basename "$f" .png).npy" -w $K --border reflect || fail "$f: exit $?"
+  i=$((i + 1))
+done
+[ $i = $N ] || fail "ffmpeg extracted $i frames, want $N"
+"$PY" - "$T/v.npy" "$T"/png/f*.npy <<'EOF' || fail "video .npy differs from the per-frame images"
+import sys
+import numpy as np
+v = np.load(sys.argv[1])
+frames = [np.load(p) for p in sys.argv[2:]]
+assert v.dtype == np.float32 and v.shape == (len(frames),) + frames[0].shape, (v.shape, len(frames), frames[0].shape)
+for t, f in enumerate(frames):
+    assert np.array_equal(v[t], f), 'frame %d differs by %g' % (t, np.abs(v[t] - f).max())
+print('npy: %d frames identical to the single-image maps' % len(frames))
+EOF
+
+# A frame directory.
+"$BIN" -q "$T/clip.mkv" -o "$T/frames" --format gray16; rc=$?
+[ $rc = 0 ] || fail "clip -> frame directory: exit $rc"
+[ "$(ls "$T/frames" | wc -l)" = $N ] || fail "frame directory holds $(ls "$T/frames" | wc -l) files, want $N"
+[ -f "$T/frames/frame_000000.png" ] && [ -f "$T/frames/frame_$(printf %06d $((N - 1))).png" ] \
+  || fail "frame names: $(ls "$T/frames" | tr '\n' ' ')"
+got=$(probe "$T/frames/frame_000000.png" width,height,pix_fmt)
+case "$got" in "$W,$H,gray16"*) ;; *) fail "frame_000000.png: $got";; esac
+
+# Stats per frame: N records, index 0..N-1, pts 0, 0.1, ...
+"$BIN" -q "$T/clip.mkv" --stats "$T/v.csv" -w $K --border reflect; rc=$?
+[ $rc = 0 ] || fail "clip -> stats: exit $rc"
+"$PY" - "$T/v.csv" "$T/v.npy" <<'EOF' || fail "video stats wrong"
+import csv, sys
+import numpy as np
+rows = list(csv.DictReader(open(sys.argv[1])))
+v = np.load(sys.argv[2]).astype(np.float64)
+assert len(rows) == v.shape[0], (len(rows), v.shape)
+for t, r in enumerate(rows):
+    assert int(r['index']) == t, r['index']
+    assert abs(float(r['pts']) - t / 10) < 1e-6, r['pts']
+    assert abs(float(r['mean']) - v[t].mean()) < 1e-4, (t, r['mean'], v[t].mean())
+print('stats: %d rows' % len(rows))
+EOF
+
+# y4m in on stdin, y4m out on stdout, into ffmpeg.
+got=$($FF -f lavfi -i "testsrc=size=${W}x${H}:rate=10" -frames:v $N -pix_fmt yuv420p -f yuv4mpegpipe - \
+  | "$BIN" -q - -o - | ffprobe -v error -count_frames -show_entries stream=width,height,nb_read_frames,pix_fmt -of csv=p=0 -)
+case "$got" in "$W,$H,yuv444p"*",$N") ;; *) fail "y4m pipe: got '$got', want $W,$H,yuv444p...,$N";; esac
+got=$($FF -f lavfi -i "testsrc=size=${W}x${H}:rate=10" -frames:v $N -pix_fmt yuv420p -f yuv4mpegpipe - \
+  | "$BIN" -q - --format gray8 -o - | ffprobe -v error -count_frames -show_entries stream=nb_read_frames,pix_fmt -of csv=p=0 -)
+case "$got" in gray*",$N") ;; *) fail "y4m gray8 pipe: got '$got', want gray,$N";; esac
+
+# Raw float32 on stdout: T*H*W*4 bytes, the same values as the .npy.
+"$BIN" -q "$T/clip.mkv" --format f32 -o - -w $K --border reflect > "$T/v.f32"; rc=$?
+[ $rc = 0 ] || fail "f32 to stdout: exit $rc"
+[ "$(stat -c %s "$T/v.f32")" = $(( N * W * H * 4 )) ] || fail "f32 stdout: $(stat -c %s "$T/v.f32") bytes, want $(( N * W * H * 4 ))"
+"$PY" -c "
+import sys, numpy as np
+a = np.fromfile('$T/v.f32', '<f4'); b = np.load('$T/v.npy').ravel()
+sys.exit(0 if a.shape == b.shape and np.array_equal(a, b) else 1)" || fail "f32 stdout differs from the .npy"
+
+# Raw gray8 on stdin with a short last frame: exit 2, the frame named, earlier frames kept.
+RW=$(( 13 + SEED % 7 )); RH=$(( 9 + SEED % 5 )); RN=$(( 3 + SEED % 4 ))
+head -c $(( RW * RH * RN + RW * RH / 2 )) /dev/urandom > "$T/raw.bin"
+msg=$("$BIN" -q - --raw gray8:${RW}x${RH}@12.5 -o "$T/raw.npy" < "$T/raw.bin" 2>&1); rc=$?
+[ $rc = 2 ] || fail "short raw frame: exit $rc, want 2 ($msg)"
+[ "$(printf '%s\n' "$msg" | wc -l)" = 1 ] || fail "short raw frame: want one line, got: $msg"
+case "$msg" in "entropy-stream: -: "*"frame $RN"*) ;; *) fail "short raw frame message does not name frame $RN: $msg";; esac
+"$PY" -c "
+import numpy as np, sys
+a = np.load('$T/raw.npy'); print('raw npy', a.shape)
+sys.exit(0 if a.shape == ($RN, $RH, $RW) else 1)" || fail "short raw frame: earlier frames not kept"
+# The same frames whole: exit 0.
+head -c $(( RW * RH * RN )) "$T/raw.bin" | "$BIN" -q - --raw gray8:${RW}x${RH} -o "$T/raw2.npy"; rc=$?
+[ $rc = 0 ] || fail "whole raw frames: exit $rc"
+cmp -s "$T/raw.npy" "$T/raw2.npy" || fail "raw frames give different maps with and without a short tail"
+# 16-bit raw.
+head -c $(( RW * RH * 2 * 2 )) /dev/urandom | "$BIN" -q - --raw gray16le:${RW}x${RH} -L 4096 -o "$T/raw16.npy"; rc=$?
+[ $rc = 0 ] || fail "raw gray16le: exit $rc"
+
+# Existing video output refused; a video into a .png is a usage error; bad video input exit 2.
+msg=$("$BIN" -q "$T/clip.mkv" -o "$T/heat.mp4" 2>&1); rc=$?
+[ $rc = 3 ] || fail "existing mp4: exit $rc, want 3"
+[ "$msg" = "entropy-stream: $T/heat.mp4: exists (use -y to overwrite, -n to skip)" ] || fail "existing mp4 message: $msg"
+"$BIN" -q -y "$T/clip.mkv" -o "$T/heat.mp4" || fail "-y over mp4: exit $?"
+msg=$("$BIN" -q "$T/clip.mkv" -o "$T/x.png" 2>&1); rc=$?
+[ $rc = 1 ] || fail "video -> png: exit $rc, want 1 ($msg)"
+head -c 5000 /dev/urandom > "$T/noise.mp4"
+msg=$("$BIN" -q "$T/noise.mp4" -o "$T/noise.npy" 2>&1); rc=$?
+[ $rc = 2 ] || fail "noise.mp4: exit $rc, want 2 ($msg)"
+[ -e "$T/noise.npy" ] && fail "noise.mp4 left an output"
+
+if [ $FAIL -ne 0 ]; then
+  echo "test_cli_video: $FAIL failure(s)"
+  exit 1
+fi
+echo "test_cli_video: all checks passed"
