@@ -277,6 +277,9 @@ int es_video_in_open(es_video_in **out, const char *path, const es_video_in_opts
   v->dec->thread_count = opts && opts->threads > 0 ? opts->threads : 0;
   v->dec->thread_type = FF_THREAD_FRAME | FF_THREAD_SLICE;
   if (max_pixels > 0) v->dec->max_pixels = max_pixels;
+  /* Verify checksums where the codec has them (ffv1 slices, ...): a damaged frame is then
+   * an error we skip and count instead of a picture with garbage in it. */
+  v->dec->err_recognition |= AV_EF_CRCCHECK;
   if ((err = avcodec_open2(v->dec, codec, NULL)) < 0) {
     averr(msg, len, "cannot open the decoder", err);
     rc = ES_ERR_INPUT;
@@ -487,6 +490,11 @@ int es_video_in_read(es_video_in *v, void *dst, size_t dst_stride, int64_t *pts,
       continue;
     }
     v->packets++;
+    if (v->pkt->flags & AV_PKT_FLAG_CORRUPT) { /* the demuxer knows it is damaged */
+      v->corrupt++;
+      av_packet_unref(v->pkt);
+      continue;
+    }
     err = avcodec_send_packet(v->dec, v->pkt);
     av_packet_unref(v->pkt);
     if (err < 0 && err != AVERROR(EAGAIN) && err != AVERROR_EOF) v->corrupt++;
