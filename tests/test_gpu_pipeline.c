@@ -1,0 +1,154 @@
+/*
+ * test_gpu_pipeline.c - the engine's GPU scheduling (skipped without a GPU): es_compute on
+ * --device gpu and auto (small frames on the CPU, large on a GPU, very large split over all
+ * GPUs) bit-identical to es_cpu_run; a stream on the GPUs with frames pulled in order and
+ * identical; injected faults on GPU frames retried elsewhere with identical output.
+ */
+#include <pthread.h>
+
+#include "es_gpu.h"
+#include "es_pipeline_internal.h"
+#include "es_pipeline_test.h"
+
+static void compute_case(es_context *ctx, const es_params *p, int bins, int w, int h, int depth,
+                         int want_gpu, const char *what) {
+  size_t bps = depth == 16 ? 2 : 1;
+  size_t stride = (size_t)w * bps;
+  void *data = malloc(stride * (size_t)h);
+  pt_fill(data, w, h, stride, depth);
+  es_image img = {data, w, h, stride, depth};
+  es_render r;
+  es_render_default(&r);
+  r.format = es_test_range(1, 5);
+  r.range_auto = es_test_range(0, 1);
+  pt_result ref, got;
+  char msg[256] = "";
+  pt_result_init(&ref, w, h, r.format);
+  pt_result_init(&got, w, h, r.format);
+  CHECK(pt_reference(&img, p, bins, &r, &ref, msg, sizeof msg) == ES_OK, "reference: %s", msg);
+  int rc = es_compute(ctx, &img, got.map, got.map_stride, &got.stats, &r, &got.pix);
+  CHECK(rc == ES_OK, "%s: es_compute: %s", what, es_context_error(ctx));
+  if (rc == ES_OK) {
+    pt_map_equal(ref.map, ref.map_stride, got.map, got.map_stride, w, h, what);
+    pt_stats_equal(&ref.stats, &got.stats, what);
+    pt_pix_equal(&ref.pix, &got.pix, r.format, w, h, what);
+  }
+  (void)want_gpu;
+  pt_result_free(&ref);
+  pt_result_free(&got);
+  free(data);
+}
+
+/* Pushes n frames of the given sizes, checks order, device and bits. */
+static void stream_case(es_context *ctx, const es_params *p, int bins, int n, int big,
+                        const char *what) {
+  es_stream_config sc;
+  memset(&sc, 0, sizeof sc);
+  sc.want_map = 1;
+  sc.want_stats = 1;
+  es_stream *s = NULL;
+  CHECK(es_stream_open(ctx, &sc, &s) == ES_OK, "%s: open: %s", what, es_context_error(ctx));
+  if (!s) return;
+  int64_t cpu_below = es_context_config(ctx)->cpu_below;
+  /* Inputs kept for the comparison: frame i is (w, h) below. */
+  void **in = calloc((size_t)n, sizeof *in);
+  int *ws = calloc((size_t)n, sizeof *ws), *hs = calloc((size_t)n, sizeof *hs);
+  int pushed = 0, pulled = 0;
+  while (pulled < n) {
+    /* Keep the pool full, then pull one. */
+    while (pushed < n && pushed - pulled < es_context_config(ctx)->queue) {
+      es_frame *f = NULL;
+      CHECK(es_stream_acquire(s, &f) == ES_OK, "acquire");
+      int w = big && pushed % 2 ? es_test_range(400, 900) : es_test_range(5, 200);
+      int h = big && pushed % 2 ? es_test_range(300, 700) : es_test_range(5, 150);
+      CHECK(es_stream_reserve(s, f, w, h, 8) == ES_OK, "reserve");
+      pt_fill(f->data, w, h, f->stride, 8);
+      in[pushed] = malloc((size_t)w * h);
+      memcpy(in[pushed], f->data, (size_t)w * h);
+      ws[pushed] = w;
+      hs[pushed] = h;
+      CHECK(es_stream_push(s, f) == ES_OK, "push");
+      pushed++;
+    }
+    if (pushed == n) es_stream_finish(s);
+    es_frame *f = NULL;
+    int rc = es_stream_pull(s, &f);
+    CHECK(rc == ES_OK && f->index == pulled, "%s: pull %d: rc %d", what, pulled, rc);
+    if (rc) break;
+    CHECK(f->status == ES_OK, "%s: frame %d status %d", what, pulled, f->status);
+    int64_t px = (int64_t)ws[pulled] * hs[pulled];
+    if (es_context_config(ctx)->device == ES_DEVICE_AUTO && px < cpu_below)
+      CHECK(f->device == -1, "%s: small frame %d on device %d", what, pulled, f->device);
+    es_image img = {in[pulled], ws[pulled], hs[pulled], (size_t)ws[pulled], 8};
+    pt_result ref;
+    char msg[256];
+    pt_result_init(&ref, ws[pulled], hs[pulled], ES_PIX_NONE);
+    CHECK(pt_reference(&img, p, bins, NULL, &ref, msg, sizeof msg) == ES_OK, "ref");
+    char fw[160];
+    snprintf(fw, sizeof fw, "%s frame %d (%dx%d, device %d)", what, pulled, ws[pulled],
+             hs[pulled], f->device);
+    pt_map_equal(ref.map, ref.map_stride, f->map, f->map_stride, ws[pulled], hs[pulled], fw);
+    pt_stats_equal(&ref.stats, &f->stats, fw);
+    pt_result_free(&ref);
+    free(in[pulled]);
+    es_stream_release(s, f);
+    pulled++;
+  }
+  es_frame *f = NULL;
+  CHECK(es_stream_pull(s, &f) == ES_ERR_EOF, "%s: EOF", what);
+  es_stream_destroy(&s);
+  for (int i = pulled; i < n; i++) free(in[i]);
+  free(in);
+  free(ws);
+  free(hs);
+}
+
+int main(void) {
+  es_test_seed("test_gpu_pipeline");
+  int ngpu = es_gpu_device_count();
+  if (ngpu == 0) {
+    printf("test_gpu_pipeline: no GPU visible, skipped\n");
+    return ES_TEST_SKIP;
+  }
+  unsetenv("ES_FAULT_INJECT");
+  for (int dev = 0; dev < 2; dev++) {
+    es_config c;
+    es_config_default(&c);
+    c.device = dev == 0 ? ES_DEVICE_GPU : ES_DEVICE_AUTO;
+    c.verbose = 1;
+    es_context *ctx = NULL;
+    char msg[256];
+    CHECK(es_context_create(&ctx, &c, msg, sizeof msg) == ES_OK, "create: %s", msg);
+    if (!ctx) continue;
+    CHECK(es_context_gpu_count(ctx) == ngpu, "gpu count %d of %d", es_context_gpu_count(ctx), ngpu);
+    const char *name = dev == 0 ? "gpu" : "auto";
+    for (int i = 0; i < 6; i++) {
+      char what[80];
+      snprintf(what, sizeof what, "%s compute %d", name, i);
+      int depth = i % 3 == 2 ? 16 : 8;
+      compute_case(ctx, &c.params, c.stats_bins, es_test_range(100, 1300),
+                   es_test_range(100, 900), depth, 1, what);
+    }
+    /* Large enough to be split over every GPU when there are several. */
+    compute_case(ctx, &c.params, c.stats_bins, 4001, 2203, 8, 1, "split");
+    stream_case(ctx, &c.params, c.stats_bins, 40, 1, name);
+    CHECK(es_context_retries(ctx) == 0, "retries without faults: %lld",
+          (long long)es_context_retries(ctx));
+    es_context_destroy(&ctx);
+  }
+
+  /* Injected faults on GPU frames: retried on another GPU or the CPU, same bits. */
+  setenv("ES_FAULT_INJECT", "frames=1,3,4", 1);
+  es_config c;
+  es_config_default(&c);
+  c.device = ES_DEVICE_GPU;
+  es_context *ctx = NULL;
+  CHECK(es_context_create(&ctx, &c, NULL, 0) == ES_OK, "create with faults");
+  unsetenv("ES_FAULT_INJECT");
+  if (ctx) {
+    stream_case(ctx, &c.params, c.stats_bins, 8, 1, "faults");
+    CHECK(es_context_retries(ctx) == 3, "retries %lld, want 3", (long long)es_context_retries(ctx));
+    es_context_destroy(&ctx);
+  }
+  return es_test_done("test_gpu_pipeline");
+}
