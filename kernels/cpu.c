@@ -123,6 +123,11 @@ int es_cpu_run(const es_job *job, int threads, char *msg, size_t msglen) {
   c.map_stride = job->map_stride;
 
   int nt = cpu_threads(threads);
+  /* threads <= 0 (all cores) on a small frame: waking threads costs more than it saves
+   * (on a loaded machine a sleeping worker can cost a scheduler tick), so use fewer. An
+   * explicit count is obeyed (tests use it); the split never changes the results. */
+  int64_t work = (int64_t)c.w * c.h * (c.K < 8 ? 8 : c.K);
+  if (threads <= 0 && work / 262144 + 1 < nt) nt = (int)(work / 262144 + 1);
   int nbands = c.h < nt * 4 ? c.h : nt * 4;
   int use_ph = cpu_use_ph(p, c.w);
   int wide = p->levels > 65535; /* the clip sentinel L needs 17 bits */

@@ -1,5 +1,474 @@
 /*
- * entropy-bench.c - the benchmark (to be written)
- * STUB: to be written.
+ * entropy-bench.c - the benchmark of the engines (a tool, never a timed test).
+ *
+ * Every timed row: one warm-up, then repetitions (>= 5 on the CPU, >= 20 on a GPU, or what
+ * --reps says), the MEDIAN printed, and beside it the max abs error of that run's output
+ * against a reference: the double reference (es_ref_entropy) where it is affordable, else
+ * direct double counting at sampled pixels ("sampled ref"), or the CPU engine's map for GPU
+ * rows ("vs cpu"; the engines are meant to be bit-identical, so 0 is expected).
+ * Random levels come from a splitmix64 hash of the pixel index, the same generator as
+ * tools/bench-skimage.py, so both time the same images.
  */
-int main(void) { return 4; }
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "es_gpu.h"
+#include "es_kernels.h"
+
+#define BENCH_SEED 1u
+#define SAMPLES 4000
+
+typedef struct bench_opts {
+  int quick;
+  int threads; /* all-threads row */
+  int reps;    /* 0: defaults */
+  const char *json;
+  int ncases;
+  int cases[16][4]; /* --case WxHxKxL: CPU rows only, for bench-cpu.sh */
+} bench_opts;
+
+static FILE *g_json;
+static int g_json_rows;
+
+static double now_s(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+static int cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+static double median(double *v, int n) {
+  qsort(v, (size_t)n, sizeof *v, cmp_double);
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+/* splitmix64 of the pixel index: level = (z >> 32) % L; sample = ceil(256 l / L), which
+ * quantizes back to l. bench-skimage.py computes the same levels with numpy. */
+static uint8_t *make_levels(int w, int h, int L) {
+  uint8_t *img = malloc((size_t)w * h);
+  if (!img) return NULL;
+  for (size_t i = 0; i < (size_t)w * h; i++) {
+    uint64_t z = (uint64_t)i * 0x9E3779B97F4A7C15ull + BENCH_SEED;
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    z ^= z >> 31;
+    uint32_t l = (uint32_t)((z >> 32) % (uint64_t)L);
+    img[i] = (uint8_t)((256u * l + (uint32_t)L - 1) / (uint32_t)L);
+  }
+  return img;
+}
+
+/* Direct double entropy at one pixel (clip border), for the sampled reference. */
+static double direct_entropy(const es_image *img, const es_params *p, int x, int y,
+                             uint32_t *hist, uint32_t *lv) {
+  es_window win;
+  es_window_make(&win, p->window, p->shape);
+  const uint8_t *d = img->data;
+  int n = 0;
+  for (int dy = -win.r; dy <= win.r; dy++) {
+    int yy = y + dy;
+    if (yy < 0 || yy >= img->height) continue;
+    for (int dx = -win.hw[dy + win.r]; dx <= win.hw[dy + win.r]; dx++) {
+      int xx = x + dx;
+      if (xx < 0 || xx >= img->width) continue;
+      uint32_t q = es_quantize(d[(size_t)yy * img->stride + xx], (uint32_t)p->levels, 8);
+      hist[q]++;
+      lv[n++] = q;
+    }
+  }
+  double s = 0.0;
+  for (int i = 0; i < n; i++) {
+    uint32_t c = hist[lv[i]];
+    if (c) {
+      s += (double)c * log2((double)c);
+      hist[lv[i]] = 0;
+    }
+  }
+  double h = log2((double)n) - s / (double)n;
+  return h > 0.0 ? h : 0.0;
+}
+
+/* Max abs error of map against the reference: full for small images, else sampled. */
+static double check_ref(const es_image *img, const es_params *p, const float *map,
+                        const char **how) {
+  size_t npx = (size_t)img->width * img->height;
+  es_window win;
+  es_window_make(&win, p->window, p->shape);
+  double err = 0.0;
+  if ((double)npx * win.area <= 2e7) {
+    double *ref = malloc(npx * sizeof *ref);
+    if (!ref || es_ref_entropy(img, p, ref) != ES_OK) {
+      free(ref);
+      *how = "ref failed";
+      return NAN;
+    }
+    for (size_t i = 0; i < npx; i++) {
+      double e = fabs((double)map[i] - ref[i]);
+      if (!(e <= err)) err = e;
+    }
+    free(ref);
+    *how = "ref";
+    return err;
+  }
+  uint32_t *hist = calloc((size_t)p->levels, sizeof *hist);
+  uint32_t *lv = malloc((size_t)win.area * sizeof *lv);
+  uint64_t z = 12345;
+  for (int i = 0; i < SAMPLES + 4; i++) {
+    int x, y;
+    if (i < 4) {
+      x = i & 1 ? img->width - 1 : 0;
+      y = i & 2 ? img->height - 1 : 0;
+    } else {
+      z = z * 6364136223846793005ull + 1442695040888963407ull;
+      x = (int)((z >> 33) % (uint64_t)img->width);
+      y = (int)((z >> 13) % (uint64_t)img->height);
+    }
+    double e = fabs((double)map[(size_t)y * img->width + x] - direct_entropy(img, p, x, y, hist, lv));
+    if (!(e <= err)) err = e;
+  }
+  free(hist);
+  free(lv);
+  *how = "sampled ref";
+  return err;
+}
+
+static double max_diff(const float *a, const float *b, size_t n) {
+  double err = 0.0;
+  for (size_t i = 0; i < n; i++) {
+    double e = fabs((double)a[i] - (double)b[i]);
+    if (!(e <= err)) err = e;
+  }
+  return err;
+}
+
+static void row_out(const char *group, const char *engine, int w, int h, int K, int L,
+                    int threads, double ms, int reps, double err, const char *err_how,
+                    const char *note) {
+  double px = (double)w * h;
+  char thr[16] = "";
+  if (threads > 0) snprintf(thr, sizeof thr, "%d", threads);
+  if (ms >= 0) {
+    double mpx = px / (ms * 1e3);
+    double gbs = px * 5.0 / (ms * 1e6); /* uint8 in + float32 out */
+    printf("%-7s %-22s %5dx%-5d K=%-3d L=%-4d %3s %10.3f ms %9.1f Mpx/s %7.2f GB/s  err %.2e (%s)%s%s\n",
+           group, engine, w, h, K, L, thr, ms, mpx, gbs, err, err_how, note && *note ? "  " : "",
+           note ? note : "");
+  } else {
+    printf("%-7s %-22s %5dx%-5d K=%-3d L=%-4d %3s  %s\n", group, engine, w, h, K, L, thr,
+           note ? note : "");
+  }
+  if (g_json) {
+    fprintf(g_json, "%s  {\"group\": \"%s\", \"engine\": \"%s\", \"width\": %d, \"height\": %d, "
+            "\"window\": %d, \"levels\": %d, \"threads\": %d, ",
+            g_json_rows++ ? ",\n" : "", group, engine, w, h, K, L, threads);
+    if (ms >= 0)
+      fprintf(g_json, "\"median_ms\": %.6f, \"reps\": %d, \"mpx_s\": %.3f, \"gb_s\": %.4f, "
+              "\"max_abs_err\": %.3e, \"err_against\": \"%s\", ",
+              ms, reps, px / (ms * 1e3), px * 5.0 / (ms * 1e6), err, err_how);
+    else
+      fprintf(g_json, "\"median_ms\": null, ");
+    fprintf(g_json, "\"note\": \"%s\"}", note ? note : "");
+  }
+}
+
+static void fill_job(es_job *job, const es_image *img, const es_params *p, float *map) {
+  memset(job, 0, sizeof *job);
+  job->in = *img;
+  job->params = *p;
+  job->map = map;
+  job->map_stride = (size_t)img->width;
+  job->render.format = ES_PIX_NONE;
+}
+
+/* Times es_cpu_run: one warm-up, then reps; median ms. */
+static double time_cpu(const es_job *job, int threads, int reps) {
+  char msg[256];
+  double *t = malloc((size_t)reps * sizeof *t);
+  if (es_cpu_run(job, threads, msg, sizeof msg) != ES_OK) {
+    fprintf(stderr, "entropy-bench: cpu: %s\n", msg);
+    free(t);
+    return -1;
+  }
+  for (int i = 0; i < reps; i++) {
+    double t0 = now_s();
+    es_cpu_run(job, threads, msg, sizeof msg);
+    t[i] = (now_s() - t0) * 1e3;
+  }
+  double m = median(t, reps);
+  free(t);
+  return m;
+}
+
+static int all_threads(const bench_opts *o) {
+  if (o->threads > 0) return o->threads;
+  /* What es_cpu_run(threads <= 0) uses: OpenMP's default, OMP_NUM_THREADS or the cores. */
+  const char *env = getenv("OMP_NUM_THREADS");
+  if (env && atoi(env) > 0) return atoi(env);
+  long n = sysconf(_SC_NPROCESSORS_ONLN);
+  return n > 0 ? (int)n : 1;
+}
+
+/* CPU rows for one case; the 1-thread map is left in map1 for the GPU rows. */
+static void cpu_rows(const bench_opts *o, const char *group, const es_image *img,
+                     const es_params *p, float *map1, float *mapn, int with_naive) {
+  int w = img->width, h = img->height, K = p->window, L = p->levels;
+  int reps = o->reps > 0 ? o->reps : 5;
+  int nt = all_threads(o);
+  es_job job;
+  const char *how = "";
+  double err;
+  char note[160] = "";
+
+  if (with_naive) {
+    /* The naive baseline is O(K^2) per pixel with double logs: on large images time a
+     * band of rows once and scale to the frame, and say so. */
+    int band = h;
+    double est_s = (double)w * h * K * K * 6e-9;
+    if (est_s > 2.0) band = (int)(h * 2.0 / est_s) + 1;
+    if (band > h) band = h;
+    es_image sub = *img;
+    sub.height = band;
+    int nreps = band == h && est_s < 0.5 ? reps : 1;
+    double *t = malloc((size_t)nreps * sizeof *t);
+    for (int i = 0; i < nreps; i++) {
+      double t0 = now_s();
+      es_cpu_naive(&sub, p, mapn, (size_t)w);
+      t[i] = (now_s() - t0) * 1e3;
+    }
+    double ms = median(t, nreps) * (double)h / band;
+    free(t);
+    err = check_ref(&sub, p, mapn, &how);
+    if (band < h)
+      snprintf(note, sizeof note, "1 run on %d of %d rows, scaled to the frame", band, h);
+    row_out(group, "cpu naive (1 thread)", w, h, K, L, 1, ms, nreps, err, how, note);
+  }
+  fill_job(&job, img, p, map1);
+  double t1 = time_cpu(&job, 1, reps);
+  err = check_ref(img, p, map1, &how);
+  row_out(group, "cpu engine", w, h, K, L, 1, t1, reps, err, how, "");
+  if (nt > 1) {
+    fill_job(&job, img, p, mapn);
+    double tn = time_cpu(&job, o->threads > 0 ? nt : 0, reps); /* 0: the engine's default */
+    err = max_diff(map1, mapn, (size_t)w * h);
+    snprintf(note, sizeof note, "speed-up %.2fx, %.2f per core", t1 / tn, t1 / tn / nt);
+    row_out(group, "cpu engine", w, h, K, L, nt, tn, reps, err, "vs 1 thread", note);
+  }
+}
+
+typedef struct gpu_set {
+  int n;
+  es_gpu_worker *w[ES_MAX_GPUS];
+} gpu_set;
+
+static void gpu_rows(const bench_opts *o, const char *group, gpu_set *g, const es_image *img,
+                     const es_params *p, const float *map_cpu, float *mapg, int full) {
+  int w = img->width, h = img->height, K = p->window, L = p->levels;
+  size_t npx = (size_t)w * h;
+  if (!g->n) {
+    row_out(group, "gpu", w, h, K, L, 0, -1, 0, 0, "", "skipped: no GPU");
+    return;
+  }
+  int reps = o->reps > 0 ? o->reps : 20;
+  char msg[256] = "", note[160];
+  es_job job;
+  fill_job(&job, img, p, mapg);
+  float *ms = malloc((size_t)reps * sizeof *ms);
+  double *t = malloc((size_t)reps * sizeof *t);
+
+  if (full) {
+    float kms = 0;
+    int nr = 3, ok = 1;
+    double kt[3];
+    for (int i = 0; i < nr && ok; i++) {
+      memset(mapg, 0xff, npx * sizeof *mapg);
+      ok = es_gpu_naive(g->w[0], img, p, mapg, (size_t)w, &kms, msg, sizeof msg) == ES_OK;
+      kt[i] = kms;
+    }
+    if (ok)
+      row_out(group, "gpu naive kernel", w, h, K, L, 0, median(kt, nr), nr,
+              max_diff(map_cpu, mapg, npx), "vs cpu", "kernel only (CUDA events)");
+    else
+      row_out(group, "gpu naive kernel", w, h, K, L, 0, -1, 0, 0, "", msg);
+  }
+
+  /* Host to host on one GPU: pageable uint8 in, float32 out in host memory. */
+  int ok = es_gpu_run(g->w[0], &job, msg, sizeof msg) == ES_OK; /* warm-up, sizes buffers */
+  for (int i = 0; ok && i < reps; i++) {
+    double t0 = now_s();
+    ok = es_gpu_run(g->w[0], &job, msg, sizeof msg) == ES_OK;
+    t[i] = (now_s() - t0) * 1e3;
+  }
+  if (!ok) {
+    row_out(group, "gpu x1 host-to-host", w, h, K, L, 0, -1, 0, 0, "", msg);
+    goto end;
+  }
+  double h2h = median(t, reps);
+  double err = max_diff(map_cpu, mapg, npx);
+  note[0] = 0;
+  if (full) {
+    float up = 0, down = 0;
+    size_t bytes = npx * 4;
+    if (es_gpu_bench_pcie(es_gpu_worker_device(g->w[0]), bytes, &up, &down, msg, sizeof msg) == ES_OK &&
+        up > 0 && down > 0) {
+      double floor_ms = (double)npx / (up * 1e6) + (double)npx * 4 / (down * 1e6);
+      snprintf(note, sizeof note, "PCIe floor %.3f ms (H2D %.1f GB/s, D2H %.1f GB/s pinned)",
+               floor_ms, up, down);
+    }
+  }
+  row_out(group, "gpu x1 host-to-host", w, h, K, L, 0, h2h, reps, err, "vs cpu", note);
+
+  if (es_gpu_bench_kernel(g->w[0], &job, reps, ms, msg, sizeof msg) == ES_OK) {
+    for (int i = 0; i < reps; i++) t[i] = ms[i];
+    row_out(group, "gpu x1 kernel", w, h, K, L, 0, median(t, reps), reps, err, "vs cpu",
+            "kernel only (CUDA events)");
+  } else {
+    row_out(group, "gpu x1 kernel", w, h, K, L, 0, -1, 0, 0, "", msg);
+  }
+
+  if (full && g->n > 1) {
+    memset(mapg, 0xff, npx * sizeof *mapg);
+    ok = es_gpu_run_multi(g->w, g->n, &job, msg, sizeof msg) == ES_OK;
+    for (int i = 0; ok && i < reps; i++) {
+      double t0 = now_s();
+      ok = es_gpu_run_multi(g->w, g->n, &job, msg, sizeof msg) == ES_OK;
+      t[i] = (now_s() - t0) * 1e3;
+    }
+    char eng[32];
+    snprintf(eng, sizeof eng, "gpu x%d host-to-host", g->n);
+    if (ok)
+      row_out(group, eng, w, h, K, L, 0, median(t, reps), reps, max_diff(map_cpu, mapg, npx),
+              "vs cpu", "");
+    else
+      row_out(group, eng, w, h, K, L, 0, -1, 0, 0, "", msg);
+  }
+end:
+  free(ms);
+  free(t);
+}
+
+static int run_case(const bench_opts *o, const char *group, gpu_set *g, int w, int h, int K,
+                    int L, int naive, int gpu, int gpu_full) {
+  uint8_t *data = make_levels(w, h, L);
+  float *map1 = malloc((size_t)w * h * sizeof *map1);
+  float *map2 = malloc((size_t)w * h * sizeof *map2);
+  if (!data || !map1 || !map2) {
+    fprintf(stderr, "entropy-bench: out of memory for %dx%d\n", w, h);
+    free(data);
+    free(map1);
+    free(map2);
+    return -1;
+  }
+  es_image img = {data, w, h, (size_t)w, 8};
+  es_params p;
+  es_params_default(&p);
+  p.window = K;
+  p.levels = L;
+  cpu_rows(o, group, &img, &p, map1, map2, naive);
+  if (gpu) gpu_rows(o, group, g, &img, &p, map1, map2, gpu_full);
+  fflush(stdout);
+  free(data);
+  free(map1);
+  free(map2);
+  return 0;
+}
+
+static void usage(void) {
+  fprintf(stderr,
+          "usage: entropy-bench [--quick] [--threads N] [--reps N] [--json FILE]\n"
+          "                     [--case WxHxKxL ...]   (CPU rows of these cases only)\n");
+}
+
+int main(int argc, char **argv) {
+  bench_opts o;
+  memset(&o, 0, sizeof o);
+  for (int i = 1; i < argc; i++) {
+    const char *a = argv[i];
+    if (!strcmp(a, "--quick")) {
+      o.quick = 1;
+    } else if (!strcmp(a, "--threads") && i + 1 < argc) {
+      o.threads = atoi(argv[++i]);
+    } else if (!strcmp(a, "--reps") && i + 1 < argc) {
+      o.reps = atoi(argv[++i]);
+    } else if (!strcmp(a, "--json") && i + 1 < argc) {
+      o.json = argv[++i];
+    } else if (!strcmp(a, "--case") && i + 1 < argc && o.ncases < 16) {
+      int *c = o.cases[o.ncases];
+      if (sscanf(argv[++i], "%dx%dx%dx%d", &c[0], &c[1], &c[2], &c[3]) != 4 || c[0] < 1 ||
+          c[1] < 1 || c[2] < 1 || c[2] > 255 || c[2] % 2 == 0 || c[3] < 2 || c[3] > 256) {
+        fprintf(stderr, "entropy-bench: --case %s: want WxHxKxL (K odd 1..255, L 2..256)\n", argv[i]);
+        return 1;
+      }
+      o.ncases++;
+    } else if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+      usage();
+      return 0;
+    } else {
+      fprintf(stderr, "entropy-bench: unknown option %s\n", a);
+      usage();
+      return 1;
+    }
+  }
+  if (o.reps < 0 || o.threads < 0) {
+    fprintf(stderr, "entropy-bench: --reps and --threads must be positive\n");
+    return 1;
+  }
+  if (o.json) {
+    g_json = fopen(o.json, "w");
+    if (!g_json) {
+      fprintf(stderr, "entropy-bench: %s: cannot create\n", o.json);
+      return 3;
+    }
+    fprintf(g_json, "{\"tool\": \"entropy-bench\", \"version\": \"%s\", \"threads\": %d, \"rows\": [\n",
+            ES_VERSION_STRING, all_threads(&o));
+  }
+
+  gpu_set g;
+  memset(&g, 0, sizeof g);
+  char msg[256];
+  int ndev = es_gpu_device_count();
+  for (int d = 0; d < ndev && d < ES_MAX_GPUS; d++) {
+    if (es_gpu_worker_create(&g.w[g.n], d, msg, sizeof msg) == ES_OK)
+      g.n++;
+    else
+      fprintf(stderr, "entropy-bench: GPU %d: %s\n", d, msg);
+  }
+  printf("entropy-bench %s: %d CPU thread(s), %d GPU(s); median of repetitions; err = max abs "
+         "error (against what in parentheses)\n",
+         ES_VERSION_STRING, all_threads(&o), g.n);
+  for (int d = 0; d < g.n; d++) {
+    es_gpu_describe(es_gpu_worker_device(g.w[d]), msg, sizeof msg);
+    printf("  %s\n", msg);
+  }
+
+  if (o.ncases) {
+    for (int i = 0; i < o.ncases; i++)
+      run_case(&o, "case", &g, o.cases[i][0], o.cases[i][1], o.cases[i][2], o.cases[i][3], 0, 0, 0);
+  } else {
+    static const int sizes_full[] = {400, 2560, 10240};
+    static const int sizes_quick[] = {64, 400};
+    const int *sizes = o.quick ? sizes_quick : sizes_full;
+    for (int i = 0; i < 3 && !(o.quick && i == 2); i++)
+      run_case(&o, "size", &g, sizes[i], sizes[i], 5, 16, 1, 1, 1);
+    static const int ks[] = {3, 7, 15, 25, 51, 75};
+    int sw = o.quick ? 192 : 1920, sh = o.quick ? 108 : 1080;
+    for (int i = 0; i < 6; i++) run_case(&o, "window", &g, sw, sh, ks[i], 256, 0, 1, 0);
+  }
+
+  for (int d = 0; d < g.n; d++) es_gpu_worker_destroy(&g.w[d]);
+  if (g_json) {
+    fprintf(g_json, "\n]}\n");
+    if (fclose(g_json) != 0) {
+      fprintf(stderr, "entropy-bench: %s: write failed\n", o.json);
+      return 3;
+    }
+  }
+  return 0;
+}
