@@ -121,6 +121,19 @@ printf '%s\n' "$msg" | grep -qx "entropy-stream: $T/out3/a.png: exists (use -y t
 [ $rc = 0 ] || fail "-y: exit $rc"
 [ -s "$T/out3/a.png" ] || fail "-y did not replace a.png"
 
+# --progress on a non-terminal: a \r-updated line with files done and a rate; -q wins over it;
+# -v names each file and the devices.
+"$BIN" -r -y --progress "$T/in" -o "$T/out3" 2> "$T/prog"; rc=$?
+[ $rc = 0 ] || fail "--progress: exit $rc"
+grep -q $'\r' "$T/prog" || fail "--progress: no carriage-return line"
+grep -aq "14/14 files, .* files/s" "$T/prog" || fail "--progress: no 'files done, rate' line: $(tr '\r' '\n' < "$T/prog")"
+out=$("$BIN" -q -r -y --progress "$T/in" -o "$T/out3" 2>&1)
+[ -z "$out" ] || fail "-q --progress printed: $out"
+out=$("$BIN" -v -r -y "$T/in" -o "$T/out3" 2>&1)
+printf '%s\n' "$out" | grep -q "^entropy-stream: $T/in/sub/deep/d.png: [0-9]*x[0-9]*" || fail "-v: no per-file line: $out"
+printf '%s\n' "$out" | grep -q "CPU\|GPU" || fail "-v: devices not named: $out"
+[ "$(printf '%s\n' "$out" | tail -1 | grep -c '^entropy-stream: 14 files, 14 written')" = 1 ] || fail "summary line: $(printf '%s\n' "$out" | tail -1)"
+
 # An output tree inside the input tree is not read back as input on the next run.
 "$BIN" -q -r "$T/in" -o "$T/in/maps" || fail "output inside input: exit $?"
 "$BIN" -q -r -y "$T/in" -o "$T/in/maps" --stats "$T/s2.csv" || fail "output inside input, again: exit $?"
