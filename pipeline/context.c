@@ -250,7 +250,17 @@ void es_context_destroy(es_context **pctx) {
   *pctx = NULL;
 }
 
-const char *es_context_error(const es_context *ctx) { return ctx ? ctx->err : ""; }
+/* Worker threads may record an error while the caller reads one: the caller gets a copy
+ * taken under the lock, in a buffer of its own thread, valid until its next call here. */
+const char *es_context_error(const es_context *ctx) {
+  static _Thread_local char copy[ES_ERRLEN];
+  if (!ctx) return "";
+  es_context *c = (es_context *)ctx; /* the lock is not part of the logical state */
+  pthread_mutex_lock(&c->lock);
+  memcpy(copy, c->err, sizeof copy);
+  pthread_mutex_unlock(&c->lock);
+  return copy;
+}
 
 int es_context_gpu_count(const es_context *ctx) { return ctx ? ctx->ngpu : 0; }
 

@@ -300,9 +300,22 @@ int es_stream_acquire(es_stream *s, es_frame **out) {
   return ES_OK;
 }
 
+/* 1 when the caller holds the frame as a producer (acquired, not pushed): only then may its
+ * buffers change. */
+static int held_by_producer(es_stream *s, es_slot *sl) {
+  pthread_mutex_lock(&s->lock);
+  int held = sl->state == SLOT_ACQUIRED;
+  pthread_mutex_unlock(&s->lock);
+  return held;
+}
+
 int es_stream_reserve(es_stream *s, es_frame *f, int width, int height, int depth) {
   if (!s || !f) return ES_ERR_USAGE;
   es_slot *sl = (es_slot *)f;
+  if (!held_by_producer(s, sl)) {
+    es_ctx_set_error(s->ctx, "reserve of a frame not acquired");
+    return ES_ERR_USAGE;
+  }
   if (width < 1 || height < 1 || (depth != 8 && depth != 16)) {
     es_ctx_set_error(s->ctx, "frame %dx%d depth %d: bad size", width, height, depth);
     return ES_ERR_USAGE;
@@ -327,6 +340,10 @@ int es_stream_reserve(es_stream *s, es_frame *f, int width, int height, int dept
 int es_stream_push(es_stream *s, es_frame *f) {
   if (!s || !f) return ES_ERR_USAGE;
   es_slot *sl = (es_slot *)f;
+  if (!held_by_producer(s, sl)) {
+    es_ctx_set_error(s->ctx, "push of a frame not acquired");
+    return ES_ERR_USAGE;
+  }
   if (f->width < 1 || f->height < 1 || (f->depth != 8 && f->depth != 16) || !f->data) {
     es_ctx_set_error(s->ctx, "frame %dx%d depth %d: bad size (es_stream_reserve first)",
                      f->width, f->height, f->depth);

@@ -349,6 +349,8 @@ static void test_misuse(void) {
   CHECK(es_stream_reserve(s, f, 11, 3, 16) == ES_OK, "reserve 16");
   memset(f->data, 0x33, 11 * 3 * 2);
   CHECK(es_stream_push(s, f) == ES_OK, "push 16-bit");
+  CHECK(es_stream_push(s, f) == ES_ERR_USAGE, "push of a frame pushed already");
+  CHECK(es_stream_reserve(s, f, 50, 50, 16) == ES_ERR_USAGE, "reserve of a pushed frame");
   CHECK(es_stream_finish(s) == ES_OK, "finish");
   CHECK(es_stream_pull(s, &f) == ES_OK && f->index == 0, "pull 0");
   CHECK(f->status == ES_ERR_USAGE, "8-bit frame with 300 levels: status %d", f->status);
