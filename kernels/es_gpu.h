@@ -1,5 +1,5 @@
 /*
- * es_gpu.h - C interface of the CUDA engine (kernels/*.cu, extern "C").
+ * es_gpu.h - C interface of the CUDA engine (the .cu files of kernels/, extern "C").
  * When the project is built without CUDA, kernels/gpu_stub.c provides these functions:
  * es_gpu_device_count() returns 0 and everything else ES_ERR_DEVICE.
  *

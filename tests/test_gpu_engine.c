@@ -1,0 +1,375 @@
+/*
+ * test_gpu_engine.c - the CUDA engine against exact references: every parameter combination
+ * on fresh random inputs of odd sizes (map bits, fused statistics, renderings), multi-worker
+ * splits, pinned and pageable buffers, the naive kernel, and band pipelining on a tall image.
+ * Skips (77) without a GPU. ES_TEST_SMALL=1 shrinks everything (compute-sanitizer runs).
+ *
+ * The reference map is computed here by direct counting of every window in integers ->
+ * S = sum flog[c] -> es_entropy_value: by definition the same bits the engines must give.
+ * Where es_cpu_run is implemented (not a stub), the GPU must also equal it bit for bit.
+ */
+#include <math.h>
+
+#include "es_gpu.h"
+#include "es_kernels.h"
+#include "es_test.h"
+#include "test_gpu_ref.h"
+
+static int g_small;
+
+static void ref_stats(const es_image *img, const es_params *p, const float *map, int bins,
+                      es_stats *st) {
+  uint64_t *lh = calloc((size_t)p->levels, sizeof *lh);
+  es_stats_acc acc;
+  double bs = es_stats_binscale(p, bins);
+  memset(st, 0, sizeof *st);
+  acc.sum = acc.sumsq = 0.0;
+  acc.min = INFINITY;
+  acc.max = 0.0f;
+  acc.count = (int64_t)img->width * img->height;
+  for (int y = 0; y < img->height; y++) {
+    for (int x = 0; x < img->width; x++) {
+      float h = map[(size_t)y * img->width + x];
+      acc.sum += h;
+      acc.sumsq += (double)h * h;
+      if (h < acc.min) acc.min = h;
+      if (h > acc.max) acc.max = h;
+      st->hist[es_stats_bin(h, bs, bins)]++;
+      lh[es_quantize(sample(img, x, y), (uint32_t)p->levels, img->depth)]++;
+    }
+  }
+  st->bins = bins;
+  es_stats_finish(st, &acc, lh, p->levels);
+  free(lh);
+}
+
+static int rel_ok(double a, double b) { return fabs(a - b) <= 1e-9 * fmax(1.0, fabs(b)); }
+
+static void check_stats(const char *what, const es_stats *g, const es_stats *r) {
+  CHECK(g->count == r->count, "%s: count %lld vs %lld", what, (long long)g->count, (long long)r->count);
+  CHECK(g->min == r->min && g->max == r->max, "%s: min/max %.9g %.9g vs %.9g %.9g", what, g->min,
+        g->max, r->min, r->max);
+  CHECK(g->global_entropy == r->global_entropy, "%s: global entropy %.17g vs %.17g", what,
+        g->global_entropy, r->global_entropy);
+  CHECK(rel_ok(g->mean, r->mean) && rel_ok(g->std, r->std), "%s: mean/std %.17g %.17g vs %.17g %.17g",
+        what, g->mean, g->std, r->mean, r->std);
+  CHECK(g->bins == r->bins, "%s: bins %d vs %d", what, g->bins, r->bins);
+  int bad = 0;
+  for (int k = 0; k < r->bins; k++) bad += g->hist[k] != r->hist[k];
+  CHECK(!bad, "%s: %d histogram bins differ", what, bad);
+}
+
+/* A random image with structure (runs, gradients) and noise, so windows hold few and many
+ * levels. */
+static void *make_image(es_image *img, int w, int h, int depth, int pad, int pinned) {
+  size_t bps = depth == 16 ? 2 : 1;
+  img->width = w;
+  img->height = h;
+  img->depth = depth;
+  img->stride = (size_t)w * bps + (size_t)pad;
+  size_t bytes = img->stride * (size_t)h;
+  uint8_t *d = pinned ? es_gpu_host_alloc(bytes) : malloc(bytes);
+  int mode = es_test_range(0, 2);
+  for (int y = 0; y < h; y++) {
+    for (int x = 0; x < w; x++) {
+      uint32_t v = (uint32_t)es_test_rand();
+      if (mode == 1) v = (uint32_t)(x * 7 + y * 3) + (v & 15);
+      if (mode == 2 && (v & 3)) v = (uint32_t)((x / 5 + y / 7) * 2654435761u);
+      if (depth == 16) {
+        uint16_t s = (uint16_t)(v >> 7);
+        memcpy(d + (size_t)y * img->stride + 2 * (size_t)x, &s, 2);
+      } else {
+        d[(size_t)y * img->stride + x] = (uint8_t)(v >> 9);
+      }
+    }
+  }
+  img->data = d;
+  return d;
+}
+
+static int cpu_available(void) {
+  static int avail = -1;
+  if (avail < 0) {
+    uint8_t px[9] = {1, 2, 3, 4, 5, 6, 7, 8, 9};
+    float m[9];
+    es_job j;
+    memset(&j, 0, sizeof j);
+    j.in.data = px;
+    j.in.width = j.in.height = 3;
+    j.in.stride = 3;
+    j.in.depth = 8;
+    es_params_default(&j.params);
+    j.map = m;
+    j.map_stride = 3;
+    char msg[256];
+    avail = es_cpu_run(&j, 1, msg, sizeof msg) == ES_OK;
+    printf("es_cpu_run %s\n", avail ? "available: compared too" : "is a stub: reference only");
+  }
+  return avail;
+}
+
+/* Poisoned map with a padded stride: NaN everywhere, padding checked after the run. */
+static float *poisoned_map(int h, size_t stride, int pinned) {
+  size_t bytes = stride * (size_t)h * 4;
+  float *m = pinned ? es_gpu_host_alloc(bytes) : malloc(bytes);
+  memset(m, 0xff, bytes);
+  return m;
+}
+
+static int compare_map(const char *what, const float *g, size_t gs, const float *ref, int w, int h) {
+  long bad = 0, pad = 0;
+  int fx = -1, fy = -1;
+  for (int y = 0; y < h; y++) {
+    if (memcmp(g + (size_t)y * gs, ref + (size_t)y * w, (size_t)w * 4)) {
+      for (int x = 0; x < w; x++) {
+        if (memcmp(&g[(size_t)y * gs + x], &ref[(size_t)y * w + x], 4)) {
+          if (!bad) {
+            fx = x;
+            fy = y;
+          }
+          bad++;
+        }
+      }
+    }
+    for (size_t x = (size_t)w; x < gs; x++) {
+      uint32_t u;
+      memcpy(&u, &g[(size_t)y * gs + x], 4);
+      pad += u != 0xffffffffu;
+    }
+  }
+  CHECK(!bad, "%s: %ld pixels differ, first (%d,%d): %.9g vs %.9g", what, bad, fx, fy,
+        bad ? g[(size_t)fy * gs + fx] : 0.0, bad ? ref[(size_t)fy * w + fx] : 0.0);
+  CHECK(!pad, "%s: %ld padding floats written", what, pad);
+  return bad == 0 && pad == 0;
+}
+
+static void describe(char *buf, size_t n, const es_image *img, const es_params *p) {
+  snprintf(buf, n, "%dx%d d%d K=%d %s %s L=%d base %s", img->width, img->height, img->depth,
+           p->window, p->shape ? "disk" : "square", p->border ? "reflect" : "clip", p->levels,
+           p->base ? "e" : "2");
+}
+
+/* One random case: map (+stats half the time) against the reference; es_cpu_run too. */
+static void one_case(es_gpu_worker *w, es_gpu_worker **pair, int big) {
+  es_image img;
+  es_params p;
+  char what[160], msg[256];
+  int depth = es_test_range(0, 3) == 0 ? 16 : 8;
+  int W = big ? es_test_range(2000, 4099) : es_test_range(1, g_small ? 23 : 97);
+  int H = big ? es_test_range(2100, 2301) : es_test_range(1, g_small ? 19 : 83);
+  if (!big && es_test_range(0, 1)) {
+    W |= 1;
+    H |= 1;
+  }
+  int pinned = es_test_range(0, 3) == 0;
+  void *buf = make_image(&img, W, H, depth, es_test_range(0, 5), pinned);
+  es_params_default(&p);
+  static const int ks[] = {1, 3, 5, 7, 9, 11, 15, 21, 25, 31, 51};
+  p.window = big ? (es_test_range(0, 1) ? 5 : 9) : ks[es_test_range(0, 10)];
+  if (!big && es_test_range(0, 5) == 0) p.window = 2 * es_test_range(0, 127) + 1; /* up to 255 */
+  if (g_small && p.window > 31) p.window = 31;
+  p.shape = es_test_range(0, 1);
+  p.border = es_test_range(0, 1);
+  p.base = es_test_range(0, 1);
+  int lmax = depth == 16 ? 65536 : 256;
+  int lc = es_test_range(0, 4);
+  p.levels = lc == 0 ? 16 : lc == 1 ? lmax : lc == 2 ? 2 : es_test_range(2, lmax);
+  if (depth == 16 && lc == 3 && es_test_range(0, 1)) p.levels = es_test_range(257, 5000);
+  describe(what, sizeof what, &img, &p);
+
+  float *ref = malloc(sizeof *ref * (size_t)W * H);
+  ref_map(&img, &p, ref);
+  size_t ms = (size_t)W + (size_t)es_test_range(0, 3);
+  int mpinned = es_test_range(0, 3) == 0;
+  float *map = poisoned_map(H, ms, mpinned);
+  es_stats st, rst;
+  es_job job;
+  memset(&job, 0, sizeof job);
+  job.in = img;
+  job.params = p;
+  job.map = map;
+  job.map_stride = ms;
+  int want_stats = es_test_range(0, 1);
+  if (want_stats) {
+    memset(&st, 0xab, sizeof st);
+    job.stats = &st;
+    job.stats_bins = es_test_range(1, 64);
+  }
+  int rc = es_gpu_run(w, &job, msg, sizeof msg);
+  CHECK(rc == ES_OK, "%s: es_gpu_run: %s", what, msg);
+  if (rc == ES_OK) {
+    compare_map(what, map, ms, ref, W, H);
+    if (want_stats) {
+      ref_stats(&img, &p, ref, job.stats_bins, &rst);
+      check_stats(what, &st, &rst);
+    }
+  }
+  if (cpu_available() && !big) {
+    float *cm = malloc(sizeof *cm * (size_t)W * H);
+    es_job cj = job;
+    cj.map = cm;
+    cj.map_stride = (size_t)W;
+    cj.stats = NULL;
+    rc = es_cpu_run(&cj, 2, msg, sizeof msg);
+    CHECK(rc == ES_OK, "%s: es_cpu_run: %s", what, msg);
+    if (rc == ES_OK) compare_map("es_cpu_run vs reference", cm, (size_t)W, ref, W, H);
+    free(cm);
+  }
+  /* The same job split over two workers. */
+  if (pair) {
+    float *m2 = poisoned_map(H, ms, 0);
+    es_stats st2;
+    es_job j2 = job;
+    j2.map = m2;
+    if (want_stats) j2.stats = &st2;
+    rc = es_gpu_run_multi(pair, 2, &j2, msg, sizeof msg);
+    CHECK(rc == ES_OK, "%s: es_gpu_run_multi: %s", what, msg);
+    if (rc == ES_OK) {
+      char w2[200];
+      snprintf(w2, sizeof w2, "multi %s", what);
+      compare_map(w2, m2, ms, ref, W, H);
+      if (want_stats) check_stats(w2, &st2, &rst);
+    }
+    free(m2);
+  }
+  /* The naive kernel gives the same bits (same exact S). */
+  if (p.levels <= 256 && !big && es_test_range(0, 2) == 0) {
+    float *nm = poisoned_map(H, (size_t)W, 0);
+    float kms = -1.0f;
+    rc = es_gpu_naive(w, &img, &p, nm, (size_t)W, &kms, msg, sizeof msg);
+    CHECK(rc == ES_OK, "%s: es_gpu_naive: %s", what, msg);
+    if (rc == ES_OK) compare_map("naive", nm, (size_t)W, ref, W, H);
+    CHECK(kms >= 0.0f, "naive kernel time %g", kms);
+    free(nm);
+  }
+  if (mpinned)
+    es_gpu_host_free(map);
+  else
+    free(map);
+  if (pinned)
+    es_gpu_host_free(buf);
+  else
+    free(buf);
+  free(ref);
+}
+
+/* Renderings: every format, fixed/auto range, overlay or not, against es_cpu_render of the
+ * reference map (the rules of render.c). */
+static void render_case(es_gpu_worker *w, es_gpu_worker **pair) {
+  es_image img;
+  es_params p;
+  char what[200], msg[256];
+  int depth = es_test_range(0, 2) == 0 ? 16 : 8;
+  int W = es_test_range(1, g_small ? 21 : 71), H = es_test_range(1, g_small ? 17 : 53);
+  void *buf = make_image(&img, W, H, depth, es_test_range(0, 3), 0);
+  es_params_default(&p);
+  p.window = 2 * es_test_range(0, 6) + 1;
+  p.shape = es_test_range(0, 1);
+  p.border = es_test_range(0, 1);
+  p.levels = es_test_range(2, 256);
+  p.base = es_test_range(0, 1);
+  es_render r;
+  es_render_default(&r);
+  r.format = es_test_range(ES_PIX_RGB24, ES_PIX_YUV420P);
+  r.colormap = es_test_range(0, 4);
+  r.range_auto = es_test_range(0, 1);
+  r.overlay = es_test_range(0, 1) ? 0.0f : (float)es_test_range(0, 1000) / 1000.0f;
+  describe(what, sizeof what, &img, &p);
+  snprintf(what + strlen(what), sizeof what - strlen(what), " fmt %d cmap %d auto %d overlay %g",
+           r.format, r.colormap, r.range_auto, r.overlay);
+  float *ref = malloc(sizeof *ref * (size_t)W * H);
+  ref_map(&img, &p, ref);
+  es_stats rst;
+  ref_stats(&img, &p, ref, 16, &rst);
+  es_planes gp, cp;
+  uint8_t *bufs[6];
+  for (int i = 0; i < 3; i++) {
+    size_t s = es_pix_stride(r.format, i, W) + (size_t)es_test_range(0, 3);
+    size_t n = s * (size_t)es_pix_plane_height(r.format, i, H) + 1;
+    bufs[i] = malloc(n);
+    bufs[i + 3] = malloc(n);
+    memset(bufs[i], 0xcd, n);
+    memset(bufs[i + 3], 0xcd, n);
+    gp.plane[i] = bufs[i];
+    cp.plane[i] = bufs[i + 3];
+    gp.stride[i] = cp.stride[i] = s;
+  }
+  int crc = es_cpu_render(ref, (size_t)W, &img, &p, &r, rst.min, rst.max, &cp, 1);
+  for (int pass = 0; pass < (pair ? 2 : 1); pass++) {
+    es_job job;
+    memset(&job, 0, sizeof job);
+    job.in = img;
+    job.params = p;
+    job.render = r;
+    job.pix = gp;
+    for (int i = 0; i < 3; i++) {
+      size_t n = gp.stride[i] * (size_t)es_pix_plane_height(r.format, i, H) + 1;
+      memset(bufs[i], 0xcd, n);
+    }
+    int rc = pass ? es_gpu_run_multi(pair, 2, &job, msg, sizeof msg) : es_gpu_run(w, &job, msg, sizeof msg);
+    CHECK(rc == ES_OK, "%s: render run: %s", what, msg);
+    if (rc || crc) {
+      if (crc) printf("es_cpu_render unavailable (%d): rendering not compared\n", crc);
+      continue;
+    }
+    for (int i = 0; i < es_pix_planes(r.format); i++) {
+      size_t n = gp.stride[i] * (size_t)es_pix_plane_height(r.format, i, H) + 1;
+      CHECK(!memcmp(bufs[i], bufs[i + 3], n), "%s%s: plane %d differs from es_cpu_render",
+            pass ? "multi " : "", what, i);
+    }
+  }
+  for (int i = 0; i < 6; i++) free(bufs[i]);
+  free(ref);
+  free(buf);
+}
+
+int main(void) {
+  es_test_seed("test_gpu_engine");
+  int ndev = es_gpu_device_count();
+  if (ndev == 0) {
+    printf("test_gpu_engine: no CUDA device (built with CUDA: %d): skipped\n", es_gpu_built());
+    return ES_TEST_SKIP;
+  }
+  g_small = getenv("ES_TEST_SMALL") && atoi(getenv("ES_TEST_SMALL"));
+  char msg[256], d[256];
+  es_gpu_describe(0, d, sizeof d);
+  es_gpu_versions(msg, sizeof msg);
+  printf("%s; %s; small %d\n", d, msg, g_small);
+  es_gpu_worker *w = NULL, *pair[2] = {NULL, NULL};
+  int rc = es_gpu_worker_create(&w, 0, msg, sizeof msg);
+  CHECK(rc == ES_OK, "worker_create: %s", msg);
+  if (rc) return es_test_done("test_gpu_engine");
+  CHECK(es_gpu_worker_device(w) == 0, "worker device");
+  rc = es_gpu_worker_create(&pair[0], 0, msg, sizeof msg);
+  CHECK(rc == ES_OK, "worker_create pair 0: %s", msg);
+  rc = es_gpu_worker_create(&pair[1], ndev > 1 ? 1 : 0, msg, sizeof msg);
+  CHECK(rc == ES_OK, "worker_create pair 1: %s", msg);
+  printf("multi: 2 workers on devices 0 and %d\n", ndev > 1 ? 1 : 0);
+
+  /* A bad job is a usage error, and the worker stays usable. */
+  {
+    uint8_t px[4] = {0};
+    es_job j;
+    memset(&j, 0, sizeof j);
+    j.in.data = px;
+    j.in.width = j.in.height = 2;
+    j.in.stride = 2;
+    j.in.depth = 8;
+    es_params_default(&j.params);
+    j.params.window = 4;
+    CHECK(es_gpu_run(w, &j, msg, sizeof msg) == ES_ERR_USAGE, "even window accepted");
+  }
+  int ncase = g_small ? 12 : 400;
+  for (int i = 0; i < ncase; i++) one_case(w, (i % 3 == 0) ? pair : NULL, 0);
+  int nrender = g_small ? 6 : 80;
+  for (int i = 0; i < nrender; i++) render_case(w, (i % 4 == 0) ? pair : NULL);
+  if (!g_small) {
+    /* Tall images: several pipelined bands, halos across band edges, stats and multi. */
+    for (int i = 0; i < 3; i++) one_case(w, pair, 1);
+  }
+  es_gpu_worker_destroy(&pair[0]);
+  es_gpu_worker_destroy(&pair[1]);
+  es_gpu_worker_destroy(&w);
+  es_gpu_worker_destroy(&w); /* NULL is fine */
+  return es_test_done("test_gpu_engine");
+}

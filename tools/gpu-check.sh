@@ -1,0 +1,107 @@
+#!/bin/bash
+# gpu-check.sh OUTDIR - the one script for the GPU machine: configure (sm_90) and build in
+# build-check/, run every ctest (GPU ones included), compute-sanitizer memcheck and racecheck
+# on the GPU engine test in its small mode, the GPU benchmark table (test_gpu_bench with
+# ES_GPU_BENCH) and tools/entropy-bench, then write logs and results.json into OUTDIR (flat,
+# at most 8 files) and print a summary table last.
+# FFmpeg: works with or without `source .device-deps/device-env.sh` (sourced here if present).
+# Env: ES_CHECK_BUILD (build dir, default build-check), ES_CHECK_JOBS (default 16),
+#      ES_CHECK_SKIP (space-separated stages to skip: ctest sanitizer bench entropy-bench).
+set -u
+out=${1:?usage: gpu-check.sh OUTDIR}
+mkdir -p "$out"
+out=$(cd "$out" && pwd)
+top=$(cd "$(dirname "$0")/.." && pwd)
+cd "$top" || exit 1
+bdir=${ES_CHECK_BUILD:-build-check}
+jobs=${ES_CHECK_JOBS:-16}
+skip=" ${ES_CHECK_SKIP:-} "
+if [ -f .device-deps/device-env.sh ] && ! command -v ffmpeg >/dev/null 2>&1; then
+  # shellcheck disable=SC1091
+  source .device-deps/device-env.sh
+fi
+
+declare -A res
+t_start=$(date +%s)
+stage() { echo "== $1 ($(date -u +%H:%M:%S))"; }
+
+stage "configure + build"
+{
+  nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv 2>&1 || true
+  cmake -S . -B "$bdir" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 \
+    -DES_PTXAS_VERBOSE=ON 2>&1
+} >"$out/build.log"
+if cmake --build "$bdir" -j"$jobs" >>"$out/build.log" 2>&1; then
+  res[build]=ok
+else
+  # Someone's half-written file may break the tree: build what this check needs alone.
+  echo "full build failed; building the GPU targets alone" >>"$out/build.log"
+  if cmake --build "$bdir" -j"$jobs" --target test_gpu_engine test_gpu_bench >>"$out/build.log" 2>&1; then
+    res[build]=partial
+  else
+    res[build]=FAILED
+  fi
+  cmake --build "$bdir" -j"$jobs" --target entropy-bench >>"$out/build.log" 2>&1 || true
+fi
+grep -E "error|registers|spill" "$out/build.log" | grep -v "0 bytes spill" | head -5
+
+res[ctest]=skipped
+if [[ $skip != *" ctest "* ]] && [ "${res[build]}" != FAILED ]; then
+  stage "ctest"
+  (cd "$bdir" && timeout 420 ctest --output-on-failure -j4 --timeout 400) >"$out/ctest.log" 2>&1
+  res[ctest]=$(grep -E "tests passed|tests failed" "$out/ctest.log" | tail -1)
+  [ -n "${res[ctest]}" ] || res[ctest]="no summary (timeout?)"
+  grep -E "\*\*\*Failed|\*\*\*Timeout|Not Run|Skipped" "$out/ctest.log" | head -20
+fi
+
+res[memcheck]=skipped
+res[racecheck]=skipped
+cs=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
+if [[ $skip != *" sanitizer "* ]] && [ -x "$cs" ] && [ -x "$bdir/tests/test_gpu_engine" ]; then
+  stage "compute-sanitizer"
+  : >"$out/sanitizer.log"
+  for tool in memcheck racecheck; do
+    echo "=== $tool" >>"$out/sanitizer.log"
+    ES_TEST_SMALL=1 timeout 240 "$cs" --tool $tool --error-exitcode 9 \
+      "$bdir/tests/test_gpu_engine" >>"$out/sanitizer.log" 2>&1
+    rc=$?
+    sum=$(grep -E "ERROR SUMMARY|RACECHECK SUMMARY" "$out/sanitizer.log" | tail -1)
+    res[$tool]="rc $rc ${sum:-}"
+  done
+fi
+
+res[bench]=skipped
+if [[ $skip != *" bench "* ]] && [ -x "$bdir/tests/test_gpu_bench" ]; then
+  stage "GPU benchmark"
+  ES_GPU_BENCH="$out/gpu-bench.json" timeout 400 "$bdir/tests/test_gpu_bench" >"$out/gpu-bench.log" 2>&1
+  res[bench]="rc $?"
+fi
+
+res[entropy_bench]=skipped
+if [[ $skip != *" entropy-bench "* ]] && [ -x "$bdir/tools/entropy-bench" ]; then
+  stage "entropy-bench"
+  timeout 300 "$bdir/tools/entropy-bench" --json "$out/bench.json" >"$out/entropy-bench.log" 2>&1
+  res[entropy_bench]="rc $?"
+fi
+
+t_end=$(date +%s)
+{
+  printf '{\n  "seconds": %d,\n' $((t_end - t_start))
+  printf '  "device": "%s",\n' "$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1)"
+  first=1
+  for k in build ctest memcheck racecheck bench entropy_bench; do
+    [ $first = 1 ] || printf ',\n'
+    first=0
+    printf '  "%s": "%s"' "$k" "$(echo "${res[$k]}" | tr -d '"\\')"
+  done
+  printf '\n}\n'
+} >"$out/results.json"
+
+echo
+echo "== GPU benchmark (median; floor = device memory for kernel rows, PCIe for h2h rows)"
+grep -E "ms .*Gpx/s|PCIe" "$out/gpu-bench.log" 2>/dev/null | cut -c1-150
+echo
+echo "== summary ($((t_end - t_start)) s)"
+for k in build ctest memcheck racecheck bench entropy_bench; do
+  printf '%-14s %s\n' "$k" "${res[$k]}"
+done
