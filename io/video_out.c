@@ -145,6 +145,42 @@ end:
   return rc;
 }
 
+/* Allocates, sets up and opens an encoder. tuning: apply --crf/--preset (or mpeg4's
+ * constant quantiser). Returns an AVERROR; *out is set either way (free it). */
+static int open_encoder(AVCodecContext **out, const AVCodec *codec, const es_video_out_opts *o,
+                        enum AVPixelFormat fmt, AVRational tb, AVRational fps, int global_header,
+                        int tuning) {
+  AVCodecContext *e = *out = avcodec_alloc_context3(codec);
+  if (!e) return AVERROR(ENOMEM);
+  e->width = o->width;
+  e->height = o->height;
+  e->pix_fmt = fmt;
+  e->time_base = tb;
+  e->framerate = fps;
+  e->sample_aspect_ratio = (AVRational){1, 1};
+  if (fmt == AV_PIX_FMT_GRAY8 || fmt == AV_PIX_FMT_GRAY16) {
+    e->color_range = AVCOL_RANGE_JPEG;
+  } else {
+    e->color_range = AVCOL_RANGE_MPEG;
+    e->colorspace = AVCOL_SPC_SMPTE170M; /* the renderer's YUV is BT.601 */
+  }
+  if (global_header) e->flags |= AV_CODEC_FLAG_GLOBAL_HEADER;
+  if (tuning) {
+    int has_crf = av_opt_find(e->priv_data, "crf", NULL, 0, 0) != NULL;
+    if (o->crf >= 0 && has_crf) {
+      av_opt_set_int(e->priv_data, "crf", o->crf, 0);
+    } else if (o->crf < 0 && !has_crf && codec->id == AV_CODEC_ID_MPEG4) {
+      /* mpeg4's default is a 200 kb/s bit rate, far too little for a heat map: use a
+       * constant quantiser instead. */
+      e->flags |= AV_CODEC_FLAG_QSCALE;
+      e->global_quality = FF_QP2LAMBDA * 3;
+    }
+    if (o->preset && av_opt_set(e->priv_data, "preset", o->preset, 0) < 0)
+      return AVERROR_OPTION_NOT_FOUND;
+  }
+  return avcodec_open2(e, codec, NULL);
+}
+
 int es_video_out_open(es_video_out **out, const char *path, const es_video_out_opts *o,
                       char *msg, size_t len) {
   int rc = ES_OK, err;
@@ -262,54 +298,56 @@ int es_video_out_open(es_video_out **out, const char *path, const es_video_out_o
     rc = ES_ERR_OUTPUT;
     goto end;
   }
-  v->enc = avcodec_alloc_context3(codec);
   v->frame = av_frame_alloc();
   v->pkt = av_packet_alloc();
-  if (!v->enc || !v->frame || !v->pkt) {
+  if (!v->frame || !v->pkt) {
     rc = ES_ERR_NOMEM;
     snprintf(msg, len, "out of memory");
     goto end;
   }
-  v->enc->width = o->width;
-  v->enc->height = o->height;
-  v->enc->pix_fmt = enc_fmt;
-  v->enc->time_base = v->in_tb;
-  v->enc->framerate = fps;
-  v->enc->sample_aspect_ratio = (AVRational){1, 1};
-  if (enc_fmt == AV_PIX_FMT_GRAY8 || enc_fmt == AV_PIX_FMT_GRAY16) {
-    v->enc->color_range = AVCOL_RANGE_JPEG;
-  } else {
-    v->enc->color_range = AVCOL_RANGE_MPEG;
-    v->enc->colorspace = AVCOL_SPC_SMPTE170M; /* the renderer's YUV is BT.601 */
-  }
-  if (v->fmt->oformat->flags & AVFMT_GLOBALHEADER) v->enc->flags |= AV_CODEC_FLAG_GLOBAL_HEADER;
-  if (v->mode == MODE_ENCODE) {
-    int has_crf = av_opt_find(v->enc->priv_data, "crf", NULL, 0, 0) != NULL;
-    if (o->crf >= 0) {
-      if (!has_crf) {
-        snprintf(msg, len, "--crf: encoder %s has no crf option", codec->name);
-        rc = ES_ERR_USAGE;
-        goto end;
-      }
-      av_opt_set_int(v->enc->priv_data, "crf", o->crf, 0);
-    } else if (!has_crf && codec->id == AV_CODEC_ID_MPEG4) {
-      /* mpeg4's default is a 200 kb/s bit rate, far too little for a heat map: use a
-       * constant quantiser instead. */
-      v->enc->flags |= AV_CODEC_FLAG_QSCALE;
-      v->enc->global_quality = FF_QP2LAMBDA * 3;
-    }
-    if (o->preset && av_opt_set(v->enc->priv_data, "preset", o->preset, 0) < 0) {
-      snprintf(msg, len, "--preset %s: not a preset of encoder %s", o->preset, codec->name);
+  if (v->mode == MODE_ENCODE && o->crf >= 0) {
+    AVCodecContext *probe = avcodec_alloc_context3(codec);
+    int has_crf = probe && av_opt_find(probe->priv_data, "crf", NULL, 0, 0) != NULL;
+    avcodec_free_context(&probe);
+    if (!has_crf) {
+      snprintf(msg, len, "--crf: encoder %s has no crf option", codec->name);
       rc = ES_ERR_USAGE;
       goto end;
     }
   }
-  if ((err = avcodec_open2(v->enc, codec, NULL)) < 0) {
-    char what[200];
-    snprintf(what, sizeof what, "encoder %s refused %dx%d %s", codec->name, o->width, o->height,
-             av_get_pix_fmt_name(enc_fmt) ? av_get_pix_fmt_name(enc_fmt) : "?");
-    averr(msg, len, what, err);
-    rc = ES_ERR_OUTPUT;
+  /* The input's time base first; where the encoder refuses it (mpeg4 takes denominators up
+   * to 65535 only, 1/90000 is common), one frame as the unit. */
+  int global_header = !!(v->fmt->oformat->flags & AVFMT_GLOBALHEADER);
+  AVRational tbs[2] = {v->in_tb, av_inv_q(fps)};
+  int ntb = av_cmp_q(tbs[0], tbs[1]) ? 2 : 1;
+  err = AVERROR(EINVAL);
+  for (int i = 0; i < ntb && err < 0; i++) {
+    avcodec_free_context(&v->enc);
+    err = open_encoder(&v->enc, codec, o, enc_fmt, tbs[i], fps, global_header,
+                       v->mode == MODE_ENCODE);
+    if (err == AVERROR(ENOMEM)) break;
+  }
+  if (err < 0) {
+    AVCodecContext *plain = NULL;
+    if (err != AVERROR(ENOMEM) && v->mode == MODE_ENCODE && (o->preset || o->crf >= 0) &&
+        open_encoder(&plain, codec, o, enc_fmt, tbs[ntb - 1], fps, global_header, 0) >= 0) {
+      /* It opens without them: the preset or crf was refused. */
+      if (o->preset && o->crf >= 0)
+        snprintf(msg, len, "--preset %s or --crf %d: refused by encoder %s", o->preset, o->crf,
+                 codec->name);
+      else if (o->preset)
+        snprintf(msg, len, "--preset %s: not a preset of encoder %s", o->preset, codec->name);
+      else
+        snprintf(msg, len, "--crf %d: refused by encoder %s", o->crf, codec->name);
+      rc = ES_ERR_USAGE;
+    } else {
+      char what[200];
+      snprintf(what, sizeof what, "encoder %s refused %dx%d %s", codec->name, o->width,
+               o->height, av_get_pix_fmt_name(enc_fmt) ? av_get_pix_fmt_name(enc_fmt) : "?");
+      averr(msg, len, what, err);
+      rc = err == AVERROR(ENOMEM) ? ES_ERR_NOMEM : ES_ERR_OUTPUT;
+    }
+    avcodec_free_context(&plain);
     goto end;
   }
   v->st = avformat_new_stream(v->fmt, NULL);
