@@ -1,0 +1,276 @@
+/*
+ * test_kernels_render.c - CPU rendering (es_cpu_render, es_render_range, and es_cpu_run's
+ * rendering) against a direct per-pixel computation with es_math.h, for every pixel format,
+ * colormap, overlay and range mode, 8- and 16-bit sources, odd sizes, padded strides
+ * (padding must stay untouched), and thread counts 1 and 3.
+ */
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "es_kernels.h"
+#include "es_test.h"
+
+#define POISON 0xCD
+
+typedef struct planes_buf {
+  es_planes pl;
+  uint8_t *mem[3];
+  size_t size[3];
+} planes_buf;
+
+static void planes_alloc(planes_buf *b, int fmt, int w, int h) {
+  memset(b, 0, sizeof *b);
+  for (int i = 0; i < es_pix_planes(fmt); i++) {
+    b->pl.stride[i] = es_pix_stride(fmt, i, w) + (size_t)es_test_range(0, 5);
+    b->size[i] = b->pl.stride[i] * es_pix_plane_height(fmt, i, h);
+    b->mem[i] = malloc(b->size[i]);
+    memset(b->mem[i], POISON, b->size[i]);
+    b->pl.plane[i] = b->mem[i];
+  }
+}
+static void planes_free(planes_buf *b) {
+  for (int i = 0; i < 3; i++) free(b->mem[i]);
+}
+
+static uint32_t sample(const es_image *img, int x, int y) {
+  const uint8_t *row = (const uint8_t *)img->data + (size_t)y * img->stride;
+  if (img->depth == 16) {
+    uint16_t v;
+    memcpy(&v, row + 2 * (size_t)x, 2);
+    return v;
+  }
+  return row[x];
+}
+
+/* The expected planes, written from the rules in render.c's header comment: full-size
+ * RGB first, then every format from it. */
+static void expected(const float *map, size_t ms, const es_image *src, const es_params *p,
+                     const es_render *r, float mn, float mx, planes_buf *e) {
+  int w = src->width, h = src->height, fmt = r->format;
+  double lo, inv;
+  if (r->range_auto) {
+    lo = mn;
+    inv = (double)mx - (double)mn > 0 ? 1.0 / ((double)mx - (double)mn) : 0.0;
+  } else {
+    double hm = es_params_hmax(p);
+    lo = 0;
+    inv = hm > 0 ? 1.0 / hm : 0.0;
+  }
+  int a = (int)lround(r->overlay * 256.0);
+  const uint8_t *lut = es_colormap_lut(r->colormap);
+  uint8_t *rgb = malloc((size_t)w * h * 3);
+  int *u = malloc((size_t)w * h * sizeof *u), *v = malloc((size_t)w * h * sizeof *v);
+  for (int y = 0; y < h; y++) {
+    for (int x = 0; x < w; x++) {
+      float hv = map[(size_t)y * ms + x];
+      uint8_t g = es_grey8(sample(src, x, y), src->depth);
+      int i8 = es_render_index8(hv, lo, inv);
+      uint8_t *c = rgb + 3 * ((size_t)y * w + x);
+      for (int k = 0; k < 3; k++) c[k] = lut ? lut[3 * i8 + k] : 0;
+      if (a > 0)
+        for (int k = 0; k < 3; k++) c[k] = es_blend(c[k], g, a);
+      u[(size_t)y * w + x] = es_rgb_to_u(c[0], c[1], c[2]);
+      v[(size_t)y * w + x] = es_rgb_to_v(c[0], c[1], c[2]);
+      uint8_t *p0 = e->pl.plane[0] + (size_t)y * e->pl.stride[0];
+      switch (fmt) {
+      case ES_PIX_RGB24: memcpy(p0 + 3 * (size_t)x, c, 3); break;
+      case ES_PIX_GRAY8: p0[x] = a > 0 ? es_blend((uint8_t)i8, g, a) : (uint8_t)i8; break;
+      case ES_PIX_GRAY16: {
+        uint16_t s = (uint16_t)es_render_index16(hv, lo, inv);
+        memcpy(p0 + 2 * (size_t)x, &s, 2);
+        break;
+      }
+      case ES_PIX_YUV444P:
+        p0[x] = es_rgb_to_y(c[0], c[1], c[2]);
+        e->pl.plane[1][(size_t)y * e->pl.stride[1] + x] = (uint8_t)u[(size_t)y * w + x];
+        e->pl.plane[2][(size_t)y * e->pl.stride[2] + x] = (uint8_t)v[(size_t)y * w + x];
+        break;
+      case ES_PIX_YUV420P: p0[x] = es_rgb_to_y(c[0], c[1], c[2]); break;
+      }
+    }
+  }
+  if (fmt == ES_PIX_YUV420P) {
+    for (int cy = 0; cy < (h + 1) / 2; cy++)
+      for (int cx = 0; cx < (w + 1) / 2; cx++) {
+        int su = 0, sv = 0, n = 0;
+        for (int y = 2 * cy; y < 2 * cy + 2 && y < h; y++)
+          for (int x = 2 * cx; x < 2 * cx + 2 && x < w; x++) {
+            su += u[(size_t)y * w + x];
+            sv += v[(size_t)y * w + x];
+            n++;
+          }
+        e->pl.plane[1][(size_t)cy * e->pl.stride[1] + cx] = (uint8_t)((su + n / 2) / n);
+        e->pl.plane[2][(size_t)cy * e->pl.stride[2] + cx] = (uint8_t)((sv + n / 2) / n);
+      }
+  }
+  free(rgb);
+  free(u);
+  free(v);
+}
+
+static int same_planes(const planes_buf *a, const planes_buf *b, int fmt) {
+  for (int i = 0; i < es_pix_planes(fmt); i++)
+    if (a->size[i] != b->size[i] || memcmp(a->mem[i], b->mem[i], a->size[i])) return 0;
+  return 1;
+}
+
+static const char *fmt_name(int f) {
+  static const char *n[] = {"none", "rgb24", "gray8", "gray16", "yuv444p", "yuv420p"};
+  return f >= 0 && f <= 5 ? n[f] : "?";
+}
+
+int main(void) {
+  es_test_seed("test_kernels_render");
+
+  /* es_render_range. */
+  {
+    es_params p;
+    es_params_default(&p);
+    es_render r;
+    es_render_default(&r);
+    double lo, inv;
+    es_render_range(&p, &r, 0.5f, 2.0f, &lo, &inv);
+    CHECK(lo == 0.0 && inv == 1.0 / es_params_hmax(&p), "fixed range: lo %g inv %g", lo, inv);
+    r.range_auto = 1;
+    es_render_range(&p, &r, 0.5f, 2.0f, &lo, &inv);
+    CHECK(lo == 0.5 && inv == 1.0 / 1.5, "auto range: lo %g inv %g", lo, inv);
+    es_render_range(&p, &r, 1.25f, 1.25f, &lo, &inv);
+    CHECK(lo == 1.25 && inv == 0.0, "auto range, flat map: lo %g inv %g", lo, inv);
+    p.window = 1;
+    r.range_auto = 0;
+    es_render_range(&p, &r, 0.0f, 0.0f, &lo, &inv);
+    CHECK(inv == 0.0, "K=1: hmax 0 must give inv 0, got %g", inv);
+  }
+
+  int have_lut = es_colormap_lut(ES_CMAP_INFERNO) != NULL;
+  if (!have_lut) printf("colormaps not available: RGB/YUV formats not checked\n");
+  static const float overlays[] = {0.0f, 0.37f, 1.0f};
+  for (int iter = 0; iter < 60; iter++) {
+    int w = es_test_range(1, 37), h = es_test_range(1, 29);
+    if (iter < 4) { /* 1x1, 1xN, Nx1 first */
+      w = iter & 1 ? 1 : es_test_range(1, 9);
+      h = iter & 2 ? 1 : es_test_range(1, 9);
+    }
+    int depth = es_test_range(0, 1) ? 16 : 8;
+    es_params p;
+    es_params_default(&p);
+    p.window = 2 * es_test_range(0, 4) + 1;
+    p.levels = es_test_range(2, 256);
+    p.base = es_test_range(0, 1);
+    double hmax = es_params_hmax(&p);
+    size_t ms = (size_t)w + (size_t)es_test_range(0, 3);
+    float *map = malloc(ms * h * sizeof *map);
+    float mn = INFINITY, mx = -INFINITY;
+    int flat = es_test_range(0, 9) == 0;
+    for (int y = 0; y < h; y++)
+      for (int x = 0; x < w; x++) {
+        float v;
+        int k = es_test_range(0, 9);
+        v = flat ? (float)(hmax / 3) : k == 0 ? 0.0f : k == 1 ? (float)hmax
+          : (float)(hmax * (double)es_test_rand() / 18446744073709551616.0);
+        map[(size_t)y * ms + x] = v;
+        if (v < mn) mn = v;
+        if (v > mx) mx = v;
+      }
+    size_t bps = depth == 16 ? 2 : 1;
+    size_t sstride = (size_t)w * bps + (size_t)es_test_range(0, 3) * bps;
+    uint8_t *sbuf = malloc(sstride * h);
+    for (size_t i = 0; i < sstride * h; i++) sbuf[i] = (uint8_t)es_test_rand();
+    es_image src = {sbuf, w, h, sstride, depth};
+
+    for (int fmt = ES_PIX_RGB24; fmt <= ES_PIX_YUV420P; fmt++) {
+      if (!have_lut && fmt != ES_PIX_GRAY8 && fmt != ES_PIX_GRAY16) continue;
+      es_render r;
+      es_render_default(&r);
+      r.format = fmt;
+      r.colormap = es_test_range(ES_CMAP_INFERNO, ES_CMAP_GRAY);
+      r.range_auto = es_test_range(0, 1);
+      r.overlay = overlays[es_test_range(0, 2)];
+      planes_buf got, got3, want;
+      planes_alloc(&got, fmt, w, h);
+      got3 = got;
+      for (int i = 0; i < 3; i++) { /* same strides, own memory */
+        got3.mem[i] = got.mem[i] ? malloc(got.size[i]) : NULL;
+        if (got3.mem[i]) memset(got3.mem[i], POISON, got.size[i]);
+        got3.pl.plane[i] = got3.mem[i];
+      }
+      want = got;
+      for (int i = 0; i < 3; i++) {
+        want.mem[i] = got.mem[i] ? malloc(got.size[i]) : NULL;
+        if (want.mem[i]) memset(want.mem[i], POISON, got.size[i]);
+        want.pl.plane[i] = want.mem[i];
+      }
+      int rc = es_cpu_render(map, ms, &src, &p, &r, mn, mx, &got.pl, 1);
+      int rc3 = es_cpu_render(map, ms, &src, &p, &r, mn, mx, &got3.pl, 3);
+      expected(map, ms, &src, &p, &r, mn, mx, &want);
+      CHECK(rc == ES_OK && rc3 == ES_OK, "es_cpu_render %d %d", rc, rc3);
+      CHECK(same_planes(&got, &want, fmt), "%s %dx%d d%d auto=%d overlay=%g cmap %d: differs from the rules",
+            fmt_name(fmt), w, h, depth, r.range_auto, r.overlay, r.colormap);
+      CHECK(same_planes(&got, &got3, fmt), "%s %dx%d: 1 and 3 threads differ", fmt_name(fmt), w, h);
+      planes_free(&got);
+      planes_free(&got3);
+      planes_free(&want);
+    }
+    free(map);
+    free(sbuf);
+  }
+
+  /* es_cpu_run with rendering: the same planes as rendering its own map with the frame's
+   * min and max (auto range), with and without a caller map. */
+  if (have_lut) {
+    for (int iter = 0; iter < 12; iter++) {
+      int w = es_test_range(1, 45), h = es_test_range(1, 31);
+      uint8_t *sbuf = malloc((size_t)w * h);
+      for (size_t i = 0; i < (size_t)w * h; i++) sbuf[i] = (uint8_t)es_test_rand();
+      es_image src = {sbuf, w, h, (size_t)w, 8};
+      es_job job;
+      memset(&job, 0, sizeof job);
+      job.in = src;
+      es_params_default(&job.params);
+      job.params.window = 2 * es_test_range(0, 3) + 1;
+      es_render_default(&job.render);
+      job.render.format = es_test_range(ES_PIX_RGB24, ES_PIX_YUV420P);
+      job.render.range_auto = es_test_range(0, 1);
+      job.render.overlay = overlays[es_test_range(0, 2)];
+      float *map = malloc((size_t)w * h * sizeof *map);
+      es_stats st;
+      job.map = map;
+      job.map_stride = (size_t)w;
+      job.stats = &st;
+      job.stats_bins = 16;
+      planes_buf a, b;
+      planes_alloc(&a, job.render.format, w, h);
+      planes_alloc(&b, job.render.format, w, h);
+      b.pl.stride[0] = a.pl.stride[0];
+      job.pix = a.pl;
+      char msg[256] = "";
+      int rc = es_cpu_run(&job, es_test_range(1, 3), msg, sizeof msg);
+      CHECK(rc == ES_OK, "es_cpu_run with rendering: %s", msg);
+      planes_free(&b);
+      b = a;
+      for (int i = 0; i < 3; i++) {
+        b.mem[i] = a.mem[i] ? malloc(a.size[i]) : NULL;
+        if (b.mem[i]) memset(b.mem[i], POISON, a.size[i]);
+        b.pl.plane[i] = b.mem[i];
+      }
+      es_cpu_render(map, (size_t)w, &src, &job.params, &job.render, st.min, st.max, &b.pl, 1);
+      CHECK(same_planes(&a, &b, job.render.format), "es_cpu_run %s %dx%d: rendering differs",
+            fmt_name(job.render.format), w, h);
+      /* No caller map: the engine renders from a temporary one. */
+      for (int i = 0; i < 3; i++)
+        if (a.mem[i]) memset(a.mem[i], POISON, a.size[i]);
+      job.map = NULL;
+      job.stats = NULL;
+      rc = es_cpu_run(&job, 2, msg, sizeof msg);
+      CHECK(rc == ES_OK && same_planes(&a, &b, job.render.format),
+            "es_cpu_run without a map: rc %d, rendering differs", rc);
+      planes_free(&a);
+      planes_free(&b);
+      free(map);
+      free(sbuf);
+    }
+  }
+  return es_test_done("test_kernels_render");
+}
