@@ -135,6 +135,30 @@ msg=$("$BIN" -q "$T/noise.mp4" -o "$T/noise.npy" 2>&1); rc=$?
 [ $rc = 2 ] || fail "noise.mp4: exit $rc, want 2 ($msg)"
 [ -e "$T/noise.npy" ] && fail "noise.mp4 left an output"
 
+# Output that cannot be created: exit 3, nothing left.
+printf 'x' > "$T/afile"
+msg=$("$BIN" -q "$T/clip.mkv" -o "$T/afile/x.mp4" 2>&1); rc=$?
+[ $rc = 3 ] || fail "mp4 under a regular file: exit $rc, want 3 ($msg)"
+case "$msg" in "entropy-stream: $T/afile/x.mp4: "?*) ;; *) fail "mp4 output error message: $msg";; esac
+
+# Corrupt packets in the middle of a video: skipped and counted, the rest kept, exit 0.
+$FF -f lavfi -i testsrc=size=96x64:rate=10 -frames:v 30 -c:v mpeg4 -g 5 "$T/c.avi" || fail "cannot make c.avi"
+"$PY" - "$T/c.avi" "$T/cc.avi" <<'EOF'
+import random, sys
+b = bytearray(open(sys.argv[1], 'rb').read())
+random.seed(3)
+for i in range(len(b) // 3, len(b) // 3 + 400):
+    b[i] = random.randrange(256)
+open(sys.argv[2], 'wb').write(bytes(b))
+EOF
+msg=$("$BIN" "$T/cc.avi" -o "$T/cc.npy" 2>&1); rc=$?
+echo "corrupt avi: exit $rc: $msg"
+[ $rc = 0 ] || fail "corrupt packets: exit $rc, want 0 ($msg)"
+n=$("$PY" -c "import numpy as np; print(np.load('$T/cc.npy').shape[0])")
+[ "$n" -ge 20 ] && [ "$n" -le 30 ] || fail "corrupt packets: $n frames kept"
+case "$msg" in *"$n frames"*) ;; *) fail "summary does not give the $n frames written: $msg";; esac
+[ "$n" = 30 ] || case "$msg" in *corrupt*) ;; *) fail "frames lost but no corrupt count in the summary: $msg";; esac
+
 if [ $FAIL -ne 0 ]; then
   echo "test_cli_video: $FAIL failure(s)"
   exit 1
