@@ -155,6 +155,16 @@ msg=$("$BIN" -q "$T/good.png" -o "$T/v.mp4" 2>&1); rc=$?
 msg=$("$BIN" -q "$T/good.png" -o "$T/v.xyz" 2>&1); rc=$?
 [ $rc = 1 ] || fail "unknown output extension: exit $rc, want 1 ($msg)"
 
+# An output that is the input itself is refused even with -y (the input survives).
+cp "$T/good.png" "$T/self.png"
+msg=$("$BIN" -q -y "$T/self.png" -o "$T/self.png" 2>&1); rc=$?
+[ $rc = 1 ] || fail "output = input: exit $rc, want 1 ($msg)"
+cmp -s "$T/good.png" "$T/self.png" || fail "output = input: the input was modified"
+mkdir "$T/selfdir"; cp "$T/good.png" "$T/selfdir/"
+msg=$("$BIN" -q -y "$T/selfdir" -o "$T/selfdir/" 2>&1); rc=$?
+[ $rc = 1 ] || fail "output dir = input dir: exit $rc, want 1 ($msg)"
+cmp -s "$T/good.png" "$T/selfdir/good.png" || fail "output dir = input dir: the input was modified"
+
 # --version and --help.
 out=$("$BIN" --version); rc=$?
 [ $rc = 0 ] || fail "--version: exit $rc"

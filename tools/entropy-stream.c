@@ -1607,6 +1607,14 @@ int main(int argc, char **argv) {
     err(NULL, "--stats - and -o -: both would write to standard output");
     return 1;
   }
+  /* Never let an output replace its own input (-y would destroy it). */
+  if (o.output && strcmp(o.input, "-") && strcmp(o.output, "-")) {
+    char rin[PATH_MAX], rout[PATH_MAX];
+    if (realpath(o.input, rin) && realpath(o.output, rout) && !strcmp(rin, rout)) {
+      err(o.output, "is the input itself (choose another output)");
+      return 1;
+    }
+  }
   install_signals();
   if (in_kind == IN_VIDEO) return run_video(&o, out_kind);
   return run_images(&o, in_kind, out_kind);
