@@ -89,8 +89,12 @@ static void render_row(const render_ctx *c, int fmt, int w, int y, const es_plan
     break;
   }
   case ES_PIX_GRAY16: {
-    uint16_t *d = (uint16_t *)(void *)(pix->plane[0] + (size_t)y * pix->stride[0]);
-    for (int x = 0; x < w; x++) d[x] = (uint16_t)es_render_index16(m[x], c->lo, c->inv);
+    /* memcpy: a caller's stride need not keep rows 2-byte aligned. */
+    uint8_t *d = pix->plane[0] + (size_t)y * pix->stride[0];
+    for (int x = 0; x < w; x++) {
+      uint16_t v = (uint16_t)es_render_index16(m[x], c->lo, c->inv);
+      memcpy(d + 2 * (size_t)x, &v, 2);
+    }
     break;
   }
   case ES_PIX_YUV444P: {
