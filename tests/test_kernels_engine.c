@@ -225,8 +225,47 @@ static void random_params(es_params *p, int depth, int maxk) {
   p->levels = depth == 8 ? l8[es_test_range(0, 4)] : l16[es_test_range(0, 4)];
 }
 
+/* Bad jobs are refused with ES_ERR_USAGE and a one-line message, and write nothing. */
+static void bad_jobs(void) {
+  uint8_t px[12] = {0};
+  float map[12];
+  es_job job;
+  memset(&job, 0, sizeof job);
+  job.in = (es_image){px, 4, 3, 4, 8};
+  es_params_default(&job.params);
+  job.map = map;
+  job.map_stride = 4;
+  for (int i = 0; i < 7; i++) {
+    es_job j = job;
+    switch (i) {
+    case 0: j.params.window = 4; break;
+    case 1: j.params.window = 257; break;
+    case 2: j.params.levels = 257; break;
+    case 3: j.in.data = NULL; break;
+    case 4: j.map_stride = 3; break;
+    case 5: j.stats = (es_stats *)map; j.stats_bins = 0; break;
+    case 6: j.in.depth = 12; break;
+    }
+    for (int k = 0; k < 12; k++) map[k] = poison_value();
+    char msg[256] = "";
+    int rc = es_cpu_run(&j, 1, msg, sizeof msg);
+    CHECK(rc == ES_ERR_USAGE && msg[0] && !strchr(msg, '\n'), "bad job %d: rc %d msg '%s'", i, rc, msg);
+    int written = 0;
+    for (int k = 0; k < 12; k++) written += !is_poison(map[k]);
+    CHECK(written == 0, "bad job %d: %d map values written", i, written);
+  }
+  es_image img = {px, 4, 3, 4, 8};
+  es_params p;
+  es_params_default(&p);
+  p.levels = 1;
+  CHECK(es_cpu_naive(&img, &p, map, 4) == ES_ERR_USAGE, "naive accepted L=1");
+  double ref[12];
+  CHECK(es_ref_entropy(&img, &p, ref) == ES_ERR_USAGE, "reference accepted L=1");
+}
+
 int main(void) {
   es_test_seed("test_kernels_engine");
+  bad_jobs();
   /* Fixed corner cases first: every shape/border/base at degenerate sizes. */
   static const int sizes[][2] = {{1, 1}, {1, 9}, {9, 1}, {2, 3}, {3, 2}, {1, 17}, {23, 1}};
   for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++) {
