@@ -131,6 +131,12 @@ int es_pick_target(const es_context *ctx, int64_t pixels, int allow_multi) {
   return ES_TARGET_ANY_GPU;
 }
 
+int es_cpu_threads_for(int64_t pixels, int max_threads) {
+  int64_t n = pixels / ES_CPU_PIXELS_PER_THREAD;
+  if (n < 1) n = 1;
+  return n < max_threads ? (int)n : (max_threads > 0 ? max_threads : 1);
+}
+
 /* Not worth retrying: the job itself is wrong, another device would say the same. */
 static int job_error(int rc) { return rc == ES_ERR_USAGE || rc == ES_ERR_INPUT; }
 
@@ -227,7 +233,8 @@ int es_run_job(es_context *ctx, const es_job *job, int target, int cpu_threads, 
       rc = ES_ERR_DEVICE;
       snprintf(why, sizeof why, "injected fault");
     } else {
-      rc = es_cpu_run(job, cpu_threads, why, sizeof why);
+      rc = es_cpu_run(job, es_cpu_threads_for((int64_t)job->in.width * job->in.height, cpu_threads),
+                      why, sizeof why);
     }
     first = 0;
     if (rc == ES_OK) {
