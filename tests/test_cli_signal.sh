@@ -19,7 +19,7 @@ trap cleanup EXIT
 FAIL=0
 fail() { echo "FAIL: $*"; FAIL=$((FAIL + 1)); }
 
-# ---- Video: ffmpeg -re feeds y4m at 25 fps for 60 s; the CLI gets SIGINT after ~2 s.
+# ---- Video: ffmpeg -re feeds y4m at 25 fps for 60 s; the CLI gets SIGINT after ~2.5 s.
 if [ "${ES_HAVE_FFMPEG:-0}" = 1 ] && command -v ffmpeg >/dev/null && command -v ffprobe >/dev/null; then
   for sig in INT TERM; do
     rm -f "$T/fifo" "$T/out.mp4"
@@ -49,6 +49,31 @@ if [ "${ES_HAVE_FFMPEG:-0}" = 1 ] && command -v ffmpeg >/dev/null && command -v 
     [ -n "$n" ] && [ "$n" -lt 1500 ] 2>/dev/null || fail "SIG$sig: out.mp4 has all $n frames: the signal did not stop reading"
     ls -A "$T" | grep -q '^\.' && fail "SIG$sig: temporaries left: $(ls -A "$T")"
   done
+  # A source that sends a few frames and then stays open and silent: the decoder is blocked
+  # in read(); SIGINT must still end the run at once with those frames kept.
+  rm -f "$T/fifo" "$T/stall.npy"
+  mkfifo "$T/fifo"
+  ( ffmpeg -nostdin -v error -f lavfi -i "testsrc=size=67x45:rate=25" -frames:v 17 -pix_fmt yuv420p \
+      -f yuv4mpegpipe - 2>/dev/null; exec sleep 60 ) > "$T/fifo" &
+  FPID=$!
+  "$BIN" --no-progress - -o "$T/stall.npy" < "$T/fifo" 2> "$T/err" &
+  BPID=$!
+  sleep 3
+  kill -INT $BPID
+  for _ in $(seq 1 50); do kill -0 $BPID 2>/dev/null || break; sleep 0.1; done
+  if kill -0 $BPID 2>/dev/null; then
+    fail "stalled stdin: still running 5 s after SIGINT"
+    kill -KILL $BPID
+  fi
+  wait $BPID; rc=$?
+  BPID=
+  kill $FPID 2>/dev/null; wait $FPID 2>/dev/null; FPID=
+  echo "stalled stdin: exit $rc; stderr: $(cat "$T/err")"
+  [ $rc = 130 ] || fail "stalled stdin: exit $rc, want 130"
+  "$PY" -c "
+import numpy as np, sys
+a = np.load('$T/stall.npy'); print('stalled stdin: npy', a.shape)
+sys.exit(0 if a.shape == (17, 45, 67) else 1)" || fail "stalled stdin: the 17 frames sent were not all kept"
 else
   echo "no FFmpeg: video part skipped"
 fi

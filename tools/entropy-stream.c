@@ -7,9 +7,11 @@
  */
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <poll.h>
 #include <math.h>
 #include <pthread.h>
 #include <signal.h>
@@ -1178,6 +1180,85 @@ end:
   return code;
 }
 
+/* ---- Standard input through a pump. A decoder blocked in read() on a pipe that stays open
+ * but silent would never see SIGINT (libavformat retries EINTR). So when stdin is a pipe,
+ * tty or socket, a pump thread copies it into a pipe of our own that replaces fd 0; it
+ * polls with a timeout, and on a signal closes its end: the decoder sees EOF, the frames in
+ * flight are finished and the output is closed properly. Regular files are read directly
+ * (a demuxer may need to seek in them). */
+typedef struct stdin_pump {
+  int src; /* the real standard input (a dup), owned by the pump thread */
+  int dst; /* write end of our pipe, owned by the pump thread */
+} stdin_pump;
+
+static void *stdin_pump_thread(void *arg) {
+  stdin_pump *p = arg;
+  size_t cap = 1 << 20;
+  char *buf = malloc(cap);
+  while (buf && !g_stop) {
+    struct pollfd pfd = {p->src, POLLIN, 0};
+    ssize_t n, off = 0;
+    int r = poll(&pfd, 1, 100);
+    if (r < 0 && errno != EINTR) break;
+    if (r <= 0) continue;
+    n = read(p->src, buf, cap);
+    if (n < 0 && (errno == EINTR || errno == EAGAIN)) continue;
+    if (n <= 0) {
+      if (n < 0) err("-", "read error: %s", strerror(errno));
+      break;
+    }
+    while (off < n) { /* blocks only while the decoder has a full pipe to read */
+      ssize_t w = write(p->dst, buf + off, (size_t)(n - off));
+      if (w < 0 && errno == EINTR) continue;
+      if (w <= 0) goto done; /* the decoder is gone */
+      off += w;
+    }
+  }
+done:
+  free(buf);
+  close(p->dst); /* EOF for the decoder */
+  close(p->src);
+  free(p);
+  return NULL;
+}
+
+/* Starts the pump when stdin is not a regular file. ES_OK (also when not needed). */
+static int stdin_pump_start(void) {
+  struct stat st;
+  int fds[2] = {-1, -1};
+  stdin_pump *p;
+  pthread_t th;
+  if (fstat(0, &st) == 0 && S_ISREG(st.st_mode)) return ES_OK;
+  p = calloc(1, sizeof *p);
+  if (!p || pipe(fds) != 0) goto fail;
+  fcntl(fds[1], F_SETPIPE_SZ, 1 << 20); /* fewer wake-ups; a failure only costs speed */
+  p->src = dup(0);
+  if (p->src < 0) goto fail;
+  p->dst = fds[1];
+  if (dup2(fds[0], 0) < 0) {
+    close(p->src);
+    goto fail;
+  }
+  close(fds[0]);
+  fcntl(p->dst, F_SETFD, FD_CLOEXEC);
+  fcntl(p->src, F_SETFD, FD_CLOEXEC);
+  if (pthread_create(&th, NULL, stdin_pump_thread, p) != 0) {
+    /* Put the real stdin back: reading it directly still works, only less interruptibly. */
+    dup2(p->src, 0);
+    close(p->src);
+    close(p->dst);
+    free(p);
+    return ES_OK;
+  }
+  pthread_detach(th); /* it may be blocked writing to a decoder that stopped reading */
+  return ES_OK;
+fail:
+  if (fds[0] >= 0) close(fds[0]);
+  if (fds[1] >= 0) close(fds[1]);
+  free(p);
+  return ES_OK;
+}
+
 /* ======================================================================================
  * Video and streams: a decode thread fills frames of an es_stream; the main thread pulls
  * them in order and writes.
@@ -1287,6 +1368,7 @@ static int run_video(cli_opts *o, int out_kind) {
     return 3;
   }
 
+  if (!strcmp(o->input, "-")) stdin_pump_start();
   vio.raw = o->raw;
   vio.max_pixels = o->max_pixels;
   vio.threads = 0;
