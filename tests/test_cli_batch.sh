@@ -95,6 +95,7 @@ printf '%s\n' "$err" | grep -qx "entropy-stream: $T/in/bad.png: .*" || fail "no 
 printf '%s\n' "$err" | grep -qx "entropy-stream: 1 of 3 files failed" || fail "no summary '1 of 3 files failed'"
 [ -z "$(find "$T/out1" -name '.*')" ] || fail "temporaries left: $(find "$T/out1" -name '.*')"
 
+ln -s .. "$T/in/sub/loop"  # a symlink loop must not be followed
 # Recursive, float maps, stats: every file, relative names, stats sorted by name.
 err=$("$BIN" -q -r --format f32 "$T/in" -o "$T/out2" --stats "$T/s.csv" 2>&1); rc=$?
 [ $rc = 2 ] || fail "recursive batch: exit $rc, want 2 ($err)"

@@ -718,7 +718,8 @@ static int collect_pngs(const char *root, const char *rel, int recursive, const 
       rc = ES_ERR_NOMEM;
       goto end;
     }
-    if (stat(full, &st) == 0 && S_ISDIR(st.st_mode)) {
+    /* Only real directories are descended into: a symlink to a parent would loop. */
+    if (lstat(full, &st) == 0 && S_ISDIR(st.st_mode)) {
       char real[PATH_MAX];
       int is_out = skip_dir && realpath(full, real) && !strcmp(real, skip_dir);
       if (recursive && !is_out)
