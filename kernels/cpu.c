@@ -56,6 +56,11 @@ static inline int cpu_reflect(int i, int n) {
   return m >= n ? 2 * n - 1 - m : m;
 }
 
+#define ES_LT uint8_t
+#define ES_FN(name) name##_u8
+#include "cpu_band_template.h"
+#undef ES_LT
+#undef ES_FN
 #define ES_LT uint16_t
 #define ES_FN(name) name##_u16
 #include "cpu_band_template.h"
@@ -130,8 +135,9 @@ int es_cpu_run(const es_job *job, int threads, char *msg, size_t msglen) {
   if (threads <= 0 && work / 262144 + 1 < nt) nt = (int)(work / 262144 + 1);
   int nbands = c.h < nt * 4 ? c.h : nt * 4;
   int use_ph = cpu_use_ph(p, c.w);
-  int wide = p->levels > 65535; /* the clip sentinel L needs 17 bits */
-  size_t lsz = wide ? 4 : 2;
+  /* Ring element: the smallest type that holds the clip sentinel L (cache footprint of
+   * the K + 1 rows: large windows read 2 K row streams at once). */
+  size_t lsz = p->levels <= 255 ? 1 : p->levels <= 65535 ? 2 : 4;
   size_t pw = (size_t)c.w + 2 * c.R + 1;
   cpu_thread *ts = calloc((size_t)nt, sizeof *ts);
   float *tmpmap = NULL;
@@ -178,12 +184,15 @@ int es_cpu_run(const es_job *job, int threads, char *msg, size_t msglen) {
 #endif
     int y0 = (int)((int64_t)c.h * b / nbands), y1 = (int)((int64_t)c.h * (b + 1) / nbands);
     if (y0 == y1) continue;
-    if (wide) {
-      if (use_ph) band_ph_u32(&c, t, y0, y1);
-      else band_huang_u32(&c, t, y0, y1);
-    } else {
+    if (lsz == 1) {
+      if (use_ph) band_ph_u8(&c, t, y0, y1);
+      else band_huang_u8(&c, t, y0, y1);
+    } else if (lsz == 2) {
       if (use_ph) band_ph_u16(&c, t, y0, y1);
       else band_huang_u16(&c, t, y0, y1);
+    } else {
+      if (use_ph) band_ph_u32(&c, t, y0, y1);
+      else band_huang_u32(&c, t, y0, y1);
     }
   }
 

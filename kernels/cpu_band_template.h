@@ -1,8 +1,8 @@
 /*
  * cpu_band_template.h - one row band of the CPU engine, included by cpu.c once per level
  * storage type (FFmpeg's template habit): ES_LT is the type of a quantized level in the row
- * ring (uint16_t when a clip sentinel L fits, uint32_t for L = 65536), ES_FN(name) adds the
- * type suffix. Everything else (cpu_ctx, cpu_thread, helpers) comes from cpu.c.
+ * ring (uint8_t for L <= 255, uint16_t when the clip sentinel L fits, uint32_t for
+ * L = 65536), ES_FN(name) adds the type suffix. Everything else (cpu_ctx, cpu_thread, helpers) comes from cpu.c.
  */
 #ifndef ES_LT
 #error "cpu_band_template.h is included by cpu.c with ES_LT and ES_FN defined"
