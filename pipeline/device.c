@@ -113,7 +113,8 @@ static void pool_release(es_context *ctx, es_pool_worker *pw, int failed) {
   pw->busy = 0;
   if (failed) {
     if (++ctx->fail_streak[pw->gpu] == ES_GPU_DISABLE_STREAK && ctx->cfg.verbose >= 1)
-      fprintf(stderr, "entropy-stream: warning: GPU %d failed %d times in a row: not used any more\n",
+      fprintf(stderr,
+              "entropy-stream: warning: GPU %d failed %d times in a row: not used any more\n",
               ctx->gpu_ordinal[pw->gpu], ES_GPU_DISABLE_STREAK);
   } else {
     ctx->fail_streak[pw->gpu] = 0;

@@ -193,7 +193,8 @@ int es_stream_open(es_context *ctx, const es_stream_config *sc, es_stream **out)
   }
 
   s = calloc(1, sizeof *s);
-  if (!s) goto nomem;
+  rc = ES_ERR_NOMEM; /* until the pool and the threads stand */
+  if (!s) goto end;
   s->ctx = ctx;
   s->sc = *sc;
   s->pinned = ctx->ngpu > 0;
@@ -205,7 +206,7 @@ int es_stream_open(es_context *ctx, const es_stream_config *sc, es_stream **out)
   es_fault_copy(&s->fault, &ctx->fault);
   s->slots = calloc((size_t)s->nslots, sizeof *s->slots);
   s->ring = calloc((size_t)s->nslots, sizeof *s->ring);
-  if (!s->slots || !s->ring) goto nomem;
+  if (!s->slots || !s->ring) goto end;
   for (int i = 0; i < s->nslots; i++) {
     es_slot *sl = &s->slots[i];
     sl->state = SLOT_FREE;
@@ -213,7 +214,7 @@ int es_stream_open(es_context *ctx, const es_stream_config *sc, es_stream **out)
       size_t bps = bytes_per_sample(sc->depth);
       if (data_grow(s, sl, (size_t)sc->max_width * bps * (size_t)sc->max_height) ||
           outputs_grow(s, sl, sc->max_width, sc->max_height))
-        goto nomem;
+        goto end;
     }
     sl->next = s->free_head;
     s->free_head = sl;
@@ -235,29 +236,25 @@ int es_stream_open(es_context *ctx, const es_stream_config *sc, es_stream **out)
   int total = ngpu_threads + ncpu;
   s->threads = calloc((size_t)total, sizeof *s->threads);
   s->args = calloc((size_t)total, sizeof *s->args);
-  if (!s->threads || !s->args) goto nomem;
+  if (!s->threads || !s->args) goto end;
   for (int i = 0; i < total; i++) {
     es_worker_arg *a = &s->args[i];
     a->s = s;
     a->target = i < ngpu_threads ? i / ES_GPU_WORKERS_PER_DEVICE : ES_TARGET_CPU;
     a->cpu_threads = i < ngpu_threads ? ctx->threads : s->cpu_threads;
-    if (pthread_create(&s->threads[i], NULL, worker_main, a) != 0) {
-      es_ctx_set_error(ctx, "cannot start a compute thread");
-      rc = ES_ERR_NOMEM;
-      goto end;
-    }
+    if (pthread_create(&s->threads[i], NULL, worker_main, a) != 0) goto end;
     s->nthreads++;
   }
   if (ctx->cfg.verbose >= 2)
-    fprintf(stderr, "entropy-stream: stream: %d frames, %d GPU thread(s), %d CPU worker(s) x %d thread(s)\n",
+    fprintf(stderr,
+            "entropy-stream: stream: %d frames, %d GPU thread(s), %d CPU worker(s) x %d "
+            "thread(s)\n",
             s->nslots, ngpu_threads, ncpu, s->cpu_threads);
   *out = s;
   s = NULL;
-  goto end;
-nomem:
-  es_ctx_set_error(ctx, "out of memory for the frame pool");
-  rc = ES_ERR_NOMEM;
+  rc = ES_OK;
 end:
+  if (rc) es_ctx_set_error(ctx, "out of memory for the frame pool or its threads");
   es_stream_destroy(&s);
   return rc;
 }

@@ -44,7 +44,8 @@ int main(int argc, char **argv) {
   for (int y = 0; y < h; y++) {
     for (int x = 0; x < w; x++) {
       seed = seed * 1664525u + 1013904223u;
-      pixels[(size_t)y * w + x] = x < w / 2 ? (uint8_t)(x * 255 / (w > 1 ? w : 2)) : (uint8_t)(seed >> 24);
+      uint8_t gradient = (uint8_t)(x * 255 / (w > 1 ? w : 2)), noise = (uint8_t)(seed >> 24);
+      pixels[(size_t)y * w + x] = x < w / 2 ? gradient : noise;
     }
   }
 

@@ -8,6 +8,7 @@
 
 #include "entropy_stream.h"
 #include "es_gpu.h"
+#include "es_pipeline_internal.h"
 #include "es_test.h"
 
 /* Creates a context from cfg; checks the code and that msg contains `want` (NULL: any). */
@@ -158,6 +159,12 @@ int main(void) {
   CHECK(es_compute(ctx, &im, out, 7, NULL, NULL, NULL) == ES_ERR_USAGE, "levels 1000 on 8-bit");
   CHECK(strstr(es_context_error(ctx), "--levels 1000"), "message: %s", es_context_error(ctx));
   es_context_destroy(&ctx);
+
+  /* OpenMP threads of a CPU job: one per ES_CPU_PIXELS_PER_THREAD pixels, within the cap. */
+  CHECK(es_cpu_threads_for(320 * 240, 8) == 1, "small frame: %d", es_cpu_threads_for(320 * 240, 8));
+  CHECK(es_cpu_threads_for(1920 * 1080, 8) == 7, "1080p: %d", es_cpu_threads_for(1920 * 1080, 8));
+  CHECK(es_cpu_threads_for(1920 * 1080, 2) == 2, "1080p on 2: %d", es_cpu_threads_for(1920 * 1080, 2));
+  CHECK(es_cpu_threads_for(0, 0) == 1, "empty: %d", es_cpu_threads_for(0, 0));
 
   /* Version information. */
   char v[4096];
