@@ -34,9 +34,12 @@
 
 /* Fault injection for tests (ES_FAULT_INJECT="frames=3,7"): the FIRST attempt of each listed
  * frame index fails with ES_ERR_DEVICE ("injected fault") on whichever worker (GPU or CPU)
- * takes it; the engine then retries it as it would a real GPU error. For es_compute the
- * index is the 0-based number of the es_compute call on the context; for a stream, the
- * frame index. Each stream has its own copy, so every stream sees the faults. */
+ * takes it; the engine then retries it as it would a real GPU error (another GPU, then the
+ * CPU; a first attempt on the CPU is retried on the CPU), so the output must equal a clean
+ * run's and es_context_retries counts one per fault. For es_compute the index is the
+ * 0-based number of the es_compute calls on the context that passed the argument checks;
+ * for a stream, the frame index. Each stream has its own copy, so every stream sees the
+ * faults. Parsed once, at es_context_create. */
 #define ES_FAULT_MAX 256
 typedef struct es_fault {
   int n;                            /* immutable after parse */
