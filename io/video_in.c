@@ -50,6 +50,8 @@ struct es_video_in {
   int64_t corrupt;       /* packets/frames skipped */
   int64_t packets;       /* packets of the stream read (raw: frame index of the next one) */
   size_t raw_frame_size; /* bytes of one raw frame, 0 when not raw */
+  size_t y4m_frame_size; /* bytes of one y4m frame's data, 0 when not y4m */
+  int64_t last_end;      /* byte position after the last packet read, -1 if unknown */
   int flushing;          /* the decoder was sent NULL: draining */
   int finished;          /* drained: only EOF (or the pending error) is left */
   int drain_errors;      /* failed receives while draining */
@@ -172,7 +174,9 @@ int es_video_in_open(es_video_in **out, const char *path, const es_video_in_opts
 
   *out = NULL;
   if (msg && len) msg[0] = 0;
-  av_log_set_level(AV_LOG_QUIET); /* errors come back as statuses with a one-line message */
+  /* Errors come back as statuses with a one-line message; libav*'s own log stays quiet
+   * unless the caller chose a level. */
+  if (av_log_get_level() == AV_LOG_INFO) av_log_set_level(AV_LOG_QUIET);
 
   v = calloc(1, sizeof *v);
   if (!v) {
@@ -297,6 +301,12 @@ int es_video_in_open(es_video_in **out, const char *path, const es_video_in_opts
   v->height = st->codecpar->height;
   v->depth = depth_of(v->dec->pix_fmt != AV_PIX_FMT_NONE ? v->dec->pix_fmt
                                                           : (enum AVPixelFormat)st->codecpar->format);
+  v->last_end = -1;
+  if (!strcmp(v->fmt->iformat->name, "yuv4mpegpipe") &&
+      st->codecpar->codec_id == AV_CODEC_ID_RAWVIDEO) {
+    int fs = av_image_get_buffer_size(st->codecpar->format, v->width, v->height, 1);
+    if (fs > 0) v->y4m_frame_size = (size_t)fs;
+  }
   v->tb = st->time_base;
   if (v->tb.num <= 0 || v->tb.den <= 0) v->tb = (AVRational){1, 25};
   AVRational fps = st->avg_frame_rate;
@@ -401,11 +411,28 @@ static int next_packet(es_video_in *v, char *msg, size_t len) {
   for (;;) {
     int err = av_read_frame(v->fmt, v->pkt);
     if (err >= 0) {
-      if (v->pkt->stream_index == v->stream) return ES_OK;
+      if (v->pkt->stream_index == v->stream) {
+        if (v->pkt->pos >= 0) v->last_end = v->pkt->pos + v->pkt->size;
+        return ES_OK;
+      }
       av_packet_unref(v->pkt);
       continue;
     }
-    if (err == AVERROR_EOF) return ES_ERR_EOF;
+    if (err == AVERROR_EOF) {
+      /* libavformat's y4m demuxer drops a short last frame silently: bytes after the end
+       * of the last whole frame are one ("FRAME\n" and part of its data). */
+      if (v->y4m_frame_size && v->last_end >= 0) {
+        int64_t extra = avio_tell(v->fmt->pb) - v->last_end;
+        if (extra > 0) {
+          int64_t got = extra > 6 ? extra - 6 : 0;
+          v->pending = ES_ERR_INPUT;
+          snprintf(v->pending_msg, sizeof v->pending_msg,
+                   "frame %" PRId64 " is short (got %" PRId64 " of %zu bytes)", v->packets, got,
+                   v->y4m_frame_size);
+        }
+      }
+      return ES_ERR_EOF;
+    }
     if (err == AVERROR(EAGAIN)) continue;
     if (err == AVERROR_INVALIDDATA || err == AVERROR(EIO) || err == AVERROR_BUG) {
       /* A damaged stretch: count it and let the demuxer resynchronise, up to a point. */
