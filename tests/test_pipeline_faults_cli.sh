@@ -1,0 +1,36 @@
+#!/bin/bash
+# test_pipeline_faults_cli.sh - the fallback path end to end: raw frames on stdin through the
+# CLI's stream, with and without injected faults (ES_FAULT_INJECT, see
+# pipeline/es_pipeline_internal.h) on some frames. The outputs (.npy maps, stats) must be
+# byte-identical, exit 0 both times, and the faulted run must say so on stderr.
+set -u
+BIN=${ES_BIN:?ES_BIN not set}
+PY=${ES_PYTHON3:-/usr/bin/python3}
+T=$(mktemp -d)
+trap 'rm -rf "$T"' EXIT
+W=$((RANDOM % 90 + 17)); H=$((RANDOM % 60 + 9)); N=$((RANDOM % 12 + 9))
+echo "frames: $N of ${W}x${H}"
+head -c $((W * H * N)) /dev/urandom > "$T/in.raw"
+fail=0
+run() { # name, extra env
+  env -u ES_FAULT_INJECT "$@" "$BIN" --raw "gray8:${W}x${H}" --threads 2 --queue 3 --no-progress \
+    --stats "$T/$NAME.csv" - -o "$T/$NAME.npy" < "$T/in.raw" 2> "$T/$NAME.err"
+}
+NAME=clean; run; rc=$?
+[ $rc -eq 0 ] || { echo "clean run: exit $rc"; cat "$T/clean.err"; fail=1; }
+NAME=faults; run ES_FAULT_INJECT="frames=0,3,$((N - 1))"; rc=$?
+[ $rc -eq 0 ] || { echo "faulted run: exit $rc"; cat "$T/faults.err"; fail=1; }
+cmp "$T/clean.npy" "$T/faults.npy" || { echo "maps differ"; fail=1; }
+cmp "$T/clean.csv" "$T/faults.csv" || { echo "stats differ"; fail=1; }
+n=$(grep -c "warning: .* failed (injected fault)" "$T/faults.err")
+[ "$n" = 3 ] || { echo "expected 3 retry warnings, got $n:"; cat "$T/faults.err"; fail=1; }
+! grep -q warning "$T/clean.err" || { echo "clean run warned:"; cat "$T/clean.err"; fail=1; }
+# The .npy holds N frames.
+"$PY" - "$T/clean.npy" "$N" "$H" "$W" <<'PYEOF' || fail=1
+import sys, numpy as np
+a = np.load(sys.argv[1])
+want = tuple(int(x) for x in sys.argv[2:5])
+assert a.shape == want and a.dtype == np.float32, (a.shape, a.dtype, want)
+assert np.isfinite(a).all() and a.min() >= 0 and a.max() <= 4.0
+PYEOF
+exit $fail
