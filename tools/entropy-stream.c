@@ -1690,6 +1690,10 @@ int main(int argc, char **argv) {
     err(NULL, "--stats - and -o -: both would write to standard output");
     return 1;
   }
+  if (out_kind == OUT_STDOUT && isatty(1)) {
+    err("-", "standard output is a terminal (pipe it into a program or a file)");
+    return 1;
+  }
   /* Never let an output replace its own input (-y would destroy it). */
   if (o.output && strcmp(o.input, "-") && strcmp(o.output, "-")) {
     char rin[PATH_MAX], rout[PATH_MAX];
