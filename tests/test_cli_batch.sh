@@ -135,6 +135,15 @@ printf '%s\n' "$out" | grep -q "^entropy-stream: $T/in/sub/deep/d.png: [0-9]*x[0
 printf '%s\n' "$out" | grep -q "CPU\|GPU" || fail "-v: devices not named: $out"
 [ "$(printf '%s\n' "$out" | tail -1 | grep -c '^entropy-stream: 14 files, 14 written')" = 1 ] || fail "summary line: $(printf '%s\n' "$out" | tail -1)"
 
+# On a terminal, progress is on by default (script(1) gives the run a pty).
+if command -v script >/dev/null; then
+  out=$(script -qec "'$BIN' -r -y '$T/in' -o '$T/out3'" /dev/null 2>&1); rc=$?
+  [ $rc = 0 ] || fail "batch on a tty: exit $rc ($out)"
+  printf '%s' "$out" | grep -aq "files/s, ETA" || fail "batch on a tty: no progress line: $out"
+  out=$(script -qec "'$BIN' -r -y --no-progress '$T/in' -o '$T/out3'" /dev/null 2>&1)
+  printf '%s' "$out" | grep -aq "files/s, ETA" && fail "--no-progress on a tty still shows progress"
+fi
+
 # An output tree inside the input tree is not read back as input on the next run.
 "$BIN" -q -r "$T/in" -o "$T/in/maps" || fail "output inside input: exit $?"
 "$BIN" -q -r -y "$T/in" -o "$T/in/maps" --stats "$T/s2.csv" || fail "output inside input, again: exit $?"

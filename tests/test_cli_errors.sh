@@ -165,6 +165,13 @@ msg=$("$BIN" -q -y "$T/selfdir" -o "$T/selfdir/" 2>&1); rc=$?
 [ $rc = 1 ] || fail "output dir = input dir: exit $rc, want 1 ($msg)"
 cmp -s "$T/good.png" "$T/selfdir/good.png" || fail "output dir = input dir: the input was modified"
 
+# Binary output to a terminal is refused (script(1) gives the run a pty).
+if command -v script >/dev/null; then
+  script -qec "'$BIN' -q '$T/good.png' -o -" /dev/null > "$T/tty.out" 2>&1; rc=$?
+  [ $rc = 1 ] || fail "-o - on a terminal: exit $rc, want 1 ($(cat -v "$T/tty.out"))"
+  grep -aq "entropy-stream: -: standard output is a terminal" "$T/tty.out" || fail "-o - on a terminal: $(cat -v "$T/tty.out")"
+fi
+
 # --version and --help.
 out=$("$BIN" --version); rc=$?
 [ $rc = 0 ] || fail "--version: exit $rc"
