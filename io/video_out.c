@@ -357,6 +357,7 @@ int es_video_out_open(es_video_out **out, const char *path, const es_video_out_o
     goto end;
   }
   v->st->time_base = v->enc->time_base;
+  v->st->sample_aspect_ratio = v->enc->sample_aspect_ratio;
   v->st->avg_frame_rate = fps;
   v->st->r_frame_rate = fps;
   if ((err = avcodec_parameters_from_context(v->st->codecpar, v->enc)) < 0) {
@@ -364,6 +365,9 @@ int es_video_out_open(es_video_out **out, const char *path, const es_video_out_o
     rc = ES_ERR_OUTPUT;
     goto end;
   }
+  /* 16-bit grey is "Cmono16", which FFmpeg's y4m muxer counts as an extension (-strict -1);
+   * ffmpeg reads it back. */
+  if (v->mode == MODE_Y4M) v->fmt->strict_std_compliance = FF_COMPLIANCE_UNOFFICIAL;
   if ((err = avio_open(&v->fmt->pb, url, AVIO_FLAG_WRITE)) < 0) {
     averr(msg, len, "cannot open for writing", err);
     rc = ES_ERR_OUTPUT;

@@ -254,17 +254,18 @@ static void y4m_case(int format, int w, int h, int want_pixfmt, const char *avpi
         "y4m: ffmpeg cannot read it");
   size_t size = 0;
   uint8_t *r = tv_read_file(ref, &size);
-  int planes = want_pixfmt == ES_PIX_GRAY8 ? 1 : 3;
-  CHECK(r && size == (size_t)w * h * planes * n, "y4m: %zu bytes", size);
-  if (r && size == (size_t)w * h * planes * n) {
+  int planes = want_pixfmt == ES_PIX_YUV444P ? 3 : 1;
+  size_t row = (size_t)w * (want_pixfmt == ES_PIX_GRAY16 ? 2 : 1); /* little-endian host */
+  CHECK(r && size == row * h * planes * n, "y4m: %zu bytes", size);
+  if (r && size == row * h * planes * n) {
     size_t off = 0;
     int bad = 0;
     for (int i = 0; i < n; i++) {
       seqframe f;
       make_frame(&f, want_pixfmt, w, h, i);
       for (int pl = 0; pl < planes; pl++)
-        for (int y = 0; y < h; y++, off += w)
-          bad += memcmp(r + off, f.p[pl] + y * f.stride[pl], w) != 0;
+        for (int y = 0; y < h; y++, off += row)
+          bad += memcmp(r + off, f.p[pl] + y * f.stride[pl], row) != 0;
       free_frame(&f);
     }
     CHECK(!bad, "y4m %s: %d rows differ", avpix, bad);
@@ -411,6 +412,7 @@ int main(void) {
 
   y4m_case(ES_PIX_RGB24, ow, oh, ES_PIX_YUV444P, "yuv444p");
   y4m_case(ES_PIX_GRAY8, ow, oh, ES_PIX_GRAY8, "gray");
+  y4m_case(ES_PIX_GRAY16, ow, oh, ES_PIX_GRAY16, "gray16le");
   f32_case();
   failure_cases();
   tv_sh("rm -rf '%s'", dir);
