@@ -144,6 +144,10 @@ msg=$("$BIN" -L 300 "$T/good.png" -o "$T/u.npy" 2>&1); rc=$?
 case "$msg" in "entropy-stream: "*"--levels 300: "*"2..256 for 8-bit"*) ;; *) fail "-L 300 message: $msg";; esac
 [ "$(printf '%s\n' "$msg" | wc -l)" = 1 ] || fail "-L 300: want one line, got: $msg"
 [ -e "$T/u.npy" ] && fail "-L 300: output written"
+msg=$("$BIN" -q "$T/good.png" -o "$T/sdir/" --stats "$T/s.txt" 2>&1); rc=$?
+[ $rc = 1 ] || fail "--stats s.txt: exit $rc, want 1 ($msg)"
+case "$msg" in "entropy-stream: "*"--stats"*csv*jsonl*) ;; *) fail "--stats s.txt message: $msg";; esac
+[ -e "$T/sdir" ] && fail "--stats s.txt: the output directory was created anyway"
 msg=$("$BIN" "$T/good.png" -o 2>&1); rc=$?
 [ $rc = 1 ] || fail "-o without a value: exit $rc"
 msg=$("$BIN" 2>&1); rc=$?

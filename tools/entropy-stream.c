@@ -1028,6 +1028,22 @@ static int run_images(cli_opts *o, int in_kind, int out_kind) {
     }
   }
 
+  /* The statistics file first: a bad name creates no output directory. */
+  if (o->stats_path) {
+    if (strcmp(o->stats_path, "-") && path_exists(o->stats_path) && !o->overwrite) {
+      err(o->stats_path, "exists (use -y to overwrite, -n to skip)");
+      code = 3;
+      goto end;
+    }
+    rc = es_stats_writer_open(&sw, o->stats_path, o->overwrite, o->cfg.stats_bins, msg,
+                              sizeof msg);
+    if (rc != ES_OK) {
+      err(o->stats_path, "%s", *msg ? msg : es_strerror(rc));
+      code = es_exit_code(rc);
+      goto end;
+    }
+  }
+
   if (o->output && (out_kind == OUT_DIR || in_kind == IN_DIR)) {
     rc = make_dirs(o->output, msg, sizeof msg);
     if (rc != ES_OK) {
@@ -1050,21 +1066,6 @@ static int run_images(cli_opts *o, int in_kind, int out_kind) {
       }
     }
   }
-  if (o->stats_path) {
-    if (strcmp(o->stats_path, "-") && path_exists(o->stats_path) && !o->overwrite) {
-      err(o->stats_path, "exists (use -y to overwrite, -n to skip)");
-      code = 3;
-      goto end;
-    }
-    rc = es_stats_writer_open(&sw, o->stats_path, o->overwrite, o->cfg.stats_bins, msg,
-                              sizeof msg);
-    if (rc != ES_OK) {
-      err(o->stats_path, "%s", *msg ? msg : es_strerror(rc));
-      code = es_exit_code(rc);
-      goto end;
-    }
-  }
-
   /* Several files in flight: each worker reads, computes and writes one file at a time.
    * The library's own CPU threads are divided between them so the machine is not
    * oversubscribed. */
