@@ -160,7 +160,7 @@ static void ES_FN(band_huang)(const cpu_ctx *c, cpu_thread *t, int y0, int y1) {
       case 5: ES_FN(slide_square)(c, t, hist, rows, 5, 2, ntot, S, mrow, &rs, &rss); break;
       case 7: ES_FN(slide_square)(c, t, hist, rows, 7, 3, ntot, S, mrow, &rs, &rss); break;
       case 9: ES_FN(slide_square)(c, t, hist, rows, 9, 4, ntot, S, mrow, &rs, &rss); break;
-      default: ES_FN(slide_any)(c, t, hist, rows, hws, nr, ntot, S, mrow, &rs, &rss); break;
+      default: ES_FN(slide_square)(c, t, hist, rows, nr, r, ntot, S, mrow, &rs, &rss); break;
       }
     } else {
       ES_FN(slide_any)(c, t, hist, rows, hws, nr, ntot, S, mrow, &rs, &rss);
