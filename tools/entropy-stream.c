@@ -66,6 +66,9 @@ typedef struct cli_opts {
 
 /* ---- Signals: the handler only sets a flag; a second signal ends the process at once. */
 static volatile sig_atomic_t g_stop;
+/* Set by the main thread on a fatal output error: readers stop as for a signal, but the exit
+ * code stays the error's. */
+static volatile sig_atomic_t g_abort;
 
 static void on_signal(int sig) {
   (void)sig;
@@ -1197,7 +1200,7 @@ static void *stdin_pump_thread(void *arg) {
   stdin_pump *p = arg;
   size_t cap = 1 << 20;
   char *buf = malloc(cap);
-  while (buf && !g_stop) {
+  while (buf && !g_stop && !g_abort) {
     struct pollfd pfd = {p->src, POLLIN, 0};
     ssize_t n, off = 0;
     int r = poll(&pfd, 1, 100);
@@ -1284,7 +1287,7 @@ static void *decode_thread(void *arg) {
   for (;;) {
     int64_t pts = INT64_MIN;
     double ptss = NAN;
-    if (g_stop) {
+    if (g_stop || g_abort) {
       rc = ES_ERR_INTERRUPTED;
       break;
     }
@@ -1313,7 +1316,6 @@ static void *decode_thread(void *arg) {
   /* The frame we hold was never pushed: give it back to the pool. */
   if (f) es_stream_release(v->st, f);
   if (rc == ES_ERR_EOF) rc = ES_OK;
-  if (rc == ES_ERR_INTERRUPTED && g_stop) rc = ES_ERR_INTERRUPTED;
   v->read_status = rc;
   es_stream_finish(v->st);
   return NULL;
@@ -1497,6 +1499,7 @@ static int run_video(cli_opts *o, int out_kind) {
           code = worse(code, es_exit_code(rc));
           write_failed = 1;
         }
+        g_abort = 1;
         break;
       }
       if (f->status != ES_OK) {
@@ -1507,6 +1510,7 @@ static int run_video(cli_opts *o, int out_kind) {
         code = worse(code, es_exit_code(f->status));
         write_failed = 1;
         es_stream_release(v.st, f);
+        g_abort = 1;
         es_stream_abort(v.st);
         break;
       }
@@ -1552,6 +1556,7 @@ static int run_video(cli_opts *o, int out_kind) {
           code = worse(code, es_exit_code(rc));
           write_failed = 1;
           es_stream_release(v.st, f);
+          g_abort = 1;
           es_stream_abort(v.st);
           break;
         }
