@@ -1,7 +1,7 @@
 #!/bin/bash
 # test_pipeline_samples.sh - the sample programs build and run: sample-oneshot prints its
 # statistics (noise side of higher entropy than the gradient side), sample-stream prints one
-# line per frame, in order.
+# line per frame, in order; sample-throughput runs both paths to the end.
 set -u
 B=${ES_BUILD:?ES_BUILD not set}/samples
 fail=0
@@ -19,4 +19,8 @@ want=$(seq 0 $((n - 1)) | tr '\n' ' ')
 if [ "$lines" != "$n" ] || [ "$idx" != "$want" ]; then
   echo "sample-stream: $lines lines for $n frames, indexes: $idx"; fail=1
 fi
+out=$("$B/sample-throughput" 33 17 50 3 2) || { echo "sample-throughput failed: $?"; exit 1; }
+echo "$out"
+echo "$out" | grep -Eq '^33x17, 50 frames, .* es_compute [0-9.]+ fps, es_stream [0-9.]+ fps$' ||
+  { echo "sample-throughput: unexpected output"; fail=1; }
 exit $fail
