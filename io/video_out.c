@@ -342,8 +342,9 @@ int es_video_out_open(es_video_out **out, const char *path, const es_video_out_o
       rc = ES_ERR_USAGE;
     } else {
       char what[200];
-      snprintf(what, sizeof what, "encoder %s refused %dx%d %s", codec->name, o->width,
-               o->height, av_get_pix_fmt_name(enc_fmt) ? av_get_pix_fmt_name(enc_fmt) : "?");
+      snprintf(what, sizeof what, "encoder %s refused %dx%d %s%s", codec->name, o->width,
+               o->height, av_get_pix_fmt_name(enc_fmt) ? av_get_pix_fmt_name(enc_fmt) : "?",
+               (o->width | o->height) & 1 ? " (it may not take odd sizes)" : "");
       averr(msg, len, what, err);
       rc = err == AVERROR(ENOMEM) ? ES_ERR_NOMEM : ES_ERR_OUTPUT;
     }
