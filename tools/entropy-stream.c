@@ -15,6 +15,7 @@
 #include <math.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -65,10 +66,12 @@ typedef struct cli_opts {
 } cli_opts;
 
 /* ---- Signals: the handler only sets a flag; a second signal ends the process at once. */
-static volatile sig_atomic_t g_stop;
+/* Lock-free atomics: safe in a signal handler (C11 7.14.1.1) and between threads. */
+_Static_assert(ATOMIC_INT_LOCK_FREE == 2, "the signal flag must be lock-free");
+static atomic_int g_stop;
 /* Set by the main thread on a fatal output error: readers stop as for a signal, but the exit
  * code stays the error's. */
-static volatile sig_atomic_t g_abort;
+static atomic_int g_abort;
 
 static void on_signal(int sig) {
   (void)sig;
