@@ -93,10 +93,12 @@ static inline int cpu_reflect(int i, int n) {
 #undef ES_LT
 #undef ES_FN
 
-/* Cost model, ns per pixel on this project's 2-core Xeon (tools/BENCHMARKS.md, 1024^2,
- * random levels, medians of noisy runs): Huang ~2.5 K (its window rows cost the same
- * whatever L is; the unrolled K <= 9 kernels a little less), Perreault-Hebert ~7 + 0.6 (L + 1)
- * (whatever K is). So PH wins for small L and large K: K=5 L=2, K=9 L<=16, K=25 L<=64, ...
+/* Cost model in instructions per pixel, from callgrind on 400^2 random levels (wall clock
+ * on this shared 2-core machine was too noisy to fit; tools/BENCHMARKS.md has the table):
+ * Huang ~16.5 K for the unrolled K <= 9 kernels and ~19 K above, whatever L is;
+ * Perreault-Hebert ~40 + 3.9 L, whatever K is. So PH for small L against K: K=5 L<=10,
+ * K=9 L<=27, K=25 L<=111, K=75 L=256. Huang's updates also wait on each other through the
+ * histogram, so where the counts are close this leans to Huang only slightly wrongly.
  * Perreault-Hebert only for square windows and rows long enough to pay for the columns. */
 static int cpu_use_ph(const es_params *p, int width) {
   const char *force = getenv("ES_CPU_ALGO"); /* "huang" / "ph": benchmarks and tests */
@@ -104,8 +106,8 @@ static int cpu_use_ph(const es_params *p, int width) {
   if (force && !strcmp(force, "huang")) return 0;
   if (force && !strcmp(force, "ph")) return 1;
   if (width < 2 * p->window) return 0;
-  double huang = 2.5 * p->window;
-  double ph = 7.0 + 0.6 * (p->levels + 1);
+  double huang = (p->window <= 9 ? 16.5 : 19.0) * p->window;
+  double ph = 40.0 + 3.9 * p->levels;
   return ph < huang;
 }
 
