@@ -100,7 +100,7 @@ static void copy_rows(void *dst, size_t dstride, const void *src, size_t sstride
 #ifdef ES_HAVE_OPENMP
     if (total >= ((size_t)1 << 20)) {
       int nt = omp_get_max_threads();
-      if (nt > 8) nt = 8;
+      if (nt > 16) nt = 16;
       size_t chunk = (total + (size_t)nt - 1) / (size_t)nt;
 #pragma omp parallel for num_threads(nt) schedule(static)
       for (int t = 0; t < nt; t++) {
@@ -115,7 +115,7 @@ static void copy_rows(void *dst, size_t dstride, const void *src, size_t sstride
   }
 #ifdef ES_HAVE_OPENMP
   int nt = omp_get_max_threads();
-  if (nt > 8) nt = 8;
+  if (nt > 16) nt = 16;
 #pragma omp parallel for num_threads(nt) schedule(static) if (rowbytes * (size_t)rows >= ((size_t)1 << 20))
 #endif
   for (int y = 0; y < rows; y++)
@@ -206,9 +206,11 @@ extern "C" void es_gpu_host_free(void *p) {
 /* ---- worker ---- */
 
 static const void *const es_kernel_list[] = {
-    (const void *)k_entropy<uint8_t, false>,  (const void *)k_entropy<uint16_t, false>,
-    (const void *)k_entropy<uint32_t, false>, (const void *)k_entropy<uint8_t, true>,
-    (const void *)k_entropy<uint16_t, true>,  (const void *)k_entropy<uint32_t, true>};
+    (const void *)k_entropy<uint8_t, false, 0>,  (const void *)k_entropy<uint16_t, false, 0>,
+    (const void *)k_entropy<uint32_t, false, 0>, (const void *)k_entropy<uint8_t, true, 0>,
+    (const void *)k_entropy<uint16_t, true, 0>,  (const void *)k_entropy<uint32_t, true, 0>,
+    (const void *)k_entropy<uint8_t, false, 3>,  (const void *)k_entropy<uint8_t, false, 5>,
+    (const void *)k_entropy<uint8_t, false, 7>,  (const void *)k_entropy<uint8_t, false, 9>};
 
 extern "C" void es_gpu_worker_destroy(es_gpu_worker **pw) {
   if (!pw || !*pw) return;
@@ -277,9 +279,14 @@ extern "C" int es_gpu_worker_create(es_gpu_worker **out, int device, char *msg, 
   ES_CK(cudaEventCreateWithFlags(&w->ev_comp, cudaEventDisableTiming));
   ES_CK(cudaEventCreate(&w->ev_t0));
   ES_CK(cudaEventCreate(&w->ev_t1));
-  for (size_t k = 0; k < sizeof es_kernel_list / sizeof es_kernel_list[0]; k++)
+  for (size_t k = 0; k < sizeof es_kernel_list / sizeof es_kernel_list[0]; k++) {
+    cudaFuncAttributes fa;
+    ES_CK(cudaFuncGetAttributes(&fa, es_kernel_list[k]));
+    /* The opt-in limit covers static shared memory too. */
     ES_CK(cudaFuncSetAttribute(es_kernel_list[k], cudaFuncAttributeMaxDynamicSharedMemorySize,
-                               (int)w->smem_optin));
+                               (int)(w->smem_optin - fa.sharedSizeBytes)));
+  }
+  w->smem_optin -= 2048; /* what range_plan may ask for, below every kernel's limit */
   /* Tables: the f deltas are exact integer differences of the shared table. */
   hd = (unsigned long long *)malloc(sizeof *hd * ES_NMAX);
   if (!hd) {
@@ -380,7 +387,7 @@ static void range_plan(es_range *R, const es_job *job, const es_gpu_worker *w) {
   /* Shared histograms when they fit, else global ones. */
   R->ghist = 1;
   R->bx = 128;
-  int dsh = R->area <= 1024 ? R->area : 0;
+  int dsh = R->area <= 64 ? R->area * 32 : (R->area <= 1024 ? R->area : 0);
   size_t fixed = (size_t)dsh * 8 + (ES_STATS_MAX_BINS + 2) * 4;
   for (int bx = 128; bx >= 32; bx /= 2) {
     if (fixed + (size_t)(L + 1) * bx * 2 <= w->smem_optin && (L + 1) * (size_t)bx * 2 <= 96 * 1024) {
@@ -435,7 +442,8 @@ static cudaError_t launch_entropy(es_gpu_worker *w, const es_range *R, const es_
   E.r = R->r;
   E.area = R->area;
   E.levels = job->params.levels;
-  E.dshared = R->area <= 1024 ? R->area : 0;
+  E.drep = R->area <= 64;
+  E.dshared = E.drep ? R->area * 32 : (R->area <= 1024 ? R->area : 0);
   E.dfl = w->d_dfl;
   E.log2n = w->d_log2n;
   E.scale = w->d_scale;
@@ -465,12 +473,21 @@ static cudaError_t launch_entropy(es_gpu_worker *w, const es_range *R, const es_
     E.ty = ty;
     E.strip0 = 0;
     dim3 grid((unsigned)gx, (unsigned)nstrips);
-    if (R->lt == 1)
-      k_entropy<uint8_t, false><<<grid, bx, smem, w->s_comp>>>(E);
+    const int sq = job->params.shape == ES_SHAPE_SQUARE;
+    if (R->lt == 1 && sq && K == 3)
+      k_entropy<uint8_t, false, 3><<<grid, bx, smem, w->s_comp>>>(E);
+    else if (R->lt == 1 && sq && K == 5)
+      k_entropy<uint8_t, false, 5><<<grid, bx, smem, w->s_comp>>>(E);
+    else if (R->lt == 1 && sq && K == 7)
+      k_entropy<uint8_t, false, 7><<<grid, bx, smem, w->s_comp>>>(E);
+    else if (R->lt == 1 && sq && K == 9)
+      k_entropy<uint8_t, false, 9><<<grid, bx, smem, w->s_comp>>>(E);
+    else if (R->lt == 1)
+      k_entropy<uint8_t, false, 0><<<grid, bx, smem, w->s_comp>>>(E);
     else if (R->lt == 2)
-      k_entropy<uint16_t, false><<<grid, bx, smem, w->s_comp>>>(E);
+      k_entropy<uint16_t, false, 0><<<grid, bx, smem, w->s_comp>>>(E);
     else
-      k_entropy<uint32_t, false><<<grid, bx, smem, w->s_comp>>>(E);
+      k_entropy<uint32_t, false, 0><<<grid, bx, smem, w->s_comp>>>(E);
     return cudaGetLastError();
   }
   /* Global histograms: as many strips per launch as there are histogram slots. */
@@ -488,11 +505,11 @@ static cudaError_t launch_entropy(es_gpu_worker *w, const es_range *R, const es_
     E.strip0 = s;
     dim3 grid((unsigned)gx, (unsigned)ns);
     if (R->lt == 1)
-      k_entropy<uint8_t, true><<<grid, bx, smem, w->s_comp>>>(E);
+      k_entropy<uint8_t, true, 0><<<grid, bx, smem, w->s_comp>>>(E);
     else if (R->lt == 2)
-      k_entropy<uint16_t, true><<<grid, bx, smem, w->s_comp>>>(E);
+      k_entropy<uint16_t, true, 0><<<grid, bx, smem, w->s_comp>>>(E);
     else
-      k_entropy<uint32_t, true><<<grid, bx, smem, w->s_comp>>>(E);
+      k_entropy<uint32_t, true, 0><<<grid, bx, smem, w->s_comp>>>(E);
     cudaError_t e = cudaGetLastError();
     if (e != cudaSuccess) return e;
   }

@@ -113,6 +113,7 @@ struct es_eparams {
   int strip0;           /* first strip of this launch (global-histogram mode launches in groups) */
   int r, area, levels;
   int dshared;          /* entries of the delta table copied to shared memory (0: global) */
+  int drep;             /* 1: the shared table is replicated per lane (dshared = area * 32) */
   const unsigned long long *dfl; /* dfl[c] = flog[c+1] - flog[c] */
   const double *log2n, *scale;
   double oscale;
@@ -133,7 +134,7 @@ struct es_eparams {
  * moves by the exact integer deltas of f, so no level scan is ever needed. Counts live in
  * shared memory (GH = false, layout [level][thread]: the bank depends only on the thread, so
  * no conflicts) or, for large L, in global memory (GH = true). */
-template <typename LT, bool GH>
+template <typename LT, bool GH, int KC>
 __global__ void __launch_bounds__(128) k_entropy(const es_eparams P) {
   extern __shared__ unsigned long long es_smem[];
   unsigned long long *sd = es_smem;
@@ -154,15 +155,18 @@ __global__ void __launch_bounds__(128) k_entropy(const es_eparams P) {
     hist = P.ghist + slot;
     hs = P.gslots;
   }
-  for (int k = tid; k < P.dshared; k += bx) sd[k] = P.dfl[k];
+  /* Small tables are replicated once per lane (dt[c * 32 + lane]): random counts across a
+   * warp then never hit the same bank twice. */
+  for (int k = tid; k < P.dshared; k += bx) sd[k] = P.dfl[P.drep ? k >> 5 : k];
   for (int k = tid; k < nb; k += bx) sbins[k] = 0;
   __syncthreads();
-  const unsigned long long *dt = P.dshared ? sd : P.dfl;
+  const unsigned long long *dt = P.dshared ? (P.drep ? sd + (tid & 31) : sd) : P.dfl;
+  const int ds = P.drep ? 32 : 1;
 
   const int x = blockIdx.x * bx + tid;
   const int ys = P.y0 + (P.strip0 + blockIdx.y) * P.ty;
   const int ye = min(ys + P.ty, P.y1);
-  const int r = P.r, K = 2 * r + 1;
+  const int r = KC ? (KC - 1) / 2 : P.r, K = KC ? KC : 2 * r + 1;
   float vmin = __int_as_float(0x7f800000), vmax = 0.0f;
   double vsum = 0.0, vsq = 0.0;
   if (x < P.W && ys < ye) {
@@ -176,7 +180,7 @@ __global__ void __launch_bounds__(128) k_entropy(const es_eparams P) {
         const uint32_t v = row[j];
         const unsigned short c = hist[v * hs];
         hist[v * hs] = c + 1;
-        if (v < (uint32_t)L) S += dt[c];
+        if (v < (uint32_t)L) S += dt[c * ds];
       }
     }
     for (int y = ys;; y++) {
@@ -191,6 +195,22 @@ __global__ void __launch_bounds__(128) k_entropy(const es_eparams P) {
         atomicAdd(&sbins[es_stats_bin(hv, P.binscale, nb)], 1u);
       }
       if (y + 1 >= ye) break;
+      if (KC) {
+        /* Square window of compile-time size: the leaving and entering rows are whole
+         * segments, so both are read at fixed offsets from two row pointers. */
+        const LT *po = col + (size_t)y * lp, *pi = po + (size_t)KC * lp;
+#pragma unroll
+        for (int j = 0; j < KC; j++) {
+          const uint32_t vo = po[j], vi = pi[j];
+          if (vo == vi) continue;
+          unsigned short c = hist[vo * hs];
+          hist[vo * hs] = c - 1;
+          if (vo < (uint32_t)L) S -= dt[(c - 1) * ds];
+          c = hist[vi * hs];
+          hist[vi * hs] = c + 1;
+          if (vi < (uint32_t)L) S += dt[c * ds];
+        }
+      } else {
       for (int j = 0; j < K; j++) {
         const int h = P.hw[j];
         const uint32_t vo = col[(size_t)(y + r - h) * lp + j];
@@ -198,10 +218,11 @@ __global__ void __launch_bounds__(128) k_entropy(const es_eparams P) {
         if (vo == vi) continue;
         unsigned short c = hist[vo * hs];
         hist[vo * hs] = c - 1;
-        if (vo < (uint32_t)L) S -= dt[c - 1];
+        if (vo < (uint32_t)L) S -= dt[(c - 1) * ds];
         c = hist[vi * hs];
         hist[vi * hs] = c + 1;
-        if (vi < (uint32_t)L) S += dt[c];
+        if (vi < (uint32_t)L) S += dt[c * ds];
+      }
       }
     }
     if (GH) { /* leave the global histogram zeroed for the next strip on this slot */
@@ -246,6 +267,7 @@ __global__ void __launch_bounds__(128) k_entropy(const es_eparams P) {
       if (sbins[k]) atomicAdd(&P.acc->hist[k], (unsigned long long)sbins[k]);
   }
 }
+
 
 struct es_rparams {
   const float *map; /* local rows, mpitch floats */
