@@ -1,8 +1,9 @@
 #!/bin/bash
 # gpu-check.sh OUTDIR - the one script for the GPU machine: configure (sm_90) and build in
-# build-check/, run every ctest (GPU ones included), compute-sanitizer memcheck and racecheck
-# on the GPU engine test in its small mode, the GPU benchmark table (test_gpu_bench with
-# ES_GPU_BENCH) and tools/entropy-bench, then write logs and results.json into OUTDIR (flat,
+# build-check/, then the GPU benchmark table (test_gpu_bench with ES_GPU_BENCH),
+# compute-sanitizer memcheck and racecheck on the GPU engine test in its small mode, every
+# ctest (GPU ones included) and tools/entropy-bench (the order keeps the GPU engine's own
+# results first, should the device call run out of time), then write logs and results.json into OUTDIR (flat,
 # at most 8 files) and print a summary table last.
 # FFmpeg: works with or without `source .device-deps/device-env.sh` (sourced here if present).
 # Env: ES_CHECK_BUILD (build dir, default build-check), ES_CHECK_JOBS (default 16),
@@ -45,15 +46,6 @@ else
 fi
 grep -E "error|registers|spill" "$out/build.log" | grep -v "0 bytes spill" | head -5
 
-res[ctest]=skipped
-if [[ $skip != *" ctest "* ]] && [ "${res[build]}" != FAILED ]; then
-  stage "ctest"
-  (cd "$bdir" && timeout 420 ctest --output-on-failure -j4 --timeout 400) >"$out/ctest.log" 2>&1
-  res[ctest]=$(grep -E "tests passed|tests failed" "$out/ctest.log" | tail -1)
-  [ -n "${res[ctest]}" ] || res[ctest]="no summary (timeout?)"
-  grep -E "\*\*\*Failed|\*\*\*Timeout|Not Run|Skipped" "$out/ctest.log" | head -20
-fi
-
 res[memcheck]=skipped
 res[racecheck]=skipped
 cs=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
@@ -62,7 +54,7 @@ if [[ $skip != *" sanitizer "* ]] && [ -x "$cs" ] && [ -x "$bdir/tests/test_gpu_
   : >"$out/sanitizer.log"
   for tool in memcheck racecheck; do
     echo "=== $tool" >>"$out/sanitizer.log"
-    ES_TEST_SMALL=1 timeout 240 "$cs" --tool $tool --error-exitcode 9 \
+    ES_TEST_SMALL=1 timeout 120 "$cs" --tool $tool --error-exitcode 9 \
       "$bdir/tests/test_gpu_engine" >>"$out/sanitizer.log" 2>&1
     rc=$?
     sum=$(grep -E "ERROR SUMMARY|RACECHECK SUMMARY" "$out/sanitizer.log" | tail -1)
@@ -73,14 +65,23 @@ fi
 res[bench]=skipped
 if [[ $skip != *" bench "* ]] && [ -x "$bdir/tests/test_gpu_bench" ]; then
   stage "GPU benchmark"
-  ES_GPU_BENCH="$out/gpu-bench.json" timeout 400 "$bdir/tests/test_gpu_bench" >"$out/gpu-bench.log" 2>&1
+  ES_GPU_BENCH="$out/gpu-bench.json" timeout 200 "$bdir/tests/test_gpu_bench" >"$out/gpu-bench.log" 2>&1
   res[bench]="rc $?"
+fi
+
+res[ctest]=skipped
+if [[ $skip != *" ctest "* ]] && [ "${res[build]}" != FAILED ]; then
+  stage "ctest"
+  (cd "$bdir" && timeout 260 ctest --output-on-failure -j4 --timeout 200) >"$out/ctest.log" 2>&1
+  res[ctest]=$(grep -E "tests passed|tests failed" "$out/ctest.log" | tail -1)
+  [ -n "${res[ctest]}" ] || res[ctest]="no summary (timeout?)"
+  grep -E "\*\*\*Failed|\*\*\*Timeout|Not Run|Skipped" "$out/ctest.log" | head -20
 fi
 
 res[entropy_bench]=skipped
 if [[ $skip != *" entropy-bench "* ]] && [ -x "$bdir/tools/entropy-bench" ]; then
   stage "entropy-bench"
-  timeout 300 "$bdir/tools/entropy-bench" --json "$out/bench.json" >"$out/entropy-bench.log" 2>&1
+  timeout 120 "$bdir/tools/entropy-bench" --json "$out/bench.json" >"$out/entropy-bench.log" 2>&1
   res[entropy_bench]="rc $?"
 fi
 
