@@ -46,11 +46,11 @@ int es_png_read_mem(const void *buf, size_t size, int64_t max_pixels, es_image *
                     void **data, es_png_info *info, char *msg, size_t len);
 
 /* ---- PNG out: plane 0 of a rendering in ES_PIX_RGB24, ES_PIX_GRAY8 or ES_PIX_GRAY16,
- * written atomically. */
+ * written atomically. stride: bytes between rows (0 = tight). */
 int es_png_write(const char *path, int overwrite, int width, int height, int pixfmt,
                  const uint8_t *data, size_t stride, char *msg, size_t len);
 
-/* ---- .npy out: float32, little-endian, C order. */
+/* ---- .npy out: float32, little-endian, C order. stride: floats between rows (0 = width). */
 int es_npy_write(const char *path, int overwrite, int width, int height, const float *map,
                  size_t stride, char *msg, size_t len);
 /* Streaming [T, H, W]: header rewritten with the final T at close (seekable files only). */
