@@ -65,6 +65,7 @@ static void timg_random(timg *t, int w, int h, int ctype, int depth, int interla
     t->ntrans = (es_test_rand() & 1) ? es_test_range(1, t->npal) : 0;
     for (int i = 0; i < t->ntrans; i++) t->trans[i] = (uint8_t)es_test_rand();
   }
+  if (ctype == PNG_COLOR_TYPE_GRAY || ctype == PNG_COLOR_TYPE_RGB) t->ntrans = (int)(es_test_rand() & 1);
   uint32_t maxv = ctype == PNG_COLOR_TYPE_PALETTE ? (uint32_t)t->npal : 1u << depth;
   /* mix of random samples and extremes so 0 and the maximum are always exercised */
   for (size_t i = 0; i < (size_t)w * h * t->channels; i++) {
@@ -84,6 +85,14 @@ static membuf timg_encode(const timg *t) {
   if (t->ctype == PNG_COLOR_TYPE_PALETTE) {
     png_set_PLTE(png, info, t->pal, t->npal);
     if (t->ntrans) png_set_tRNS(png, info, t->trans, t->ntrans, NULL);
+  } else if (t->ntrans) { /* grey or RGB colour key: must not change the grey either */
+    png_color_16 key;
+    memset(&key, 0, sizeof key);
+    key.gray = t->s[0];
+    key.red = t->s[0];
+    key.green = t->channels >= 3 ? t->s[1] : 0;
+    key.blue = t->channels >= 3 ? t->s[2] : 0;
+    png_set_tRNS(png, info, NULL, 0, &key);
   }
   size_t rowbytes = ((size_t)t->w * t->channels * t->depth + 7) / 8;
   uint8_t *img = calloc(rowbytes, t->h);
@@ -319,6 +328,29 @@ int main(void) {
     test_write(ES_PIX_RGB24, tmpdir);
     test_write(ES_PIX_GRAY8, tmpdir);
     test_write(ES_PIX_GRAY16, tmpdir);
+  }
+  /* the sample images decode as samples/README.md says */
+  const char *src = getenv("ES_SRC");
+  static const struct {
+    const char *name;
+    int w, h, depth, ctype, interlaced;
+  } samples[] = {{"camera.png", 512, 512, 8, PNG_COLOR_TYPE_GRAY, 0},
+                 {"chelsea.png", 451, 300, 8, PNG_COLOR_TYPE_RGB, 0},
+                 {"moon16.png", 383, 257, 16, PNG_COLOR_TYPE_GRAY, 0},
+                 {"coffee_rgba.png", 301, 199, 8, PNG_COLOR_TYPE_RGB_ALPHA, 0},
+                 {"chelsea_palette_adam7.png", 227, 151, 8, PNG_COLOR_TYPE_PALETTE, 1}};
+  for (size_t i = 0; src && i < sizeof samples / sizeof samples[0]; i++) {
+    char p[1024], m[256];
+    snprintf(p, sizeof p, "%s/samples/%s", src, samples[i].name);
+    es_image img;
+    es_png_info info;
+    void *data = NULL;
+    int st = es_png_read(p, 0, &img, &data, &info, m, sizeof m);
+    CHECK(st == ES_OK && img.width == samples[i].w && img.height == samples[i].h &&
+              img.depth == samples[i].depth && info.color_type == samples[i].ctype &&
+              info.interlaced == samples[i].interlaced,
+          "sample %s: %d %s", samples[i].name, st, m);
+    free(data);
   }
   char msg[256];
   CHECK(es_png_write("x.png", 0, 4, 4, ES_PIX_YUV420P, (const uint8_t *)"", 0, msg, sizeof msg) !=
