@@ -138,6 +138,9 @@ static void bench_case(es_gpu_worker *w, es_gpu_worker **pair, const char *name,
     t[i] = (float)(now_ms() - t0);
     CHECK(rc == ES_OK, "%s: es_gpu_run: %s", name, msg);
   }
+  printf("  h2h pageable runs:");
+  for (int i = 0; i < 5; i++) printf(" %.3f", t[i]);
+  printf(" ms\n");
   json_row(name, W, H, p, "h2h pageable", median(t, 5), pcie, bad, err);
   if (pair) {
     for (int i = 0; i < 5; i++) {
