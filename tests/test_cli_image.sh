@@ -223,6 +223,19 @@ read -r w h d c < <("$PY" "$T/h.py" pnginfo "$T/g16out.png")
 "$BIN" -q "$T/g8.png" -o "$T/viridis.png" --colormap viridis || fail "viridis: exit $?"
 cmp -s "$T/heat.png" "$T/viridis.png" && fail "--colormap viridis gives the same PNG as inferno"
 
+# --range auto stretches each image's own min..max over the grey range; --overlay changes
+# the heat (the source grey shows through).
+"$BIN" -q "$T/g8.png" -o "$T/auto.png" --format gray8 --range auto || fail "--range auto: exit $?"
+"$PY" - "$T/h.py" "$T/auto.png" <<'PYEOF2' || fail "--range auto does not span 0..255"
+import sys, importlib.util
+spec = importlib.util.spec_from_file_location('h', sys.argv[1]); h = importlib.util.module_from_spec(spec); spec.loader.exec_module(h)
+w, hh, d, c, a = h.png_read(sys.argv[2])
+print('auto range grey', a.min(), a.max())
+sys.exit(0 if a.min() == 0 and a.max() == 255 else 1)
+PYEOF2
+"$BIN" -q "$T/g8.png" -o "$T/overlay.png" --overlay 0.5 || fail "--overlay: exit $?"
+cmp -s "$T/heat.png" "$T/overlay.png" && fail "--overlay 0.5 gives the same PNG as no overlay"
+
 # Stats: CSV and JSONL, one record, consistent with the map; stats only (no -o).
 B=$(( 5 + SEED % 20 ))
 "$BIN" -q "$T/g8.png" --stats "$T/s.csv" --stats-bins $B || fail "stats csv: exit $?"
