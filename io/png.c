@@ -45,8 +45,7 @@ typedef struct es_png_rd {
   size_t npeek, peekpos;
   /* results */
   uint8_t *out;  /* grey plane, handed to the caller on success */
-  uint8_t *rows; /* decoded image (interlaced) or one decoded row */
-  png_bytep *rowp;
+  uint8_t *rows; /* one decoded row, and room for its grey */
   int64_t max_pixels;
   int status;
   char err[200];
@@ -211,7 +210,9 @@ static int es_png_decode(es_png_rd *rd, es_image *img, es_png_info *pinfo) {
 
   if (color_type == PNG_COLOR_TYPE_PALETTE) png_set_palette_to_rgb(rd->png);
   if (color_type == PNG_COLOR_TYPE_GRAY && bit_depth < 8) png_set_expand_gray_1_2_4_to_8(rd->png);
-  int passes = png_set_interlace_handling(rd->png);
+  /* No png_set_interlace_handling: an Adam7 image is read as its seven reduced images, each
+   * row converted to grey and scattered to its place, so an interlaced file needs no more
+   * memory than a plain one (the grey plane and one decoded row). */
   png_read_update_info(rd->png, rd->info);
 
   int ch = png_get_channels(rd->png, rd->info);
@@ -227,39 +228,37 @@ static int es_png_decode(es_png_rd *rd, es_image *img, es_png_info *pinfo) {
     return ES_ERR_INPUT;
   }
   rd->out = malloc(outsize ? outsize : 1);
-  if (!rd->out) {
+  /* a decoded row, then (interlaced) its grey before the scatter */
+  rd->rows = malloc(rowbytes + stride + 1);
+  if (!rd->out || !rd->rows) {
     snprintf(rd->err, sizeof rd->err, "out of memory for a %" PRIu32 " x %" PRIu32 " image",
              (uint32_t)w, (uint32_t)h);
     return ES_ERR_NOMEM;
   }
-  if (passes > 1) {
-    /* Adam7: later passes fill in rows read earlier, so the decoded image is kept whole. */
-    size_t all;
-    if (es_png_mul(rowbytes, h, &all)) {
-      snprintf(rd->err, sizeof rd->err, "image is too large for this machine");
-      return ES_ERR_INPUT;
-    }
-    rd->rows = malloc(all ? all : 1);
-    rd->rowp = malloc(sizeof(png_bytep) * h);
-    if (!rd->rows || !rd->rowp) {
-      snprintf(rd->err, sizeof rd->err, "out of memory for a %" PRIu32 " x %" PRIu32 " image",
-               (uint32_t)w, (uint32_t)h);
-      return ES_ERR_NOMEM;
-    }
-    for (png_uint_32 y = 0; y < h; y++) rd->rowp[y] = rd->rows + (size_t)y * rowbytes;
-    png_read_image(rd->png, rd->rowp);
-    for (png_uint_32 y = 0; y < h; y++)
-      es_png_row_to_grey(rd->rowp[y], ch, depth, (int)w, rd->out + (size_t)y * stride);
-  } else {
-    /* One row at a time: memory is the grey plane plus one decoded row. */
-    rd->rows = malloc(rowbytes ? rowbytes : 1);
-    if (!rd->rows) {
-      snprintf(rd->err, sizeof rd->err, "out of memory");
-      return ES_ERR_NOMEM;
-    }
+  if (interlace == PNG_INTERLACE_NONE) {
     for (png_uint_32 y = 0; y < h; y++) {
       png_read_row(rd->png, rd->rows, NULL);
       es_png_row_to_grey(rd->rows, ch, depth, (int)w, rd->out + (size_t)y * stride);
+    }
+  } else {
+    uint8_t *grey = rd->rows + rowbytes;
+    /* libpng skips the passes that are empty for this size, exactly as this loop does */
+    for (int pass = 0; pass < 7; pass++) {
+      png_uint_32 cols = PNG_PASS_COLS(w, pass), nrows = PNG_PASS_ROWS(h, pass);
+      if (!cols || !nrows) continue;
+      for (png_uint_32 j = 0; j < nrows; j++) {
+        png_read_row(rd->png, rd->rows, NULL);
+        es_png_row_to_grey(rd->rows, ch, depth, (int)cols, grey);
+        size_t y = PNG_ROW_FROM_PASS_ROW(j, pass);
+        uint8_t *dst = rd->out + y * stride;
+        if (depth == 8) {
+          for (png_uint_32 k = 0; k < cols; k++) dst[PNG_COL_FROM_PASS_COL(k, pass)] = grey[k];
+        } else {
+          const uint16_t *g16 = (const uint16_t *)grey;
+          uint16_t *d16 = (uint16_t *)dst;
+          for (png_uint_32 k = 0; k < cols; k++) d16[PNG_COL_FROM_PASS_COL(k, pass)] = g16[k];
+        }
+      }
     }
   }
   /* Reads to IEND: a file cut after the image data, or a bad CRC in the last IDAT, is an
@@ -291,7 +290,6 @@ static int es_png_read_rd(es_png_rd *rd, int64_t max_pixels, es_image *img, void
   status = es_png_decode(rd, img, info);
 end:
   if (rd->png) png_destroy_read_struct(&rd->png, rd->info ? &rd->info : NULL, NULL);
-  free(rd->rowp);
   free(rd->rows);
   if (status == ES_OK) {
     *data = rd->out;
