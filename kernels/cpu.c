@@ -44,6 +44,7 @@ typedef struct cpu_thread {
   void *ring;            /* (K + 1) padded rows of levels */
   uint16_t *hist;        /* L + 1 bins (window histogram) */
   uint16_t *colh;        /* Perreault-Hebert column histograms, or NULL */
+  void *colbuf;          /* square Huang: K levels per padded column, or NULL */
   uint64_t *level_hist;  /* L bins, or NULL */
   uint64_t bins[ES_STATS_MAX_BINS];
   float min, max;
@@ -103,12 +104,18 @@ static inline int cpu_reflect(int i, int n) {
 static int cpu_use_ph(const es_params *p, int width) {
   const char *force = getenv("ES_CPU_ALGO"); /* "huang" / "ph": benchmarks and tests */
   if (p->shape != ES_SHAPE_SQUARE) return 0;
-  if (force && !strcmp(force, "huang")) return 0;
+  if (force && (!strcmp(force, "huang") || !strcmp(force, "rows"))) return 0;
   if (force && !strcmp(force, "ph")) return 1;
   if (width < 2 * p->window) return 0;
   double huang = (p->window <= 9 ? 16.5 : 19.0) * p->window;
   double ph = 40.0 + 3.9 * p->levels;
   return ph < huang;
+}
+
+/* ES_CPU_ALGO=rows: square windows through the row-pointer Huang (tests compare it). */
+static int cpu_rows_algo(void) {
+  const char *force = getenv("ES_CPU_ALGO");
+  return force && !strcmp(force, "rows");
 }
 
 static int cpu_threads(int threads) {
@@ -186,6 +193,10 @@ int es_cpu_run(const es_job *job, int threads, char *msg, size_t msglen) {
     t->ring = malloc((size_t)(c.K + 1) * pw * lsz);
     t->hist = calloc((size_t)p->levels + 8, sizeof *t->hist); /* PH pads to 8 lanes */
     if (!t->ring || !t->hist) goto nomem;
+    if (!use_ph && p->shape == ES_SHAPE_SQUARE && !cpu_rows_algo()) {
+      t->colbuf = malloc((size_t)(c.w + 2 * c.R) * c.K * lsz);
+      if (!t->colbuf) goto nomem;
+    }
     if (use_ph) {
       t->colh = malloc((size_t)(c.w + 2 * c.R) * ((p->levels + 8) & ~7) * sizeof *t->colh);
       if (!t->colh) goto nomem;
@@ -209,12 +220,15 @@ int es_cpu_run(const es_job *job, int threads, char *msg, size_t msglen) {
     if (y0 == y1) continue;
     if (lsz == 1) {
       if (use_ph) band_ph_u8(&c, t, y0, y1);
+      else if (t->colbuf) band_huang_sq_u8(&c, t, y0, y1);
       else band_huang_u8(&c, t, y0, y1);
     } else if (lsz == 2) {
       if (use_ph) band_ph_u16(&c, t, y0, y1);
+      else if (t->colbuf) band_huang_sq_u16(&c, t, y0, y1);
       else band_huang_u16(&c, t, y0, y1);
     } else {
       if (use_ph) band_ph_u32(&c, t, y0, y1);
+      else if (t->colbuf) band_huang_sq_u32(&c, t, y0, y1);
       else band_huang_u32(&c, t, y0, y1);
     }
   }
@@ -257,6 +271,7 @@ end:
       free(ts[i].ring);
       free(ts[i].hist);
       free(ts[i].colh);
+      free(ts[i].colbuf);
       free(ts[i].level_hist);
     }
   }

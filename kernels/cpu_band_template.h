@@ -181,6 +181,90 @@ static void ES_FN(band_huang)(const cpu_ctx *c, cpu_thread *t, int y0, int y1) {
   }
 }
 
+/* Square windows, column-major Huang: colbuf holds, for every padded column i, the K
+ * levels of the window's rows at colbuf[i * K + slot] (slot = virtual row mod K; a clip row
+ * outside the image holds the sentinel). Moving down a row rewrites one slot per column;
+ * moving right drops column x's K levels and adds column x + K's, read contiguously from
+ * two pointers at constant offsets: fewer registers and instructions than K row pointers
+ * (callgrind in tools/BENCHMARKS.md). The order of a column's levels does not matter to a
+ * histogram. N = K * K - c_L as everywhere. */
+static inline __attribute__((always_inline)) void ES_FN(slide_cols)(
+    const cpu_ctx *c, cpu_thread *t, uint16_t *hist, const ES_LT *colbuf, int K, uint64_t S,
+    float *mrow, double *rs, double *rss) {
+  const uint64_t *dinc = c->dinc, *flog = c->tables->flog;
+  const double *log2n = c->tables->log2n, *scale = c->tables->scale;
+  const int w = c->w, sent = c->levels, ntot = K * K;
+  const ES_LT *pa = colbuf;
+  for (int x = 0;; x++) {
+    unsigned ns = hist[sent];
+    int n = ntot - (int)ns;
+    float hv = es_entropy_value(S - flog[ns], log2n[n], scale[n], c->oscale);
+    ES_FN(emit)(c, t, mrow, x, hv, rs, rss);
+    if (x + 1 == w) break;
+    const ES_LT *pb = pa + (size_t)K * K;
+    for (int j = 0; j < K; j++) {
+      unsigned a = pa[j], b = pb[j];
+      unsigned ca = hist[a];
+      hist[a] = (uint16_t)(ca - 1);
+      S -= dinc[ca - 1];
+      unsigned cb = hist[b];
+      hist[b] = (uint16_t)(cb + 1);
+      S += dinc[cb];
+    }
+    pa += K;
+  }
+}
+
+static void ES_FN(band_huang_sq)(const cpu_ctx *c, cpu_thread *t, int y0, int y1) {
+  const int w = c->w, K = c->K, r = c->r, R = c->R;
+  const int pwc = w + 2 * R;
+  const size_t pw = (size_t)w + 2 * R + 1;
+  ES_LT *row = (ES_LT *)t->ring; /* one padded row (the ring's first slot) */
+  ES_LT *colbuf = (ES_LT *)t->colbuf;
+  uint16_t *hist = t->hist;
+  const uint64_t *dinc = c->dinc;
+  (void)pw;
+
+  for (int v = y0 - r; v < y1 + r; v++) {
+    /* Row v enters slot v mod K; from the band's first row on, one per output row. */
+    int slot = ((v % K) + K) % K;
+    if (ES_FN(ring_fill)(c, row, v)) {
+      for (int i = 0; i < pwc; i++) colbuf[(size_t)i * K + slot] = row[i];
+    } else {
+      for (int i = 0; i < pwc; i++) colbuf[(size_t)i * K + slot] = (ES_LT)c->levels;
+    }
+    int y = v - r;
+    if (y < y0) continue;
+    uint64_t S = 0;
+    for (int i = 0; i < K * K; i++) {
+      unsigned l = colbuf[i];
+      unsigned cnt = hist[l];
+      hist[l] = (uint16_t)(cnt + 1);
+      S += dinc[cnt];
+    }
+    float *mrow = c->map ? c->map + (size_t)y * c->map_stride : NULL;
+    double rs = 0.0, rss = 0.0;
+    switch (K) {
+    case 3: ES_FN(slide_cols)(c, t, hist, colbuf, 3, S, mrow, &rs, &rss); break;
+    case 5: ES_FN(slide_cols)(c, t, hist, colbuf, 5, S, mrow, &rs, &rss); break;
+    case 7: ES_FN(slide_cols)(c, t, hist, colbuf, 7, S, mrow, &rs, &rss); break;
+    case 9: ES_FN(slide_cols)(c, t, hist, colbuf, 9, S, mrow, &rs, &rss); break;
+    default: ES_FN(slide_cols)(c, t, hist, colbuf, K, S, mrow, &rs, &rss); break;
+    }
+    /* Leave the histogram empty: drop the window at x = w - 1 (columns w-1 .. w-2+K). */
+    const ES_LT *last = colbuf + (size_t)(w - 1) * K;
+    for (int i = 0; i < K * K; i++) hist[last[i]]--;
+    if (c->want_stats) {
+      c->rowsum[y] = rs;
+      c->rowsumsq[y] = rss;
+    }
+    if (c->level_hist_wanted) {
+      int ys = ((y % K) + K) % K;
+      for (int x = 0; x < w; x++) t->level_hist[colbuf[(size_t)(R + x) * K + ys]]++;
+    }
+  }
+}
+
 /* Perreault-Hebert for square windows: one histogram per padded column over the K rows of
  * the window, moved down one row per output row (2 updates per column); along the row the
  * window histogram adds the entering column's histogram and subtracts the leaving one's,

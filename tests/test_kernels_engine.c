@@ -137,8 +137,8 @@ static void one_case(int w, int h, int depth, const es_params *p) {
 
   /* Both algorithms (square): bitwise identical. */
   if (p->shape == ES_SHAPE_SQUARE) {
-    const char *algos[] = {"huang", "ph"};
-    for (int a = 0; a < 2; a++) {
+    const char *algos[] = {"huang", "ph", "rows"};
+    for (int a = 0; a < 3; a++) {
       setenv("ES_CPU_ALGO", algos[a], 1);
       float pv = poison_value();
       for (size_t k = 0; k < s2 * h; k++) m2[k] = pv;
