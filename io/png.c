@@ -453,14 +453,31 @@ int es_io_versions(char *buf, size_t len) {
   int n = snprintf(buf, len, "libpng %s (built with %s), zlib %s", png_get_libpng_ver(NULL),
                    PNG_LIBPNG_VER_STRING, zlibVersion());
 #ifdef ES_HAVE_FFMPEG
-  unsigned f = avformat_version(), c = avcodec_version(), s = swscale_version(),
-           u = avutil_version();
-  size_t used = n > 0 && (size_t)n < len ? (size_t)n : len;
-  n += snprintf(buf ? buf + used : NULL, len - used,
-                "; FFmpeg %s: libavformat %u.%u.%u, libavcodec %u.%u.%u, libswscale %u.%u.%u, "
-                "libavutil %u.%u.%u",
-                av_version_info(), f >> 16, f >> 8 & 255, f & 255, c >> 16, c >> 8 & 255,
-                c & 255, s >> 16, s >> 8 & 255, s & 255, u >> 16, u >> 8 & 255, u & 255);
+  /* run-time versions; the compile-time one follows where it differs (a library upgraded
+   * under the binary) */
+  static const struct {
+    const char *name;
+    unsigned (*run)(void);
+    unsigned built;
+  } libs[] = {{"libavformat", avformat_version, LIBAVFORMAT_VERSION_INT},
+              {"libavcodec", avcodec_version, LIBAVCODEC_VERSION_INT},
+              {"libswscale", swscale_version, LIBSWSCALE_VERSION_INT},
+              {"libavutil", avutil_version, LIBAVUTIL_VERSION_INT}};
+  for (size_t i = 0; i < sizeof libs / sizeof libs[0]; i++) {
+    unsigned v = libs[i].run(), bv = libs[i].built;
+    size_t used = n > 0 && (size_t)n < len ? (size_t)n : len;
+    if (i == 0) {
+      n += snprintf(buf ? buf + used : NULL, len - used, "; FFmpeg %s: ", av_version_info());
+      used = n > 0 && (size_t)n < len ? (size_t)n : len;
+    }
+    n += snprintf(buf ? buf + used : NULL, len - used, "%s%s %u.%u.%u", i ? ", " : "",
+                  libs[i].name, v >> 16, v >> 8 & 255, v & 255);
+    if (v != bv) {
+      used = n > 0 && (size_t)n < len ? (size_t)n : len;
+      n += snprintf(buf ? buf + used : NULL, len - used, " (built with %u.%u.%u)", bv >> 16,
+                    bv >> 8 & 255, bv & 255);
+    }
+  }
 #endif
   return n;
 }
