@@ -62,7 +62,9 @@ int es_atomic_open(es_atomic *a, const char *final_path, int overwrite, char *ms
   const char *slash = strrchr(final_path, '/');
   size_t dirlen = slash ? (size_t)(slash - final_path) + 1 : 0;
   memcpy(a->tmp_path, final_path, dirlen);
-  snprintf(a->tmp_path + dirlen, n + 16 - dirlen, ".%s.tmp-XXXXXX", final_path + dirlen);
+  /* at most 200 bytes of the name, so the temporary stays under NAME_MAX (255) whenever the
+   * final name does */
+  snprintf(a->tmp_path + dirlen, n + 16 - dirlen, ".%.200s.tmp-XXXXXX", final_path + dirlen);
   fd = mkostemp(a->tmp_path, O_CLOEXEC);
   if (fd < 0) {
     snprintf(msg, len, "cannot create: %s", strerror(errno));

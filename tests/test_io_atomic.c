@@ -83,6 +83,18 @@ int main(void) {
   es_atomic_abort(&zero);
   unlink(path);
 
+  /* a final name of 255 bytes (NAME_MAX) still gets a temporary */
+  {
+    char longname[1024];
+    int k = snprintf(longname, sizeof longname, "%s/", dir);
+    memset(longname + k, 'n', 251);
+    memcpy(longname + k + 251, ".png", 5);
+    CHECK(es_atomic_open(&a, longname, 0, msg, sizeof msg) == ES_OK, "255-byte name: %s", msg);
+    es_atomic_commit(&a, msg, sizeof msg);
+    CHECK(access(longname, F_OK) == 0 && count_entries(dir) == 1, "255-byte name not written");
+    unlink(longname);
+  }
+
   /* a directory as the output name */
   CHECK(es_atomic_open(&a, dir, 1, msg, sizeof msg) == ES_ERR_OUTPUT && strstr(msg, "directory"),
         "directory: %s", msg);
