@@ -33,10 +33,28 @@ static mode_t es_atomic_mode(void) {
   return 0666 & ~mask;
 }
 
+/* rename(), or without overwrite one that fails with EEXIST instead of replacing a file
+ * another process created since the open: renameat2(RENAME_NOREPLACE), else (filesystems
+ * without it) link + unlink, else plain rename where hard links are not supported. */
+static int es_atomic_rename(const char *tmp, const char *final, int overwrite) {
+  if (overwrite) return rename(tmp, final);
+#ifdef RENAME_NOREPLACE
+  if (renameat2(AT_FDCWD, tmp, AT_FDCWD, final, RENAME_NOREPLACE) == 0) return 0;
+  if (errno != EINVAL && errno != ENOSYS && errno != ENOTSUP) return -1;
+#endif
+  if (link(tmp, final) == 0) {
+    unlink(tmp);
+    return 0;
+  }
+  if (errno != EPERM && errno != ENOTSUP && errno != EOPNOTSUPP) return -1;
+  return rename(tmp, final);
+}
+
 int es_atomic_open(es_atomic *a, const char *final_path, int overwrite, char *msg, size_t len) {
   int status = ES_ERR_OUTPUT, fd = -1;
   struct stat st;
   memset(a, 0, sizeof *a);
+  a->overwrite = overwrite;
   if (!final_path || !*final_path) {
     snprintf(msg, len, "empty output file name");
     return ES_ERR_USAGE;
@@ -103,8 +121,11 @@ int es_atomic_commit(es_atomic *a, char *msg, size_t len) {
     snprintf(msg, len, "cannot write: %s", strerror(errno));
     goto end;
   }
-  if (rename(a->tmp_path, a->final_path) != 0) {
-    snprintf(msg, len, "cannot rename into place: %s", strerror(errno));
+  if (es_atomic_rename(a->tmp_path, a->final_path, a->overwrite) != 0) {
+    if (errno == EEXIST)
+      snprintf(msg, len, "exists (use -y to overwrite)");
+    else
+      snprintf(msg, len, "cannot rename into place: %s", strerror(errno));
     goto end;
   }
   free(a->tmp_path);

@@ -21,6 +21,8 @@ typedef struct es_atomic {
   char *final_path; /* owned */
   char *tmp_path;   /* owned */
   FILE *fp;         /* open for writing on tmp_path */
+  int overwrite;    /* as given to es_atomic_open; 0: commit does not replace a file that
+                     * appeared after the open either (ES_ERR_OUTPUT "exists ...") */
 } es_atomic;
 /* overwrite: 0 = ES_ERR_OUTPUT if final_path exists ("exists (use -y to overwrite)"). */
 int es_atomic_open(es_atomic *a, const char *final_path, int overwrite, char *msg, size_t len);

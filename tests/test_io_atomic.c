@@ -65,6 +65,20 @@ int main(void) {
             !strcmp(msg, "exists (use -y to overwrite)"),
         "no-overwrite: %s", msg);
   CHECK(file_is(path, "first") && count_entries(dir) == 1, "no-overwrite changed the directory");
+  /* a file that appears between open and commit is not replaced without overwrite */
+  {
+    char other[800];
+    snprintf(other, sizeof other, "%s/late.png", dir);
+    CHECK(es_atomic_open(&a, other, 0, msg, sizeof msg) == ES_OK, "open late: %s", msg);
+    fputs("ours", a.fp);
+    FILE *o = fopen(other, "w");
+    fputs("theirs", o);
+    fclose(o);
+    CHECK(es_atomic_commit(&a, msg, sizeof msg) == ES_ERR_OUTPUT && strstr(msg, "exists"),
+          "late file replaced: %s", msg);
+    CHECK(file_is(other, "theirs") && count_entries(dir) == 2, "late file changed");
+    unlink(other);
+  }
   /* overwrite */
   CHECK(es_atomic_open(&a, path, 1, msg, sizeof msg) == ES_OK, "overwrite open: %s", msg);
   fputs("second", a.fp);
