@@ -410,7 +410,7 @@ static void range_plan(es_range *R, const es_job *job, const es_gpu_worker *w) {
   int L = job->params.levels;
   R->lt = L <= 255 ? 1 : (L <= 65535 ? 2 : 4);
   R->lpitch = (size_t)job->in.width + 2 * (size_t)R->r;
-  R->lpitch = (R->lpitch + 15) & ~(size_t)15;
+  R->lpitch = (R->lpitch + 16 + 15) & ~(size_t)15; /* slack for es_load_seg's words */
   int lo = job->in.height, hi = -1;
   for (int p = 0; p < R->row1 - R->row0 + 2 * R->r; p++) {
     int s = range_src(R, job, p);
@@ -496,11 +496,11 @@ static cudaError_t launch_entropy(es_gpu_worker *w, const es_range *R, const es_
   int gx = (W + bx - 1) / bx;
   /* Strip height: enough threads to fill the chip, and tall enough that building the first
    * window (area updates) costs no more than sliding (2K updates a row). */
-  long long target = (long long)w->nsm * 1024;
+  long long target = (long long)w->nsm * 2048; /* full occupancy: latency hiding matters */
   int ty = (int)(((long long)gx * bx * rows + target - 1) / target);
   int tmin = R->area / (2 * K) + 1;
   if (ty < tmin) ty = tmin;
-  if (ty < 4) ty = 4;
+  if (ty < 16) ty = 16; /* below this the first window of each strip costs too much */
   int nstrips = (rows + ty - 1) / ty;
   size_t smem = (size_t)E.dshared * 8 + (size_t)((bins + 1) & ~1) * 4 * (stats ? 1 : 0);
   if (!stats) smem = (size_t)E.dshared * 8;

@@ -231,6 +231,10 @@ int main(void) {
     return es_test_done("test_gpu_bench");
   }
   printf("%-28s %-13s %-16s %-14s %12s %13s\n", "case", "size", "params", "what", "time", "rate");
+  if (getenv("ES_GPU_BENCH_FIRST")) { /* one kernel row only, e.g. under ncu */
+    bench_case(w, NULL, "study K=5 L=16", 10240, 10240, 8, 0, &p, 3, 0, up, dn);
+    return es_test_done("test_gpu_bench");
+  }
   bench_case(w, pair, "study K=5 L=16", 10240, 10240, 8, 0, &p, 20, 1, up, dn);
   bench_case(w, NULL, "study K=5 L=16", 2560, 2560, 8, 0, &p, 50, 1, up, dn);
   static const int ks[] = {3, 7, 15, 25, 51, 75};
