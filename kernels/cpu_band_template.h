@@ -193,26 +193,64 @@ static inline __attribute__((always_inline)) void ES_FN(slide_cols)(
     float *mrow, double *rs, double *rss) {
   const uint64_t *dinc = c->dinc, *flog = c->tables->flog;
   const double *log2n = c->tables->log2n, *scale = c->tables->scale;
-  const int w = c->w, sent = c->levels, ntot = K * K;
+  const double oscale = c->oscale;
+  const int w = c->w, sent = c->levels, ntot = K * K, r = (K - 1) / 2;
+  /* Interior [xa, xb): no column of the window is outside the image, so the sentinel count
+   * (clipped rows only) and with it N, log2 N and 2^-32/N stay fixed: the loop there skips
+   * those table reads, and with only a map to write, the statistics branches too. */
+  int xa = c->border == ES_BORDER_CLIP ? (r < w ? r : w) : 0;
+  int xb = c->border == ES_BORDER_CLIP ? w - r : w;
+  if (xb < xa) xb = xa;
+  const int plain = mrow && !c->want_stats && !c->want_minmax;
   const ES_LT *pa = colbuf;
-  for (int x = 0;; x++) {
+#define ES_SLIDE_COLS_STEP()                                                                 \
+  do {                                                                                       \
+    const ES_LT *pb = pa + (size_t)K * K;                                                    \
+    for (int j = 0; j < K; j++) {                                                            \
+      unsigned a_ = pa[j], b_ = pb[j];                                                       \
+      unsigned ca = hist[a_];                                                                \
+      hist[a_] = (uint16_t)(ca - 1);                                                         \
+      S -= dinc[ca - 1];                                                                     \
+      unsigned cb = hist[b_];                                                                \
+      hist[b_] = (uint16_t)(cb + 1);                                                         \
+      S += dinc[cb];                                                                         \
+    }                                                                                        \
+    pa += K;                                                                                 \
+  } while (0)
+  for (int x = 0;;) {
+    if (x == xa && xa < xb) {
+      unsigned ns = hist[sent];
+      int n = ntot - (int)ns;
+      const uint64_t F = flog[ns];
+      const double l2 = log2n[n], sc = scale[n];
+      if (plain) {
+        for (;; x++) {
+          mrow[x] = es_entropy_value(S - F, l2, sc, oscale);
+          if (x + 1 == w) return;
+          ES_SLIDE_COLS_STEP();
+          if (x + 1 == xb) break;
+        }
+      } else {
+        for (;; x++) {
+          float hv = es_entropy_value(S - F, l2, sc, oscale);
+          ES_FN(emit)(c, t, mrow, x, hv, rs, rss);
+          if (x + 1 == w) return;
+          ES_SLIDE_COLS_STEP();
+          if (x + 1 == xb) break;
+        }
+      }
+      x++;
+      continue;
+    }
     unsigned ns = hist[sent];
     int n = ntot - (int)ns;
-    float hv = es_entropy_value(S - flog[ns], log2n[n], scale[n], c->oscale);
+    float hv = es_entropy_value(S - flog[ns], log2n[n], scale[n], oscale);
     ES_FN(emit)(c, t, mrow, x, hv, rs, rss);
-    if (x + 1 == w) break;
-    const ES_LT *pb = pa + (size_t)K * K;
-    for (int j = 0; j < K; j++) {
-      unsigned a = pa[j], b = pb[j];
-      unsigned ca = hist[a];
-      hist[a] = (uint16_t)(ca - 1);
-      S -= dinc[ca - 1];
-      unsigned cb = hist[b];
-      hist[b] = (uint16_t)(cb + 1);
-      S += dinc[cb];
-    }
-    pa += K;
+    if (x + 1 == w) return;
+    ES_SLIDE_COLS_STEP();
+    x++;
   }
+#undef ES_SLIDE_COLS_STEP
 }
 
 static void ES_FN(band_huang_sq)(const cpu_ctx *c, cpu_thread *t, int y0, int y1) {
