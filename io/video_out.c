@@ -250,7 +250,15 @@ int es_video_out_open(es_video_out **out, const char *path, const es_video_out_o
       rc = ES_ERR_USAGE;
       goto end;
     }
-    if (o->codec) {
+    if (!strcmp(ofmt->name, "yuv4mpegpipe") && !o->codec) {
+      /* A .y4m file: the same uncompressed frames as on stdout, not an encoder's packets. */
+      codec = avcodec_find_encoder(AV_CODEC_ID_WRAPPED_AVFRAME);
+      if (!codec) {
+        snprintf(msg, len, "libavcodec has no wrapped_avframe encoder for y4m");
+        rc = ES_ERR_OUTPUT;
+        goto end;
+      }
+    } else if (o->codec) {
       codec = avcodec_find_encoder_by_name(o->codec);
       if (!codec || codec->type != AVMEDIA_TYPE_VIDEO) {
         snprintf(msg, len, "--codec %s: no such video encoder in libavcodec", o->codec);
@@ -271,7 +279,10 @@ int es_video_out_open(es_video_out **out, const char *path, const es_video_out_o
       rc = ES_ERR_USAGE;
       goto end;
     }
-    choose_formats(codec, o->format, o->width, o->height, &enc_fmt, &v->want);
+    if (codec->id == AV_CODEC_ID_WRAPPED_AVFRAME)
+      v->want = o->format == ES_PIX_RGB24 ? ES_PIX_YUV444P : o->format, enc_fmt = av_of(v->want);
+    else
+      choose_formats(codec, o->format, o->width, o->height, &enc_fmt, &v->want);
     v->want_av = av_of(v->want);
     struct stat sb;
     if (!o->overwrite && stat(path, &sb) == 0) {
@@ -368,7 +379,8 @@ int es_video_out_open(es_video_out **out, const char *path, const es_video_out_o
   }
   /* 16-bit grey is "Cmono16", which FFmpeg's y4m muxer counts as an extension (-strict -1);
    * ffmpeg reads it back. */
-  if (v->mode == MODE_Y4M) v->fmt->strict_std_compliance = FF_COMPLIANCE_UNOFFICIAL;
+  if (!strcmp(v->fmt->oformat->name, "yuv4mpegpipe"))
+    v->fmt->strict_std_compliance = FF_COMPLIANCE_UNOFFICIAL;
   if ((err = avio_open(&v->fmt->pb, url, AVIO_FLAG_WRITE)) < 0) {
     averr(msg, len, "cannot open for writing", err);
     rc = ES_ERR_OUTPUT;
