@@ -95,6 +95,15 @@ got=$($FF -f lavfi -i "testsrc=size=${W}x${H}:rate=10" -frames:v $N -pix_fmt yuv
   | "$BIN" -q - --format gray8 -o - | ffprobe -v error -count_frames -show_entries stream=nb_read_frames,pix_fmt -of csv=p=0 -)
 case "$got" in gray*",$N") ;; *) fail "y4m gray8 pipe: got '$got', want gray,$N";; esac
 
+# A .y4m output file: the same uncompressed frames as stdout, byte for byte (a bug once sent
+# libx264 packets into the y4m muxer, which refused them).
+"$BIN" -q "$T/clip.mkv" -o "$T/out.y4m"; rc=$?
+[ $rc = 0 ] || fail ".y4m file output: exit $rc"
+"$BIN" -q "$T/clip.mkv" -o - > "$T/stdout.y4m"
+cmp -s "$T/out.y4m" "$T/stdout.y4m" || fail ".y4m file differs from the y4m on stdout"
+got=$(ffprobe -v error -count_frames -show_entries stream=width,height,nb_read_frames -of csv=p=0 "$T/out.y4m")
+[ "$got" = "$W,$H,$N" ] || fail ".y4m file: got '$got', want $W,$H,$N"
+
 # Raw float32 on stdout: T*H*W*4 bytes, the same values as the .npy.
 "$BIN" -q "$T/clip.mkv" --format f32 -o - -w $K --border reflect > "$T/v.f32"; rc=$?
 [ $rc = 0 ] || fail "f32 to stdout: exit $rc"
