@@ -169,22 +169,23 @@ int es_cpu_run(const es_job *job, int threads, char *msg, size_t msglen) {
    * the K + 1 rows: large windows read 2 K row streams at once). */
   size_t lsz = p->levels <= 255 ? 1 : p->levels <= 65535 ? 2 : 4;
   size_t pw = (size_t)c.w + 2 * c.R + 1;
+  rc = ES_ERR_NOMEM; /* until every buffer below is allocated */
   cpu_thread *ts = calloc((size_t)nt, sizeof *ts);
   float *tmpmap = NULL;
   c.dinc = malloc(((size_t)c.win.area + 1) * sizeof *c.dinc);
-  if (!ts || !c.dinc) goto nomem;
+  if (!ts || !c.dinc) goto end;
   for (int n = 0; n < c.win.area; n++) c.dinc[n] = c.tables->flog[n + 1] - c.tables->flog[n];
   c.dinc[c.win.area] = 0; /* never read: no bin exceeds the area */
   if (!c.map && render) {
     tmpmap = malloc((size_t)c.w * c.h * sizeof *tmpmap);
-    if (!tmpmap) goto nomem;
+    if (!tmpmap) goto end;
     c.map = tmpmap;
     c.map_stride = (size_t)c.w;
   }
   if (c.want_stats) {
     c.rowsum = malloc((size_t)c.h * sizeof *c.rowsum);
     c.rowsumsq = malloc((size_t)c.h * sizeof *c.rowsumsq);
-    if (!c.rowsum || !c.rowsumsq) goto nomem;
+    if (!c.rowsum || !c.rowsumsq) goto end;
   }
   for (int i = 0; i < nt; i++) {
     cpu_thread *t = &ts[i];
@@ -192,20 +193,22 @@ int es_cpu_run(const es_job *job, int threads, char *msg, size_t msglen) {
     t->max = -INFINITY;
     t->ring = malloc((size_t)(c.K + 1) * pw * lsz);
     t->hist = calloc((size_t)p->levels + 8, sizeof *t->hist); /* PH pads to 8 lanes */
-    if (!t->ring || !t->hist) goto nomem;
+    if (!t->ring || !t->hist) goto end;
     if (!use_ph && p->shape == ES_SHAPE_SQUARE && !cpu_rows_algo()) {
       t->colbuf = malloc((size_t)(c.w + 2 * c.R) * c.K * lsz);
-      if (!t->colbuf) goto nomem;
+      if (!t->colbuf) goto end;
     }
     if (use_ph) {
       t->colh = malloc((size_t)(c.w + 2 * c.R) * ((p->levels + 8) & ~7) * sizeof *t->colh);
-      if (!t->colh) goto nomem;
+      if (!t->colh) goto end;
     }
     if (c.level_hist_wanted) {
       t->level_hist = calloc((size_t)p->levels, sizeof *t->level_hist);
-      if (!t->level_hist) goto nomem;
+      if (!t->level_hist) goto end;
     }
   }
+
+  rc = ES_OK;
 
 #ifdef ES_HAVE_OPENMP
 #pragma omp parallel for num_threads(nt) schedule(dynamic, 1)
@@ -260,12 +263,8 @@ int es_cpu_run(const es_job *job, int threads, char *msg, size_t msglen) {
                        nt);
     if (rc && msg) snprintf(msg, msglen, "rendering failed");
   }
-  goto end;
-
-nomem:
-  rc = ES_ERR_NOMEM;
-  if (msg) snprintf(msg, msglen, "out of memory for a %dx%d image", c.w, c.h);
 end:
+  if (rc == ES_ERR_NOMEM && msg) snprintf(msg, msglen, "out of memory for a %dx%d image", c.w, c.h);
   if (ts) {
     for (int i = 0; i < nt; i++) {
       free(ts[i].ring);
