@@ -7,6 +7,8 @@
  * by cpu_use_ph below:
  *   - Huang (any shape): per pixel, each window row drops its leftmost pixel and takes a
  *     new one on the right: 2 K histogram updates, each moving S by a table increment.
+ *     Square windows read the window column-major (band_huang_sq: K levels per padded
+ *     column, two pointers), disks through one pointer per window row (band_huang).
  *   - Perreault-Hebert (square): column histograms slid down a row at a time; per pixel
  *     the window histogram changes by two column histograms and S is summed over L bins.
  * Either way S is the exact integer sum of flog[c_k], so the result is the same bits for
@@ -22,6 +24,8 @@
 
 #include "es_kernels.h"
 
+/* Read-only during the parallel loop, except rowsum/rowsumsq: each row written by the one
+ * thread that computes it. */
 typedef struct cpu_ctx {
   const es_tables *tables;
   es_window win;
@@ -40,6 +44,7 @@ typedef struct cpu_ctx {
   double *rowsum, *rowsumsq; /* per row, summed in row order at the end */
 } cpu_ctx;
 
+/* Owned by one OpenMP thread during the loop; reduced in index order afterwards. */
 typedef struct cpu_thread {
   void *ring;            /* (K + 1) padded rows of levels */
   uint16_t *hist;        /* L + 1 bins (window histogram) */
