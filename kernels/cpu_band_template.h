@@ -70,12 +70,12 @@ static inline __attribute__((always_inline)) void ES_FN(slide_any)(
     if (x + 1 == w) break;
     for (int j = 0; j < nr; j++) {
       const ES_LT *p = rows[j] + x;
-      unsigned a = p[-hws[j]], b = p[hws[j] + 1];
-      unsigned ca = hist[a];
-      hist[a] = (uint16_t)(ca - 1);
-      S -= dinc[ca - 1];
-      unsigned cb = hist[b];
-      hist[b] = (uint16_t)(cb + 1);
+      uint16_t *ha = hist + p[-hws[j]], *hb = hist + p[hws[j] + 1];
+      size_t cm = (size_t)*ha - 1; /* size_t: one decrement for the store and the index */
+      *ha = (uint16_t)cm;
+      S -= dinc[cm];
+      size_t cb = *hb;
+      *hb = (uint16_t)(cb + 1);
       S += dinc[cb];
     }
   }
@@ -98,12 +98,12 @@ static inline __attribute__((always_inline)) void ES_FN(slide_square)(
     ES_FN(emit)(c, t, mrow, x, hv, rs, rss);
     if (x + 1 == w) break;
     for (int j = 0; j < nr; j++) {
-      unsigned a = pl[j][x], b = pl[j][x + 2 * hw + 1];
-      unsigned ca = hist[a];
-      hist[a] = (uint16_t)(ca - 1);
-      S -= dinc[ca - 1];
-      unsigned cb = hist[b];
-      hist[b] = (uint16_t)(cb + 1);
+      uint16_t *ha = hist + pl[j][x], *hb = hist + pl[j][x + 2 * hw + 1];
+      size_t cm = (size_t)*ha - 1;
+      *ha = (uint16_t)cm;
+      S -= dinc[cm];
+      size_t cb = *hb;
+      *hb = (uint16_t)(cb + 1);
       S += dinc[cb];
     }
   }
@@ -207,12 +207,15 @@ static inline __attribute__((always_inline)) void ES_FN(slide_cols)(
   do {                                                                                       \
     const ES_LT *pb = pa + (size_t)K * K;                                                    \
     for (int j = 0; j < K; j++) {                                                            \
-      unsigned a_ = pa[j], b_ = pb[j];                                                       \
-      unsigned ca = hist[a_];                                                                \
-      hist[a_] = (uint16_t)(ca - 1);                                                         \
-      S -= dinc[ca - 1];                                                                     \
-      unsigned cb = hist[b_];                                                                \
-      hist[b_] = (uint16_t)(cb + 1);                                                         \
+      /* size_t: one decrement serves the store and the table index. */                    \
+      size_t a_ = pa[j], b_ = pb[j];                                                         \
+      uint16_t *ha = hist + a_;                                                              \
+      size_t cm = (size_t)*ha - 1;                                                           \
+      *ha = (uint16_t)cm;                                                                    \
+      S -= dinc[cm];                                                                         \
+      uint16_t *hb = hist + b_;                                                              \
+      size_t cb = *hb;                                                                       \
+      *hb = (uint16_t)(cb + 1);                                                              \
       S += dinc[cb];                                                                         \
     }                                                                                        \
     pa += K;                                                                                 \
