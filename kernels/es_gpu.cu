@@ -71,6 +71,8 @@ struct es_gpu_worker {
   float *d_map; size_t cap_map;
   unsigned short *d_ghist; size_t cap_ghist;
   uint8_t *d_pix; size_t cap_pix;
+  double *d_rows; size_t cap_rows;          /* per-row sums (k_rowstats) */
+  uint8_t *h_rows[ES_NSLOT]; size_t cap_hrows; /* pinned read-back of d_rows (slot 0 used) */
   uint8_t *h_in[ES_NSLOT]; size_t cap_hin;   /* pinned staging, input */
   uint8_t *h_out[ES_NSLOT]; size_t cap_hout; /* pinned staging, output */
   /* Geometry of the last run (es_gpu_bench_kernel re-runs its kernels). */
@@ -278,6 +280,9 @@ extern "C" void es_gpu_worker_destroy(es_gpu_worker **pw) {
   cudaFree(w->d_map);
   cudaFree(w->d_ghist);
   cudaFree(w->d_pix);
+  cudaFree(w->d_rows);
+  for (int i = 0; i < ES_NSLOT; i++)
+    if (w->h_rows[i]) cudaFreeHost(w->h_rows[i]);
   cudaGetLastError();
   free(w);
   *pw = NULL;
@@ -390,6 +395,7 @@ struct es_range {
   double sum, sumsq;
   uint64_t hist[ES_STATS_MAX_BINS];
   uint64_t *levhist; /* levels entries, owned by the caller */
+  double *rowsums;   /* 2 per row (sum, sumsq), owned by the caller; NULL: no stats */
 };
 
 /* Source row (global) of padded row p of the range, or -1 (clip, outside). */
@@ -592,6 +598,10 @@ static int range_compute(es_gpu_worker *w, es_range *R, const es_job *job, int k
     if (!in_pinned) ES_CK(grow_pinned(w->h_in, &w->cap_hin, inrow * (size_t)brows));
     if (want_map && !out_pinned) ES_CK(grow_pinned(w->h_out, &w->cap_hout, (size_t)W * 4 * (size_t)brows));
   }
+  if (job->stats) {
+    ES_CK(grow_dev((void **)&w->d_rows, &w->cap_rows, sizeof(double) * 2 * (size_t)nrows));
+    ES_CK(grow_pinned(w->h_rows, &w->cap_hrows, sizeof(double) * 2 * (size_t)nrows));
+  }
   if (want_stats) {
     k_acc_init<<<64, 256, 0, w->s_comp>>>(w->d_acc, ES_STATS_MAX_BINS, L);
     ES_CKL("k_acc_init");
@@ -632,7 +642,13 @@ static int range_compute(es_gpu_worker *w, es_range *R, const es_job *job, int k
       ES_CK(launch_quant(w, R, job, f, g, want_stats));
       f = g;
     }
-    ES_CK(launch_entropy(w, R, job, y0, y1, want_stats, bins, want_map || job->render.format != ES_PIX_NONE));
+    ES_CK(launch_entropy(w, R, job, y0, y1, want_stats, bins,
+                         want_map || job->stats || job->render.format != ES_PIX_NONE));
+    if (job->stats) { /* per band, so the sequential row sums overlap later bands' copies */
+      k_rowstats<<<(y1 - y0 + 127) / 128, 128, 0, w->s_comp>>>(w->d_map + (size_t)y0 * W, (size_t)W,
+                                                               W, y1 - y0, w->d_rows + 2 * (size_t)y0);
+      ES_CKL("k_rowstats");
+    }
     if (want_map && !kernels_only) {
       /* The out slot of band b was last used by band b - NSLOT: copied out already? */
       while (!out_pinned && out_next <= b - ES_NSLOT) {
@@ -663,6 +679,11 @@ static int range_compute(es_gpu_worker *w, es_range *R, const es_job *job, int k
       }
     }
   }
+  if (job->stats) {
+    if (!kernels_only)
+      ES_CK(cudaMemcpyAsync(w->h_rows[0], w->d_rows, sizeof(double) * 2 * (size_t)nrows,
+                            cudaMemcpyDeviceToHost, w->s_comp));
+  }
   if (want_stats) {
     ES_CK(cudaMemcpyAsync(w->h_acc, w->d_acc, offsetof(es_dacc, levhist) + sizeof(unsigned long long) * (size_t)L,
                           cudaMemcpyDeviceToHost, w->s_comp));
@@ -686,6 +707,8 @@ static int range_compute(es_gpu_worker *w, es_range *R, const es_job *job, int k
     if (R->levhist)
       for (int k = 0; k < L; k++) R->levhist[k] = w->h_acc->levhist[k];
   }
+  if (job->stats && R->rowsums && !kernels_only)
+    memcpy(R->rowsums, w->h_rows[0], sizeof(double) * 2 * (size_t)nrows);
   w->last_w = W;
   w->last_h = job->in.height;
   w->last_depth = job->in.depth;
@@ -884,8 +907,9 @@ static int run_jobs(es_gpu_worker **ws, int n, const es_job *job, char *msg, siz
   es_task *ts = (es_task *)calloc((size_t)n, sizeof *ts);
   uint64_t *lh = (uint64_t *)calloc((size_t)n * (size_t)L, sizeof *lh);
   uint64_t *lsum = (uint64_t *)calloc((size_t)L, sizeof *lsum);
+  double *rows = job->stats ? (double *)malloc(sizeof(double) * 2 * (size_t)H) : NULL;
   int m = 0;
-  if (!Rs || !ts || !lh || !lsum) {
+  if (!Rs || !ts || !lh || !lsum || (job->stats && !rows)) {
     rc = ES_ERR_NOMEM;
     goto end;
   }
@@ -896,6 +920,7 @@ static int run_jobs(es_gpu_worker **ws, int n, const es_job *job, char *msg, siz
     Rs[m].row0 = a;
     Rs[m].row1 = b;
     Rs[m].levhist = lh + (size_t)m * L;
+    Rs[m].rowsums = rows ? rows + 2 * (size_t)a : NULL;
     range_plan(&Rs[m], job, ws[i]);
     ts[m].w = ws[i];
     ts[m].R = &Rs[m];
@@ -914,10 +939,13 @@ static int run_jobs(es_gpu_worker **ws, int n, const es_job *job, char *msg, siz
       for (int i = 0; i < m; i++) {
         if (Rs[i].hmin < hmin) hmin = Rs[i].hmin;
         if (Rs[i].hmax > hmax) hmax = Rs[i].hmax;
-        sum += Rs[i].sum;
-        sumsq += Rs[i].sumsq;
         for (int k = 0; k < L; k++) lsum[k] += Rs[i].levhist[k];
       }
+    }
+    /* Rows in order, as the CPU engine adds them: the same bits whatever the split. */
+    for (int y = 0; rows && y < H; y++) {
+      sum += rows[2 * (size_t)y];
+      sumsq += rows[2 * (size_t)y + 1];
     }
     if (job->stats) {
       es_stats *st = job->stats;
@@ -949,6 +977,7 @@ end:
   free(ts);
   free(lh);
   free(lsum);
+  free(rows);
   return rc;
 }
 

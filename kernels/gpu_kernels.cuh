@@ -290,6 +290,23 @@ __global__ void __launch_bounds__(128) k_entropy(const es_eparams P) {
 }
 
 
+/* Per-row sums of H and H^2 in x order, one thread a row: exactly the CPU engine's order
+ * (each row from 0.0, left to right; rows are then added in order on the host), so mean
+ * and std are the same bits on every engine and any split. */
+__global__ void k_rowstats(const float *map, size_t mpitch, int W, int rows, double *out) {
+  int y = blockIdx.x * blockDim.x + threadIdx.x;
+  if (y >= rows) return;
+  const float *m = map + (size_t)y * mpitch;
+  double rs = 0.0, rss = 0.0;
+  for (int x = 0; x < W; x++) {
+    const double h = (double)m[x];
+    rs = __dadd_rn(rs, h);
+    rss = __dadd_rn(rss, __dmul_rn(h, h));
+  }
+  out[2 * (size_t)y] = rs;
+  out[2 * (size_t)y + 1] = rss;
+}
+
 struct es_rparams {
   const float *map; /* local rows, mpitch floats */
   size_t mpitch;
