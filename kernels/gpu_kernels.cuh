@@ -298,7 +298,19 @@ __global__ void k_rowstats(const float *map, size_t mpitch, int W, int rows, dou
   if (y >= rows) return;
   const float *m = map + (size_t)y * mpitch;
   double rs = 0.0, rss = 0.0;
-  for (int x = 0; x < W; x++) {
+  int x = 0;
+  for (; x + 8 <= W; x += 8) { /* eight loads in flight, then the adds in order */
+    float v[8];
+#pragma unroll
+    for (int k = 0; k < 8; k++) v[k] = __ldg(m + x + k);
+#pragma unroll
+    for (int k = 0; k < 8; k++) {
+      const double h = (double)v[k];
+      rs = __dadd_rn(rs, h);
+      rss = __dadd_rn(rss, __dmul_rn(h, h));
+    }
+  }
+  for (; x < W; x++) {
     const double h = (double)m[x];
     rs = __dadd_rn(rs, h);
     rss = __dadd_rn(rss, __dmul_rn(h, h));
