@@ -190,23 +190,36 @@ static void fill_job(es_job *job, const es_image *img, const es_params *p, float
   job->render.format = ES_PIX_NONE;
 }
 
-/* Times es_cpu_run: one warm-up, then reps; median ms. */
-static double time_cpu(const es_job *job, int threads, int reps) {
+/* Times es_cpu_run on 1 thread (job1) and, when jobn is not NULL, on `threads` (jobn),
+ * alternating the two so both see the same machine (a shared box changes speed between
+ * processes and minutes): one warm-up each, then reps each; medians in ms. */
+static int time_cpu(const es_job *job1, const es_job *jobn, int threads, int reps,
+                    double *ms1, double *msn) {
   char msg[256];
-  double *t = malloc((size_t)reps * sizeof *t);
-  if (es_cpu_run(job, threads, msg, sizeof msg) != ES_OK) {
-    fprintf(stderr, "entropy-bench: cpu: %s\n", msg);
-    free(t);
+  double *t1 = malloc((size_t)reps * sizeof *t1), *tn = malloc((size_t)reps * sizeof *tn);
+  int rc = es_cpu_run(job1, 1, msg, sizeof msg);
+  if (rc == ES_OK && jobn) rc = es_cpu_run(jobn, threads, msg, sizeof msg);
+  if (rc != ES_OK || !t1 || !tn) {
+    fprintf(stderr, "entropy-bench: cpu: %s\n", rc ? msg : "out of memory");
+    free(t1);
+    free(tn);
     return -1;
   }
   for (int i = 0; i < reps; i++) {
     double t0 = now_s();
-    es_cpu_run(job, threads, msg, sizeof msg);
-    t[i] = (now_s() - t0) * 1e3;
+    es_cpu_run(job1, 1, msg, sizeof msg);
+    t1[i] = (now_s() - t0) * 1e3;
+    if (jobn) {
+      t0 = now_s();
+      es_cpu_run(jobn, threads, msg, sizeof msg);
+      tn[i] = (now_s() - t0) * 1e3;
+    }
   }
-  double m = median(t, reps);
-  free(t);
-  return m;
+  *ms1 = median(t1, reps);
+  if (jobn) *msn = median(tn, reps);
+  free(t1);
+  free(tn);
+  return 0;
 }
 
 static int all_threads(const bench_opts *o) {
@@ -252,13 +265,15 @@ static void cpu_rows(const bench_opts *o, const char *group, const es_image *img
       snprintf(note, sizeof note, "1 run on %d of %d rows, scaled to the frame", band, h);
     row_out(group, "cpu naive (1 thread)", w, h, K, L, 1, ms, nreps, err, how, note);
   }
+  es_job jobn;
   fill_job(&job, img, p, map1);
-  double t1 = time_cpu(&job, 1, reps);
+  fill_job(&jobn, img, p, mapn);
+  double t1 = -1, tn = -1;
+  /* threads 0: the engine's default (all cores, fewer for small frames). */
+  time_cpu(&job, nt > 1 ? &jobn : NULL, o->threads > 0 ? nt : 0, reps, &t1, &tn);
   err = check_ref(img, p, map1, &how);
   row_out(group, "cpu engine", w, h, K, L, 1, t1, reps, err, how, "");
   if (nt > 1) {
-    fill_job(&job, img, p, mapn);
-    double tn = time_cpu(&job, o->threads > 0 ? nt : 0, reps); /* 0: the engine's default */
     err = max_diff(map1, mapn, (size_t)w * h);
     snprintf(note, sizeof note, "speed-up %.2fx, %.2f per core", t1 / tn, t1 / tn / nt);
     row_out(group, "cpu engine", w, h, K, L, nt, tn, reps, err, "vs 1 thread", note);
