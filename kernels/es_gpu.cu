@@ -130,7 +130,11 @@ static void copy_bytes(void *dst, const void *src, size_t n) {
 }
 
 /* Host row copy, parallel for large copies: pageable <-> pinned staging is the host half of
- * the pipeline and must keep up with PCIe. */
+ * the pipeline and must keep up with PCIe. Measured on the H100 machine (16 cores): 16
+ * threads per copy gave 10240^2 pageable runs of 9.0-13.5 ms (PCIe floor 9.5), but 2-8 MB
+ * copies sometimes stall 6-30 ms (a preempted thread holds up the parallel region); one
+ * thread per 256 KiB with 14 or 8 threads at most, or blocking-sync events, made 10240^2
+ * 1.8-2.8x slower. Left as measured best; see tools/BENCHMARKS.md (GPU). */
 static void copy_rows(void *dst, size_t dstride, const void *src, size_t sstride, size_t rowbytes,
                       int rows) {
   if (dstride == rowbytes && sstride == rowbytes) {
