@@ -70,6 +70,7 @@ static inline __attribute__((always_inline)) void ES_FN(slide_any)(
     if (x + 1 == w) break;
     for (int j = 0; j < nr; j++) {
       const ES_LT *p = rows[j] + x;
+      if (p[-hws[j]] == p[hws[j] + 1]) continue; /* no change; see slide_cols */
       uint16_t *ha = hist + p[-hws[j]], *hb = hist + p[hws[j] + 1];
       size_t cm = (size_t)*ha - 1; /* size_t: one decrement for the store and the index */
       *ha = (uint16_t)cm;
@@ -98,6 +99,7 @@ static inline __attribute__((always_inline)) void ES_FN(slide_square)(
     ES_FN(emit)(c, t, mrow, x, hv, rs, rss);
     if (x + 1 == w) break;
     for (int j = 0; j < nr; j++) {
+      if (pl[j][x] == pl[j][x + 2 * hw + 1]) continue; /* no change; see slide_cols */
       uint16_t *ha = hist + pl[j][x], *hb = hist + pl[j][x + 2 * hw + 1];
       size_t cm = (size_t)*ha - 1;
       *ha = (uint16_t)cm;
@@ -209,6 +211,9 @@ static inline __attribute__((always_inline)) void ES_FN(slide_cols)(
     for (int j = 0; j < K; j++) {                                                            \
       /* size_t: one decrement serves the store and the table index. */                    \
       size_t a_ = pa[j], b_ = pb[j];                                                         \
+      /* Same level leaving and entering: no change. Skipping it also breaks the chain of  \
+       * store-to-load forwarding on one bin that flat image areas otherwise make. */       \
+      if (a_ == b_) continue;                                                                \
       uint16_t *ha = hist + a_;                                                              \
       size_t cm = (size_t)*ha - 1;                                                           \
       *ha = (uint16_t)cm;                                                                    \
