@@ -35,9 +35,10 @@ stage "configure + build"
 if cmake --build "$bdir" -j"$jobs" >>"$out/build.log" 2>&1; then
   res[build]=ok
 else
-  # A half-written file (or, here, FFmpeg's non-PIC static libraries, which the shared
-  # library cannot link) may break one target: build every other one (ninja -k 0), then
-  # make sure the GPU engine's own programs exist.
+  # A half-written file may break one target: build every other one (ninja -k 0), then
+  # make sure the GPU engine's own programs exist. (FFmpeg's non-PIC static libraries, which
+  # a shared library cannot link, no longer do: configure sees a static-only FFmpeg and sets
+  # ES_BUILD_SHARED OFF; build.log's feature summary says so.)
   echo "full build failed; building the rest (-k 0)" >>"$out/build.log"
   cmake --build "$bdir" -j"$jobs" -- -k 0 >>"$out/build.log" 2>&1
   if cmake --build "$bdir" -j"$jobs" --target test_gpu_engine test_gpu_bench >>"$out/build.log" 2>&1; then
