@@ -8,6 +8,11 @@
  * Life of a frame slot: FREE -> (acquire) ACQUIRED -> (push) QUEUED -> (a worker) RUNNING ->
  * DONE -> (pull) PULLED -> (release) FREE. Memory is the pool and nothing else: every buffer
  * belongs to a slot, so whatever the input length at most cfg.queue frames exist.
+ *
+ * Errors of a frame: the worker keeps the message in the slot, and es_stream_pull records
+ * it on the context when it hands that frame over (in the consumer's thread). A worker
+ * never writes the context's message itself: it would overwrite, at any moment, the error
+ * a caller's own call just recorded (or the message of an earlier failed frame).
  */
 #include <math.h>
 #include <stdio.h>
@@ -27,6 +32,8 @@ typedef struct es_slot {
   size_t data_cap;      /* bytes of f.data; changed only by the producer while ACQUIRED */
   size_t map_cap;       /* floats of f.map; likewise */
   size_t pix_cap[3];    /* bytes of f.pix.plane[i]; likewise */
+  char err[ES_ERRLEN];  /* "frame N: why" when f.status != ES_OK: written by the worker
+                         * (RUNNING), read by es_stream_pull (DONE -> PULLED) */
 } es_slot;
 
 typedef struct es_worker_arg {
@@ -138,9 +145,11 @@ static void run_frame(es_stream *s, es_worker_arg *a, es_slot *sl) {
                     why, sizeof why);
   sl->f.status = rc;
   sl->f.device = device;
+  sl->err[0] = '\0';
   if (rc != ES_OK) {
-    es_ctx_set_error(s->ctx, "frame %lld: %s", (long long)sl->f.index,
-                     why[0] ? why : es_strerror(rc));
+    /* Recorded on the context by es_stream_pull, when the consumer gets this frame. */
+    snprintf(sl->err, sizeof sl->err, "frame %lld: %s", (long long)sl->f.index,
+             why[0] ? why : es_strerror(rc));
     if (s->ctx->cfg.verbose >= 2)
       fprintf(stderr, "entropy-stream: frame %lld: %s\n", (long long)sl->f.index,
               why[0] ? why : es_strerror(rc));
@@ -282,6 +291,7 @@ int es_stream_acquire(es_stream *s, es_frame **out) {
   f->user = NULL;
   f->status = ES_OK;
   f->device = -1;
+  sl->err[0] = '\0';
   memset(&f->stats, 0, sizeof f->stats);
   if (s->sc.max_width > 0) {
     f->width = s->sc.max_width;
@@ -406,6 +416,7 @@ int es_stream_pull(es_stream *s, es_frame **out) {
   if (!s || !out) return ES_ERR_USAGE;
   *out = NULL;
   int rc = ES_OK;
+  es_slot *failed = NULL; /* a pulled frame whose error goes on the context */
   pthread_mutex_lock(&s->lock);
   for (;;) {
     if (s->aborted) {
@@ -418,6 +429,7 @@ int es_stream_pull(es_stream *s, es_frame **out) {
       s->next_pull++;
       sl->state = SLOT_PULLED;
       *out = &sl->f;
+      if (sl->f.status != ES_OK) failed = sl;
       break;
     }
     if (s->finished && s->next_pull == s->next_index) {
@@ -427,6 +439,9 @@ int es_stream_pull(es_stream *s, es_frame **out) {
     pthread_cond_wait(&s->done_cond, &s->lock);
   }
   pthread_mutex_unlock(&s->lock);
+  /* The slot is the caller's now (PULLED): its message is stable. */
+  if (failed)
+    es_ctx_set_error(s->ctx, "%s", failed->err[0] ? failed->err : es_strerror(failed->f.status));
   return rc;
 }
 

@@ -349,7 +349,14 @@ static void test_misuse(void) {
   CHECK(es_stream_reserve(s, f, 11, 3, 16) == ES_OK, "reserve 16");
   memset(f->data, 0x33, 11 * 3 * 2);
   CHECK(es_stream_push(s, f) == ES_OK, "push 16-bit");
+  /* Let the worker finish both frames before the misuse below records its own errors: the
+   * 8-bit frame's message must still be what the pull of that frame reports (the library
+   * once let the worker write it at compute time, and a later error - these misuses -
+   * replaced it; on the GPU machine the timing made that happen). */
+  usleep(100 * 1000);
   CHECK(es_stream_push(s, f) == ES_ERR_USAGE, "push of a frame pushed already");
+  CHECK(strstr(es_context_error(ctx), "push of a frame not acquired"),
+        "the caller's own error was replaced: %s", es_context_error(ctx));
   CHECK(es_stream_reserve(s, f, 50, 50, 16) == ES_ERR_USAGE, "reserve of a pushed frame");
   CHECK(es_stream_finish(s) == ES_OK, "finish");
   CHECK(es_stream_pull(s, &f) == ES_OK && f->index == 0, "pull 0");
