@@ -2,7 +2,7 @@
  * test_io_npy.c - .npy output: header layout (magic, version 1.0, length, padding to a
  * multiple of 64, the dict), little-endian float32 contents with strided input, the streamed
  * [T, H, W] form with T rewritten at close, abort leaving nothing, and numpy.load reading
- * both (when /usr/bin/python3 with numpy is there).
+ * both (when the tests' python3, $ES_PYTHON3, has numpy).
  */
 #include <math.h>
 #include <stdlib.h>
@@ -140,8 +140,8 @@ int main(void) {
   if (access(py, X_OK) == 0) {
     char cmd[4096];
     snprintf(cmd, sizeof cmd,
-             "%s -c \"import sys, numpy as np\n"
-             "try:\n import numpy\nexcept ImportError: sys.exit(77)\n"
+             "%s -c \"import sys\n"
+             "try:\n import numpy as np\nexcept ImportError: sys.exit(77)\n"
              "w,h,T,salt=%d,%d,%d,%d\n"
              "t,y,x=np.meshgrid(np.arange(T),np.arange(h),np.arange(w),indexing='ij')\n"
              "ref=((t*1000003+y*7919+x*104729+salt)%%100000).astype(np.float32)/np.float32(16384)\n"
