@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include <libavcodec/avcodec.h>
 #include <libavformat/avformat.h>
@@ -219,6 +220,16 @@ int es_video_in_open(es_video_in **out, const char *path, const es_video_in_opts
   av_free(url);
   if (err < 0) {
     averr(msg, len, "cannot open", err);
+    /* A minimal libavformat may lack the y4m demuxer: say so rather than only "invalid
+     * data" for what is a valid YUV4MPEG2 stream elsewhere. */
+    size_t pl = strlen(path);
+    int y4m_like = !strcmp(path, "-") || (pl > 4 && !strcasecmp(path + pl - 4, ".y4m"));
+    if (!raw && y4m_like && !av_find_input_format("yuv4mpegpipe")) {
+      size_t used = strlen(msg);
+      snprintf(msg + used, len > used ? len - used : 0,
+               " (this libavformat has no yuv4mpegpipe demuxer%s)",
+               strcmp(path, "-") ? "" : "; raw frames: --raw");
+    }
     rc = ES_ERR_INPUT;
     goto end;
   }

@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -235,7 +236,9 @@ int es_video_out_open(es_video_out **out, const char *path, const es_video_out_o
     ofmt = av_guess_format("yuv4mpegpipe", NULL, NULL);
     codec = avcodec_find_encoder(AV_CODEC_ID_WRAPPED_AVFRAME);
     if (!ofmt || !codec) {
-      snprintf(msg, len, "libavformat has no yuv4mpegpipe muxer");
+      /* The same status as a .y4m file name below: this FFmpeg cannot write y4m. */
+      snprintf(msg, len, !ofmt ? "libavformat has no yuv4mpegpipe muxer"
+                               : "libavcodec has no wrapped_avframe encoder for y4m");
       rc = ES_ERR_OUTPUT;
       goto end;
     }
@@ -245,6 +248,14 @@ int es_video_out_open(es_video_out **out, const char *path, const es_video_out_o
   } else {
     v->mode = MODE_ENCODE;
     ofmt = av_guess_format(NULL, path, NULL);
+    size_t pl = strlen(path);
+    if (!ofmt && pl > 4 && !strcasecmp(path + pl - 4, ".y4m")) {
+      /* A y4m name, and a libavformat built without the muxer (a minimal FFmpeg): the
+       * name is right, the library cannot write it - as for -o - above. */
+      snprintf(msg, len, "libavformat has no yuv4mpegpipe muxer");
+      rc = ES_ERR_OUTPUT;
+      goto end;
+    }
     if (!ofmt || (ofmt->flags & AVFMT_NOFILE)) {
       snprintf(msg, len, "no video container for this file name");
       rc = ES_ERR_USAGE;

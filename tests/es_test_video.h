@@ -31,6 +31,48 @@ static inline int tv_need_ffmpeg(const char *name) {
   return 1;
 }
 
+/* ---- What this FFmpeg can do. A minimal build (the GPU machine's) lacks many muxers,
+ * demuxers, filters and encoders: the cases that need one skip with a note saying which,
+ * everything else still runs. */
+
+/* 1 when `ffmpeg -<kind>` (kind: muxers, demuxers, filters, encoders, decoders) lists name
+ * (a demuxer line may list several names: "matroska,webm"). */
+static inline int tv_ffmpeg_has(const char *kind, const char *name) {
+  char cmd[512];
+  snprintf(cmd, sizeof cmd,
+           "ffmpeg -hide_banner -%s 2>/dev/null | awk -v n='%s' "
+           "'{ k = split($2, a, \",\"); for (i = 1; i <= k; i++) if (a[i] == n) f = 1 } "
+           "END { exit !f }'",
+           kind, name);
+  fflush(stdout);
+  int st = system(cmd);
+  return st != -1 && WIFEXITED(st) && WEXITSTATUS(st) == 0;
+}
+
+/* Prints "NAME: skipped: no WHAT in this FFmpeg" and returns 0 when the capability is
+ * missing; 1 when it is there. */
+static inline int tv_ffmpeg_need(const char *test, const char *kind, const char *name,
+                                 const char *what) {
+  if (tv_ffmpeg_has(kind, name)) return 1;
+  printf("%s: skipped: no %s in this FFmpeg\n", test, what);
+  return 0;
+}
+
+#ifdef ES_HAVE_FFMPEG
+#include <libavformat/avformat.h>
+/* 1 when the libavformat the library is linked with has the muxer `name`. */
+static inline int tv_lavf_has_muxer(const char *name) {
+  return av_guess_format(name, NULL, NULL) != NULL;
+}
+/* 1 when that libavformat has the demuxer `name`. */
+static inline int tv_lavf_has_demuxer(const char *name) {
+  return av_find_input_format(name) != NULL;
+}
+#else
+static inline int tv_lavf_has_muxer(const char *name) { return name && 0; }
+static inline int tv_lavf_has_demuxer(const char *name) { return name && 0; }
+#endif
+
 /* Runs a shell command built like printf; returns its exit status (-1 on failure). */
 static inline int tv_sh(const char *fmt, ...) {
   char cmd[4096];

@@ -2,6 +2,7 @@
 # test_cli_signal.sh - SIGINT/SIGTERM during real runs: a video fed slowly on stdin is
 # finished properly (exit 130, the .mp4 plays with > 0 frames, no temporary left), and an
 # image batch stops starting files (exit 130, every written file complete, no temporaries).
+# The stdin video is y4m, or raw gray8 frames (--raw) where this FFmpeg has no y4m.
 set -u
 BIN=${ES_BIN:?ES_BIN not set}
 PY=${ES_PYTHON3:-/usr/bin/python3}
@@ -21,13 +22,23 @@ fail() { echo "FAIL: $*"; FAIL=$((FAIL + 1)); }
 
 # ---- Video: ffmpeg -re feeds y4m at 25 fps for 60 s; the CLI gets SIGINT after ~2.5 s.
 if [ "${ES_HAVE_FFMPEG:-0}" = 1 ] && command -v ffmpeg >/dev/null && command -v ffprobe >/dev/null; then
+  # shellcheck source=es_test_ffmpeg.sh
+  source "$(dirname "$0")/es_test_ffmpeg.sh"
+  # What goes into the pipe: y4m, or raw frames where ffmpeg cannot write y4m or the library
+  # cannot read it (the point of these cases is a slow or stalled stdin, not the format).
+  if ff_has muxers yuv4mpegpipe && es_can_read_y4m; then
+    SRC=(-pix_fmt yuv420p -f yuv4mpegpipe); RAW1=(); RAW2=()
+  else
+    echo "test_cli_signal: no y4m in this FFmpeg: raw gray8 frames on stdin instead"
+    SRC=(-pix_fmt gray -f rawvideo); RAW1=(--raw gray8:161x97@25); RAW2=(--raw gray8:67x45@25)
+  fi
   for sig in INT TERM; do
     rm -f "$T/fifo" "$T/out.mp4"
     mkfifo "$T/fifo"
-    ffmpeg -nostdin -v error -re -f lavfi -i "testsrc=size=161x97:rate=25" -t 60 -pix_fmt yuv420p \
-      -f yuv4mpegpipe - > "$T/fifo" 2>/dev/null &
+    ffmpeg -nostdin -v error -re -f lavfi -i "testsrc=size=161x97:rate=25" -t 60 "${SRC[@]}" \
+      - > "$T/fifo" 2>/dev/null &
     FPID=$!
-    "$BIN" --no-progress - -o "$T/out.mp4" < "$T/fifo" 2> "$T/err" &
+    "$BIN" --no-progress "${RAW1[@]}" - -o "$T/out.mp4" < "$T/fifo" 2> "$T/err" &
     BPID=$!
     sleep 2.5
     kill -$sig $BPID
@@ -53,10 +64,10 @@ if [ "${ES_HAVE_FFMPEG:-0}" = 1 ] && command -v ffmpeg >/dev/null && command -v 
   # in read(); SIGINT must still end the run at once with those frames kept.
   rm -f "$T/fifo" "$T/stall.npy"
   mkfifo "$T/fifo"
-  ( ffmpeg -nostdin -v error -f lavfi -i "testsrc=size=67x45:rate=25" -frames:v 17 -pix_fmt yuv420p \
-      -f yuv4mpegpipe - 2>/dev/null; exec sleep 60 ) > "$T/fifo" &
+  ( ffmpeg -nostdin -v error -f lavfi -i "testsrc=size=67x45:rate=25" -frames:v 17 "${SRC[@]}" \
+      - 2>/dev/null; exec sleep 60 ) > "$T/fifo" &
   FPID=$!
-  "$BIN" --no-progress - -o "$T/stall.npy" < "$T/fifo" 2> "$T/err" &
+  "$BIN" --no-progress "${RAW2[@]}" - -o "$T/stall.npy" < "$T/fifo" 2> "$T/err" &
   BPID=$!
   sleep 3
   kill -INT $BPID

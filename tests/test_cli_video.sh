@@ -3,7 +3,8 @@
 # of odd size to .mp4 heat (frame count, size, frame rate), to .npy [T,H,W] compared frame by
 # frame with the single-image result of the same frame, to a frame directory, y4m stdin to
 # y4m stdout into ffmpeg, --format f32 to stdout, --stats per frame, and raw gray8 stdin with
-# a short last frame (exit 2, frame number named, earlier frames kept).
+# a short last frame (exit 2, frame number named, earlier frames kept). Without y4m in this
+# FFmpeg (a minimal build): raw frames on stdin instead, and -o - / .y4m must fail in one line.
 set -u
 BIN=${ES_BIN:?ES_BIN not set}
 PY=${ES_PYTHON3:-/usr/bin/python3}
@@ -18,6 +19,14 @@ trap 'rm -rf "$T"' EXIT
 FAIL=0
 fail() { echo "FAIL: $*"; FAIL=$((FAIL + 1)); }
 FF="ffmpeg -nostdin -v error -y"
+# shellcheck source=es_test_ffmpeg.sh
+source "$(dirname "$0")/es_test_ffmpeg.sh"
+Y4M_FF=0   # the ffmpeg/ffprobe programs write and read y4m
+ff_has muxers yuv4mpegpipe && ff_has demuxers yuv4mpegpipe && Y4M_FF=1
+Y4M_IN=0   # the library reads y4m on stdin
+es_can_read_y4m && Y4M_IN=1
+Y4M_OUT=0  # the library writes y4m
+es_can_write_y4m && Y4M_OUT=1
 
 # An odd-size clip, stored losslessly in grey so its frames can be extracted exactly.
 W=$(( 41 + 2 * (SEED % 12) )); H=$(( 31 + 2 * ((SEED / 13) % 9) )); N=$(( 7 + SEED % 6 ))
@@ -88,21 +97,54 @@ print('stats: %d rows' % len(rows))
 EOF
 
 # y4m in on stdin, y4m out on stdout, into ffmpeg.
-got=$($FF -f lavfi -i "testsrc=size=${W}x${H}:rate=10" -frames:v $N -pix_fmt yuv420p -f yuv4mpegpipe - \
-  | "$BIN" -q - -o - | ffprobe -v error -count_frames -show_entries stream=width,height,nb_read_frames,pix_fmt -of csv=p=0 -)
-case "$got" in "$W,$H,yuv444p"*",$N") ;; *) fail "y4m pipe: got '$got', want $W,$H,yuv444p...,$N";; esac
-got=$($FF -f lavfi -i "testsrc=size=${W}x${H}:rate=10" -frames:v $N -pix_fmt yuv420p -f yuv4mpegpipe - \
-  | "$BIN" -q - --format gray8 -o - | ffprobe -v error -count_frames -show_entries stream=nb_read_frames,pix_fmt -of csv=p=0 -)
-case "$got" in gray*",$N") ;; *) fail "y4m gray8 pipe: got '$got', want gray,$N";; esac
+if [ $Y4M_FF = 1 ] && [ $Y4M_IN = 1 ] && [ $Y4M_OUT = 1 ]; then
+  got=$($FF -f lavfi -i "testsrc=size=${W}x${H}:rate=10" -frames:v $N -pix_fmt yuv420p -f yuv4mpegpipe - \
+    | "$BIN" -q - -o - | ffprobe -v error -count_frames -show_entries stream=width,height,nb_read_frames,pix_fmt -of csv=p=0 -)
+  case "$got" in "$W,$H,yuv444p"*",$N") ;; *) fail "y4m pipe: got '$got', want $W,$H,yuv444p...,$N";; esac
+  got=$($FF -f lavfi -i "testsrc=size=${W}x${H}:rate=10" -frames:v $N -pix_fmt yuv420p -f yuv4mpegpipe - \
+    | "$BIN" -q - --format gray8 -o - | ffprobe -v error -count_frames -show_entries stream=nb_read_frames,pix_fmt -of csv=p=0 -)
+  case "$got" in gray*",$N") ;; *) fail "y4m gray8 pipe: got '$got', want gray,$N";; esac
+else
+  echo "test_cli_video: y4m pipe skipped: no y4m muxer/demuxer in this FFmpeg (program $Y4M_FF, library in $Y4M_IN out $Y4M_OUT); raw frames through the pipe instead"
+  # The same pipe with raw frames: ffmpeg's rawvideo into stdin, float32 out on stdout.
+  got=$($FF -f lavfi -i "testsrc=size=${W}x${H}:rate=10" -frames:v $N -pix_fmt gray -f rawvideo - \
+    | "$BIN" -q - --raw gray8:${W}x${H}@10 --format f32 -o - | wc -c)
+  [ "$got" = $(( N * W * H * 4 )) ] || fail "raw pipe: $got bytes on stdout, want $(( N * W * H * 4 ))"
+  if [ $Y4M_IN = 0 ]; then
+    # y4m on stdin that the library cannot read: an input error that says why, in one line.
+    msg=$(printf 'YUV4MPEG2 W2 H2 F25:1 Ip A1:1 Cmono\nFRAME\n\0\0\0\0' | "$BIN" -q - --stats - 2>&1 >/dev/null); rc=$?
+    [ $rc = 2 ] || fail "y4m stdin without the demuxer: exit $rc, want 2 ($msg)"
+    case "$msg" in "entropy-stream: -: "*"no yuv4mpegpipe demuxer"*) ;; *) fail "y4m stdin without the demuxer: message '$msg'";; esac
+    [ "$(printf '%s\n' "$msg" | wc -l)" = 1 ] || fail "y4m stdin without the demuxer: want one line, got: $msg"
+  fi
+fi
 
 # A .y4m output file: the same uncompressed frames as stdout, byte for byte (a bug once sent
 # libx264 packets into the y4m muxer, which refused them).
-"$BIN" -q "$T/clip.mkv" -o "$T/out.y4m"; rc=$?
-[ $rc = 0 ] || fail ".y4m file output: exit $rc"
-"$BIN" -q "$T/clip.mkv" -o - > "$T/stdout.y4m"
-cmp -s "$T/out.y4m" "$T/stdout.y4m" || fail ".y4m file differs from the y4m on stdout"
-got=$(ffprobe -v error -count_frames -show_entries stream=width,height,nb_read_frames -of csv=p=0 "$T/out.y4m")
-[ "$got" = "$W,$H,$N" ] || fail ".y4m file: got '$got', want $W,$H,$N"
+if [ $Y4M_OUT = 1 ]; then
+  "$BIN" -q "$T/clip.mkv" -o "$T/out.y4m"; rc=$?
+  [ $rc = 0 ] || fail ".y4m file output: exit $rc"
+  "$BIN" -q "$T/clip.mkv" -o - > "$T/stdout.y4m"
+  cmp -s "$T/out.y4m" "$T/stdout.y4m" || fail ".y4m file differs from the y4m on stdout"
+  if [ $Y4M_FF = 1 ]; then
+    got=$(ffprobe -v error -count_frames -show_entries stream=width,height,nb_read_frames -of csv=p=0 "$T/out.y4m")
+    [ "$got" = "$W,$H,$N" ] || fail ".y4m file: got '$got', want $W,$H,$N"
+  else
+    echo "test_cli_video: .y4m file probe skipped: no y4m demuxer in the ffprobe program"
+  fi
+else
+  # The library cannot write y4m: -o - and .y4m are output errors (exit 3), one line each,
+  # nothing left behind.
+  echo "test_cli_video: .y4m output skipped: no y4m muxer in this FFmpeg (checking the error instead)"
+  for o in "$T/out.y4m" -; do
+    msg=$("$BIN" -q "$T/clip.mkv" -o "$o" 2>&1 >/dev/null); rc=$?
+    [ $rc = 3 ] || fail "y4m output $o without the muxer: exit $rc, want 3 ($msg)"
+    [ "$msg" = "entropy-stream: $o: libavformat has no yuv4mpegpipe muxer" ] \
+      || fail "y4m output $o without the muxer: message '$msg'"
+  done
+  [ -e "$T/out.y4m" ] && fail "y4m output without the muxer left $T/out.y4m"
+  ls -A "$T" | grep -q '^\.' && fail "temporaries left: $(ls -A "$T")"
+fi
 
 # Raw float32 on stdout: T*H*W*4 bytes, the same values as the .npy.
 "$BIN" -q "$T/clip.mkv" --format f32 -o - -w $K --border reflect > "$T/v.f32"; rc=$?
