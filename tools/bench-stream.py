@@ -1,12 +1,13 @@
 #!/usr/bin/env python3
 """Streaming benchmark (issue: streaming pipeline): entropy-stream against plain ffmpeg on the
-same 1080p H.264 input, in one run, on the machine it runs on.
+same 1080p H.264 input (testsrc2, 30 fps), in one run, on the machine it runs on.
 
   bench-stream.py --bin build/tools/entropy-stream --out DIR [--frames 600] [--gpus 0 0,1]
 
 Rows: heat H.264 encode vs `ffmpeg -i in.mp4 -c:v libx264 -preset P -f null -` (veryfast and
-ultrafast); --stats only vs `ffmpeg -i in.mp4 -f null -`; y4m 1080p grey on stdin, stats only
-(file redirected to stdin, and through a pipe); peak RSS for 600 and 6000 frames. Each time is
+ultrafast); --stats only vs `ffmpeg -i in.mp4 -f null -`; 1080p grey on stdin, stats only, as
+YUV4MPEG2 (where the y4m muxer exists) and raw gray8 (file redirected to stdin, and through a
+pipe); peak RSS for 600 and 6000 frames of raw gray8 on stdin. Each time is
 the median of --reps runs; the correctness check beside it is the frame count of what was
 written (and, for stats, that every frame has a record). Writes DIR/stream.json."""
 import argparse
@@ -58,8 +59,9 @@ def main():
     ap.add_argument("--out", required=True)
     ap.add_argument("--frames", type=int, default=600)
     ap.add_argument("--reps", type=int, default=3)
-    ap.add_argument("--gpus", nargs="*", default=["0"])
+    ap.add_argument("--gpus", nargs="*", default=["all"])
     ap.add_argument("--device", default="auto")
+    ap.add_argument("--cpu-row", action="store_true", help="also time --device cpu")
     a = ap.parse_args()
     os.makedirs(a.out, exist_ok=True)
     tmp = "/dev/shm/es-bench" if os.path.isdir("/dev/shm") else os.path.join(a.out, "tmp")
@@ -67,11 +69,19 @@ def main():
     es = os.path.abspath(a.bin)
     res = {"frames": a.frames, "rows": []}
     src = os.path.join(tmp, "in.mp4")
-    sh("ffmpeg -v error -y -f lavfi -i testsrc2=size=1920x1080:rate=30 -f lavfi "
-       "-i nullsrc=s=1920x1080 -filter_complex '[0:v]noise=alls=12:allf=t[v]' -map '[v]' "
-       "-frames:v %d -c:v libx264 -preset veryfast -pix_fmt yuv420p %s" % (a.frames, src))
+    sh("ffmpeg -v error -y -f lavfi -i testsrc2=size=1920x1080:rate=30 -frames:v %d "
+       "-c:v libx264 -preset veryfast -pix_fmt yuv420p %s" % (a.frames, src))
+    # Grey frames for the stdin rows: YUV4MPEG2 where this FFmpeg has the y4m muxer, and raw
+    # gray8 always (the GPU machine's minimal FFmpeg has neither y4m muxer nor demuxer).
+    muxers = subprocess.run("ffmpeg -hide_banner -muxers", shell=True, capture_output=True,
+                            text=True).stdout
+    have_y4m = " yuv4mpegpipe " in muxers
     y4m = os.path.join(tmp, "in.y4m")
-    sh("ffmpeg -v error -y -i %s -pix_fmt gray -f yuv4mpegpipe %s" % (src, y4m))
+    if have_y4m:
+        sh("ffmpeg -v error -y -i %s -pix_fmt gray -f yuv4mpegpipe %s" % (src, y4m))
+    raw = os.path.join(tmp, "in.gray")
+    sh("ffmpeg -v error -y -i %s -pix_fmt gray -f rawvideo %s" % (src, raw))
+    res["y4m_available"] = have_y4m
     nproc = os.cpu_count()
     res["cores"] = nproc
 
@@ -109,18 +119,31 @@ def main():
         row("entropy-stream --stats only gpus=%s" % g,
             "%s %s --stats %s -y -q --device %s --gpus %s" % (es, src, stats, a.device, g), base,
             lambda: "stats records %d of %d" % (count_lines(stats), a.frames))
+    rawopt = "--raw gray8:1920x1080@30"
     for g in a.gpus:
-        row("y4m 1080p grey stdin (file), stats only gpus=%s" % g,
-            "%s - --stats %s -y -q --device %s --gpus %s < %s" % (es, stats, a.device, g, y4m),
-            None, lambda: "stats records %d of %d" % (count_lines(stats), a.frames))
-        row("y4m 1080p grey stdin (pipe), stats only gpus=%s" % g,
-            "cat %s | %s - --stats %s -y -q --device %s --gpus %s" % (y4m, es, stats, a.device, g),
-            None, lambda: "stats records %d of %d" % (count_lines(stats), a.frames))
+        stdin_cases = [("raw gray8", rawopt, raw)]
+        if have_y4m:
+            stdin_cases.insert(0, ("y4m", "", y4m))
+        for kind, opt, path in stdin_cases:
+            row("%s 1080p grey stdin (file), stats only gpus=%s" % (kind, g),
+                "%s - %s --stats %s -y -q --device %s --gpus %s < %s" %
+                (es, opt, stats, a.device, g, path),
+                None, lambda: "stats records %d of %d" % (count_lines(stats), a.frames))
+            row("%s 1080p grey stdin (pipe), stats only gpus=%s" % (kind, g),
+                "cat %s | %s - %s --stats %s -y -q --device %s --gpus %s" %
+                (path, es, opt, stats, a.device, g),
+                None, lambda: "stats records %d of %d" % (count_lines(stats), a.frames))
+    if a.cpu_row:
+        base = [r for r in res["rows"] if r["case"] == "ffmpeg transcode libx264 veryfast"][0]
+        row("entropy-stream heat libx264 veryfast --device cpu",
+            "%s %s -o %s -y -q --preset veryfast --device cpu" % (es, src, heat), base["fps"],
+            lambda: probe_frames(heat))
     for n in (600, 6000):
         gen = ("ffmpeg -v error -f lavfi -i testsrc2=size=1920x1080:rate=30 -frames:v %d "
-               "-pix_fmt gray -f yuv4mpegpipe -" % n)
-        rss = peak_rss_mb(gen, "exec %s - --stats %s -y -q --device %s" % (es, stats, a.device))
-        res["rows"].append({"case": "peak RSS, %d frames y4m stdin" % n, "rss_mb": rss,
+               "-pix_fmt gray -f rawvideo -" % n)
+        rss = peak_rss_mb(gen, "exec %s - %s --stats %s -y -q --device %s" %
+                          (es, rawopt, stats, a.device))
+        res["rows"].append({"case": "peak RSS, %d frames raw gray8 stdin" % n, "rss_mb": rss,
                             "check": "stats records %d of %d" % (count_lines(stats), n)})
         print("%-48s %8.1f MB  stats records %d of %d" % ("peak RSS %d frames" % n, rss,
               count_lines(stats), n), flush=True)
