@@ -7,7 +7,10 @@
 # at most 8 files) and print a summary table last.
 # FFmpeg: works with or without `source .device-deps/device-env.sh` (sourced here if present).
 # Env: ES_CHECK_BUILD (build dir, default build-check), ES_CHECK_JOBS (default 16),
-#      ES_CHECK_SKIP (space-separated stages to skip: ctest sanitizer bench entropy-bench).
+#      ES_CHECK_SKIP (space-separated stages to skip: ctest sanitizer bench entropy-bench
+#      skimage stream), ES_CHECK_FRAMES / ES_CHECK_REPS (streaming benchmark, 600 / 3).
+# Files back: results.json, gpu-bench.json, bench.json, skimage.json, stream.json and
+# logs.tar.gz (every log).
 set -u
 out=${1:?usage: gpu-check.sh OUTDIR}
 mkdir -p "$out"
@@ -89,12 +92,42 @@ if [[ $skip != *" entropy-bench "* ]] && [ -x "$bdir/tools/entropy-bench" ]; the
   res[entropy_bench]="rc $?"
 fi
 
+# scikit-image on the same machine, same run (the CPU and window-sweep targets compare with it).
+res[skimage]=skipped
+if [[ $skip != *" skimage "* ]]; then
+  py=""
+  for c in /usr/bin/python3 python3; do
+    if command -v "$c" >/dev/null && "$c" -c "import skimage" 2>/dev/null; then py=$c; break; fi
+  done
+  if [ -n "$py" ]; then
+    stage "scikit-image"
+    sk=()
+    for c in 2560x2560x5x16 1920x1080x9x256 1920x1080x3x256 1920x1080x7x256 1920x1080x15x256 \
+      1920x1080x25x256 1920x1080x51x256 1920x1080x75x256; do sk+=(--case "$c"); done
+    timeout 200 "$py" tools/bench-skimage.py --reps 1 "${sk[@]}" >"$out/skimage.json" 2>"$out/skimage.log"
+    res[skimage]="rc $?"
+  fi
+fi
+
+# The streaming pipeline against plain ffmpeg (needs the ffmpeg program and libx264).
+res[stream]=skipped
+if [[ $skip != *" stream "* ]] && command -v ffmpeg >/dev/null && [ -x "$bdir/tools/entropy-stream" ]; then
+  stage "streaming benchmark"
+  ngpu=$(nvidia-smi -L 2>/dev/null | wc -l)
+  gl=(all)
+  [ "$ngpu" -ge 2 ] && gl=(0 all)
+  timeout ${ES_CHECK_STREAM_TIMEOUT:-300} python3 tools/bench-stream.py --bin "$bdir/tools/entropy-stream" \
+    --out "$out" --frames ${ES_CHECK_FRAMES:-600} --reps ${ES_CHECK_REPS:-3} --gpus "${gl[@]}" \
+    --cpu-row >"$out/stream.log" 2>&1
+  res[stream]="rc $?"
+fi
+
 t_end=$(date +%s)
 {
   printf '{\n  "seconds": %d,\n' $((t_end - t_start))
   printf '  "device": "%s",\n' "$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1)"
   first=1
-  for k in build ctest memcheck racecheck bench entropy_bench; do
+  for k in build ctest memcheck racecheck bench entropy_bench skimage stream; do
     [ $first = 1 ] || printf ',\n'
     first=0
     printf '  "%s": "%s"' "$k" "$(echo "${res[$k]}" | tr -d '"\\')"
@@ -106,7 +139,15 @@ echo
 echo "== GPU benchmark (median; floor = device memory for kernel rows, PCIe for h2h rows)"
 grep -E "ms .*Gpx/s|PCIe" "$out/gpu-bench.log" 2>/dev/null | cut -c1-150
 echo
+echo "== entropy-bench"
+grep -E "^case" "$out/entropy-bench.log" 2>/dev/null | cut -c1-150 | head -40
+echo
+echo "== streaming"
+cat "$out/stream.log" 2>/dev/null | cut -c1-150
+# At most 8 files come back from the device: keep the JSONs and pack the logs.
+(cd "$out" && tar czf logs.tar.gz ./*.log 2>/dev/null && rm -f ./*.log)
+echo
 echo "== summary ($((t_end - t_start)) s)"
-for k in build ctest memcheck racecheck bench entropy_bench; do
+for k in build ctest memcheck racecheck bench entropy_bench skimage stream; do
   printf '%-14s %s\n' "$k" "${res[$k]}"
 done
