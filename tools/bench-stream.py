@@ -12,6 +12,7 @@ the median of --reps runs; the correctness check beside it is the frame count of
 written (and, for stats, that every frame has a record). Writes DIR/stream.json."""
 import argparse
 import json
+import re
 import os
 import resource
 import shutil
@@ -26,7 +27,10 @@ def sh(cmd, **kw):
 
 
 def timed(cmd, reps):
-    ts = []
+    """Median wall time of reps runs, and the median of the fps entropy-stream's own summary
+    line reports (frames over the time from the first frame read to the last written,
+    i.e. without process start-up and CUDA initialisation), when it prints one."""
+    ts, own = [], []
     for _ in range(reps):
         t0 = time.perf_counter()
         p = subprocess.run(cmd, shell=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
@@ -34,7 +38,10 @@ def timed(cmd, reps):
         ts.append(time.perf_counter() - t0)
         if p.returncode != 0:
             raise RuntimeError("%s -> %d: %s" % (cmd, p.returncode, p.stderr[-500:]))
-    return statistics.median(ts), ts
+        m = re.search(r"entropy-stream: \d+ frames, .* ([0-9.]+) fps", p.stderr)
+        if m:
+            own.append(float(m.group(1)))
+    return statistics.median(ts), ts, (statistics.median(own) if own else None)
 
 
 def peak_rss_mb(gen_cmd, es_cmd):
@@ -86,15 +93,17 @@ def main():
     res["cores"] = nproc
 
     def row(name, cmd, base_fps=None, check=None):
-        med, ts = timed(cmd, a.reps)
+        med, ts, own = timed(cmd, a.reps)
         fps = a.frames / med
-        r = {"case": name, "cmd": cmd, "median_s": med, "runs_s": ts, "fps": fps}
+        r = {"case": name, "cmd": cmd, "median_s": med, "runs_s": ts, "fps": fps,
+             "fps_steady": own}
         if base_fps:
             r["ratio_vs_ffmpeg"] = fps / base_fps
         if check:
             r["check"] = check()
         res["rows"].append(r)
-        print("%-48s %8.3f s %8.1f fps %s %s" % (name, med, fps,
+        print("%-52s %7.3f s %7.1f fps %s%s %s" % (name, med, fps,
+              ("(steady %.0f fps) " % own) if own else "",
               ("%.2fx ffmpeg" % r["ratio_vs_ffmpeg"]) if base_fps else "",
               r.get("check", "")), flush=True)
         return fps
@@ -112,12 +121,12 @@ def main():
                    "ffmpeg -v error -i %s -c:v libx264 -preset %s -f null -" % (src, preset))
         for g in a.gpus:
             row("entropy-stream heat libx264 %s gpus=%s" % (preset, g),
-                "%s %s -o %s -y -q --preset %s --device %s --gpus %s" %
+                "%s %s -o %s -y --no-progress --preset %s --device %s --gpus %s" %
                 (es, src, heat, preset, a.device, g), base, lambda: probe_frames(heat))
     base = row("ffmpeg decode only", "ffmpeg -v error -i %s -f null -" % src)
     for g in a.gpus:
         row("entropy-stream --stats only gpus=%s" % g,
-            "%s %s --stats %s -y -q --device %s --gpus %s" % (es, src, stats, a.device, g), base,
+            "%s %s --stats %s -y --no-progress --device %s --gpus %s" % (es, src, stats, a.device, g), base,
             lambda: "stats records %d of %d" % (count_lines(stats), a.frames))
     rawopt = "--raw gray8:1920x1080@30"
     for g in a.gpus:
@@ -126,17 +135,17 @@ def main():
             stdin_cases.insert(0, ("y4m", "", y4m))
         for kind, opt, path in stdin_cases:
             row("%s 1080p grey stdin (file), stats only gpus=%s" % (kind, g),
-                "%s - %s --stats %s -y -q --device %s --gpus %s < %s" %
+                "%s - %s --stats %s -y --no-progress --device %s --gpus %s < %s" %
                 (es, opt, stats, a.device, g, path),
                 None, lambda: "stats records %d of %d" % (count_lines(stats), a.frames))
             row("%s 1080p grey stdin (pipe), stats only gpus=%s" % (kind, g),
-                "cat %s | %s - %s --stats %s -y -q --device %s --gpus %s" %
+                "cat %s | %s - %s --stats %s -y --no-progress --device %s --gpus %s" %
                 (path, es, opt, stats, a.device, g),
                 None, lambda: "stats records %d of %d" % (count_lines(stats), a.frames))
     if a.cpu_row:
         base = [r for r in res["rows"] if r["case"] == "ffmpeg transcode libx264 veryfast"][0]
         row("entropy-stream heat libx264 veryfast --device cpu",
-            "%s %s -o %s -y -q --preset veryfast --device cpu" % (es, src, heat), base["fps"],
+            "%s %s -o %s -y --no-progress --preset veryfast --device cpu" % (es, src, heat), base["fps"],
             lambda: probe_frames(heat))
     for n in (600, 6000):
         gen = ("ffmpeg -v error -f lavfi -i testsrc2=size=1920x1080:rate=30 -frames:v %d "
