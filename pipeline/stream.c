@@ -73,11 +73,23 @@ struct es_stream {
 
 static size_t bytes_per_sample(int depth) { return depth == 16 ? 2 : 1; }
 
-static void data_free(es_stream *s, es_slot *sl) {
+/* Every buffer of a slot (input, map, rendered planes) is page-locked when GPUs compute:
+ * the GPU engine then copies straight between them and the device, with no staging copy on
+ * host threads (which, for pageable outputs, cost more than the transfers themselves and
+ * competed with the decoder and encoder for the cores). */
+static void *buf_alloc(const es_stream *s, size_t bytes) {
+  return s->pinned ? es_gpu_host_alloc(bytes) : malloc(bytes);
+}
+
+static void buf_free(const es_stream *s, void *p) {
   if (s->pinned)
-    es_gpu_host_free(sl->f.data);
+    es_gpu_host_free(p);
   else
-    free(sl->f.data);
+    free(p);
+}
+
+static void data_free(es_stream *s, es_slot *sl) {
+  buf_free(s, sl->f.data);
   sl->f.data = NULL;
   sl->data_cap = 0;
 }
@@ -85,7 +97,7 @@ static void data_free(es_stream *s, es_slot *sl) {
 static int data_grow(es_stream *s, es_slot *sl, size_t need) {
   if (need <= sl->data_cap) return ES_OK;
   data_free(s, sl);
-  sl->f.data = s->pinned ? es_gpu_host_alloc(need) : malloc(need);
+  sl->f.data = buf_alloc(s, need);
   if (!sl->f.data) return ES_ERR_NOMEM;
   sl->data_cap = need;
   return ES_OK;
@@ -97,8 +109,8 @@ static int outputs_grow(es_stream *s, es_slot *sl, int w, int h) {
   if (s->sc.want_map) {
     size_t need = (size_t)w * (size_t)h;
     if (need > sl->map_cap) {
-      free(sl->f.map);
-      sl->f.map = malloc(need * sizeof(float));
+      buf_free(s, sl->f.map);
+      sl->f.map = buf_alloc(s, need * sizeof(float));
       sl->map_cap = sl->f.map ? need : 0;
       if (!sl->f.map) return ES_ERR_NOMEM;
     }
@@ -107,8 +119,8 @@ static int outputs_grow(es_stream *s, es_slot *sl, int w, int h) {
   for (int i = 0; i < es_pix_planes(fmt); i++) {
     size_t need = es_pix_stride(fmt, i, w) * (size_t)es_pix_plane_height(fmt, i, h);
     if (need > sl->pix_cap[i]) {
-      free(sl->f.pix.plane[i]);
-      sl->f.pix.plane[i] = malloc(need);
+      buf_free(s, sl->f.pix.plane[i]);
+      sl->f.pix.plane[i] = buf_alloc(s, need);
       sl->pix_cap[i] = sl->f.pix.plane[i] ? need : 0;
       if (!sl->f.pix.plane[i]) return ES_ERR_NOMEM;
     }
@@ -494,8 +506,8 @@ void es_stream_destroy(es_stream **ps) {
     for (int i = 0; i < s->nslots; i++) {
       es_slot *sl = &s->slots[i];
       data_free(s, sl);
-      free(sl->f.map);
-      for (int k = 0; k < 3; k++) free(sl->f.pix.plane[k]);
+      buf_free(s, sl->f.map);
+      for (int k = 0; k < 3; k++) buf_free(s, sl->f.pix.plane[k]);
     }
   }
   free(s->slots);
