@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,6 +22,7 @@
 #include <libavutil/avutil.h>
 #include <libavutil/dict.h>
 #include <libavutil/imgutils.h>
+#include <libavutil/log.h>
 #include <libavutil/macros.h>
 #include <libavutil/opt.h>
 #include <libavutil/parseutils.h>
@@ -32,6 +34,22 @@
 /* Consecutive demuxer errors after which the input is taken as ended (a damaged tail that
  * the demuxer cannot resynchronise in). */
 #define ES_VIDEO_MAX_DEMUX_ERRORS 256
+
+/* Packets whose decoding logged an error, remembered per reader until their frame comes out
+ * (frame threads and B-frame delay keep a few dozen packets in flight at most). */
+#define ES_VIDEO_BAD_SEQS 64
+
+/* Which packet a log line of the decoder belongs to: AVCodecContext.reordered_opaque, which
+ * libavcodec copies into each frame thread's context when it hands it a packet and into the
+ * frame it makes (removed in libavcodec 61; there a logged error marks the next frame out). */
+#if LIBAVCODEC_VERSION_MAJOR < 61
+#define ES_VIDEO_TAG_PACKETS 1
+#if LIBAVCODEC_VERSION_MAJOR == 60 /* deprecated there */
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+#endif
+#else
+#define ES_VIDEO_TAG_PACKETS 0
+#endif
 
 struct es_video_in {
   AVFormatContext *fmt;  /* demuxer */
@@ -58,7 +76,143 @@ struct es_video_in {
   int drain_errors;      /* failed receives while draining */
   int pending;           /* an error to report once every frame before it was given out */
   char pending_msg[160];
+  /* Errors libavcodec/libavformat only log (see log_cb); written by log_cb from any thread,
+   * all under log_lock. */
+  int logged;            /* in the registry log_cb attributes log lines to */
+  es_video_in *log_next; /* next reader in the registry */
+  int64_t seq;           /* packets sent to the decoder (tag of the last one, from 1) */
+  int64_t bad[ES_VIDEO_BAD_SEQS]; /* tags of packets whose decoding logged an error (ring) */
+  unsigned nbad;         /* tags ever put in bad (next slot: nbad % ES_VIDEO_BAD_SEQS) */
+  int64_t dec_untagged, dec_untagged_seen; /* decoder errors of no known packet */
+  int64_t demux_logged, demux_seen;        /* demuxer errors logged / accounted for */
 };
+
+/* ---- Errors that are only logged.
+ *
+ * Some damage is seen by FFmpeg but neither returned nor flagged: FFmpeg 5.1's ffv1 decoder
+ * finds a slice CRC mismatch, conceals the slice from the previous frame, logs "slice CRC
+ * mismatch" and returns the frame with no AV_FRAME_FLAG_CORRUPT or decode_error_flags; the
+ * Matroska demuxer logs a damaged element, resynchronises at the next cluster and returns the
+ * packets after it as if none were lost. The log is the only trace, so the reader installs an
+ * av_log callback (once per process, and only while libav*'s log is at its default level or
+ * quiet: an application that chose a level may have its own callback, which is left alone -
+ * these errors then go uncounted). The callback forwards every line to
+ * av_log_default_callback, which prints nothing at the AV_LOG_QUIET level the reader sets, and
+ * notes lines at AV_LOG_ERROR or worse that belong to a reader in the registry below:
+ *  - from an AVCodecContext of a decoder whose opaque is the reader (frame threads log from
+ *    their own copies of the context; libavcodec copies opaque and reordered_opaque into each
+ *    copy with its packet). reordered_opaque is the tag of the packet being decoded, so the
+ *    frame carrying that tag is the damaged one: it is skipped and counted like a flagged
+ *    frame, once however many lines it logged. Lines with no tag (libavcodec 61+) mark the
+ *    next frame given out instead.
+ *  - from the reader's AVFormatContext or its AVIOContext: data the demuxer dropped. Lines
+ *    logged by a read that also returned an error are that error (already counted); lines
+ *    before a packet that came back count once, however many there are.
+ * Attribution limits: lines logged by a decoder through another object (its private context,
+ * a parser) are not seen; a decoder that logs an error of packet N while decoding N+1 marks
+ * frame N+1; a packet whose error is returned leaves its tag unused (no frame carries it), so
+ * nothing is counted twice. Several readers decoding at once in one process do not share
+ * counts: each line is matched to its reader by pointer. */
+static pthread_mutex_t log_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_once_t log_once = PTHREAD_ONCE_INIT;
+static int log_hooked; /* log_cb is installed (set once, under log_once) */
+static es_video_in *log_readers; /* registry: readers with logged != 0 */
+
+static void log_cb(void *avcl, int level, const char *fmt, va_list vl) {
+  if (avcl && level <= AV_LOG_ERROR) {
+    int codec_ctx = *(const AVClass **)avcl == avcodec_get_class();
+    pthread_mutex_lock(&log_lock);
+    for (es_video_in *v = log_readers; v; v = v->log_next) {
+      if (codec_ctx) {
+        const AVCodecContext *c = avcl;
+        if (c->opaque != v || !c->codec || !av_codec_is_decoder(c->codec)) continue;
+#if ES_VIDEO_TAG_PACKETS
+        int64_t tag = c->reordered_opaque;
+        if (tag > 0) {
+          if (!v->nbad || v->bad[(v->nbad - 1) % ES_VIDEO_BAD_SEQS] != tag)
+            v->bad[v->nbad++ % ES_VIDEO_BAD_SEQS] = tag;
+          break;
+        }
+#endif
+        v->dec_untagged++;
+        break;
+      }
+      if (v->fmt && (avcl == v->fmt || avcl == v->fmt->pb)) {
+        v->demux_logged++;
+        break;
+      }
+    }
+    pthread_mutex_unlock(&log_lock);
+  }
+  av_log_default_callback(avcl, level, fmt, vl);
+}
+
+static void log_install(void) {
+  int lvl = av_log_get_level();
+  if (lvl != AV_LOG_INFO && lvl != AV_LOG_QUIET) return;
+  av_log_set_callback(log_cb);
+  log_hooked = 1;
+}
+
+static void log_register(es_video_in *v) {
+  pthread_once(&log_once, log_install);
+  if (!log_hooked) return;
+  pthread_mutex_lock(&log_lock);
+  v->log_next = log_readers;
+  log_readers = v;
+  v->logged = 1;
+  pthread_mutex_unlock(&log_lock);
+}
+
+static void log_unregister(es_video_in *v) {
+  if (!v->logged) return;
+  pthread_mutex_lock(&log_lock);
+  for (es_video_in **p = &log_readers; *p; p = &(*p)->log_next)
+    if (*p == v) {
+      *p = v->log_next;
+      break;
+    }
+  v->logged = 0;
+  pthread_mutex_unlock(&log_lock);
+}
+
+/* Whether the decoder logged an error for the packet frame f came from (or for no known
+ * packet since the last frame); either way it is accounted for afterwards. */
+static int frame_logged_bad(es_video_in *v, const AVFrame *f) {
+  int bad = 0;
+  if (!v->logged) return 0;
+  pthread_mutex_lock(&log_lock);
+#if ES_VIDEO_TAG_PACKETS
+  int64_t tag = f->reordered_opaque;
+  unsigned n = v->nbad < ES_VIDEO_BAD_SEQS ? v->nbad : ES_VIDEO_BAD_SEQS;
+  for (unsigned i = 0; tag > 0 && i < n; i++)
+    if (v->bad[i] == tag) {
+      v->bad[i] = 0;
+      bad = 1;
+    }
+#else
+  (void)f;
+#endif
+  if (v->dec_untagged != v->dec_untagged_seen) {
+    v->dec_untagged_seen = v->dec_untagged;
+    bad = 1;
+  }
+  pthread_mutex_unlock(&log_lock);
+  return bad;
+}
+
+/* Whether the demuxer logged errors since the last call (they are then accounted for). */
+static int demux_logged_bad(es_video_in *v) {
+  int bad = 0;
+  if (!v->logged) return 0;
+  pthread_mutex_lock(&log_lock);
+  if (v->demux_logged != v->demux_seen) {
+    v->demux_seen = v->demux_logged;
+    bad = 1;
+  }
+  pthread_mutex_unlock(&log_lock);
+  return bad;
+}
 
 static void averr(char *msg, size_t len, const char *what, int err) {
   char e[AV_ERROR_MAX_STRING_SIZE];
@@ -218,6 +372,9 @@ int es_video_in_open(es_video_in **out, const char *path, const es_video_in_opts
   }
   err = avformat_open_input(&v->fmt, url, ifmt, &fopts);
   av_free(url);
+  /* From here on errors the demuxer only logs are counted (find_stream_info reads packets
+   * too); the decoder's once it is open and tagged as ours. */
+  if (err >= 0) log_register(v);
   if (err < 0) {
     averr(msg, len, "cannot open", err);
     /* A minimal libavformat may lack the y4m demuxer: say so rather than only "invalid
@@ -300,6 +457,7 @@ int es_video_in_open(es_video_in **out, const char *path, const es_video_in_opts
     rc = ES_ERR_INPUT;
     goto end;
   }
+  v->dec->opaque = v; /* for log_cb; copied into frame threads' contexts with each packet */
   v->pkt = av_packet_alloc();
   v->frame = av_frame_alloc();
   if (!v->pkt || !v->frame) {
@@ -421,6 +579,11 @@ static int next_packet(es_video_in *v, char *msg, size_t len) {
   int errors = 0;
   for (;;) {
     int err = av_read_frame(v->fmt, v->pkt);
+    /* Errors the demuxer logged while reading: a returned error is counted below, else a
+     * damaged stretch it skipped silently before this packet (or the end). */
+    if (demux_logged_bad(v) && !errors && err != AVERROR_INVALIDDATA && err != AVERROR(EIO) &&
+        err != AVERROR_BUG)
+      v->corrupt++;
     if (err >= 0) {
       if (v->pkt->stream_index == v->stream) {
         if (v->pkt->pos >= 0) v->last_end = v->pkt->pos + v->pkt->size;
@@ -471,7 +634,9 @@ int es_video_in_read(es_video_in *v, void *dst, size_t dst_stride, int64_t *pts,
     err = avcodec_receive_frame(v->dec, v->frame);
     if (err >= 0) {
       AVFrame *f = v->frame;
-      if ((f->flags & AV_FRAME_FLAG_CORRUPT) || f->decode_error_flags) {
+      /* Damage the decoder flagged, or only logged (frame_logged_bad): one count a frame. */
+      int logged_bad = frame_logged_bad(v, f);
+      if ((f->flags & AV_FRAME_FLAG_CORRUPT) || f->decode_error_flags || logged_bad) {
         v->corrupt++;
         av_frame_unref(f);
         continue;
@@ -533,6 +698,9 @@ int es_video_in_read(es_video_in *v, void *dst, size_t dst_stride, int64_t *pts,
       av_packet_unref(v->pkt);
       continue;
     }
+#if ES_VIDEO_TAG_PACKETS
+    v->dec->reordered_opaque = ++v->seq; /* see log_cb */
+#endif
     err = avcodec_send_packet(v->dec, v->pkt);
     av_packet_unref(v->pkt);
     if (err < 0 && err != AVERROR(EAGAIN) && err != AVERROR_EOF) v->corrupt++;
@@ -544,6 +712,7 @@ int64_t es_video_in_corrupt(const es_video_in *v) { return v ? v->corrupt : 0; }
 void es_video_in_close(es_video_in **pv) {
   if (!pv || !*pv) return;
   es_video_in *v = *pv;
+  log_unregister(v);
   sws_freeContext(v->sws);
   av_free(v->scratch);
   av_frame_free(&v->frame);
