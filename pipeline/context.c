@@ -4,6 +4,7 @@
  * Device scheduling and es_compute live in device.c, the streaming engine in stream.c.
  */
 #include <stdarg.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -141,47 +142,85 @@ static int gpus_choose(const es_config *c, int visible, int *ord, int *n, char *
   return ES_OK;
 }
 
-/* Opens ES_GPU_WORKERS_PER_DEVICE workers on each chosen GPU. Under auto with all GPUs, a
- * GPU that cannot be opened is skipped with a warning; a GPU asked for by name or under
- * --device gpu is an error. */
+/* The workers of one GPU, opened on a thread of their own: each GPU's context creation,
+ * module load and warm-up take a few hundred milliseconds, and the GPUs open in parallel. */
+typedef struct gpu_open {
+  int ordinal;                                   /* in: the device */
+  es_gpu_worker *w[ES_GPU_WORKERS_PER_DEVICE];   /* out: all opened, or none */
+  char why[ES_ERRLEN];                           /* out: the reason when none */
+} gpu_open;
+
+static void *gpu_open_main(void *arg) {
+  gpu_open *g = arg;
+  for (int k = 0; k < ES_GPU_WORKERS_PER_DEVICE; k++) {
+    if (es_gpu_worker_create(&g->w[k], g->ordinal, g->why, sizeof g->why) != ES_OK || !g->w[k]) {
+      g->w[k] = NULL;
+      while (k > 0) es_gpu_worker_destroy(&g->w[--k]);
+      if (!g->why[0]) snprintf(g->why, sizeof g->why, "unknown error");
+      break;
+    }
+  }
+  return NULL;
+}
+
+/* Opens ES_GPU_WORKERS_PER_DEVICE workers on each chosen GPU (the GPUs in parallel). Under
+ * auto with all GPUs, a GPU that cannot be opened is skipped with a warning; a GPU asked
+ * for by name or under --device gpu is an error. */
 static int gpus_open(es_context *ctx, const int *ord, int n, char *msg, size_t len) {
+  int rc = ES_OK;
   int strict = ctx->cfg.device == ES_DEVICE_GPU || ctx->cfg.ngpus > 0;
+  gpu_open *g = calloc((size_t)n + 1, sizeof *g);
+  pthread_t *th = calloc((size_t)n + 1, sizeof *th);
+  char *started = calloc((size_t)n + 1, 1);
   ctx->workers = calloc((size_t)n * ES_GPU_WORKERS_PER_DEVICE + 1, sizeof *ctx->workers);
-  if (!ctx->workers) {
+  if (!g || !th || !started || !ctx->workers) {
     snprintf(msg, len, "out of memory");
-    return ES_ERR_NOMEM;
+    rc = ES_ERR_NOMEM;
+    goto end;
   }
   for (int i = 0; i < n; i++) {
-    int first = ctx->nworkers, ok = 1;
-    char why[ES_ERRLEN] = "";
-    for (int k = 0; k < ES_GPU_WORKERS_PER_DEVICE && ok; k++) {
-      es_gpu_worker *w = NULL;
-      if (es_gpu_worker_create(&w, ord[i], why, sizeof why) != ES_OK || !w) {
-        ok = 0;
-        break;
-      }
-      ctx->workers[ctx->nworkers].w = w;
-      ctx->workers[ctx->nworkers].gpu = ctx->ngpu;
-      ctx->nworkers++;
-    }
-    if (!ok) {
-      while (ctx->nworkers > first) es_gpu_worker_destroy(&ctx->workers[--ctx->nworkers].w);
+    g[i].ordinal = ord[i];
+    /* One GPU needs no thread; where a thread cannot start, open on this one. */
+    if (n > 1 && pthread_create(&th[i], NULL, gpu_open_main, &g[i]) == 0)
+      started[i] = 1;
+    else
+      gpu_open_main(&g[i]);
+  }
+  for (int i = 0; i < n; i++)
+    if (started[i]) pthread_join(th[i], NULL);
+  for (int i = 0; i < n; i++) {
+    if (!g[i].w[0]) {
       if (strict) {
-        snprintf(msg, len, "GPU %d: cannot open: %s", ord[i], why[0] ? why : "unknown error");
-        return ES_ERR_DEVICE;
+        snprintf(msg, len, "GPU %d: cannot open: %s", ord[i], g[i].why);
+        rc = ES_ERR_DEVICE;
+        continue; /* the other GPUs' workers are freed below */
       }
       if (ctx->cfg.verbose >= 1)
         fprintf(stderr, "entropy-stream: warning: GPU %d unusable (%s): not used\n", ord[i],
-                why[0] ? why : "unknown error");
+                g[i].why);
       continue;
+    }
+    for (int k = 0; k < ES_GPU_WORKERS_PER_DEVICE; k++) {
+      ctx->workers[ctx->nworkers].w = g[i].w[k];
+      ctx->workers[ctx->nworkers].gpu = ctx->ngpu;
+      ctx->nworkers++;
+      g[i].w[k] = NULL;
     }
     ctx->gpu_ordinal[ctx->ngpu++] = ord[i];
   }
+  if (rc != ES_OK) goto end;
   if (ctx->ngpu == 0 && ctx->cfg.device == ES_DEVICE_GPU) {
     snprintf(msg, len, "no usable GPU (--device gpu)");
-    return ES_ERR_DEVICE;
+    rc = ES_ERR_DEVICE;
   }
-  return ES_OK;
+end:
+  if (g)
+    for (int i = 0; i < n; i++)
+      for (int k = 0; k < ES_GPU_WORKERS_PER_DEVICE; k++) es_gpu_worker_destroy(&g[i].w[k]);
+  free(g);
+  free(th);
+  free(started);
+  return rc;
 }
 
 int es_context_create(es_context **out, const es_config *cfg, char *msg, size_t msglen) {
