@@ -1324,8 +1324,26 @@ static void *decode_thread(void *arg) {
   return NULL;
 }
 
+/* The library context (GPU start-up: a few hundred ms) is created on a thread of its own
+ * while the input is opened and probed, which takes about as long. */
+typedef struct ctx_open {
+  const es_config *cfg; /* in */
+  es_context *ctx;      /* out */
+  int rc;               /* out */
+  char msg[MSG_LEN];    /* out */
+} ctx_open;
+
+static void *ctx_open_main(void *arg) {
+  ctx_open *c = arg;
+  c->rc = es_context_create(&c->ctx, c->cfg, c->msg, sizeof c->msg);
+  return NULL;
+}
+
 static int run_video(cli_opts *o, int out_kind) {
   vid_run v;
+  ctx_open co = {.cfg = &o->cfg};
+  pthread_t cth;
+  int cth_started = 0;
   es_context *ctx = NULL;
   es_video_out *vo = NULL;
   es_npy_stream *ns = NULL;
@@ -1375,6 +1393,7 @@ static int run_video(cli_opts *o, int out_kind) {
     return 3;
   }
 
+  cth_started = pthread_create(&cth, NULL, ctx_open_main, &co) == 0;
   if (!strcmp(o->input, "-")) stdin_pump_start();
   vio.raw = o->raw;
   vio.max_pixels = o->max_pixels;
@@ -1459,14 +1478,19 @@ static int run_video(cli_opts *o, int out_kind) {
   sc.max_height = v.info.height;
   sc.depth = v.info.depth;
 
-  {
-    char cmsg[MSG_LEN] = "";
-    rc = es_context_create(&ctx, &o->cfg, cmsg, sizeof cmsg);
-    if (rc != ES_OK) {
-      err(NULL, "%s", *cmsg ? cmsg : es_strerror(rc));
-      code = es_exit_code(rc);
-      goto end;
-    }
+  if (cth_started) {
+    pthread_join(cth, NULL);
+    cth_started = 0;
+  } else {
+    ctx_open_main(&co);
+  }
+  ctx = co.ctx;
+  co.ctx = NULL;
+  rc = co.rc;
+  if (rc != ES_OK) {
+    err(NULL, "%s", *co.msg ? co.msg : es_strerror(rc));
+    code = es_exit_code(rc);
+    goto end;
   }
   if (o->verbose && !o->quiet) {
     char d[64];
@@ -1642,6 +1666,8 @@ static int run_video(cli_opts *o, int out_kind) {
   }
 
 end:
+  if (cth_started) pthread_join(cth, NULL);
+  es_context_destroy(&co.ctx);
   if (th_started) {
     es_stream_abort(v.st);
     pthread_join(th, NULL);
