@@ -53,6 +53,8 @@ typedef struct cpu_thread {
   uint64_t *level_hist;  /* L bins, or NULL */
   uint64_t bins[ES_STATS_MAX_BINS];
   float min, max;
+  int skip_eq;           /* square Huang: skip equal leaving/entering levels on this row
+                          * (chosen from the previous row's share of equal pairs) */
 } cpu_thread;
 
 typedef uint16_t cpu_v8u16 __attribute__((vector_size(16)));

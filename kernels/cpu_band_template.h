@@ -192,7 +192,7 @@ static void ES_FN(band_huang)(const cpu_ctx *c, cpu_thread *t, int y0, int y1) {
  * histogram. N = K * K - c_L as everywhere. */
 static inline __attribute__((always_inline)) void ES_FN(slide_cols)(
     const cpu_ctx *c, cpu_thread *t, uint16_t *hist, const ES_LT *colbuf, int K, uint64_t S,
-    float *mrow, double *rs, double *rss) {
+    float *mrow, double *rs, double *rss, const int skip, long *eqp) {
   const uint64_t *dinc = c->dinc, *flog = c->tables->flog;
   const double *log2n = c->tables->log2n, *scale = c->tables->scale;
   const double oscale = c->oscale;
@@ -205,15 +205,25 @@ static inline __attribute__((always_inline)) void ES_FN(slide_cols)(
   if (xb < xa) xb = xa;
   const int plain = mrow && !c->want_stats && !c->want_minmax;
   const ES_LT *pa = colbuf;
-#define ES_SLIDE_COLS_STEP()                                                                 \
+  long eq = 0;
+#define ES_SLIDE_COLS_STEP_V(SKIP)                                                                 \
   do {                                                                                       \
     const ES_LT *pb = pa + (size_t)K * K;                                                    \
     for (int j = 0; j < K; j++) {                                                            \
       /* size_t: one decrement serves the store and the table index. */                    \
       size_t a_ = pa[j], b_ = pb[j];                                                         \
-      /* Same level leaving and entering: no change. Skipping it also breaks the chain of  \
-       * store-to-load forwarding on one bin that flat image areas otherwise make. */       \
-      if (a_ == b_) continue;                                                                \
+      /* Same level leaving and entering: no change. Skipping it breaks the chain of       \
+       * store-to-load forwarding on one bin that flat image areas otherwise make (5x on   \
+       * real frames); on noise the branch mispredicts, so rows with few equal pairs run   \
+       * without it (SKIP: a constant; `skip` is fixed along a row). */                     \
+      if (SKIP) {                                                                            \
+        if (a_ == b_) {                                                                      \
+          eq += j == 0;                                                                      \
+          continue;                                                                          \
+        }                                                                                    \
+      } else if (j == 0) {                                                                   \
+        eq += a_ == b_; /* the share of equal pairs, sampled on the top window row */      \
+      }                                                                                      \
       uint16_t *ha = hist + a_;                                                              \
       size_t cm = (size_t)*ha - 1;                                                           \
       *ha = (uint16_t)cm;                                                                    \
@@ -225,6 +235,8 @@ static inline __attribute__((always_inline)) void ES_FN(slide_cols)(
     }                                                                                        \
     pa += K;                                                                                 \
   } while (0)
+  /* `skip` is a constant at every call site (see band_huang_sq): no test in the loop. */
+#define ES_SLIDE_COLS_STEP() ES_SLIDE_COLS_STEP_V(skip)
   for (int x = 0;;) {
     if (x == xa && xa < xb) {
       unsigned ns = hist[sent];
@@ -234,7 +246,10 @@ static inline __attribute__((always_inline)) void ES_FN(slide_cols)(
       if (plain) {
         for (;; x++) {
           mrow[x] = es_entropy_value(S - F, l2, sc, oscale);
-          if (x + 1 == w) return;
+          if (x + 1 == w) {
+            *eqp = eq;
+            return;
+          }
           ES_SLIDE_COLS_STEP();
           if (x + 1 == xb) break;
         }
@@ -242,7 +257,10 @@ static inline __attribute__((always_inline)) void ES_FN(slide_cols)(
         for (;; x++) {
           float hv = es_entropy_value(S - F, l2, sc, oscale);
           ES_FN(emit)(c, t, mrow, x, hv, rs, rss);
-          if (x + 1 == w) return;
+          if (x + 1 == w) {
+            *eqp = eq;
+            return;
+          }
           ES_SLIDE_COLS_STEP();
           if (x + 1 == xb) break;
         }
@@ -254,11 +272,15 @@ static inline __attribute__((always_inline)) void ES_FN(slide_cols)(
     int n = ntot - (int)ns;
     float hv = es_entropy_value(S - flog[ns], log2n[n], scale[n], oscale);
     ES_FN(emit)(c, t, mrow, x, hv, rs, rss);
-    if (x + 1 == w) return;
+    if (x + 1 == w) {
+      *eqp = eq;
+      return;
+    }
     ES_SLIDE_COLS_STEP();
     x++;
   }
 #undef ES_SLIDE_COLS_STEP
+#undef ES_SLIDE_COLS_STEP_V
 }
 
 static void ES_FN(band_huang_sq)(const cpu_ctx *c, cpu_thread *t, int y0, int y1) {
@@ -290,13 +312,29 @@ static void ES_FN(band_huang_sq)(const cpu_ctx *c, cpu_thread *t, int y0, int y1
     }
     float *mrow = c->map ? c->map + (size_t)y * c->map_stride : NULL;
     double rs = 0.0, rss = 0.0;
+    long eq = 0;
+    if (y == y0) t->skip_eq = 1;
     switch (K) {
-    case 3: ES_FN(slide_cols)(c, t, hist, colbuf, 3, S, mrow, &rs, &rss); break;
-    case 5: ES_FN(slide_cols)(c, t, hist, colbuf, 5, S, mrow, &rs, &rss); break;
-    case 7: ES_FN(slide_cols)(c, t, hist, colbuf, 7, S, mrow, &rs, &rss); break;
-    case 9: ES_FN(slide_cols)(c, t, hist, colbuf, 9, S, mrow, &rs, &rss); break;
-    default: ES_FN(slide_cols)(c, t, hist, colbuf, K, S, mrow, &rs, &rss); break;
+    case 3: if (t->skip_eq) ES_FN(slide_cols)(c, t, hist, colbuf, 3, S, mrow, &rs, &rss, 1, &eq);
+      else ES_FN(slide_cols)(c, t, hist, colbuf, 3, S, mrow, &rs, &rss, 0, &eq);
+      break;
+    case 5: if (t->skip_eq) ES_FN(slide_cols)(c, t, hist, colbuf, 5, S, mrow, &rs, &rss, 1, &eq);
+      else ES_FN(slide_cols)(c, t, hist, colbuf, 5, S, mrow, &rs, &rss, 0, &eq);
+      break;
+    case 7: if (t->skip_eq) ES_FN(slide_cols)(c, t, hist, colbuf, 7, S, mrow, &rs, &rss, 1, &eq);
+      else ES_FN(slide_cols)(c, t, hist, colbuf, 7, S, mrow, &rs, &rss, 0, &eq);
+      break;
+    case 9: if (t->skip_eq) ES_FN(slide_cols)(c, t, hist, colbuf, 9, S, mrow, &rs, &rss, 1, &eq);
+      else ES_FN(slide_cols)(c, t, hist, colbuf, 9, S, mrow, &rs, &rss, 0, &eq);
+      break;
+    default: if (t->skip_eq) ES_FN(slide_cols)(c, t, hist, colbuf, K, S, mrow, &rs, &rss, 1, &eq);
+      else ES_FN(slide_cols)(c, t, hist, colbuf, K, S, mrow, &rs, &rss, 0, &eq);
+      break;
     }
+    /* Skip on the next row when at least a quarter of this row's sampled pairs (the top
+     * window row's) were equal (noise with L levels has 1/L). Only the speed depends on it,
+     * never the result. */
+    t->skip_eq = 4 * eq >= (long)(w - 1);
     /* Leave the histogram empty: drop the window at x = w - 1 (columns w-1 .. w-2+K). */
     const ES_LT *last = colbuf + (size_t)(w - 1) * K;
     for (int i = 0; i < K * K; i++) hist[last[i]]--;

@@ -160,7 +160,7 @@ static void run_frame(es_stream *s, es_worker_arg *a, es_slot *sl) {
   sl->err[0] = '\0';
   if (rc != ES_OK) {
     /* Recorded on the context by es_stream_pull, when the consumer gets this frame. */
-    snprintf(sl->err, sizeof sl->err, "frame %lld: %s", (long long)sl->f.index,
+    snprintf(sl->err, sizeof sl->err, "frame %lld: %.480s", (long long)sl->f.index,
              why[0] ? why : es_strerror(rc));
     if (s->ctx->cfg.verbose >= 2)
       fprintf(stderr, "entropy-stream: frame %lld: %s\n", (long long)sl->f.index,
