@@ -1,0 +1,60 @@
+#!/bin/bash
+# Install the library into a temporary prefix (cmake --install --prefix), then build and run
+# samples/oneshot.c against it twice: through the pkg-config file and through the CMake
+# package. A bug once baked the configured prefix into the .pc file, so an install under
+# another prefix could not be used.
+set -u
+[ -n "${ES_BUILD:-}" ] && [ -n "${ES_SRC:-}" ] || { echo "skipped: ES_BUILD/ES_SRC not set"; exit 77; }
+if [ "${ES_SANITIZE:-0}" = 1 ]; then
+  echo "skipped: a sanitizer build's library needs the sanitizer runtime in every consumer"
+  exit 77
+fi
+command -v pkg-config >/dev/null || { echo "skipped: no pkg-config"; exit 77; }
+T=$(mktemp -d)
+trap 'rm -rf "$T"' EXIT
+FAIL=0
+fail() { echo "FAIL: $*"; FAIL=$((FAIL + 1)); }
+
+cmake --install "$ES_BUILD" --prefix "$T/prefix" >"$T/install.log" 2>&1 || { cat "$T/install.log"; fail "cmake --install"; }
+[ -f "$T/prefix/include/entropy_stream.h" ] || fail "header not installed"
+pc=$(find "$T/prefix" -name entropy-stream.pc | head -1)
+[ -n "$pc" ] || fail "no entropy-stream.pc installed"
+export PKG_CONFIG_PATH=$(dirname "$pc")${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}
+inc=$(pkg-config --variable=includedir entropy-stream)
+[ -f "$inc/entropy_stream.h" ] || fail "pkg-config includedir '$inc' has no header"
+libdir=$(pkg-config --variable=libdir entropy-stream)
+
+# pkg-config: the shared library where one is built, else the static one with its
+# private dependencies (and a C++ link where CUDA is in it).
+if [ "${ES_BUILD_SHARED:-1}" = 1 ]; then
+  cc "$ES_SRC/samples/oneshot.c" $(pkg-config --cflags --libs entropy-stream) -o "$T/oneshot-pc" \
+    2>"$T/cc.log" || { cat "$T/cc.log"; fail "cc with pkg-config"; }
+else
+  c++ -x c "$ES_SRC/samples/oneshot.c" -x none $(pkg-config --static --cflags --libs entropy-stream) \
+    -o "$T/oneshot-pc" 2>"$T/cc.log" || { cat "$T/cc.log"; fail "c++ with pkg-config --static"; }
+fi
+if [ -x "$T/oneshot-pc" ]; then
+  out=$(LD_LIBRARY_PATH="$libdir" "$T/oneshot-pc") || fail "oneshot (pkg-config) exit $?"
+  echo "$out" | grep -q "histogram of H" || fail "oneshot (pkg-config) printed: $out"
+fi
+
+# CMake package.
+mkdir -p "$T/consumer"
+cat >"$T/consumer/CMakeLists.txt" <<CM
+cmake_minimum_required(VERSION 3.22)
+project(consumer C CXX)
+find_package(EntropyStream REQUIRED)
+add_executable(oneshot "$ES_SRC/samples/oneshot.c")
+target_link_libraries(oneshot EntropyStream::entropy-stream)
+set_target_properties(oneshot PROPERTIES LINKER_LANGUAGE CXX)
+CM
+if cmake -S "$T/consumer" -B "$T/consumer/b" -DCMAKE_PREFIX_PATH="$T/prefix" >"$T/cm.log" 2>&1 &&
+   cmake --build "$T/consumer/b" >>"$T/cm.log" 2>&1; then
+  out=$(LD_LIBRARY_PATH="$libdir" "$T/consumer/b/oneshot") || fail "oneshot (CMake package) exit $?"
+  echo "$out" | grep -q "histogram of H" || fail "oneshot (CMake package) printed: $out"
+else
+  tail -20 "$T/cm.log"
+  fail "find_package(EntropyStream) consumer did not build"
+fi
+[ $FAIL = 0 ] && echo "test_install: 2 consumers built and ran" || echo "test_install: $FAIL failure(s)"
+exit $((FAIL > 0))
