@@ -61,6 +61,12 @@ void es_config_default(es_config *c) {
   c->verbose = 1;
 }
 
+/* The last error each thread got, and from which context: several threads calling
+ * es_compute on one context (the CLI's batch) each read back their own message, not whatever
+ * another thread failed with in between. */
+static _Thread_local const es_context *tl_err_ctx; /* this thread's */
+static _Thread_local char tl_err[ES_ERRLEN];       /* this thread's */
+
 void es_ctx_set_error(es_context *ctx, const char *fmt, ...) {
   char tmp[ES_ERRLEN];
   va_list ap;
@@ -70,6 +76,8 @@ void es_ctx_set_error(es_context *ctx, const char *fmt, ...) {
   pthread_mutex_lock(&ctx->lock);
   memcpy(ctx->err, tmp, sizeof tmp);
   pthread_mutex_unlock(&ctx->lock);
+  memcpy(tl_err, tmp, sizeof tmp);
+  tl_err_ctx = ctx;
 }
 
 static int online_cores(void) {
@@ -281,6 +289,7 @@ end:
 void es_context_destroy(es_context **pctx) {
   if (!pctx || !*pctx) return;
   es_context *ctx = *pctx;
+  if (tl_err_ctx == ctx) tl_err_ctx = NULL; /* a later context may get the same address */
   for (int i = 0; i < ctx->nworkers; i++) es_gpu_worker_destroy(&ctx->workers[i].w);
   free(ctx->workers);
   pthread_cond_destroy(&ctx->worker_free);
@@ -294,6 +303,7 @@ void es_context_destroy(es_context **pctx) {
 const char *es_context_error(const es_context *ctx) {
   static _Thread_local char copy[ES_ERRLEN];
   if (!ctx) return "";
+  if (tl_err_ctx == ctx) return tl_err; /* this thread's own last error on ctx */
   es_context *c = (es_context *)ctx; /* the lock is not part of the logical state */
   pthread_mutex_lock(&c->lock);
   memcpy(copy, c->err, sizeof copy);

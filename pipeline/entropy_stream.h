@@ -134,7 +134,9 @@ typedef struct es_context es_context;
  * where msg is not NULL, a one-line reason is written there. */
 int es_context_create(es_context **out, const es_config *cfg, char *msg, size_t msglen);
 void es_context_destroy(es_context **ctx);
-/* The message of the last error on this context ("" if none). Thread: the caller's. */
+/* The message of the last error the calling thread got from this context (so threads
+ * sharing a context each read their own), or, if this thread got none, the context's last
+ * error ("" if none). The string stays valid until the thread's next call. */
 const char *es_context_error(const es_context *ctx);
 /* Number of GPUs the context computes on (0 = CPU only). */
 int es_context_gpu_count(const es_context *ctx);
