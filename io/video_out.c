@@ -327,6 +327,24 @@ int es_video_out_open(es_video_out **out, const char *path, const es_video_out_o
     snprintf(msg, len, "out of memory");
     goto end;
   }
+  if (v->mode == MODE_ENCODE && o->preset && !strcmp(codec->name, "libx264")) {
+    /* libx264 prints its own "x264 [error]: invalid preset" straight to stderr, past
+     * libavutil's log: refuse an unknown name before opening it (x264's preset list). */
+    static const char *const x264_presets[] = {"ultrafast", "superfast", "veryfast", "faster",
+                                               "fast",      "medium",    "slow",     "slower",
+                                               "veryslow",  "placebo"};
+    int known = 0;
+    for (size_t i = 0; i < sizeof x264_presets / sizeof *x264_presets; i++)
+      known |= !strcmp(o->preset, x264_presets[i]);
+    if (!known) {
+      snprintf(msg, len,
+               "--preset %s: not a preset of encoder libx264 (ultrafast, superfast, veryfast, "
+               "faster, fast, medium, slow, slower, veryslow, placebo)",
+               o->preset);
+      rc = ES_ERR_USAGE;
+      goto end;
+    }
+  }
   if (v->mode == MODE_ENCODE && o->crf >= 0) {
     AVCodecContext *probe = avcodec_alloc_context3(codec);
     int has_crf = probe && av_opt_find(probe->priv_data, "crf", NULL, 0, 0) != NULL;

@@ -119,6 +119,17 @@ else
   fi
 fi
 
+# An unknown x264 preset: exit 1 and exactly one line on stderr (libx264 itself prints its
+# own error line straight to stderr when it is handed one, so it must be refused before).
+if ffmpeg -hide_banner -encoders 2>/dev/null | grep -q " libx264 "; then
+  "$BIN" -q "$T/clip.mkv" -o "$T/p.mp4" --preset warp9 2>"$T/p.err"; rc=$?
+  [ $rc = 1 ] || fail "--preset warp9: exit $rc, want 1"
+  [ "$(wc -l <"$T/p.err")" = 1 ] || fail "--preset warp9: stderr is not one line: $(cat "$T/p.err")"
+  grep -q "^entropy-stream: .*--preset warp9: not a preset of encoder libx264" "$T/p.err" ||
+    fail "--preset warp9: message: $(cat "$T/p.err")"
+  [ ! -e "$T/p.mp4" ] || fail "--preset warp9 left $T/p.mp4"
+fi
+
 # A .y4m output file: the same uncompressed frames as stdout, byte for byte (a bug once sent
 # libx264 packets into the y4m muxer, which refused them).
 if [ $Y4M_OUT = 1 ]; then
