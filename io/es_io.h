@@ -47,6 +47,16 @@ int es_png_read(const char *path, int64_t max_pixels, es_image *img, void **data
 int es_png_read_mem(const void *buf, size_t size, int64_t max_pixels, es_image *img,
                     void **data, es_png_info *info, char *msg, size_t len);
 
+/* Reads a PNG file into memory the caller provides (e.g. a frame of an es_stream): once the
+ * header is known, dest is called with the image's width, height and depth (8 or 16); it
+ * returns ES_OK with *dst and *dst_stride (bytes, at least width * depth / 8) set, or an
+ * es_status with a message in msg. Same checks and messages as es_png_read; on success
+ * img->data is *dst. On failure the destination's contents are undefined. */
+typedef int (*es_png_dest_fn)(void *user, int width, int height, int depth, void **dst,
+                              size_t *dst_stride, char *msg, size_t len);
+int es_png_read_to(const char *path, int64_t max_pixels, es_png_dest_fn dest, void *user,
+                   es_image *img, es_png_info *info, char *msg, size_t len);
+
 /* ---- PNG out: plane 0 of a rendering in ES_PIX_RGB24, ES_PIX_GRAY8 or ES_PIX_GRAY16,
  * written atomically. stride: bytes between rows (0 = tight). */
 int es_png_write(const char *path, int overwrite, int width, int height, int pixfmt,

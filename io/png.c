@@ -44,7 +44,10 @@ typedef struct es_png_rd {
   uint8_t peek[24];
   size_t npeek, peekpos;
   /* results */
-  uint8_t *out;  /* grey plane, handed to the caller on success */
+  uint8_t *out;  /* grey plane: malloc'd and handed to the caller on success, or the
+                  * caller's own memory (dest) */
+  es_png_dest_fn dest; /* NULL: out is malloc'd here */
+  void *dest_user;
   uint8_t *rows; /* one decoded row, and room for its grey */
   int64_t max_pixels;
   int status;
@@ -227,7 +230,22 @@ static int es_png_decode(es_png_rd *rd, es_image *img, es_png_info *pinfo) {
     snprintf(rd->err, sizeof rd->err, "image is too large for this machine");
     return ES_ERR_INPUT;
   }
-  rd->out = malloc(outsize ? outsize : 1);
+  if (rd->dest) {
+    void *dst = NULL;
+    size_t dst_stride = 0;
+    int rc = rd->dest(rd->dest_user, (int)w, (int)h, depth, &dst, &dst_stride, rd->err,
+                      sizeof rd->err);
+    if (rc != ES_OK) return rc;
+    if (!dst || dst_stride < stride) {
+      snprintf(rd->err, sizeof rd->err, "no room for a %" PRIu32 " x %" PRIu32 " image",
+               (uint32_t)w, (uint32_t)h);
+      return ES_ERR_INTERNAL;
+    }
+    rd->out = dst;
+    stride = dst_stride;
+  } else {
+    rd->out = malloc(outsize ? outsize : 1);
+  }
   /* a decoded row, then (interlaced) its grey before the scatter */
   rd->rows = malloc(rowbytes + stride + 1);
   if (!rd->out || !rd->rows) {
@@ -292,9 +310,9 @@ end:
   if (rd->png) png_destroy_read_struct(&rd->png, rd->info ? &rd->info : NULL, NULL);
   free(rd->rows);
   if (status == ES_OK) {
-    *data = rd->out;
+    if (data) *data = rd->out;
   } else {
-    free(rd->out);
+    if (!rd->dest) free(rd->out);
     if (data) *data = NULL;
     memset(img, 0, sizeof *img);
     snprintf(msg, len, "%s", rd->err[0] ? rd->err : "cannot decode");
@@ -314,12 +332,16 @@ int es_png_read_mem(const void *buf, size_t size, int64_t max_pixels, es_image *
   return es_png_read_rd(&rd, max_pixels, img, data, info, msg, len);
 }
 
-int es_png_read(const char *path, int64_t max_pixels, es_image *img, void **data,
-                es_png_info *info, char *msg, size_t len) {
+/* A file into malloc'd memory (dest NULL, *data set) or into dest's. */
+static int es_png_read_file(const char *path, int64_t max_pixels, es_png_dest_fn dest,
+                            void *user, es_image *img, void **data, es_png_info *info,
+                            char *msg, size_t len) {
   es_png_rd rd;
   struct stat st;
   int status;
   memset(&rd, 0, sizeof rd);
+  rd.dest = dest;
+  rd.dest_user = user;
   rd.fp = fopen(path, "rb");
   if (!rd.fp) {
     snprintf(msg, len, "cannot open: %s", strerror(errno));
@@ -341,6 +363,20 @@ end:
   fclose(rd.fp);
   if (status && data) *data = NULL;
   return status;
+}
+
+int es_png_read(const char *path, int64_t max_pixels, es_image *img, void **data,
+                es_png_info *info, char *msg, size_t len) {
+  return es_png_read_file(path, max_pixels, NULL, NULL, img, data, info, msg, len);
+}
+
+int es_png_read_to(const char *path, int64_t max_pixels, es_png_dest_fn dest, void *user,
+                   es_image *img, es_png_info *info, char *msg, size_t len) {
+  if (!dest) {
+    snprintf(msg, len, "no destination");
+    return ES_ERR_USAGE;
+  }
+  return es_png_read_file(path, max_pixels, dest, user, img, NULL, info, msg, len);
 }
 
 /* ---------------------------------------------------------------- writing */

@@ -162,6 +162,31 @@ static int check_decoded(const timg *t, const es_image *img, const char *what) {
   return bad;
 }
 
+/* es_png_read_to's destination: rows padded by 8 bytes, or a refusal. */
+typedef struct dest_buf {
+  int refuse;
+  int w, h, depth;
+  void *p;
+  size_t stride;
+} dest_buf;
+
+static int dest_alloc(void *user, int width, int height, int depth, void **dst,
+                      size_t *dst_stride, char *msg, size_t len) {
+  dest_buf *d = user;
+  d->w = width;
+  d->h = height;
+  d->depth = depth;
+  if (d->refuse) {
+    snprintf(msg, len, "refused");
+    return ES_ERR_NOMEM;
+  }
+  d->stride = (size_t)width * (size_t)(depth / 8) + 8;
+  d->p = malloc(d->stride * (size_t)height);
+  *dst = d->p;
+  *dst_stride = d->stride;
+  return d->p ? ES_OK : ES_ERR_NOMEM;
+}
+
 static void test_kind(int ctype, int depth, int interlace, const char *tmpdir, int n) {
   timg t;
   int w = es_test_range(1, 97), h = es_test_range(1, 67);
@@ -199,6 +224,20 @@ static void test_kind(int ctype, int depth, int interlace, const char *tmpdir, i
   if (st == ES_OK) {
     check_decoded(&t, &img, what);
     free(data);
+  }
+  /* ... and into a caller's buffer with padded rows (es_png_read_to), or a refusing one */
+  {
+    dest_buf d = {0};
+    st = es_png_read_to(path, 0, dest_alloc, &d, &img, NULL, msg, sizeof msg);
+    CHECK(st == ES_OK && d.w == w && d.h == h && d.depth == (depth == 16 ? 16 : 8) &&
+              img.data == d.p && img.stride == d.stride,
+          "%s: read_to: %d %s (dest %dx%d depth %d)", what, st, msg, d.w, d.h, d.depth);
+    if (st == ES_OK) check_decoded(&t, &img, what);
+    free(d.p);
+    d.refuse = 1;
+    st = es_png_read_to(path, 0, dest_alloc, &d, &img, NULL, msg, sizeof msg);
+    CHECK(st == ES_ERR_NOMEM && !strcmp(msg, "refused"), "%s: read_to refused: %d %s", what,
+          st, msg);
   }
   /* max_pixels exactly at the size passes, one below fails */
   st = es_png_read_mem(m.p, m.n, (int64_t)w * h, &img, &data, NULL, msg, sizeof msg);

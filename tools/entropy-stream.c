@@ -1,9 +1,10 @@
 /*
  * entropy-stream.c - the command-line program: parses SPEC.md section 2's options and drives
- * the library. Images (one PNG, or a directory of them) go through a pool of worker threads,
- * each doing read -> es_compute -> write; video and stdin go through es_stream with a decode
- * thread feeding it and the main thread writing results in order. Everything computed or
- * encoded lives in the library; this file only decides what to call.
+ * the library. Everything goes through es_stream: images (one PNG, or a directory of them)
+ * with decode worker threads reading PNGs into frames and encode worker threads writing the
+ * results; video and stdin with a decode thread feeding it and the main thread writing
+ * results in order. Everything computed or encoded lives in the library; this file only
+ * decides what to call.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -608,41 +609,6 @@ static int png_pixfmt(int format) {
   }
 }
 
-/* Plane buffers for a rendering of w x h in pixfmt; one allocation, freed with plane[0]. */
-static int alloc_planes(es_planes *p, int pixfmt, int w, int h) {
-  size_t W = (size_t)w, H = (size_t)h;
-  memset(p, 0, sizeof *p);
-  switch (pixfmt) {
-  case ES_PIX_RGB24:
-    p->stride[0] = 3 * W;
-    p->plane[0] = malloc(p->stride[0] * H);
-    break;
-  case ES_PIX_GRAY8:
-    p->stride[0] = W;
-    p->plane[0] = malloc(W * H);
-    break;
-  case ES_PIX_GRAY16:
-    p->stride[0] = 2 * W;
-    p->plane[0] = malloc(2 * W * H);
-    break;
-  case ES_PIX_YUV444P:
-  case ES_PIX_YUV420P: {
-    size_t cw = pixfmt == ES_PIX_YUV444P ? W : (W + 1) / 2;
-    size_t ch = pixfmt == ES_PIX_YUV444P ? H : (H + 1) / 2;
-    p->plane[0] = malloc(W * H + 2 * cw * ch);
-    if (p->plane[0]) {
-      p->stride[0] = W;
-      p->plane[1] = p->plane[0] + W * H;
-      p->plane[2] = p->plane[1] + cw * ch;
-      p->stride[1] = p->stride[2] = cw;
-    }
-    break;
-  }
-  default: return ES_ERR_INTERNAL;
-  }
-  return p->plane[0] ? ES_OK : ES_ERR_NOMEM;
-}
-
 /* The exit code of a run: interrupted wins, then the worst of the failures. */
 static int worse(int code, int other) {
   if (code == 130 || other == 130) return 130;
@@ -671,28 +637,38 @@ static void fmt_eta(char *buf, size_t len, double s) {
 }
 
 /* ======================================================================================
- * Images: one PNG or a directory of them, through a pool of worker threads.
+ * Images: one PNG or a directory of them, through an es_stream. Decode workers take the
+ * files in name order, read each PNG straight into a frame of the stream and push it;
+ * encode workers pull the results and write them (PNG's zlib is the slow part, so there
+ * are several), then give the frames back. Memory is the stream's pool of --queue frames,
+ * grown to the largest image seen. A file that fails to decode is never pushed: its
+ * failure is recorded in its job, so the ordered pull never waits for it.
  * ==================================================================================== */
+
+enum { JOB_SKIPPED = 1 }; /* an img_job status besides ES_OK and the es_status codes */
 
 typedef struct img_job {
   char *in;   /* input path (owned) */
   char *name; /* name in messages and stats: relative to the input directory (owned) */
   char *out;  /* output path or NULL (owned) */
-  int status; /* ES_OK, an es_status, or 1 = skipped (-n); written by its worker */
-  int has_stats;
+  int status; /* ES_OK, an es_status, or JOB_SKIPPED (-n); set by job_done */
   int width, height;
-  es_stats *stats; /* when --stats (owned) */
+  double t0;       /* when its decode began (-v) */
+  es_stats *stats; /* when --stats: copied from its frame (owned) */
 } img_job;
 
 typedef struct img_batch {
   const cli_opts *o;
   es_context *ctx;
-  int out_kind;     /* of each job's output: OUT_PNG, OUT_NPY, OUT_STDOUT or OUT_NONE */
-  img_job *jobs;    /* sorted by name; set before the workers start */
+  es_stream *st;
+  int out_kind; /* of each job's output: OUT_PNG, OUT_NPY, OUT_STDOUT or OUT_NONE */
+  int pixfmt;   /* the rendering the stream makes (ES_PIX_NONE: none, or the map) */
+  img_job *jobs; /* sorted by name; set before the workers start */
   size_t njobs;
   pthread_mutex_t lock; /* guards the fields below */
-  size_t next;          /* next job to start */
+  size_t next;          /* next job to decode */
   size_t done;          /* jobs finished (any status) */
+  int decoders;         /* decode workers still running: the last one finishes the stream */
   int64_t pixels;       /* pixels computed */
   double t0;
   double last_progress;
@@ -767,142 +743,93 @@ static int job_cmp(const void *a, const void *b) {
   return strcmp(((const img_job *)a)->name, ((const img_job *)b)->name);
 }
 
-/* Writes one rendered/computed image to its output. */
-static int write_image(img_batch *b, img_job *j, es_video_out *vo, const es_image *img,
-                       const float *map, const es_planes *pix, int pixfmt, char *msg,
-                       size_t len) {
-  const cli_opts *o = b->o;
-  int rc = ES_OK;
-  switch (b->out_kind) {
-  case OUT_PNG:
-    rc = es_png_write(j->out, o->overwrite, img->width, img->height, pixfmt, pix->plane[0],
-                      pix->stride[0], msg, len);
-    break;
-  case OUT_NPY:
-    rc = es_npy_write(j->out, o->overwrite, img->width, img->height, map, (size_t)img->width,
-                      msg, len);
-    break;
-  case OUT_STDOUT:
-    rc = es_video_out_write(vo, pix, map, (size_t)img->width, 0, msg, len);
-    break;
-  default: break;
+/* A job is over (written, skipped or failed): count it and show progress. */
+static void job_done(img_batch *b, img_job *j, int status) {
+  pthread_mutex_lock(&b->lock);
+  j->status = status;
+  b->done++;
+  if (b->show_progress) {
+    double t = now_s();
+    if (t - b->last_progress > 0.2 || b->done == b->njobs) {
+      double el = t - b->t0, rate = el > 0 ? b->done / el : 0;
+      char eta[32];
+      fmt_eta(eta, sizeof eta, rate > 0 ? (b->njobs - b->done) / rate : -1);
+      b->last_progress = t;
+      progress_line("%zu/%zu files, %.1f files/s, ETA %s", b->done, b->njobs, rate, eta);
+    }
   }
-  return rc;
+  pthread_mutex_unlock(&b->lock);
 }
 
-static int process_image(img_batch *b, img_job *j) {
+/* The message of a failed frame without the stream's "frame N: " (the file names it). */
+static const char *frame_error(es_context *ctx, int status) {
+  const char *m = es_context_error(ctx);
+  if (!m || !*m) return es_strerror(status);
+  if (!strncmp(m, "frame ", 6)) {
+    const char *p = m + 6;
+    while (*p >= '0' && *p <= '9') p++;
+    if (p > m + 6 && p[0] == ':' && p[1] == ' ') return p + 2;
+  }
+  return m;
+}
+
+/* es_png_read_to's destination: the acquired frame, grown to the image's size. */
+typedef struct frame_dest {
+  es_stream *st;
+  es_frame *f;
+} frame_dest;
+
+static int frame_dest_fn(void *user, int width, int height, int depth, void **dst,
+                         size_t *dst_stride, char *msg, size_t len) {
+  frame_dest *d = user;
+  int rc = es_stream_reserve(d->st, d->f, width, height, depth);
+  if (rc != ES_OK) {
+    snprintf(msg, len, "out of memory for a %dx%d image", width, height);
+    return rc;
+  }
+  *dst = d->f->data;
+  *dst_stride = d->f->stride;
+  return ES_OK;
+}
+
+/* Decodes one file into a frame and pushes it. ES_OK when pushed (its encode worker ends the
+ * job), else the job's status (JOB_SKIPPED or the error, already reported). */
+static int decode_image(img_batch *b, img_job *j) {
   const cli_opts *o = b->o;
   char msg[MSG_LEN] = "";
+  frame_dest d = {b->st, NULL};
   es_image img;
-  void *data = NULL;
-  float *map = NULL;
-  es_planes pix;
-  int pixfmt = ES_PIX_NONE;
-  es_video_out *vo = NULL;
   int rc;
-  double t = now_s();
 
-  memset(&pix, 0, sizeof pix);
+  j->t0 = now_s();
   if (j->out && b->out_kind != OUT_STDOUT && path_exists(j->out)) {
     if (o->skip) {
       if (o->verbose) err(j->out, "exists, skipped");
-      return 1;
+      return JOB_SKIPPED;
     }
     if (!o->overwrite) {
       err(j->out, "exists (use -y to overwrite, -n to skip)");
       return ES_ERR_OUTPUT;
     }
   }
-  rc = es_png_read(j->in, o->max_pixels, &img, &data, NULL, msg, sizeof msg);
+  rc = es_stream_acquire(b->st, &d.f);
+  if (rc != ES_OK) return rc;
+  rc = es_png_read_to(j->in, o->max_pixels, frame_dest_fn, &d, &img, NULL, msg, sizeof msg);
   if (rc != ES_OK) {
     err(j->in, "%s", *msg ? msg : es_strerror(rc));
-    goto end;
-  }
-  rc = es_params_check(&o->cfg.params, img.depth, msg, sizeof msg);
-  if (rc != ES_OK) {
+  } else if ((rc = es_params_check(&o->cfg.params, img.depth, msg, sizeof msg)) != ES_OK) {
     err(j->in, "%s", msg);
-    goto end;
+  } else {
+    d.f->user = j;
+    rc = es_stream_push(b->st, d.f);
+    if (rc == ES_OK) return ES_OK;
+    err(j->in, "%s", frame_error(b->ctx, rc));
   }
-  if (b->out_kind == OUT_STDOUT) {
-    /* One frame of y4m (or raw float32): the writer says what it wants rendered. */
-    es_video_out_opts vopt;
-    memset(&vopt, 0, sizeof vopt);
-    vopt.width = img.width;
-    vopt.height = img.height;
-    vopt.fps_num = 25;
-    vopt.fps_den = 1;
-    vopt.tb_num = 1;
-    vopt.tb_den = 25;
-    vopt.format = png_pixfmt(o->format);
-    vopt.f32 = o->format == FMT_F32;
-    vopt.crf = -1;
-    vopt.overwrite = 1;
-    rc = es_video_out_open(&vo, "-", &vopt, msg, sizeof msg);
-    if (rc != ES_OK) {
-      err("-", "%s", *msg ? msg : es_strerror(rc));
-      goto end;
-    }
-    pixfmt = es_video_out_pixfmt(vo);
-  } else if (b->out_kind == OUT_PNG) {
-    pixfmt = png_pixfmt(o->format);
-  }
-  if (b->out_kind == OUT_NPY || (b->out_kind == OUT_STDOUT && pixfmt == ES_PIX_NONE)) {
-    map = malloc((size_t)img.width * (size_t)img.height * sizeof *map);
-    if (!map) {
-      rc = ES_ERR_NOMEM;
-      err(j->in, "out of memory for a %dx%d map", img.width, img.height);
-      goto end;
-    }
-  } else if (pixfmt != ES_PIX_NONE) {
-    rc = alloc_planes(&pix, pixfmt, img.width, img.height);
-    if (rc != ES_OK) {
-      err(j->in, "out of memory for a %dx%d rendering", img.width, img.height);
-      goto end;
-    }
-  }
-  if (o->stats_path) {
-    j->stats = calloc(1, sizeof *j->stats);
-    if (!j->stats) {
-      rc = ES_ERR_NOMEM;
-      err(j->in, "out of memory");
-      goto end;
-    }
-  }
-  {
-    es_render r = o->render;
-    r.format = pixfmt;
-    rc = es_compute(b->ctx, &img, map, (size_t)img.width, j->stats,
-                    pixfmt != ES_PIX_NONE ? &r : NULL, pixfmt != ES_PIX_NONE ? &pix : NULL);
-  }
-  if (rc != ES_OK) {
-    const char *m = es_context_error(b->ctx);
-    err(j->in, "%s", m && *m ? m : es_strerror(rc));
-    goto end;
-  }
-  j->width = img.width;
-  j->height = img.height;
-  j->has_stats = j->stats != NULL;
-  rc = write_image(b, j, vo, &img, map, &pix, pixfmt, msg, sizeof msg);
-  if (rc == ES_OK && vo) rc = es_video_out_close(&vo, 1, msg, sizeof msg);
-  if (rc != ES_OK) {
-    err(j->out ? j->out : "-", "%s", *msg ? msg : es_strerror(rc));
-    goto end;
-  }
-  if (o->verbose && !o->quiet)
-    err(j->in, "%dx%d, %.0f ms%s%s", img.width, img.height, (now_s() - t) * 1e3,
-        j->out ? " -> " : "", j->out ? j->out : "");
-  pthread_mutex_lock(&b->lock);
-  b->pixels += (int64_t)img.width * img.height;
-  pthread_mutex_unlock(&b->lock);
-end:
-  if (vo) es_video_out_close(&vo, 0, NULL, 0);
-  free(data);
-  free(map);
-  free(pix.plane[0]);
+  es_stream_release(b->st, d.f);
   return rc;
 }
 
-static void *img_worker(void *arg) {
+static void *img_decoder(void *arg) {
   img_batch *b = arg;
   for (;;) {
     img_job *j;
@@ -914,23 +841,112 @@ static void *img_worker(void *arg) {
     }
     j = &b->jobs[b->next++];
     pthread_mutex_unlock(&b->lock);
-    rc = process_image(b, j);
-    j->status = rc;
-    pthread_mutex_lock(&b->lock);
-    b->done++;
-    if (b->show_progress) {
-      double t = now_s();
-      if (t - b->last_progress > 0.2 || b->done == b->njobs) {
-        double el = t - b->t0, rate = el > 0 ? b->done / el : 0;
-        char eta[32];
-        fmt_eta(eta, sizeof eta, rate > 0 ? (b->njobs - b->done) / rate : -1);
-        b->last_progress = t;
-        progress_line("%zu/%zu files, %.1f files/s, ETA %s", b->done, b->njobs, rate, eta);
-      }
+    rc = decode_image(b, j);
+    if (rc != ES_OK) job_done(b, j, rc);
+  }
+  pthread_mutex_lock(&b->lock);
+  if (--b->decoders == 0) es_stream_finish(b->st);
+  pthread_mutex_unlock(&b->lock);
+  return NULL;
+}
+
+/* Writes the result of one frame to its job's output. */
+static int write_image(img_batch *b, img_job *j, const es_frame *f, char *msg, size_t len) {
+  const cli_opts *o = b->o;
+  int rc = ES_OK;
+  switch (b->out_kind) {
+  case OUT_PNG:
+    rc = es_png_write(j->out, o->overwrite, f->width, f->height, b->pixfmt, f->pix.plane[0],
+                      f->pix.stride[0], msg, len);
+    break;
+  case OUT_NPY:
+    rc = es_npy_write(j->out, o->overwrite, f->width, f->height, f->map, f->map_stride, msg,
+                      len);
+    break;
+  case OUT_STDOUT: {
+    /* One frame of y4m (or raw float32), in the rendering the stream was opened with. */
+    es_video_out *vo = NULL;
+    es_video_out_opts vopt;
+    memset(&vopt, 0, sizeof vopt);
+    vopt.width = f->width;
+    vopt.height = f->height;
+    vopt.fps_num = 25;
+    vopt.fps_den = 1;
+    vopt.tb_num = 1;
+    vopt.tb_den = 25;
+    vopt.format = png_pixfmt(o->format);
+    vopt.f32 = o->format == FMT_F32;
+    vopt.crf = -1;
+    vopt.overwrite = 1;
+    rc = es_video_out_open(&vo, "-", &vopt, msg, len);
+    if (rc == ES_OK && es_video_out_pixfmt(vo) != b->pixfmt) {
+      snprintf(msg, len, "the writer wants another rendering");
+      rc = ES_ERR_INTERNAL;
     }
-    pthread_mutex_unlock(&b->lock);
+    if (rc == ES_OK) rc = es_video_out_write(vo, &f->pix, f->map, f->map_stride, 0, msg, len);
+    if (rc == ES_OK) rc = es_video_out_close(&vo, 1, msg, len);
+    if (vo) es_video_out_close(&vo, 0, NULL, 0);
+    break;
+  }
+  default: break;
+  }
+  return rc;
+}
+
+/* Ends the job of one pulled frame: reports a compute error, or writes and keeps the
+ * statistics. Returns the job's status. */
+static int finish_image(img_batch *b, img_job *j, const es_frame *f) {
+  const cli_opts *o = b->o;
+  char msg[MSG_LEN] = "";
+  int rc = f->status;
+  if (rc != ES_OK) {
+    err(j->in, "%s", frame_error(b->ctx, rc));
+    return rc;
+  }
+  if (o->stats_path) {
+    j->stats = malloc(sizeof *j->stats);
+    if (!j->stats) {
+      err(j->in, "out of memory");
+      return ES_ERR_NOMEM;
+    }
+    *j->stats = f->stats;
+  }
+  j->width = f->width;
+  j->height = f->height;
+  rc = write_image(b, j, f, msg, sizeof msg);
+  if (rc != ES_OK) {
+    err(j->out ? j->out : "-", "%s", *msg ? msg : es_strerror(rc));
+    return rc;
+  }
+  if (o->verbose && !o->quiet)
+    err(j->in, "%dx%d, %.0f ms%s%s", f->width, f->height, (now_s() - j->t0) * 1e3,
+        j->out ? " -> " : "", j->out ? j->out : "");
+  pthread_mutex_lock(&b->lock);
+  b->pixels += (int64_t)f->width * f->height;
+  pthread_mutex_unlock(&b->lock);
+  return ES_OK;
+}
+
+static void *img_encoder(void *arg) {
+  img_batch *b = arg;
+  es_frame *f;
+  while (es_stream_pull(b->st, &f) == ES_OK) { /* ES_ERR_EOF: all files pushed are done */
+    img_job *j = f->user;
+    int rc = finish_image(b, j, f);
+    es_stream_release(b->st, f);
+    job_done(b, j, rc);
   }
   return NULL;
+}
+
+/* Starts n threads of fn (at least one, else 0 and none). Returns how many started. */
+static int start_threads(pthread_t *th, int n, void *(*fn)(void *), void *arg) {
+  int started = 0;
+  for (int i = 0; i < n; i++) {
+    if (pthread_create(&th[i], NULL, fn, arg) != 0) break;
+    started++;
+  }
+  return started;
 }
 
 static int run_images(cli_opts *o, int in_kind, int out_kind) {
@@ -939,7 +955,7 @@ static int run_images(cli_opts *o, int in_kind, int out_kind) {
   size_t n = 0, cap = 0;
   es_stats_writer *sw = NULL;
   pthread_t *th = NULL;
-  int nthreads = 0, code = 0, rc;
+  int nworkers = 0, ndec = 0, nenc = 0, code = 0, rc;
   char msg[MSG_LEN] = "";
   char outreal[PATH_MAX];
   const char *skip_dir = NULL;
@@ -1072,49 +1088,71 @@ static int run_images(cli_opts *o, int in_kind, int out_kind) {
       }
     }
   }
-  /* Several files in flight: each worker reads, computes and writes one file at a time.
-   * The library's own CPU threads are divided between them so the machine is not
-   * oversubscribed. */
-  nthreads = (int)(n < (size_t)ncores ? n : (size_t)ncores);
-  if (nthreads < 1) nthreads = 1;
+  /* The stream: one frame per file at most, so a single image gets every core. What it
+   * renders is what the outputs take: a PNG's pixels, the map of a .npy, or the frame the
+   * standard-output writer wants (y4m: heat as 4:4:4, grey as mono; f32: the map). */
   {
     char cmsg[MSG_LEN] = "";
-    int total = o->cfg.threads > 0 ? o->cfg.threads : ncores;
     es_config cfg = o->cfg;
-    if (nthreads > total) nthreads = total;
-    cfg.threads = total / nthreads > 0 ? total / nthreads : 1;
-    if (n == 1 && o->cfg.threads == 0) cfg.threads = 0;
+    es_stream_config sc;
+    if (n < (size_t)cfg.queue) cfg.queue = n > 0 ? (int)n : 1;
     rc = es_context_create(&b.ctx, &cfg, cmsg, sizeof cmsg);
     if (rc != ES_OK) {
       err(NULL, "%s", *cmsg ? cmsg : es_strerror(rc));
       code = es_exit_code(rc);
       goto end;
     }
+    memset(&sc, 0, sizeof sc); /* max_width 0: frames grow to each image */
+    if (b.out_kind == OUT_PNG)
+      b.pixfmt = png_pixfmt(o->format);
+    else if (b.out_kind == OUT_STDOUT && o->format != FMT_F32)
+      b.pixfmt = o->format == FMT_HEAT ? ES_PIX_YUV444P : png_pixfmt(o->format);
+    sc.want_map = b.out_kind == OUT_NPY || (b.out_kind == OUT_STDOUT && o->format == FMT_F32);
+    sc.want_stats = o->stats_path != NULL;
+    sc.render = o->render;
+    sc.render.format = b.pixfmt;
+    rc = es_stream_open(b.ctx, &sc, &b.st);
+    if (rc != ES_OK) {
+      const char *m = es_context_error(b.ctx);
+      err(NULL, "%s", m && *m ? m : es_strerror(rc));
+      code = es_exit_code(rc);
+      goto end;
+    }
+    /* As many decoders and encoders as there are cores, files and frames to hold. */
+    nworkers = ncores < cfg.queue ? ncores : cfg.queue;
   }
   if (o->verbose && !o->quiet) {
     char d[64];
-    err(NULL, "%zu file%s, %d in flight, %s", n, n == 1 ? "" : "s", nthreads,
-        device_desc(b.ctx, d, sizeof d));
+    err(NULL, "%zu file%s, %d in flight, %s", n, n == 1 ? "" : "s",
+        es_context_config(b.ctx)->queue, device_desc(b.ctx, d, sizeof d));
   }
   b.o = o;
   b.jobs = jobs;
   b.njobs = n;
   b.t0 = now_s();
   b.show_progress = !o->quiet && (o->progress == 1 || (o->progress < 0 && isatty(2))) && n > 1;
-  th = calloc((size_t)nthreads, sizeof *th);
+  th = calloc((size_t)nworkers * 2, sizeof *th);
   if (!th) {
     code = 4;
     goto end;
   }
-  {
-    int started = 0;
-    for (int i = 0; i < nthreads; i++) {
-      if (pthread_create(&th[i], NULL, img_worker, &b) != 0) break;
-      started++;
+  nenc = start_threads(th, nworkers, img_encoder, &b);
+  b.decoders = nworkers; /* before any decoder can finish the stream */
+  if (nenc > 0) ndec = start_threads(th + nenc, nworkers, img_decoder, &b);
+  if (ndec < nworkers) {
+    if (ndec == 0) {
+      es_stream_abort(b.st);
+      for (int i = 0; i < nenc; i++) pthread_join(th[i], NULL);
+      err(NULL, "cannot start the worker threads");
+      code = 4;
+      goto end;
     }
-    if (!started) img_worker(&b);
-    for (int i = 0; i < started; i++) pthread_join(th[i], NULL);
+    pthread_mutex_lock(&b.lock); /* the ones that did not start will not finish it */
+    b.decoders -= nworkers - ndec;
+    if (b.decoders == 0) es_stream_finish(b.st);
+    pthread_mutex_unlock(&b.lock);
   }
+  for (int i = 0; i < nenc + ndec; i++) pthread_join(th[i], NULL);
 
   /* Results in name order. */
   {
@@ -1126,7 +1164,7 @@ static int run_images(cli_opts *o, int in_kind, int out_kind) {
         notrun++;
         continue;
       }
-      if (j->status == 1) {
+      if (j->status == JOB_SKIPPED) {
         skipped++;
         continue;
       }
@@ -1135,7 +1173,7 @@ static int run_images(cli_opts *o, int in_kind, int out_kind) {
         code = worse(code, es_exit_code(j->status));
         continue;
       }
-      if (sw && j->has_stats) {
+      if (sw && j->stats) {
         rc = es_stats_writer_add(sw, j->name, (int64_t)i, NAN, j->width, j->height, j->stats,
                                  msg, sizeof msg);
         if (rc != ES_OK) {
@@ -1175,6 +1213,7 @@ static int run_images(cli_opts *o, int in_kind, int out_kind) {
   }
 end:
   if (sw) es_stats_writer_close(&sw, 0, NULL, 0);
+  es_stream_destroy(&b.st);
   es_context_destroy(&b.ctx);
   for (size_t i = 0; i < n; i++) {
     free(jobs[i].in);
