@@ -264,6 +264,19 @@ mkdir "$T/od"
 "$BIN" -q "$T/g8.png" -o "$T/od/" || fail "image into a directory: exit $?"
 [ -f "$T/od/g8.png" ] || fail "image into a directory: $T/od/g8.png missing"
 
+# An existing statistics file: refused (3) by default; with -n kept as it is, one
+# "exists, skipped" line, and the other outputs still written (exit 0).
+echo keep > "$T/keep.csv"
+"$BIN" "$T/g8.png" --stats "$T/keep.csv" 2>"$T/e1"; rc=$?
+[ $rc = 3 ] || fail "existing --stats: exit $rc, want 3"
+"$BIN" "$T/g8.png" -o "$T/n.npy" --stats "$T/keep.csv" -n 2>"$T/e2"; rc=$?
+[ $rc = 0 ] || fail "-n with an existing --stats: exit $rc, want 0"
+[ "$(cat "$T/keep.csv")" = keep ] || fail "-n replaced the statistics file"
+[ -s "$T/n.npy" ] || fail "-n with an existing --stats did not write the map"
+grep -qx "entropy-stream: $T/keep.csv: exists, skipped" "$T/e2" || fail "-n stats message: $(cat "$T/e2")"
+"$BIN" -q "$T/g8.png" --stats "$T/keep.csv" -n; rc=$?
+[ $rc = 0 ] || fail "-n, stats only, existing file: exit $rc, want 0"
+
 if [ $FAIL -ne 0 ]; then
   echo "test_cli_image: $FAIL failure(s)"
   exit 1

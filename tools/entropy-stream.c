@@ -1051,6 +1051,13 @@ static int run_images(cli_opts *o, int in_kind, int out_kind) {
   }
 
   /* The statistics file first: a bad name creates no output directory. */
+  if (o->stats_path && strcmp(o->stats_path, "-") && path_exists(o->stats_path) &&
+      !o->overwrite && o->skip) {
+    /* -n: keep the existing statistics file, still write the other outputs. */
+    if (!o->quiet) err(o->stats_path, "exists, skipped");
+    o->stats_path = NULL;
+    if (!o->output) goto end;
+  }
   if (o->stats_path) {
     if (strcmp(o->stats_path, "-") && path_exists(o->stats_path) && !o->overwrite) {
       err(o->stats_path, "exists (use -y to overwrite, -n to skip)");
@@ -1428,8 +1435,14 @@ static int run_video(cli_opts *o, int out_kind) {
   }
   if (o->stats_path && strcmp(o->stats_path, "-") && path_exists(o->stats_path) &&
       !o->overwrite) {
-    err(o->stats_path, "exists (use -y to overwrite, -n to skip)");
-    return 3;
+    if (!o->skip) {
+      err(o->stats_path, "exists (use -y to overwrite, -n to skip)");
+      return 3;
+    }
+    /* -n: keep the existing statistics file, still write the other outputs. */
+    if (!o->quiet) err(o->stats_path, "exists, skipped");
+    o->stats_path = NULL;
+    if (out_kind == OUT_NONE) return 0;
   }
 
   cth_started = pthread_create(&cth, NULL, ctx_open_main, &co) == 0;
