@@ -200,7 +200,8 @@ int es_stream_push(es_stream *s, es_frame *f);
 int es_stream_finish(es_stream *s);
 /* Blocks for the next result in push order; ES_ERR_EOF once finished and drained. A frame
  * whose status is not ES_OK also sets es_context_error to its message ("frame N: ..."),
- * here, in the caller's thread: the compute threads never overwrite the context's message. */
+ * here, in the caller's thread: the compute threads never overwrite the context's message.
+ * Several threads may pull at once; each call takes the next frame in push order. */
 int es_stream_pull(es_stream *s, es_frame **out);
 /* Gives a pulled frame back to the pool. */
 void es_stream_release(es_stream *s, es_frame *f);
