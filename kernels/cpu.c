@@ -78,12 +78,6 @@ static uint64_t cpu_sum_flog(const uint64_t *flog, const uint16_t *win, int L) {
   return (s0 + s1) + (s2 + s3);
 }
 
-/* numpy.pad 'symmetric' index, repeating for any i. */
-static inline int cpu_reflect(int i, int n) {
-  int m = i % (2 * n);
-  if (m < 0) m += 2 * n;
-  return m >= n ? 2 * n - 1 - m : m;
-}
 
 #define ES_LT uint8_t
 #define ES_FN(name) name##_u8
@@ -313,7 +307,7 @@ int es_cpu_naive(const es_image *img, const es_params *p, float *out, size_t out
         if (p->border == ES_BORDER_CLIP) {
           if (yy < 0 || yy >= h) continue;
         } else {
-          yy = cpu_reflect(yy, h);
+          yy = es_reflect(yy, h);
         }
         const uint8_t *row = (const uint8_t *)img->data + (size_t)yy * img->stride;
         for (int dx = -hw; dx <= hw; dx++) {
@@ -321,7 +315,7 @@ int es_cpu_naive(const es_image *img, const es_params *p, float *out, size_t out
           if (p->border == ES_BORDER_CLIP) {
             if (xx < 0 || xx >= w) continue;
           } else {
-            xx = cpu_reflect(xx, w);
+            xx = es_reflect(xx, w);
           }
           uint32_t v = img->depth == 16 ? ((const uint16_t *)(const void *)row)[xx] : row[xx];
           uint32_t q = es_quantize(v, (uint32_t)L, img->depth);

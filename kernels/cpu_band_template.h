@@ -17,7 +17,7 @@ static int ES_FN(ring_fill)(const cpu_ctx *c, ES_LT *dst, int v) {
   int sy = v;
   if (v < 0 || v >= c->h) {
     if (c->border == ES_BORDER_CLIP) return 0;
-    sy = cpu_reflect(v, c->h);
+    sy = es_reflect(v, c->h);
   }
   const uint8_t *row = c->data + (size_t)sy * c->stride;
   ES_LT *mid = dst + R;
@@ -32,8 +32,8 @@ static int ES_FN(ring_fill)(const cpu_ctx *c, ES_LT *dst, int v) {
     for (int i = 0; i < R; i++) dst[i] = (ES_LT)c->levels;
     for (int i = R + w; i < w + 2 * R + 1; i++) dst[i] = (ES_LT)c->levels;
   } else {
-    for (int i = 0; i < R; i++) dst[i] = mid[cpu_reflect(i - R, w)];
-    for (int i = R + w; i < w + 2 * R + 1; i++) dst[i] = mid[cpu_reflect(i - R, w)];
+    for (int i = 0; i < R; i++) dst[i] = mid[es_reflect(i - R, w)];
+    for (int i = R + w; i < w + 2 * R + 1; i++) dst[i] = mid[es_reflect(i - R, w)];
   }
   return 1;
 }

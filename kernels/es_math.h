@@ -34,6 +34,15 @@
 /* Largest window population: 255 * 255. Tables cover n = 0..ES_NMAX. */
 #define ES_NMAX 65025
 
+/* Border reflect (SPEC section 1, numpy.pad 'symmetric'): index i of a row or column of n
+ * pixels -> -1 reads 0, -2 reads 1, n reads n-1, ..., repeating for windows larger than the
+ * image. */
+ES_HD int es_reflect(int i, int n) {
+  int m = i % (2 * n);
+  if (m < 0) m += 2 * n;
+  return m >= n ? 2 * n - 1 - m : m;
+}
+
 /* Level of a sample v of bit depth `depth` (8 or 16) for L levels: floor(v * L / 2^depth). */
 ES_HD uint32_t es_quantize(uint32_t v, uint32_t levels, int depth) {
   return (uint32_t)(((uint64_t)v * levels) >> depth);

@@ -36,12 +36,6 @@ __global__ void k_acc_init(es_dacc *a, int bins, int levels) {
   for (int k = i; k < levels; k += gridDim.x * blockDim.x) a->levhist[k] = 0;
 }
 
-__device__ __forceinline__ int es_dev_reflect(int i, int n) {
-  int m = i % (2 * n);
-  if (m < 0) m += 2 * n;
-  if (m >= n) m = 2 * n - 1 - m;
-  return m;
-}
 
 struct es_qparams {
   const void *in;   /* device copy of image rows [in0, ...), tight rows of in_pitch bytes */
@@ -74,11 +68,11 @@ __global__ void __launch_bounds__(256) k_quant(const es_qparams Q, int p0, int p
   if (c < pw) {
     int j = c - Q.r;
     bool jin = j >= 0 && j < Q.W;
-    int jj = jin ? j : (Q.border == ES_BORDER_REFLECT ? es_dev_reflect(j, Q.W) : -1);
+    int jj = jin ? j : (Q.border == ES_BORDER_REFLECT ? es_reflect(j, Q.W) : -1);
     for (int p = pb; p < pe; p++) {
       int i = Q.row0 + p - Q.r;
       bool iin = i >= 0 && i < Q.H;
-      int ii = iin ? i : (Q.border == ES_BORDER_REFLECT ? es_dev_reflect(i, Q.H) : -1);
+      int ii = iin ? i : (Q.border == ES_BORDER_REFLECT ? es_reflect(i, Q.H) : -1);
       uint32_t q;
       if (ii < 0 || jj < 0) {
         q = (uint32_t)Q.levels; /* clip: outside the image */

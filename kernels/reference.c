@@ -20,12 +20,6 @@ static uint32_t ref_sample(const es_image *img, int x, int y) {
   return row[x];
 }
 
-/* numpy.pad 'symmetric': -1 -> 0, -2 -> 1, n -> n-1, repeating for any i. */
-static int ref_reflect(int i, int n) {
-  int m = i % (2 * n);
-  if (m < 0) m += 2 * n;
-  return m >= n ? 2 * n - 1 - m : m;
-}
 
 static int ref_cmp(const void *a, const void *b) {
   uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
@@ -57,8 +51,8 @@ int es_ref_entropy(const es_image *img, const es_params *p, double *out) {
           if (p->border == ES_BORDER_CLIP) {
             if (yy < 0 || yy >= h || xx < 0 || xx >= w) continue;
           } else {
-            yy = ref_reflect(yy, h);
-            xx = ref_reflect(xx, w);
+            yy = es_reflect(yy, h);
+            xx = es_reflect(xx, w);
           }
           lv[n++] = q[(size_t)yy * w + xx];
         }
