@@ -314,7 +314,9 @@ extern "C" int es_gpu_worker_create(es_gpu_worker **out, int device, char *msg, 
   ES_CK(cudaGetDeviceProperties(&pr, device));
   w->nsm = pr.multiProcessorCount;
   w->smem_optin = pr.sharedMemPerBlockOptin;
+  es_trace("GPU %d: properties read", device);
   ES_CK(cudaStreamCreateWithFlags(&w->s_up, cudaStreamNonBlocking));
+  es_trace("GPU %d: first stream (context current)", device);
   ES_CK(cudaStreamCreateWithFlags(&w->s_comp, cudaStreamNonBlocking));
   ES_CK(cudaStreamCreateWithFlags(&w->s_down, cudaStreamNonBlocking));
   for (int i = 0; i < ES_NSLOT; i++) {
@@ -332,6 +334,7 @@ extern "C" int es_gpu_worker_create(es_gpu_worker **out, int device, char *msg, 
                                (int)(w->smem_optin - fa.sharedSizeBytes)));
   }
   w->smem_optin -= 2048; /* what range_plan may ask for, below every kernel's limit */
+  es_trace("GPU %d: kernel attributes set", device);
   /* Tables: the f deltas are exact integer differences of the shared table. */
   hd = (unsigned long long *)malloc(sizeof *hd * ES_NMAX);
   if (!hd) {
@@ -371,8 +374,10 @@ extern "C" int es_gpu_worker_create(es_gpu_worker **out, int device, char *msg, 
     es_render_default(&j.render);
     j.pix.plane[0] = rgb;
     j.pix.stride[0] = 37 * 3;
+    es_trace("GPU %d: tables uploaded, warm-up job", device);
     rc = run_jobs(&w, 1, &j, msg, msglen);
     if (rc) goto end;
+    es_trace("GPU %d: warm-up done", device);
   }
 end:
   free(hd);

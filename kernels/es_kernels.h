@@ -28,6 +28,11 @@ typedef struct es_tables {
 } es_tables;
 const es_tables *es_tables_get(void);
 
+/* Phase timing (trace.c): with ES_TRACE=1 in the environment, one line per call on stderr,
+ * milliseconds since the first call. A no-op otherwise. */
+void es_trace(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+int es_trace_enabled(void);
+
 /* Window geometry: for dy = -r..r, the pixels dx = -hw[dy+r]..hw[dy+r] are in the window.
  * Square: hw = r for every row; disk: hw = floor(sqrt(r*r - dy*dy)) (scikit-image's
  * morphology.disk(r)). area = number of offsets. */

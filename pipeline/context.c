@@ -161,6 +161,7 @@ typedef struct gpu_open {
 static void *gpu_open_main(void *arg) {
   gpu_open *g = arg;
   for (int k = 0; k < ES_GPU_WORKERS_PER_DEVICE; k++) {
+    es_trace("GPU %d: opening worker %d", g->ordinal, k);
     if (es_gpu_worker_create(&g->w[k], g->ordinal, g->why, sizeof g->why) != ES_OK || !g->w[k]) {
       g->w[k] = NULL;
       while (k > 0) es_gpu_worker_destroy(&g->w[--k]);
@@ -168,6 +169,7 @@ static void *gpu_open_main(void *arg) {
       break;
     }
   }
+  es_trace("GPU %d: open", g->ordinal);
   return NULL;
 }
 
@@ -251,6 +253,7 @@ int es_context_create(es_context **out, const es_config *cfg, char *msg, size_t 
   if (rc) goto end;
   int ord[ES_MAX_GPUS], nord = 0;
   int visible = cfg->device == ES_DEVICE_CPU ? 0 : es_gpu_device_count();
+  es_trace("context: %d GPU(s) visible", visible);
   rc = gpus_choose(cfg, visible, ord, &nord, msg, msglen);
   if (rc) goto end;
 

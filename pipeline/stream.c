@@ -266,6 +266,7 @@ int es_stream_open(es_context *ctx, const es_stream_config *sc, es_stream **out)
     if (pthread_create(&s->threads[i], NULL, worker_main, a) != 0) goto end;
     s->nthreads++;
   }
+  es_trace("stream: pool of %d frames and %d threads", s->nslots, s->nthreads);
   if (ctx->cfg.verbose >= 2)
     fprintf(stderr,
             "entropy-stream: stream: %d frames, %d GPU thread(s), %d CPU worker(s) x %d "
