@@ -69,6 +69,7 @@ struct es_video_in {
   int64_t corrupt;       /* packets/frames skipped */
   int64_t packets;       /* packets of the stream read (raw: frame index of the next one) */
   size_t raw_frame_size; /* bytes of one raw frame, 0 when not raw */
+  int raw_direct;        /* raw: frames read with avio_read straight into the caller's buffer */
   size_t y4m_frame_size; /* bytes of one y4m frame's data, 0 when not y4m */
   int64_t last_end;      /* byte position after the last packet read, -1 if unknown */
   int flushing;          /* the decoder was sent NULL: draining */
@@ -410,7 +411,9 @@ int es_video_in_open(es_video_in **out, const char *path, const es_video_in_opts
     for (unsigned i = 0; i < nb_streams; i++)
       if (max_pixels > 0) av_dict_set_int(&sopts[i], "max_pixels", max_pixels, 0);
   }
-  if ((err = avformat_find_stream_info(v->fmt, sopts)) < 0) {
+  /* Raw frames: the demuxer's options already say everything (and find_stream_info would
+   * buffer frames that the direct reads below must see). */
+  if (!raw && (err = avformat_find_stream_info(v->fmt, sopts)) < 0) {
     averr(msg, len, "cannot read stream information", err);
     rc = ES_ERR_INPUT;
     goto end;
@@ -476,6 +479,11 @@ int es_video_in_open(es_video_in **out, const char *path, const es_video_in_opts
     int fs = av_image_get_buffer_size(st->codecpar->format, v->width, v->height, 1);
     if (fs > 0) v->y4m_frame_size = (size_t)fs;
   }
+  /* Raw frames carry no container: each is raw_frame_size bytes of the Y plane, read by
+   * libavformat's I/O layer (the pipe or file protocol) straight into the caller's frame
+   * buffer, one copy from the kernel, where packets and the rawvideo decoder would add a
+   * packet copy and a plane copy (the reader thread bounds --raw throughput). */
+  v->raw_direct = raw && v->fmt->pb && v->raw_frame_size > 0;
   v->tb = st->time_base;
   if (v->tb.num <= 0 || v->tb.den <= 0) v->tb = (AVRational){1, 25};
   AVRational fps = st->avg_frame_rate;
@@ -619,10 +627,49 @@ static int next_packet(es_video_in *v, char *msg, size_t len) {
   }
 }
 
+/* One raw frame with avio_read into dst (see raw_direct). */
+static int raw_read(es_video_in *v, void *dst, size_t dst_stride, int64_t *pts,
+                    double *pts_seconds, char *msg, size_t len) {
+  const size_t row = (size_t)v->width * (v->depth == 16 ? 2 : 1);
+  size_t got = 0;
+  int err = 0;
+  if (v->finished) return ES_ERR_EOF;
+  if (dst_stride == row && v->raw_frame_size <= (size_t)INT_MAX) {
+    err = avio_read(v->fmt->pb, dst, (int)v->raw_frame_size);
+    if (err > 0) got = (size_t)err;
+  } else {
+    for (int y = 0; y < v->height; y++) {
+      err = avio_read(v->fmt->pb, (uint8_t *)dst + (size_t)y * dst_stride, (int)row);
+      if (err > 0) got += (size_t)err;
+      if (err != (int)row) break;
+    }
+  }
+  if (got == v->raw_frame_size) {
+    if (pts) *pts = v->next_pts;
+    if (pts_seconds) *pts_seconds = v->next_pts * av_q2d(v->tb);
+    v->next_pts += v->step;
+    v->delivered++;
+    v->packets++;
+    return ES_OK;
+  }
+  v->finished = 1;
+  if (got > 0) {
+    snprintf(msg, len, "frame %" PRId64 " is short (got %zu of %zu bytes)", v->packets, got,
+             v->raw_frame_size);
+    return ES_ERR_INPUT;
+  }
+  if (err < 0 && err != AVERROR_EOF) {
+    averr(msg, len, "read error", err);
+    return ES_ERR_INPUT;
+  }
+  return ES_ERR_EOF;
+}
+
 int es_video_in_read(es_video_in *v, void *dst, size_t dst_stride, int64_t *pts,
                      double *pts_seconds, char *msg, size_t len) {
   int rc, err;
   if (!v) return ES_ERR_INTERNAL;
+  if (v->raw_direct) return raw_read(v, dst, dst_stride, pts, pts_seconds, msg, len);
   for (;;) {
     if (v->finished) {
       if (v->pending) {

@@ -30,6 +30,7 @@
 
 #include "entropy_stream.h"
 #include "es_io.h"
+#include "es_kernels.h"
 
 #define PROG "entropy-stream"
 #define MSG_LEN 512
@@ -1243,18 +1244,33 @@ end:
 typedef struct stdin_pump {
   int src; /* the real standard input (a dup), owned by the pump thread */
   int dst; /* write end of our pipe, owned by the pump thread */
+  int src_is_pipe; /* splice can move the data */
 } stdin_pump;
 
 static void *stdin_pump_thread(void *arg) {
   stdin_pump *p = arg;
   size_t cap = 1 << 20;
   char *buf = malloc(cap);
+  /* Pipe to pipe, splice moves page references instead of copying twice through buf. */
+  int use_splice = p->src_is_pipe;
   while (buf && !g_stop && !g_abort) {
     struct pollfd pfd = {p->src, POLLIN, 0};
     ssize_t n, off = 0;
     int r = poll(&pfd, 1, 100);
     if (r < 0 && errno != EINTR) break;
     if (r <= 0) continue;
+    if (use_splice) {
+      n = splice(p->src, NULL, p->dst, NULL, cap, SPLICE_F_MOVE);
+      if (n > 0) continue;
+      if (n == 0) break;
+      if (errno == EINTR || errno == EAGAIN) continue;
+      if (errno != EINVAL && errno != ENOSYS) { /* EPIPE: the decoder is gone */
+        if (errno != EPIPE) err("-", "read error: %s", strerror(errno));
+        break;
+      }
+      use_splice = 0; /* not supported here: copy */
+      continue;
+    }
     n = read(p->src, buf, cap);
     if (n < 0 && (errno == EINTR || errno == EAGAIN)) continue;
     if (n <= 0) {
@@ -1282,10 +1298,13 @@ static int stdin_pump_start(void) {
   int fds[2] = {-1, -1};
   stdin_pump *p;
   pthread_t th;
-  if (fstat(0, &st) == 0 && S_ISREG(st.st_mode)) return ES_OK;
+  int have_st = fstat(0, &st) == 0;
+  if (have_st && S_ISREG(st.st_mode)) return ES_OK;
   p = calloc(1, sizeof *p);
   if (!p || pipe(fds) != 0) goto fail;
   fcntl(fds[1], F_SETPIPE_SZ, 1 << 20); /* fewer wake-ups; a failure only costs speed */
+  p->src_is_pipe = have_st && S_ISFIFO(st.st_mode);
+  if (p->src_is_pipe) fcntl(0, F_SETPIPE_SZ, 1 << 20); /* the producer's side too */
   p->src = dup(0);
   if (p->src < 0) goto fail;
   p->dst = fds[1];
@@ -1357,6 +1376,7 @@ static void *decode_thread(void *arg) {
     f->pts = pts;
     f->pts_seconds = ptss;
     f->user = NULL;
+    if (v->pushed == 0) es_trace("decode: first frame read");
     rc = es_stream_push(v->st, f);
     f = NULL;
     if (rc != ES_OK) break;
@@ -1381,7 +1401,9 @@ typedef struct ctx_open {
 
 static void *ctx_open_main(void *arg) {
   ctx_open *c = arg;
+  es_trace("context: create");
   c->rc = es_context_create(&c->ctx, c->cfg, c->msg, sizeof c->msg);
+  es_trace("context: created");
   return NULL;
 }
 
@@ -1456,6 +1478,7 @@ static int run_video(cli_opts *o, int out_kind) {
     code = es_exit_code(rc);
     goto end;
   }
+  es_trace("video: input open");
   if (o->verbose && !o->quiet)
     err(in_name, "%dx%d, %d-bit, %d/%d fps, %" PRId64 " frames (estimate)", v.info.width,
         v.info.height, v.info.depth, v.info.fps_num, v.info.fps_den, v.info.frames);
@@ -1529,6 +1552,7 @@ static int run_video(cli_opts *o, int out_kind) {
   sc.max_width = v.info.width;
   sc.max_height = v.info.height;
   sc.depth = v.info.depth;
+  es_trace("video: outputs open, joining the context thread");
 
   if (cth_started) {
     pthread_join(cth, NULL);
@@ -1548,6 +1572,7 @@ static int run_video(cli_opts *o, int out_kind) {
     char d[64];
     err(NULL, "computing on %s", device_desc(ctx, d, sizeof d));
   }
+  es_trace("video: context ready");
   rc = es_stream_open(ctx, &sc, &v.st);
   if (rc != ES_OK) {
     const char *m = es_context_error(ctx);
@@ -1555,6 +1580,7 @@ static int run_video(cli_opts *o, int out_kind) {
     code = es_exit_code(rc);
     goto end;
   }
+  es_trace("video: stream open");
 
   t0 = now_s();
   if (pthread_create(&th, NULL, decode_thread, &v) != 0) {
@@ -1640,6 +1666,7 @@ static int run_video(cli_opts *o, int out_kind) {
           break;
         }
         free(path);
+        if (written == 0) es_trace("video: first frame written");
         written++;
       }
       es_stream_release(v.st, f);
@@ -1660,6 +1687,7 @@ static int run_video(cli_opts *o, int out_kind) {
       }
     }
   }
+  es_trace("video: last frame written (%" PRId64 ")", written);
   pthread_join(th, NULL);
   th_started = 0;
 
@@ -1701,6 +1729,7 @@ static int run_video(cli_opts *o, int out_kind) {
       }
     }
   }
+  es_trace("video: outputs closed");
   {
     double el = now_s() - t0;
     int64_t corrupt = es_video_in_corrupt(v.vin);
@@ -1730,6 +1759,7 @@ end:
   es_stream_destroy(&v.st);
   es_video_in_close(&v.vin);
   es_context_destroy(&ctx);
+  es_trace("video: all freed");
   return code;
 }
 
@@ -1738,6 +1768,7 @@ int main(int argc, char **argv) {
   int rc, in_kind, out_kind;
   struct stat st;
 
+  es_trace("main");
   memset(&o, 0, sizeof o);
   es_config_default(&o.cfg);
   es_render_default(&o.render);
