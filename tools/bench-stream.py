@@ -147,6 +147,38 @@ def main():
         row("entropy-stream heat libx264 veryfast --device cpu",
             "%s %s -o %s -y --no-progress --preset veryfast --device cpu" % (es, src, heat), base["fps"],
             lambda: probe_frames(heat))
+    # PNG batch through the same engine (decode workers -> es_stream -> encode workers): 64
+    # greyscale 1080p PNGs (written by entropy-stream itself: the GPU machine's FFmpeg has no
+    # PNG encoder); the check is that the GPU run's heat PNGs equal the CPU run's, byte for
+    # byte.
+    pngs = os.path.join(tmp, "pngs")
+    sh("%s %s -o %s -y -q --format gray8" % (es, src, pngs))
+    for f in sorted(os.listdir(pngs))[64:]:
+        os.remove(os.path.join(pngs, f))
+    hdir = {d: os.path.join(tmp, "heat-" + d) for d in ("auto", "cpu")}
+
+    def same_pngs():
+        names = sorted(os.listdir(hdir["cpu"]))
+        diff = [n for n in names if not os.path.exists(os.path.join(hdir["auto"], n)) or
+                open(os.path.join(hdir["auto"], n), "rb").read() !=
+                open(os.path.join(hdir["cpu"], n), "rb").read()]
+        return "%d PNGs, %d differ from the CPU run's" % (len(names), len(diff))
+    row("PNG batch 64 x 1080p -> heat PNG --device cpu",
+        "%s %s -o %s -y -q --device cpu" % (es, pngs, hdir["cpu"]))
+    row("PNG batch 64 x 1080p -> heat PNG --device %s" % a.device,
+        "%s %s -o %s -y -q --device %s" % (es, pngs, hdir["auto"], a.device), None, same_pngs)
+    # Where the start-up goes: one traced run each (ES_TRACE phase lines) into trace-*.log.
+    for name, cmd in (("stats", "%s %s --stats %s -y --no-progress" % (es, src, stats)),
+                      ("heat", "%s %s -o %s -y --no-progress --preset veryfast" % (es, src, heat)),
+                      ("raw", "cat %s | %s - %s --stats %s -y --no-progress" % (raw, es, rawopt, stats))):
+        t0 = time.perf_counter()
+        p = subprocess.run("ES_TRACE=1 " + cmd if not cmd.startswith("cat") else
+                           cmd.replace("| ", "| ES_TRACE=1 ", 1), shell=True,
+                           stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        wall = time.perf_counter() - t0
+        with open(os.path.join(a.out, "trace-%s.log" % name), "w") as f:
+            f.write("# %s\n# wall %.3f s, rc %d\n%s" % (cmd, wall, p.returncode, p.stderr))
+        print("trace %-6s wall %.3f s (trace-%s.log)" % (name, wall, name), flush=True)
     for n in (600, 6000):
         gen = ("ffmpeg -v error -f lavfi -i testsrc2=size=1920x1080:rate=30 -frames:v %d "
                "-pix_fmt gray -f rawvideo -" % n)
