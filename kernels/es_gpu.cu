@@ -245,6 +245,17 @@ extern "C" void es_gpu_host_free(void *p) {
   free(p);
 }
 
+extern "C" int es_gpu_host_register(void *p, size_t bytes) {
+  if (!p || !bytes) return 0;
+  if (cudaHostRegister(p, bytes, cudaHostRegisterPortable) == cudaSuccess) return 1;
+  cudaGetLastError();
+  return 0;
+}
+
+extern "C" void es_gpu_host_unregister(void *p) {
+  if (p && cudaHostUnregister(p) != cudaSuccess) cudaGetLastError();
+}
+
 /* ---- worker ---- */
 
 static const void *const es_kernel_list[] = {

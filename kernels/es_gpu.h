@@ -30,6 +30,11 @@ int es_gpu_versions(char *buf, size_t len);
 /* Page-locked host memory (falls back to malloc when pinning fails or without CUDA). */
 void *es_gpu_host_alloc(size_t bytes);
 void es_gpu_host_free(void *p);
+/* Page-locks existing host memory for every device (1: done, 0: not possible, nothing
+ * changed), and undoes it. The stream's pool registers its malloc'd buffers this way once
+ * the GPUs are open, so frames can start on the CPU before CUDA is initialised. */
+int es_gpu_host_register(void *p, size_t bytes);
+void es_gpu_host_unregister(void *p);
 
 typedef struct es_gpu_worker es_gpu_worker;
 

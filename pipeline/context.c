@@ -158,18 +158,51 @@ typedef struct gpu_open {
   char why[ES_ERRLEN];                           /* out: the reason when none */
 } gpu_open;
 
+typedef struct worker_open {
+  int ordinal;
+  es_gpu_worker *w;
+  char why[ES_ERRLEN];
+} worker_open;
+
+static void *worker_open_main(void *arg) {
+  worker_open *o = arg;
+  if (es_gpu_worker_create(&o->w, o->ordinal, o->why, sizeof o->why) != ES_OK) o->w = NULL;
+  return NULL;
+}
+
+/* Worker 0 first (it creates the device's context and loads the module), then the others
+ * in parallel: each one's warm-up job and buffers cost tens of ms. */
 static void *gpu_open_main(void *arg) {
   gpu_open *g = arg;
+  worker_open o[ES_GPU_WORKERS_PER_DEVICE];
+  pthread_t th[ES_GPU_WORKERS_PER_DEVICE];
+  int started[ES_GPU_WORKERS_PER_DEVICE] = {0}, ok = 1;
+  memset(o, 0, sizeof o);
+  for (int k = 0; k < ES_GPU_WORKERS_PER_DEVICE; k++) o[k].ordinal = g->ordinal;
+  es_trace("GPU %d: opening worker 0", g->ordinal);
+  worker_open_main(&o[0]);
+  if (o[0].w) {
+    for (int k = 1; k < ES_GPU_WORKERS_PER_DEVICE; k++)
+      if (pthread_create(&th[k], NULL, worker_open_main, &o[k]) == 0)
+        started[k] = 1;
+      else
+        worker_open_main(&o[k]);
+    for (int k = 1; k < ES_GPU_WORKERS_PER_DEVICE; k++)
+      if (started[k]) pthread_join(th[k], NULL);
+  }
   for (int k = 0; k < ES_GPU_WORKERS_PER_DEVICE; k++) {
-    es_trace("GPU %d: opening worker %d", g->ordinal, k);
-    if (es_gpu_worker_create(&g->w[k], g->ordinal, g->why, sizeof g->why) != ES_OK || !g->w[k]) {
-      g->w[k] = NULL;
-      while (k > 0) es_gpu_worker_destroy(&g->w[--k]);
-      if (!g->why[0]) snprintf(g->why, sizeof g->why, "unknown error");
-      break;
+    if (!o[k].w && ok) {
+      ok = 0;
+      snprintf(g->why, sizeof g->why, "%s", o[k].why[0] ? o[k].why : "unknown error");
     }
   }
-  es_trace("GPU %d: open", g->ordinal);
+  for (int k = 0; k < ES_GPU_WORKERS_PER_DEVICE; k++) {
+    if (ok)
+      g->w[k] = o[k].w;
+    else
+      es_gpu_worker_destroy(&o[k].w); /* all or none */
+  }
+  es_trace("GPU %d: open%s", g->ordinal, ok ? "" : " failed");
   return NULL;
 }
 
@@ -233,6 +266,55 @@ end:
   return rc;
 }
 
+/* Finishes the GPU part of a context: the GPU list in the configuration, then the flag
+ * that lets other threads read the GPU fields. */
+static void gpus_publish(es_context *ctx) {
+  ctx->cfg.ngpus = ctx->ngpu;
+  for (int i = 0; i < ctx->ngpu; i++) ctx->cfg.gpus[i] = ctx->gpu_ordinal[i];
+  pthread_mutex_lock(&ctx->lock);
+  atomic_store_explicit(&ctx->gpus_ready, 1, memory_order_release);
+  pthread_cond_broadcast(&ctx->gpus_cond);
+  pthread_mutex_unlock(&ctx->lock);
+}
+
+int es_ctx_gpus_ready(const es_context *ctx) {
+  return atomic_load_explicit(&((es_context *)ctx)->gpus_ready, memory_order_acquire);
+}
+
+void es_ctx_gpus_wait(const es_context *ctx) {
+  if (es_ctx_gpus_ready(ctx)) return;
+  es_context *c = (es_context *)ctx; /* the lock is not part of the logical state */
+  pthread_mutex_lock(&c->lock);
+  while (!atomic_load_explicit(&c->gpus_ready, memory_order_acquire))
+    pthread_cond_wait(&c->gpus_cond, &c->lock);
+  pthread_mutex_unlock(&c->lock);
+}
+
+/* cfg.gpu_background: every visible GPU opened on a thread of its own. Under auto with all
+ * GPUs nothing here is an error: a GPU that cannot be opened is skipped (gpus_open warns),
+ * and with none the context stays CPU-only. */
+static void *gpus_background_main(void *arg) {
+  es_context *ctx = arg;
+  char why[ES_ERRLEN] = "";
+  int ord[ES_MAX_GPUS], nord = 0;
+  es_trace("context: opening GPUs in the background");
+  int visible = es_gpu_device_count();
+  es_trace("context: %d GPU(s) visible", visible);
+  if (gpus_choose(&ctx->cfg, visible, ord, &nord, why, sizeof why) != ES_OK ||
+      gpus_open(ctx, ord, nord, why, sizeof why) != ES_OK) {
+    if (ctx->cfg.verbose >= 1)
+      fprintf(stderr, "entropy-stream: warning: GPUs not used: %s\n", why[0] ? why : "error");
+    for (int i = 0; i < ctx->nworkers; i++) es_gpu_worker_destroy(&ctx->workers[i].w);
+    ctx->nworkers = 0;
+    ctx->ngpu = 0;
+  }
+  if (ctx->cfg.verbose >= 2)
+    fprintf(stderr, "entropy-stream: %d GPU(s) open\n", ctx->ngpu);
+  gpus_publish(ctx);
+  es_trace("context: GPUs ready (%d)", ctx->ngpu);
+  return NULL;
+}
+
 int es_context_create(es_context **out, const es_config *cfg, char *msg, size_t msglen) {
   char tmp[ES_ERRLEN];
   es_context *ctx = NULL;
@@ -251,11 +333,15 @@ int es_context_create(es_context **out, const es_config *cfg, char *msg, size_t 
   }
   rc = config_check(cfg, msg, msglen);
   if (rc) goto end;
+  /* In the background only where no GPU is required: auto, all GPUs. */
+  const int background = cfg->gpu_background && cfg->device == ES_DEVICE_AUTO && cfg->ngpus == 0;
   int ord[ES_MAX_GPUS], nord = 0;
-  int visible = cfg->device == ES_DEVICE_CPU ? 0 : es_gpu_device_count();
-  es_trace("context: %d GPU(s) visible", visible);
-  rc = gpus_choose(cfg, visible, ord, &nord, msg, msglen);
-  if (rc) goto end;
+  if (!background) {
+    int visible = cfg->device == ES_DEVICE_CPU ? 0 : es_gpu_device_count();
+    es_trace("context: %d GPU(s) visible", visible);
+    rc = gpus_choose(cfg, visible, ord, &nord, msg, msglen);
+    if (rc) goto end;
+  }
 
   ctx = calloc(1, sizeof *ctx);
   if (!ctx) {
@@ -266,6 +352,8 @@ int es_context_create(es_context **out, const es_config *cfg, char *msg, size_t 
   ctx->cfg = *cfg;
   pthread_mutex_init(&ctx->lock, NULL);
   pthread_cond_init(&ctx->worker_free, NULL);
+  pthread_cond_init(&ctx->gpus_cond, NULL);
+  atomic_init(&ctx->gpus_ready, 0);
   atomic_init(&ctx->retries, 0);
   atomic_init(&ctx->compute_calls, 0);
   es_fault_parse(&ctx->fault, getenv("ES_FAULT_INJECT"));
@@ -274,11 +362,21 @@ int es_context_create(es_context **out, const es_config *cfg, char *msg, size_t 
   if (ctx->cfg.cpu_below < 0) ctx->cfg.cpu_below = ES_DEFAULT_CPU_BELOW;
   (void)es_tables_get(); /* build the shared tables now, not inside the first job */
 
+  if (background) {
+    if (pthread_create(&ctx->gpu_thread, NULL, gpus_background_main, ctx) == 0) {
+      ctx->gpu_thread_started = 1;
+      *out = ctx;
+      return ES_OK;
+    }
+    /* No thread: open them here, as without gpu_background. */
+    int visible = es_gpu_device_count();
+    rc = gpus_choose(cfg, visible, ord, &nord, msg, msglen);
+    if (rc) goto end;
+  }
   rc = gpus_open(ctx, ord, nord, msg, msglen);
   if (rc) goto end;
   /* The configuration in force lists the GPUs actually used. */
-  ctx->cfg.ngpus = ctx->ngpu;
-  for (int i = 0; i < ctx->ngpu; i++) ctx->cfg.gpus[i] = ctx->gpu_ordinal[i];
+  gpus_publish(ctx);
   if (ctx->cfg.verbose >= 2)
     fprintf(stderr, "entropy-stream: %d GPU(s), %d CPU thread(s), cpu-below %lld pixels\n",
             ctx->ngpu, ctx->threads, (long long)ctx->cfg.cpu_below);
@@ -293,8 +391,10 @@ void es_context_destroy(es_context **pctx) {
   if (!pctx || !*pctx) return;
   es_context *ctx = *pctx;
   if (tl_err_ctx == ctx) tl_err_ctx = NULL; /* a later context may get the same address */
+  if (ctx->gpu_thread_started) pthread_join(ctx->gpu_thread, NULL);
   for (int i = 0; i < ctx->nworkers; i++) es_gpu_worker_destroy(&ctx->workers[i].w);
   free(ctx->workers);
+  pthread_cond_destroy(&ctx->gpus_cond);
   pthread_cond_destroy(&ctx->worker_free);
   pthread_mutex_destroy(&ctx->lock);
   free(ctx);
@@ -314,9 +414,19 @@ const char *es_context_error(const es_context *ctx) {
   return copy;
 }
 
-int es_context_gpu_count(const es_context *ctx) { return ctx ? ctx->ngpu : 0; }
+int es_context_gpus_open(const es_context *ctx) { return ctx ? es_ctx_gpus_ready(ctx) : 0; }
 
-const es_config *es_context_config(const es_context *ctx) { return ctx ? &ctx->cfg : NULL; }
+int es_context_gpu_count(const es_context *ctx) {
+  if (!ctx) return 0;
+  es_ctx_gpus_wait(ctx);
+  return ctx->ngpu;
+}
+
+const es_config *es_context_config(const es_context *ctx) {
+  if (!ctx) return NULL;
+  es_ctx_gpus_wait(ctx);
+  return &ctx->cfg;
+}
 
 int64_t es_context_retries(const es_context *ctx) {
   return ctx ? (int64_t)atomic_load(&((es_context *)ctx)->retries) : 0;

@@ -151,6 +151,7 @@ int es_run_job(es_context *ctx, const es_job *job, int target, int cpu_threads, 
   uint64_t excluded = 0; /* GPU indexes that failed this job */
   int first = 1, cpu_retried = 0, rc = ES_OK;
   *device = -1;
+  if (target != ES_TARGET_CPU) es_ctx_gpus_wait(ctx);
 
   if (target == ES_TARGET_MULTI) {
     es_pool_worker *pw[ES_MAX_GPUS];
@@ -268,6 +269,7 @@ int es_compute(es_context *ctx, const es_image *img, float *out, size_t out_stri
     es_ctx_set_error(ctx, "no image");
     return ES_ERR_USAGE;
   }
+  es_ctx_gpus_wait(ctx); /* cfg.gpu_background: the GPUs may still be opening */
   es_job job;
   memset(&job, 0, sizeof job);
   job.in = *img;

@@ -123,6 +123,11 @@ typedef struct es_config {
   int stats_bins;       /* 1..ES_STATS_MAX_BINS; default 16 */
   int queue;            /* frames in flight per stage (streaming); default 8 */
   int verbose;          /* 0 quiet, 1 normal, 2 verbose (library messages to stderr) */
+  int gpu_background;   /* 1: with device auto and all GPUs, es_context_create returns at
+                         * once and opens the GPUs on a thread of its own (CUDA start-up
+                         * takes a few hundred ms): streams begin on the CPU and the GPUs
+                         * join them when open; es_compute, es_context_gpu_count and
+                         * es_context_config wait for the GPUs. Default 0: open first. */
 } es_config;
 void es_config_default(es_config *c);
 
@@ -138,8 +143,11 @@ void es_context_destroy(es_context **ctx);
  * sharing a context each read their own), or, if this thread got none, the context's last
  * error ("" if none). The string stays valid until the thread's next call. */
 const char *es_context_error(const es_context *ctx);
-/* Number of GPUs the context computes on (0 = CPU only). */
+/* Number of GPUs the context computes on (0 = CPU only); waits for GPUs opening in the
+ * background (gpu_background). es_context_gpus_open: 1 once they are open (at once
+ * without gpu_background), never waits. */
 int es_context_gpu_count(const es_context *ctx);
+int es_context_gpus_open(const es_context *ctx);
 /* The configuration in force (after defaults were filled in). */
 const es_config *es_context_config(const es_context *ctx);
 

@@ -20,9 +20,10 @@
 /* es_compute splits an image over every GPU of the context from this many pixels up
  * (smaller images do not pay for the halo exchange and the extra launches). */
 #define ES_MULTI_GPU_PIXELS (8LL * 1024 * 1024)
-/* GPU workers (CUDA streams) per device: two, so copies of one job overlap the kernel of
- * another. */
-#define ES_GPU_WORKERS_PER_DEVICE 2
+/* GPU workers (CUDA streams) per device: three, so copies of one job overlap the kernel of
+ * another, and a stream of small frames (a 1080p job is ~0.4 ms of copies, kernels and
+ * synchronisation) is not bound by the latency of two jobs at a time. */
+#define ES_GPU_WORKERS_PER_DEVICE 3
 /* A device whose jobs failed this many times in a row is no longer offered work. */
 #define ES_GPU_DISABLE_STREAK 3
 /* OpenMP threads for one CPU job: at least this many pixels per thread. Measured on the
@@ -58,13 +59,20 @@ typedef struct es_pool_worker {
   int busy;         /* guarded by ctx->lock */
 } es_pool_worker;
 
+/* "Immutable" below: written once before create returns, or, for the GPU fields under
+ * cfg.gpu_background, by the opening thread before it sets gpus_ready; read only after
+ * es_ctx_gpus_wait (or es_ctx_gpus_ready returned 1). */
 struct es_context {
-  es_config cfg;                   /* immutable after create (defaults filled in) */
+  es_config cfg;                   /* immutable (defaults filled in; GPU list: see above) */
   int threads;                     /* immutable: resolved CPU thread count (>= 1) */
   int ngpu;                        /* immutable: GPUs in use */
   int gpu_ordinal[ES_MAX_GPUS];    /* immutable: CUDA ordinal of each GPU in use */
   es_pool_worker *workers;         /* immutable array of nworkers; busy under lock */
   int nworkers;                    /* immutable */
+  atomic_int gpus_ready;           /* 1 once the GPU fields above are final */
+  pthread_cond_t gpus_cond;        /* with lock: broadcast when gpus_ready is set */
+  pthread_t gpu_thread;            /* the opening thread (gpu_background) */
+  int gpu_thread_started;          /* immutable */
   pthread_mutex_t lock;            /* guards busy, fail_streak, err */
   pthread_cond_t worker_free;      /* broadcast when a worker is released */
   int fail_streak[ES_MAX_GPUS];    /* guarded by lock: consecutive failures per GPU */
@@ -73,6 +81,12 @@ struct es_context {
   es_fault fault;                  /* faults of es_compute calls */
   char err[ES_ERRLEN];             /* guarded by lock: last error message */
 };
+
+/* Waits until the context's GPUs are open (at once unless cfg.gpu_background); after it
+ * ngpu, gpu_ordinal, workers and cfg.gpus may be read. es_ctx_gpus_ready: the same test
+ * without waiting. */
+void es_ctx_gpus_wait(const es_context *ctx);
+int es_ctx_gpus_ready(const es_context *ctx);
 
 /* Records a one-line error on the context (thread-safe). */
 void es_ctx_set_error(es_context *ctx, const char *fmt, ...)

@@ -29,9 +29,14 @@ typedef struct es_slot {
   struct es_slot *next; /* link in the free list or a work queue; guarded by s->lock */
   int state;            /* enum slot_state; guarded by s->lock */
   int to_gpu;           /* set at push (producer) */
+  int stealable;        /* set at push: on the CPU queue only because the GPUs were still
+                         * opening; an idle GPU thread may take it */
   size_t data_cap;      /* bytes of f.data; changed only by the producer while ACQUIRED */
   size_t map_cap;       /* floats of f.map; likewise */
   size_t pix_cap[3];    /* bytes of f.pix.plane[i]; likewise */
+  /* Page-locked (es_gpu_host_register) buffers: data, map, planes 0..2. Set by a GPU thread
+   * while RUNNING, cleared when the producer or destroy frees the buffer. */
+  unsigned char reg[5];
   char err[ES_ERRLEN];  /* "frame N: why" when f.status != ES_OK: written by the worker
                          * (RUNNING), read by es_stream_pull (DONE -> PULLED) */
 } es_slot;
@@ -45,7 +50,11 @@ typedef struct es_worker_arg {
 struct es_stream {
   es_context *ctx;          /* immutable; not owned */
   es_stream_config sc;      /* immutable */
-  int pinned;               /* immutable: data buffers come from es_gpu_host_alloc */
+  int gpu_possible;         /* immutable: GPUs may compute (buffers page-aligned, registered) */
+  atomic_int gpu_on;        /* 1 once the GPU threads run: frames may go to them */
+  pthread_t joiner;         /* waits for GPUs opening in the background, starts their threads */
+  int joiner_started;       /* immutable after open */
+  int cap_threads;          /* immutable: room in threads/args */
   int nslots;               /* immutable: cfg.queue */
   es_slot *slots;           /* immutable array; each slot as es_slot says */
   es_slot **ring;           /* guarded by lock: [index % nslots] = pushed, not pulled frame */
@@ -73,23 +82,38 @@ struct es_stream {
 
 static size_t bytes_per_sample(int depth) { return depth == 16 ? 2 : 1; }
 
-/* Every buffer of a slot (input, map, rendered planes) is page-locked when GPUs compute:
- * the GPU engine then copies straight between them and the device, with no staging copy on
- * host threads (which, for pageable outputs, cost more than the transfers themselves and
- * competed with the decoder and encoder for the cores). */
+/* Every buffer of a slot (input, map, rendered planes) is page-locked before a GPU computes
+ * it: the GPU engine then copies straight between them and the device, with no staging
+ * copy on host threads (which, for pageable outputs, cost more than the transfers
+ * themselves and competed with the decoder and encoder for the cores). The buffers are
+ * plain page-aligned allocations, registered by the first GPU thread that runs the slot
+ * (slot_register), so that frames can start on the CPU while CUDA is still starting. */
+#define ES_PAGE 4096
+static size_t page_round(size_t bytes) { return (bytes + ES_PAGE - 1) / ES_PAGE * ES_PAGE; }
+
 static void *buf_alloc(const es_stream *s, size_t bytes) {
-  return s->pinned ? es_gpu_host_alloc(bytes) : malloc(bytes);
+  if (!s->gpu_possible) return malloc(bytes ? bytes : 1);
+  return aligned_alloc(ES_PAGE, page_round(bytes ? bytes : 1));
 }
 
-static void buf_free(const es_stream *s, void *p) {
-  if (s->pinned)
-    es_gpu_host_free(p);
-  else
-    free(p);
+static void buf_free(void *p, unsigned char *reg) {
+  if (p && *reg) es_gpu_host_unregister(p);
+  *reg = 0;
+  free(p);
+}
+
+/* Page-locks the slot's buffers that are not yet (a GPU thread holding the slot). */
+static void slot_register(es_slot *sl) {
+  void *p[5] = {sl->f.data, sl->f.map, sl->f.pix.plane[0], sl->f.pix.plane[1], sl->f.pix.plane[2]};
+  size_t n[5] = {sl->data_cap, sl->map_cap * sizeof(float), sl->pix_cap[0], sl->pix_cap[1],
+                 sl->pix_cap[2]};
+  for (int i = 0; i < 5; i++)
+    if (p[i] && !sl->reg[i]) sl->reg[i] = (unsigned char)es_gpu_host_register(p[i], page_round(n[i]));
 }
 
 static void data_free(es_stream *s, es_slot *sl) {
-  buf_free(s, sl->f.data);
+  (void)s;
+  buf_free(sl->f.data, &sl->reg[0]);
   sl->f.data = NULL;
   sl->data_cap = 0;
 }
@@ -109,7 +133,7 @@ static int outputs_grow(es_stream *s, es_slot *sl, int w, int h) {
   if (s->sc.want_map) {
     size_t need = (size_t)w * (size_t)h;
     if (need > sl->map_cap) {
-      buf_free(s, sl->f.map);
+      buf_free(sl->f.map, &sl->reg[1]);
       sl->f.map = buf_alloc(s, need * sizeof(float));
       sl->map_cap = sl->f.map ? need : 0;
       if (!sl->f.map) return ES_ERR_NOMEM;
@@ -119,7 +143,7 @@ static int outputs_grow(es_stream *s, es_slot *sl, int w, int h) {
   for (int i = 0; i < es_pix_planes(fmt); i++) {
     size_t need = es_pix_stride(fmt, i, w) * (size_t)es_pix_plane_height(fmt, i, h);
     if (need > sl->pix_cap[i]) {
-      buf_free(s, sl->f.pix.plane[i]);
+      buf_free(sl->f.pix.plane[i], &sl->reg[2 + i]);
       sl->f.pix.plane[i] = buf_alloc(s, need);
       sl->pix_cap[i] = sl->f.pix.plane[i] ? need : 0;
       if (!sl->f.pix.plane[i]) return ES_ERR_NOMEM;
@@ -152,6 +176,7 @@ static void run_frame(es_stream *s, es_worker_arg *a, es_slot *sl) {
   frame_job(s, sl, &job);
   int device = -1;
   int rc = es_job_check(&job, why, sizeof why);
+  if (rc == ES_OK && a->target != ES_TARGET_CPU) slot_register(sl);
   if (rc == ES_OK)
     rc = es_run_job(s->ctx, &job, a->target, a->cpu_threads, sl->f.index, &s->fault, &device,
                     why, sizeof why);
@@ -168,20 +193,37 @@ static void run_frame(es_stream *s, es_worker_arg *a, es_slot *sl) {
   }
 }
 
+/* The next frame for a worker (under s->lock), unlinked from its queue, or NULL. A GPU
+ * thread with nothing of its own takes the oldest stealable frame of the CPU queue. */
+static es_slot *take_work(es_stream *s, int gpu) {
+  es_slot **head = gpu ? &s->gpu_head : &s->cpu_head;
+  es_slot **tail = gpu ? &s->gpu_tail : &s->cpu_tail;
+  es_slot *sl = *head, *prev = NULL;
+  if (!sl && gpu) {
+    head = &s->cpu_head;
+    tail = &s->cpu_tail;
+    for (sl = *head; sl && !sl->stealable; sl = sl->next) prev = sl;
+  }
+  if (!sl) return NULL;
+  if (prev)
+    prev->next = sl->next;
+  else
+    *head = sl->next;
+  if (*tail == sl) *tail = prev;
+  sl->next = NULL;
+  return sl;
+}
+
 static void *worker_main(void *arg) {
   es_worker_arg *a = arg;
   es_stream *s = a->s;
   int gpu = a->target != ES_TARGET_CPU;
   pthread_mutex_lock(&s->lock);
   for (;;) {
-    es_slot **head = gpu ? &s->gpu_head : &s->cpu_head;
-    es_slot **tail = gpu ? &s->gpu_tail : &s->cpu_tail;
-    while (!*head && !s->aborted && !s->shutdown) pthread_cond_wait(&s->work_cond, &s->lock);
-    if (s->aborted || s->shutdown) break;
-    es_slot *sl = *head;
-    *head = sl->next;
-    if (!*head) *tail = NULL;
-    sl->next = NULL;
+    es_slot *sl = NULL;
+    while (!s->aborted && !s->shutdown && !(sl = take_work(s, gpu)))
+      pthread_cond_wait(&s->work_cond, &s->lock);
+    if (!sl) break; /* aborted or shut down */
     sl->state = SLOT_RUNNING;
     pthread_mutex_unlock(&s->lock);
 
@@ -192,6 +234,44 @@ static void *worker_main(void *arg) {
     pthread_cond_broadcast(&s->done_cond);
   }
   pthread_mutex_unlock(&s->lock);
+  return NULL;
+}
+
+/* Starts ES_GPU_WORKERS_PER_DEVICE threads per GPU of the context (whose GPUs are open),
+ * then lets frames go to them. ES_OK also when there are none to start. */
+static int gpu_threads_start(es_stream *s) {
+  const es_context *ctx = s->ctx;
+  int rc = ES_OK;
+  if (ctx->cfg.device == ES_DEVICE_CPU || ctx->ngpu == 0) return ES_OK;
+  int n = ctx->ngpu * ES_GPU_WORKERS_PER_DEVICE;
+  pthread_mutex_lock(&s->lock);
+  for (int k = 0; k < n && s->nthreads < s->cap_threads && !s->shutdown; k++) {
+    es_worker_arg *a = &s->args[s->nthreads];
+    a->s = s;
+    a->target = k / ES_GPU_WORKERS_PER_DEVICE;
+    a->cpu_threads = ctx->threads;
+    if (pthread_create(&s->threads[s->nthreads], NULL, worker_main, a) != 0) {
+      rc = ES_ERR_NOMEM;
+      break;
+    }
+    s->nthreads++;
+  }
+  /* Even with fewer threads than asked for, those that run can take GPU frames. */
+  if (s->nthreads > 0) atomic_store(&s->gpu_on, 1);
+  pthread_mutex_unlock(&s->lock);
+  if (ctx->cfg.verbose >= 2)
+    fprintf(stderr, "entropy-stream: stream: %d GPU thread(s)\n", n);
+  return rc;
+}
+
+/* The GPUs open in the background (cfg.gpu_background): wait for them, then start their
+ * threads. Until then every frame goes to the CPU workers. */
+static void *joiner_main(void *arg) {
+  es_stream *s = arg;
+  es_ctx_gpus_wait(s->ctx);
+  if (gpu_threads_start(s) != ES_OK && s->ctx->cfg.verbose >= 1)
+    fprintf(stderr, "entropy-stream: warning: not every GPU thread could start\n");
+  es_trace("stream: GPU threads started");
   return NULL;
 }
 
@@ -218,7 +298,8 @@ int es_stream_open(es_context *ctx, const es_stream_config *sc, es_stream **out)
   if (!s) goto end;
   s->ctx = ctx;
   s->sc = *sc;
-  s->pinned = ctx->ngpu > 0;
+  s->gpu_possible = ctx->cfg.device != ES_DEVICE_CPU && es_gpu_built();
+  atomic_init(&s->gpu_on, 0);
   s->nslots = ctx->cfg.queue;
   pthread_mutex_init(&s->lock, NULL);
   pthread_cond_init(&s->free_cond, NULL);
@@ -245,33 +326,40 @@ int es_stream_open(es_context *ctx, const es_stream_config *sc, es_stream **out)
    * kernel of another. CPU: min(threads, queue) workers sharing the cores (more workers
    * than frames in flight would idle), each with threads/workers OpenMP threads: many
    * single-thread workers for many small frames on few cores, no oversubscription. CPU
-   * workers exist when frames can be routed to the CPU: no GPU, or --device auto. */
-  int ngpu_threads = ctx->cfg.device == ES_DEVICE_CPU ? 0 : ctx->ngpu * ES_GPU_WORKERS_PER_DEVICE;
+   * workers exist when frames can be routed to the CPU: no GPU, or --device auto (which
+   * includes GPUs still opening in the background: every frame goes to the CPU until
+   * they are open, then the GPU threads start, from the joiner thread). */
+  const int ready = es_ctx_gpus_ready(ctx);
   int ncpu = 0;
-  if (ctx->ngpu == 0 || ctx->cfg.device != ES_DEVICE_GPU) {
+  if (!ready || ctx->ngpu == 0 || ctx->cfg.device != ES_DEVICE_GPU) {
     ncpu = ctx->threads < s->nslots ? ctx->threads : s->nslots;
     if (ncpu < 1) ncpu = 1;
   }
   s->cpu_threads = ncpu > 0 ? ctx->threads / ncpu : ctx->threads;
   if (s->cpu_threads < 1) s->cpu_threads = 1;
-  int total = ngpu_threads + ncpu;
-  s->threads = calloc((size_t)total, sizeof *s->threads);
-  s->args = calloc((size_t)total, sizeof *s->args);
+  s->cap_threads = ncpu + (s->gpu_possible ? ES_MAX_GPUS * ES_GPU_WORKERS_PER_DEVICE : 0);
+  s->threads = calloc((size_t)s->cap_threads + 1, sizeof *s->threads);
+  s->args = calloc((size_t)s->cap_threads + 1, sizeof *s->args);
   if (!s->threads || !s->args) goto end;
-  for (int i = 0; i < total; i++) {
+  for (int i = 0; i < ncpu; i++) {
     es_worker_arg *a = &s->args[i];
     a->s = s;
-    a->target = i < ngpu_threads ? i / ES_GPU_WORKERS_PER_DEVICE : ES_TARGET_CPU;
-    a->cpu_threads = i < ngpu_threads ? ctx->threads : s->cpu_threads;
+    a->target = ES_TARGET_CPU;
+    a->cpu_threads = s->cpu_threads;
     if (pthread_create(&s->threads[i], NULL, worker_main, a) != 0) goto end;
     s->nthreads++;
   }
-  es_trace("stream: pool of %d frames and %d threads", s->nslots, s->nthreads);
+  if (ready) {
+    if (gpu_threads_start(s) != ES_OK) goto end;
+  } else {
+    if (pthread_create(&s->joiner, NULL, joiner_main, s) != 0) goto end;
+    s->joiner_started = 1;
+  }
+  es_trace("stream: pool of %d frames, %d CPU worker(s)%s", s->nslots, ncpu,
+           ready ? "" : ", GPUs joining when open");
   if (ctx->cfg.verbose >= 2)
-    fprintf(stderr,
-            "entropy-stream: stream: %d frames, %d GPU thread(s), %d CPU worker(s) x %d "
-            "thread(s)\n",
-            s->nslots, ngpu_threads, ncpu, s->cpu_threads);
+    fprintf(stderr, "entropy-stream: stream: %d frames, %d CPU worker(s) x %d thread(s)\n",
+            s->nslots, ncpu, s->cpu_threads);
   *out = s;
   s = NULL;
   rc = ES_OK;
@@ -388,7 +476,12 @@ int es_stream_push(es_stream *s, es_frame *f) {
   f->status = ES_OK;
   f->device = -1;
   int64_t pixels = (int64_t)f->width * f->height;
-  sl->to_gpu = es_pick_target(s->ctx, pixels, 0) != ES_TARGET_CPU;
+  /* gpu_on (acquire) also makes the context's GPU fields readable. Before it, a frame the
+   * GPUs would take goes to the CPU queue, stealable by the GPU threads once they run. */
+  const int gpu_on = atomic_load(&s->gpu_on);
+  sl->to_gpu = gpu_on && es_pick_target(s->ctx, pixels, 0) != ES_TARGET_CPU;
+  sl->stealable = !gpu_on && s->gpu_possible && s->ctx->cfg.device != ES_DEVICE_CPU &&
+                  pixels >= s->ctx->cfg.cpu_below;
 
   int rc = ES_OK;
   pthread_mutex_lock(&s->lock);
@@ -502,13 +595,15 @@ void es_stream_destroy(es_stream **ps) {
   pthread_cond_broadcast(&s->work_cond);
   pthread_cond_broadcast(&s->done_cond);
   pthread_mutex_unlock(&s->lock);
+  /* The joiner first: it may still add threads (none once shutdown is seen). */
+  if (s->joiner_started) pthread_join(s->joiner, NULL);
   for (int i = 0; i < s->nthreads; i++) pthread_join(s->threads[i], NULL);
   if (s->slots) {
     for (int i = 0; i < s->nslots; i++) {
       es_slot *sl = &s->slots[i];
       data_free(s, sl);
-      buf_free(s, sl->f.map);
-      for (int k = 0; k < 3; k++) buf_free(s, sl->f.pix.plane[k]);
+      buf_free(sl->f.map, &sl->reg[1]);
+      for (int k = 0; k < 3; k++) buf_free(sl->f.pix.plane[k], &sl->reg[2 + k]);
     }
   }
   free(s->slots);

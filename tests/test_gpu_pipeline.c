@@ -5,6 +5,7 @@
  * identical; injected faults on GPU frames retried elsewhere with identical output.
  */
 #include <pthread.h>
+#include <unistd.h>
 
 #include "es_gpu.h"
 #include "es_pipeline_internal.h"
@@ -39,24 +40,34 @@ static void compute_case(es_context *ctx, const es_params *p, int bins, int w, i
   free(data);
 }
 
-/* Pushes n frames of the given sizes, checks order, device and bits. */
-static void stream_case(es_context *ctx, const es_params *p, int bins, int n, int big,
-                        const char *what) {
+/* Pushes n frames of the given sizes, checks order, device and bits. wait_at >= 0: before
+ * pushing frame wait_at, wait for the context's GPUs (gpu_background) and give the stream's
+ * joiner a moment to start their threads. Returns the number of frames a GPU computed. */
+static int stream_case(es_context *ctx, const es_params *p, int bins, int n, int big,
+                       int wait_at, const char *what) {
+  int on_gpu = 0;
   es_stream_config sc;
   memset(&sc, 0, sizeof sc);
   sc.want_map = 1;
   sc.want_stats = 1;
   es_stream *s = NULL;
   CHECK(es_stream_open(ctx, &sc, &s) == ES_OK, "%s: open: %s", what, es_context_error(ctx));
-  if (!s) return;
-  int64_t cpu_below = es_context_config(ctx)->cpu_below;
+  if (!s) return 0;
+  /* Read before any wait for the GPUs (es_context_config waits for them). */
+  const int queue = wait_at >= 0 ? 8 : es_context_config(ctx)->queue;
+  const int64_t cpu_below = wait_at >= 0 ? 0 : es_context_config(ctx)->cpu_below;
+  const int auto_dev = wait_at >= 0 || es_context_config(ctx)->device == ES_DEVICE_AUTO;
   /* Inputs kept for the comparison: frame i is (w, h) below. */
   void **in = calloc((size_t)n, sizeof *in);
   int *ws = calloc((size_t)n, sizeof *ws), *hs = calloc((size_t)n, sizeof *hs);
   int pushed = 0, pulled = 0;
   while (pulled < n) {
     /* Keep the pool full, then pull one. */
-    while (pushed < n && pushed - pulled < es_context_config(ctx)->queue) {
+    while (pushed < n && pushed - pulled < queue) {
+      if (pushed == wait_at) {
+        CHECK(es_context_gpu_count(ctx) > 0, "%s: no GPU after waiting", what);
+        usleep(200 * 1000);
+      }
       es_frame *f = NULL;
       CHECK(es_stream_acquire(s, &f) == ES_OK, "acquire");
       int w = big && pushed % 2 ? es_test_range(400, 900) : es_test_range(5, 200);
@@ -77,8 +88,9 @@ static void stream_case(es_context *ctx, const es_params *p, int bins, int n, in
     if (rc) break;
     CHECK(f->status == ES_OK, "%s: frame %d status %d", what, pulled, f->status);
     int64_t px = (int64_t)ws[pulled] * hs[pulled];
-    if (es_context_config(ctx)->device == ES_DEVICE_AUTO && px < cpu_below)
+    if (auto_dev && px < cpu_below)
       CHECK(f->device == -1, "%s: small frame %d on device %d", what, pulled, f->device);
+    if (f->device >= 0) on_gpu++;
     es_image img = {in[pulled], ws[pulled], hs[pulled], (size_t)ws[pulled], 8};
     pt_result ref;
     char msg[256];
@@ -101,6 +113,7 @@ static void stream_case(es_context *ctx, const es_params *p, int bins, int n, in
   free(in);
   free(ws);
   free(hs);
+  return on_gpu;
 }
 
 int main(void) {
@@ -131,10 +144,30 @@ int main(void) {
     }
     /* Large enough to be split over every GPU when there are several. */
     compute_case(ctx, &c.params, c.stats_bins, 4001, 2203, 8, 1, "split");
-    stream_case(ctx, &c.params, c.stats_bins, 40, 1, name);
+    stream_case(ctx, &c.params, c.stats_bins, 40, 1, -1, name);
     CHECK(es_context_retries(ctx) == 0, "retries without faults: %lld",
           (long long)es_context_retries(ctx));
     es_context_destroy(&ctx);
+  }
+
+  /* GPUs opened in the background: the stream starts at once (its first frames on the CPU
+   * workers), the GPUs join it once open; every frame identical to the reference. */
+  {
+    es_config c;
+    es_config_default(&c);
+    c.gpu_background = 1;
+    c.cpu_below = 1000;
+    c.verbose = 1;
+    es_context *ctx = NULL;
+    char msg[256];
+    CHECK(es_context_create(&ctx, &c, msg, sizeof msg) == ES_OK, "background create: %s", msg);
+    if (ctx) {
+      int g = stream_case(ctx, &c.params, c.stats_bins, 40, 1, 20, "background");
+      CHECK(g > 0, "background: no frame computed on a GPU after the GPUs opened");
+      CHECK(es_context_gpu_count(ctx) == ngpu, "background: gpu count %d of %d",
+            es_context_gpu_count(ctx), ngpu);
+      es_context_destroy(&ctx);
+    }
   }
 
   /* Injected faults on GPU frames: retried on another GPU or the CPU, same bits. */
@@ -146,7 +179,7 @@ int main(void) {
   CHECK(es_context_create(&ctx, &c, NULL, 0) == ES_OK, "create with faults");
   unsetenv("ES_FAULT_INJECT");
   if (ctx) {
-    stream_case(ctx, &c.params, c.stats_bins, 8, 1, "faults");
+    stream_case(ctx, &c.params, c.stats_bins, 8, 1, -1, "faults");
     CHECK(es_context_retries(ctx) == 3, "retries %lld, want 3", (long long)es_context_retries(ctx));
     es_context_destroy(&ctx);
   }

@@ -175,6 +175,7 @@ static void run_stream(int round, const char *fault, int64_t n) {
   c.queue = es_test_range(1, 6);
   c.stats_bins = es_test_range(1, 40);
   c.device = es_test_range(0, 1) ? ES_DEVICE_AUTO : ES_DEVICE_CPU;
+  c.gpu_background = es_test_range(0, 1); /* GPUs (if any) join the stream when open */
   c.verbose = fault ? 1 : 0;
   if (fault)
     setenv("ES_FAULT_INJECT", fault, 1);
@@ -207,8 +208,9 @@ static void run_stream(int round, const char *fault, int64_t n) {
   }
   char what[200];
   snprintf(what, sizeof what,
-           "stream %d (threads %d queue %d %s, map %d stats %d fmt %d, %s %dx%d%s%s)", round,
-           c.threads, c.queue, c.device == ES_DEVICE_CPU ? "cpu" : "auto", sc.want_map,
+           "stream %d (threads %d queue %d %s%s, map %d stats %d fmt %d, %s %dx%d%s%s)", round,
+           c.threads, c.queue, c.device == ES_DEVICE_CPU ? "cpu" : "auto",
+           c.gpu_background ? " background" : "", sc.want_map,
            sc.want_stats, sc.render.format, fixed ? "fixed" : "grow", maxw, maxh,
            fault ? ", faults " : "", fault ? fault : "");
   printf("%s\n", what);
