@@ -60,8 +60,9 @@ struct es_gpu_worker {
   cudaStream_t s_up, s_comp, s_down; /* H2D, kernels, D2H: three engines that overlap */
   cudaEvent_t ev_up[ES_NSLOT], ev_dn[ES_NSLOT], ev_comp, ev_t0, ev_t1;
   /* Tables (uploaded once from es_tables_get; never recomputed here). */
-  unsigned long long *d_dfl;    /* flog[c+1] - flog[c], exact integers */
+  unsigned int *d_dfl;          /* flog[c+1] - flog[c], exact integers (< 2^31) */
   double *d_log2n, *d_scale;
+  unsigned long long *d_flog;   /* the f table itself (ES_NMAX + 1 entries) */
   uint8_t *d_lut;               /* 256 x 3 colormap of the current rendering */
   es_dacc *d_acc;
   es_dacc *h_acc;               /* pinned read-back of d_acc */
@@ -286,6 +287,7 @@ extern "C" void es_gpu_worker_destroy(es_gpu_worker **pw) {
   if (w->s_down) cudaStreamDestroy(w->s_down);
   cudaFree(w->d_dfl);
   cudaFree(w->d_log2n);
+  cudaFree(w->d_flog);
   cudaFree(w->d_scale);
   cudaFree(w->d_lut);
   cudaFree(w->d_acc);
@@ -310,7 +312,7 @@ static int run_jobs(es_gpu_worker **ws, int n, const es_job *job, char *msg, siz
 extern "C" int es_gpu_worker_create(es_gpu_worker **out, int device, char *msg, size_t msglen) {
   int rc = ES_OK, dev = device;
   es_gpu_worker *w = NULL;
-  unsigned long long *hd = NULL;
+  unsigned int *hd = NULL;
   const es_tables *t = es_tables_get();
   cudaDeviceProp pr;
   *out = NULL;
@@ -347,14 +349,24 @@ extern "C" int es_gpu_worker_create(es_gpu_worker **out, int device, char *msg, 
   w->smem_optin -= 2048; /* what range_plan may ask for, below every kernel's limit */
   es_trace("GPU %d: kernel attributes set", device);
   /* Tables: the f deltas are exact integer differences of the shared table. */
-  hd = (unsigned long long *)malloc(sizeof *hd * ES_NMAX);
+  hd = (unsigned int *)malloc(sizeof *hd * ES_NMAX);
   if (!hd) {
     rc = ES_ERR_NOMEM;
     goto end;
   }
-  for (int c = 0; c < ES_NMAX; c++) hd[c] = t->flog[c + 1] - t->flog[c];
+  for (int c = 0; c < ES_NMAX; c++) {
+    uint64_t d = t->flog[c + 1] - t->flog[c];
+    if (d > 0xffffffffu) { /* cannot happen with ES_FIX_SHIFT 26 (es_math.h) */
+      if (msg && msglen) snprintf(msg, msglen, "GPU %d: f increment %d does not fit 32 bits", device, c);
+      rc = ES_ERR_INTERNAL;
+      goto end;
+    }
+    hd[c] = (unsigned int)d;
+  }
   ES_CK(cudaMalloc((void **)&w->d_dfl, sizeof *hd * ES_NMAX));
   ES_CK(cudaMalloc((void **)&w->d_log2n, sizeof(double) * (ES_NMAX + 1)));
+  ES_CK(cudaMalloc((void **)&w->d_flog, sizeof(unsigned long long) * (ES_NMAX + 1)));
+  ES_CK(cudaMemcpy(w->d_flog, t->flog, sizeof(unsigned long long) * (ES_NMAX + 1), cudaMemcpyHostToDevice));
   ES_CK(cudaMalloc((void **)&w->d_scale, sizeof(double) * (ES_NMAX + 1)));
   ES_CK(cudaMalloc((void **)&w->d_lut, 768));
   ES_CK(cudaMalloc((void **)&w->d_acc, sizeof(es_dacc)));
@@ -412,7 +424,6 @@ struct es_range {
   es_window win;
   /* results of phase 1 */
   float hmin, hmax;
-  double sum, sumsq;
   uint64_t hist[ES_STATS_MAX_BINS];
   uint64_t *levhist; /* levels entries, owned by the caller */
   double *rowsums;   /* 2 per row (sum, sumsq), owned by the caller; NULL: no stats */
@@ -423,11 +434,13 @@ static int range_src(const es_range *R, const es_job *job, int p) {
   int i = R->row0 + p - R->r, H = job->in.height;
   if (i >= 0 && i < H) return i;
   if (job->params.border != ES_BORDER_REFLECT) return -1;
-  int m = i % (2 * H);
-  if (m < 0) m += 2 * H;
-  if (m >= H) m = 2 * H - 1 - m;
-  return m;
+  return es_reflect(i, H);
 }
+
+/* Entries of the f-increment table the entropy kernel keeps in shared memory: replicated
+ * once per lane (dt[c * 32 + lane], no bank conflicts) for small windows, one copy up to
+ * 1024, else none (read from global memory). */
+static int dshared_entries(int area) { return area <= 64 ? area * 32 : (area <= 1024 ? area : 0); }
 
 static void range_plan(es_range *R, const es_job *job, const es_gpu_worker *w) {
   es_window_make(&R->win, job->params.window, job->params.shape);
@@ -449,8 +462,7 @@ static void range_plan(es_range *R, const es_job *job, const es_gpu_worker *w) {
   /* Shared histograms when they fit, else global ones. */
   R->ghist = 1;
   R->bx = 128;
-  int dsh = R->area <= 64 ? R->area * 32 : (R->area <= 1024 ? R->area : 0);
-  size_t fixed = (size_t)dsh * 8 + (ES_STATS_MAX_BINS + 2) * 4;
+  size_t fixed = (size_t)dshared_entries(R->area) * 4 + (ES_STATS_MAX_BINS + 2) * 4;
   for (int bx = 128; bx >= 32; bx /= 2) {
     if (fixed + (size_t)(L + 1) * bx * 2 <= w->smem_optin && (L + 1) * (size_t)bx * 2 <= 96 * 1024) {
       R->bx = bx;
@@ -505,9 +517,10 @@ static cudaError_t launch_entropy(es_gpu_worker *w, const es_range *R, const es_
   E.area = R->area;
   E.levels = job->params.levels;
   E.drep = R->area <= 64;
-  E.dshared = E.drep ? R->area * 32 : (R->area <= 1024 ? R->area : 0);
+  E.dshared = dshared_entries(R->area);
   E.dfl = w->d_dfl;
   E.log2n = w->d_log2n;
+  E.flog = w->d_flog;
   E.scale = w->d_scale;
   E.oscale = es_out_scale(job->params.base);
   E.map = write_map ? w->d_map : NULL;
@@ -528,8 +541,8 @@ static cudaError_t launch_entropy(es_gpu_worker *w, const es_range *R, const es_
   if (ty < tmin) ty = tmin;
   if (ty < 16) ty = 16; /* below this the first window of each strip costs too much */
   int nstrips = (rows + ty - 1) / ty;
-  size_t smem = (size_t)E.dshared * 8 + (size_t)((bins + 1) & ~1) * 4 * (stats ? 1 : 0);
-  if (!stats) smem = (size_t)E.dshared * 8;
+  size_t smem = (size_t)E.dshared * 4 + (size_t)((bins + 1) & ~1) * 4 * (stats ? 1 : 0);
+  if (!stats) smem = (size_t)E.dshared * 4;
   if (!R->ghist) {
     smem += (size_t)(E.levels + 1) * bx * 2;
     E.ty = ty;
@@ -721,8 +734,6 @@ static int range_compute(es_gpu_worker *w, es_range *R, const es_job *job, int k
   if (want_stats) {
     R->hmin = es_bits_float(w->h_acc->minbits);
     R->hmax = es_bits_float(w->h_acc->maxbits);
-    R->sum = w->h_acc->sum;
-    R->sumsq = w->h_acc->sumsq;
     for (int k = 0; k < bins; k++) R->hist[k] = w->h_acc->hist[k];
     if (R->levhist)
       for (int k = 0; k < L; k++) R->levhist[k] = w->h_acc->levhist[k];
@@ -1051,6 +1062,7 @@ extern "C" int es_gpu_naive(es_gpu_worker *w, const es_image *img, const es_para
   E.levels = p->levels;
   E.dfl = w->d_dfl;
   E.log2n = w->d_log2n;
+  E.flog = w->d_flog;
   E.scale = w->d_scale;
   E.oscale = es_out_scale(p->base);
   E.map = w->d_map;

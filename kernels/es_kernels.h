@@ -17,9 +17,11 @@ extern "C" {
 #endif
 
 /* Tables shared by every engine (built once per process, thread-safe, never freed):
- *   flog[n]  = round(n * log2(n) * 2^32)   (uint64, n = 0..ES_NMAX, flog[0] = flog[1] = 0)
- *   log2n[n] = log2(n)                      (double; log2n[0] = 0)
- *   scale[n] = 2^-32 / n                    (double; scale[0] = 0)
+ *   flog[n]  = round(n * log2(n) * 2^26)   (uint64, n = 0..ES_NMAX, flog[0] = flog[1] = 0;
+ *                                           2^26 = 2^ES_FIX_SHIFT, see es_math.h)
+ *   log2n[n] = flog[n] * scale[n] ~ log2(n) (double, exactly what es_entropy_value computes
+ *                                           for S = flog[n], so one level gives H = 0)
+ *   scale[n] = 2^-26 / n                    (double; scale[0] = 0)
  * The GPU engine uploads these same arrays, which is what makes its results bit-identical. */
 typedef struct es_tables {
   const uint64_t *flog;

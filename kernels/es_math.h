@@ -29,8 +29,12 @@
 #define ES_D_TO_F(x) ((float)(x))
 #endif
 
-/* Fixed point of S = sum_k f(c_k), f(n) = n log2 n: f is stored as round(f(n) * 2^32). */
-#define ES_FIX_SHIFT 32
+/* Fixed point of S = sum_k f(c_k), f(n) = n log2 n: f is stored as round(f(n) * 2^26).
+ * 2^26 keeps every increment f(n+1) - f(n) (at most (log2 65025 + 1/ln 2) * 2^26 < 2^31)
+ * in 32 bits, so the GPU kernel's delta table takes one shared-memory wavefront a lookup
+ * instead of two; the rounding of f (2^-27 per level present, relative to N) stays below
+ * float32's resolution of H. */
+#define ES_FIX_SHIFT 26
 /* Largest window population: 255 * 255. Tables cover n = 0..ES_NMAX. */
 #define ES_NMAX 65025
 
@@ -49,8 +53,8 @@ ES_HD uint32_t es_quantize(uint32_t v, uint32_t levels, int depth) {
 }
 
 /* H from the exact sum S and the population N:
- *   H = (log2 N - S * 2^-32 / N) * out_scale
- * with log2n = log2(N) and scale = 2^-32 / N taken from the shared tables (es_tables), and
+ *   H = (log2 N - S * 2^-ES_FIX_SHIFT / N) * out_scale
+ * with log2n = log2(N) and scale = 2^-ES_FIX_SHIFT / N taken from the shared tables (es_tables), and
  * out_scale 1 (bits) or ln 2 (nats). Negative rounding residue is clamped to 0. */
 ES_HD float es_entropy_value(uint64_t S, double log2n, double scale, double out_scale) {
   double h = ES_DSUB(log2n, ES_DMUL(ES_U64_TO_D(S), scale));

@@ -19,7 +19,6 @@
 /* Device accumulators of the fused statistics (one set per worker, zeroed by k_acc_init). */
 struct es_dacc {
   unsigned int minbits, maxbits; /* float bits of min/max of H (H >= 0: int order = float order) */
-  double sum, sumsq;
   unsigned long long hist[ES_STATS_MAX_BINS];
   unsigned long long levhist[65536];
 };
@@ -29,8 +28,6 @@ __global__ void k_acc_init(es_dacc *a, int bins, int levels) {
   if (i == 0) {
     a->minbits = 0x7f800000u;
     a->maxbits = 0u;
-    a->sum = 0.0;
-    a->sumsq = 0.0;
   }
   for (int k = i; k < bins; k += gridDim.x * blockDim.x) a->hist[k] = 0;
   for (int k = i; k < levels; k += gridDim.x * blockDim.x) a->levhist[k] = 0;
@@ -108,8 +105,9 @@ struct es_eparams {
   int r, area, levels;
   int dshared;          /* entries of the delta table copied to shared memory (0: global) */
   int drep;             /* 1: the shared table is replicated per lane (dshared = area * 32) */
-  const unsigned long long *dfl; /* dfl[c] = flog[c+1] - flog[c] */
+  const unsigned int *dfl; /* dfl[c] = flog[c+1] - flog[c] (< 2^31) */
   const double *log2n, *scale;
+  const unsigned long long *flog; /* f table: the sentinel's share of S */
   double oscale;
   float *map;           /* local row y at map + y * mpitch, or NULL */
   size_t mpitch;
@@ -125,7 +123,9 @@ struct es_eparams {
  * the window's level histogram at the strip's first row, then slides it down: per window
  * column j, the pixel leaving at the top and the one entering at the bottom (Huang's update,
  * transposed, which also fits the disk: column j spans rows -hw[j]..hw[j]). S = sum f(c_k)
- * moves by the exact integer deltas of f, so no level scan is ever needed. Counts live in
+ * moves by the exact integer deltas of f, so no level scan is ever needed; the clip
+ * sentinel's count moves S like any level's and its f is subtracted at the output (as the
+ * CPU engine does), which keeps a compare out of every update. Counts live in
  * shared memory (GH = false, layout [level][thread]: the bank depends only on the thread, so
  * no conflicts) or, for large L, in global memory (GH = true). */
 /* The KC level bytes p[0..KC-1] as packed words (byte j in word j/4), read with aligned
@@ -149,7 +149,7 @@ __device__ __forceinline__ void es_load_seg(const uint8_t *p, uint32_t *seg) {
 template <typename LT, bool GH, int KC>
 __global__ void __launch_bounds__(128) k_entropy(const es_eparams P) {
   extern __shared__ unsigned long long es_smem[];
-  unsigned long long *sd = es_smem;
+  unsigned int *sd = (unsigned int *)es_smem;
   unsigned int *sbins = (unsigned int *)(sd + P.dshared);
   const int nb = P.stats ? P.bins : 0;
   unsigned short *hist;
@@ -172,7 +172,7 @@ __global__ void __launch_bounds__(128) k_entropy(const es_eparams P) {
   for (int k = tid; k < P.dshared; k += bx) sd[k] = P.dfl[P.drep ? k >> 5 : k];
   for (int k = tid; k < nb; k += bx) sbins[k] = 0;
   __syncthreads();
-  const unsigned long long *dt = P.dshared ? (P.drep ? sd + (tid & 31) : sd) : P.dfl;
+  const unsigned int *dt = P.dshared ? (P.drep ? sd + (tid & 31) : sd) : P.dfl;
   const int ds = P.drep ? 32 : 1;
 
   const int x = blockIdx.x * bx + tid;
@@ -180,7 +180,6 @@ __global__ void __launch_bounds__(128) k_entropy(const es_eparams P) {
   const int ye = min(ys + P.ty, P.y1);
   const int r = KC ? (KC - 1) / 2 : P.r, K = KC ? KC : 2 * r + 1;
   float vmin = __int_as_float(0x7f800000), vmax = 0.0f;
-  double vsum = 0.0, vsq = 0.0;
   if (x < P.W && ys < ye) {
     const LT *col = (const LT *)P.lev + x;
     const size_t lp = P.lpitch;
@@ -192,18 +191,17 @@ __global__ void __launch_bounds__(128) k_entropy(const es_eparams P) {
         const uint32_t v = row[j];
         const unsigned short c = hist[v * hs];
         hist[v * hs] = c + 1;
-        if (v < (uint32_t)L) S += dt[c * ds];
+        S += dt[c * ds];
       }
     }
     for (int y = ys;; y++) {
-      const int n = P.area - hist[(size_t)L * hs];
-      const float hv = es_entropy_value(S, P.log2n[n], P.scale[n], P.oscale);
+      /* S counts the clip sentinel's level too (no test in the updates): take its f out. */
+      const int ns = hist[(size_t)L * hs], n = P.area - ns;
+      const float hv = es_entropy_value(S - __ldg(P.flog + ns), P.log2n[n], P.scale[n], P.oscale);
       if (P.map) P.map[(size_t)y * P.mpitch + x] = hv;
       if (nb) {
         vmin = fminf(vmin, hv);
         vmax = fmaxf(vmax, hv);
-        vsum = __dadd_rn(vsum, (double)hv);
-        vsq = __dadd_rn(vsq, __dmul_rn((double)hv, (double)hv));
         atomicAdd(&sbins[es_stats_bin(hv, P.binscale, nb)], 1u);
       }
       if (y + 1 >= ye) break;
@@ -220,10 +218,10 @@ __global__ void __launch_bounds__(128) k_entropy(const es_eparams P) {
           if (vo == vi) continue;
           unsigned short c = hist[vo * hs];
           hist[vo * hs] = c - 1;
-          if (vo < (uint32_t)L) S -= dt[(c - 1) * ds];
+          S -= dt[(c - 1) * ds];
           c = hist[vi * hs];
           hist[vi * hs] = c + 1;
-          if (vi < (uint32_t)L) S += dt[c * ds];
+          S += dt[c * ds];
         }
       } else {
       for (int j = 0; j < K; j++) {
@@ -233,10 +231,10 @@ __global__ void __launch_bounds__(128) k_entropy(const es_eparams P) {
         if (vo == vi) continue;
         unsigned short c = hist[vo * hs];
         hist[vo * hs] = c - 1;
-        if (vo < (uint32_t)L) S -= dt[(c - 1) * ds];
+        S -= dt[(c - 1) * ds];
         c = hist[vi * hs];
         hist[vi * hs] = c + 1;
-        if (vi < (uint32_t)L) S += dt[c * ds];
+        S += dt[c * ds];
       }
       }
     }
@@ -249,34 +247,26 @@ __global__ void __launch_bounds__(128) k_entropy(const es_eparams P) {
     }
   }
   if (nb) {
-    /* Block reduction: warp shuffles, then one partial per warp, one atomic per block. */
+    /* Block reduction of min/max (mean and std come from k_rowstats, in the CPU's order):
+     * warp shuffles, one partial per warp, one atomic per block. */
     __shared__ float wmin[32], wmax[32];
-    __shared__ double wsum[32], wsq[32];
     for (int o = 16; o > 0; o >>= 1) {
       vmin = fminf(vmin, __shfl_down_sync(0xffffffffu, vmin, o));
       vmax = fmaxf(vmax, __shfl_down_sync(0xffffffffu, vmax, o));
-      vsum += __shfl_down_sync(0xffffffffu, vsum, o);
-      vsq += __shfl_down_sync(0xffffffffu, vsq, o);
     }
     const int lane = tid & 31, warp = tid >> 5;
     if (lane == 0) {
       wmin[warp] = vmin;
       wmax[warp] = vmax;
-      wsum[warp] = vsum;
-      wsq[warp] = vsq;
     }
     __syncthreads();
     if (tid == 0) {
       for (int k = 1; k < (bx + 31) / 32; k++) {
         vmin = fminf(vmin, wmin[k]);
         vmax = fmaxf(vmax, wmax[k]);
-        vsum += wsum[k];
-        vsq += wsq[k];
       }
       atomicMin(&P.acc->minbits, __float_as_uint(vmin));
       atomicMax(&P.acc->maxbits, __float_as_uint(vmax));
-      atomicAdd(&P.acc->sum, vsum);
-      atomicAdd(&P.acc->sumsq, vsq);
     }
     for (int k = tid; k < nb; k += bx)
       if (sbins[k]) atomicAdd(&P.acc->hist[k], (unsigned long long)sbins[k]);
@@ -422,7 +412,7 @@ __global__ void k_naive(const es_eparams P) {
   /* S = sum f(c) through the delta table: f(c) = sum_{i<c} dfl[i]. */
   unsigned long long S = 0;
   for (int k = 0; k < P.levels; k++)
-    for (int i = 0; i < cnt[k]; i++) S += P.dfl[i];
+    for (int i = 0; i < cnt[k]; i++) S += (unsigned long long)P.dfl[i];
   int n = P.area - cnt[P.levels];
   P.map[(size_t)y * P.mpitch + x] = es_entropy_value(S, P.log2n[n], P.scale[n], P.oscale);
 }

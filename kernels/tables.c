@@ -1,6 +1,6 @@
 /*
- * tables.c - the tables every engine shares (f(n) = n log2 n in 2^32 fixed point, log2 n,
- * 2^-32 / n), window geometry, and small helpers on parameters, statistics and pixel
+ * tables.c - the tables every engine shares (f(n) = n log2 n in 2^26 fixed point, log2 n,
+ * 2^-26 / n), window geometry, and small helpers on parameters, statistics and pixel
  * formats. The tables are built once per process; the GPU engine uploads these arrays.
  */
 #include <math.h>
@@ -22,12 +22,14 @@ static void tables_build(void) {
   g_log2n[0] = 0.0;
   g_scale[0] = 0.0;
   for (int n = 1; n <= ES_NMAX; n++) {
-    /* n log2 n * 2^32 < 65025 * 16 * 2^32 < 2^53: llround of the double is exact enough and
+    /* n log2 n * 2^26 < 65025 * 16 * 2^26 < 2^53: llround of the double is exact enough and
      * the same on every machine that has a correctly rounded log2 (glibc's is). */
     double l = log2((double)n);
     g_flog[n] = (uint64_t)llround(ldexp((double)n * l, ES_FIX_SHIFT));
-    g_log2n[n] = l;
     g_scale[n] = ldexp(1.0, -ES_FIX_SHIFT) / (double)n;
+    /* log2 n as the entropy formula computes it from flog: a window of one level (S =
+     * flog[n]) then gives H = 0 exactly, not the rounding residue of f (~2^-27 / n). */
+    g_log2n[n] = ES_DMUL((double)g_flog[n], g_scale[n]);
   }
   g_tables.flog = g_flog;
   g_tables.log2n = g_log2n;
