@@ -57,8 +57,6 @@ struct es_gpu_worker {
   int device;                   /* CUDA ordinal; fixed */
   int nsm;                      /* multiprocessors, for launch sizing */
   size_t smem_optin;            /* largest dynamic shared memory a block may ask for */
-  int packed;                   /* shared histograms as packed words moved by atomics
-                                 * (ES_GPU_PACKED=0: 16-bit counts, load + store) */
   cudaStream_t s_up, s_comp, s_down; /* H2D, kernels, D2H: three engines that overlap */
   cudaEvent_t ev_up[ES_NSLOT], ev_dn[ES_NSLOT], ev_comp, ev_t0, ev_t1;
   /* Tables (uploaded once from es_tables_get; never recomputed here). */
@@ -262,12 +260,11 @@ extern "C" void es_gpu_host_unregister(void *p) {
 /* ---- worker ---- */
 
 static const void *const es_kernel_list[] = {
-#define ES_KPAIR(LT, KC) (const void *)k_entropy<LT, false, KC, true>, (const void *)k_entropy<LT, false, KC, false>
-    ES_KPAIR(uint8_t, 0), ES_KPAIR(uint16_t, 0), ES_KPAIR(uint32_t, 0), ES_KPAIR(uint8_t, 3),
-    ES_KPAIR(uint8_t, 5), ES_KPAIR(uint8_t, 7), ES_KPAIR(uint8_t, 9),
-    (const void *)k_entropy<uint8_t, true, 0, false>, (const void *)k_entropy<uint16_t, true, 0, false>,
-    (const void *)k_entropy<uint32_t, true, 0, false>};
-#undef ES_KPAIR
+    (const void *)k_entropy<uint8_t, false, 0>,  (const void *)k_entropy<uint16_t, false, 0>,
+    (const void *)k_entropy<uint32_t, false, 0>, (const void *)k_entropy<uint8_t, true, 0>,
+    (const void *)k_entropy<uint16_t, true, 0>,  (const void *)k_entropy<uint32_t, true, 0>,
+    (const void *)k_entropy<uint8_t, false, 3>,  (const void *)k_entropy<uint8_t, false, 5>,
+    (const void *)k_entropy<uint8_t, false, 7>,  (const void *)k_entropy<uint8_t, false, 9>};
 
 extern "C" void es_gpu_worker_destroy(es_gpu_worker **pw) {
   if (!pw || !*pw) return;
@@ -329,10 +326,6 @@ extern "C" int es_gpu_worker_create(es_gpu_worker **out, int device, char *msg, 
   ES_CK(cudaSetDevice(device));
   ES_CK(cudaGetDeviceProperties(&pr, device));
   w->nsm = pr.multiProcessorCount;
-  {
-    const char *pk = getenv("ES_GPU_PACKED");
-    w->packed = !(pk && !strcmp(pk, "0"));
-  }
   w->smem_optin = pr.sharedMemPerBlockOptin;
   es_trace("GPU %d: properties read", device);
   ES_CK(cudaStreamCreateWithFlags(&w->s_up, cudaStreamNonBlocking));
@@ -471,7 +464,7 @@ static void range_plan(es_range *R, const es_job *job, const es_gpu_worker *w) {
   R->bx = 128;
   size_t fixed = (size_t)dshared_entries(R->area) * 4 + (ES_STATS_MAX_BINS + 2) * 4;
   for (int bx = 128; bx >= 32; bx /= 2) {
-    if (fixed + (size_t)(L + 2) * bx * 2 <= w->smem_optin && (L + 2) * (size_t)bx * 2 <= 96 * 1024) {
+    if (fixed + (size_t)(L + 1) * bx * 2 <= w->smem_optin && (L + 1) * (size_t)bx * 2 <= 96 * 1024) {
       R->bx = bx;
       R->ghist = 0;
       break;
@@ -506,16 +499,6 @@ static cudaError_t launch_quant(es_gpu_worker *w, const es_range *R, const es_jo
   else
     k_quant<uint32_t><<<grid, 256, 0, w->s_comp>>>(Q, p0, p1);
   return cudaGetLastError();
-}
-
-/* Shared-memory histograms, packed (atomics) or 16-bit (load + store): es_hist. */
-template <typename LT, int KC>
-static void launch_shared(int packed, dim3 grid, int bx, size_t smem, cudaStream_t s,
-                          const es_eparams &E) {
-  if (packed)
-    k_entropy<LT, false, KC, true><<<grid, bx, smem, s>>>(E);
-  else
-    k_entropy<LT, false, KC, false><<<grid, bx, smem, s>>>(E);
 }
 
 /* Launches the entropy kernel for local output rows [y0, y1). */
@@ -561,25 +544,25 @@ static cudaError_t launch_entropy(es_gpu_worker *w, const es_range *R, const es_
   size_t smem = (size_t)E.dshared * 4 + (size_t)((bins + 1) & ~1) * 4 * (stats ? 1 : 0);
   if (!stats) smem = (size_t)E.dshared * 4;
   if (!R->ghist) {
-    smem += (size_t)(E.levels + 2) * bx * 2; /* (L + 1) 16-bit counts, in whole words */
+    smem += (size_t)(E.levels + 1) * bx * 2;
     E.ty = ty;
     E.strip0 = 0;
     dim3 grid((unsigned)gx, (unsigned)nstrips);
     const int sq = job->params.shape == ES_SHAPE_SQUARE;
     if (R->lt == 1 && sq && K == 3)
-      launch_shared<uint8_t, 3>(w->packed, grid, bx, smem, w->s_comp, E);
+      k_entropy<uint8_t, false, 3><<<grid, bx, smem, w->s_comp>>>(E);
     else if (R->lt == 1 && sq && K == 5)
-      launch_shared<uint8_t, 5>(w->packed, grid, bx, smem, w->s_comp, E);
+      k_entropy<uint8_t, false, 5><<<grid, bx, smem, w->s_comp>>>(E);
     else if (R->lt == 1 && sq && K == 7)
-      launch_shared<uint8_t, 7>(w->packed, grid, bx, smem, w->s_comp, E);
+      k_entropy<uint8_t, false, 7><<<grid, bx, smem, w->s_comp>>>(E);
     else if (R->lt == 1 && sq && K == 9)
-      launch_shared<uint8_t, 9>(w->packed, grid, bx, smem, w->s_comp, E);
+      k_entropy<uint8_t, false, 9><<<grid, bx, smem, w->s_comp>>>(E);
     else if (R->lt == 1)
-      launch_shared<uint8_t, 0>(w->packed, grid, bx, smem, w->s_comp, E);
+      k_entropy<uint8_t, false, 0><<<grid, bx, smem, w->s_comp>>>(E);
     else if (R->lt == 2)
-      launch_shared<uint16_t, 0>(w->packed, grid, bx, smem, w->s_comp, E);
+      k_entropy<uint16_t, false, 0><<<grid, bx, smem, w->s_comp>>>(E);
     else
-      launch_shared<uint32_t, 0>(w->packed, grid, bx, smem, w->s_comp, E);
+      k_entropy<uint32_t, false, 0><<<grid, bx, smem, w->s_comp>>>(E);
     return cudaGetLastError();
   }
   /* Global histograms: as many strips per launch as there are histogram slots. */
@@ -597,11 +580,11 @@ static cudaError_t launch_entropy(es_gpu_worker *w, const es_range *R, const es_
     E.strip0 = s;
     dim3 grid((unsigned)gx, (unsigned)ns);
     if (R->lt == 1)
-      k_entropy<uint8_t, true, 0, false><<<grid, bx, smem, w->s_comp>>>(E);
+      k_entropy<uint8_t, true, 0><<<grid, bx, smem, w->s_comp>>>(E);
     else if (R->lt == 2)
-      k_entropy<uint16_t, true, 0, false><<<grid, bx, smem, w->s_comp>>>(E);
+      k_entropy<uint16_t, true, 0><<<grid, bx, smem, w->s_comp>>>(E);
     else
-      k_entropy<uint32_t, true, 0, false><<<grid, bx, smem, w->s_comp>>>(E);
+      k_entropy<uint32_t, true, 0><<<grid, bx, smem, w->s_comp>>>(E);
     cudaError_t e = cudaGetLastError();
     if (e != cudaSuccess) return e;
   }

@@ -146,64 +146,26 @@ __device__ __forceinline__ void es_load_seg(const uint8_t *p, uint32_t *seg) {
   for (int k = 0; k < (KC + 3) / 4; k++) seg[k] = __byte_perm(w[k], w[k + 1], sel);
 }
 
-/* A thread's level counts. PK (shared memory only): the counts of levels 2k and 2k+1 share
- * the 32-bit word [k][thread], and a move is one shared atomic that returns the old word
- * (one instruction where a load and a store were two); else 16-bit counts [level][thread]
- * (shared, or global for large L), loaded and stored. Counts never go below 0, so a
- * packed decrement never borrows from the other half. */
-template <bool PK> struct es_hist {
-  unsigned short *h16; /* !PK: count of v at h16[v * hs] */
-  unsigned int *h32;   /* PK: word of v at h32[(v >> 1) * hs] */
-  size_t hs;
-  __device__ __forceinline__ uint32_t get(uint32_t v) const {
-    if (PK) return (h32[(v >> 1) * hs] >> ((v & 1u) << 4)) & 0xffffu;
-    return h16[v * hs];
-  }
-  /* Both return the count before the move. */
-  __device__ __forceinline__ uint32_t inc(uint32_t v) const {
-    if (PK) {
-      const uint32_t sh = (v & 1u) << 4;
-      return (atomicAdd(h32 + (v >> 1) * hs, 1u << sh) >> sh) & 0xffffu;
-    }
-    const unsigned short c = h16[v * hs];
-    h16[v * hs] = (unsigned short)(c + 1);
-    return c;
-  }
-  __device__ __forceinline__ uint32_t dec(uint32_t v) const {
-    if (PK) {
-      const uint32_t sh = (v & 1u) << 4;
-      return (atomicSub(h32 + (v >> 1) * hs, 1u << sh) >> sh) & 0xffffu;
-    }
-    const unsigned short c = h16[v * hs];
-    h16[v * hs] = (unsigned short)(c - 1);
-    return c;
-  }
-  __device__ __forceinline__ void clear(uint32_t v) const { /* !PK global mode only */
-    h16[v * hs] = 0;
-  }
-};
-
-template <typename LT, bool GH, int KC, bool PK>
+template <typename LT, bool GH, int KC>
 __global__ void __launch_bounds__(128) k_entropy(const es_eparams P) {
   extern __shared__ unsigned long long es_smem[];
   unsigned int *sd = (unsigned int *)es_smem;
   unsigned int *sbins = (unsigned int *)(sd + P.dshared);
   const int nb = P.stats ? P.bins : 0;
-  es_hist<PK> hist;
+  unsigned short *hist;
+  size_t hs;
   const int tid = threadIdx.x, bx = blockDim.x;
   const int L = P.levels;
   if (!GH) {
+    hist = (unsigned short *)(sbins + ((nb + 1) & ~1)) + tid;
+    hs = (size_t)bx;
     unsigned int *h32 = (unsigned int *)(sbins + ((nb + 1) & ~1));
-    hist.h16 = (unsigned short *)h32 + tid;
-    hist.h32 = h32 + tid;
-    hist.hs = (size_t)bx;
-    int words = ((L + 2) / 2) * bx; /* (L + 1) counts of 16 bits a thread, rounded up */
+    int words = ((L + 1) * bx) / 2; /* bx even */
     for (int k = tid; k < words; k += bx) h32[k] = 0;
   } else {
     size_t slot = ((size_t)blockIdx.y * gridDim.x + blockIdx.x) * bx + tid;
-    hist.h16 = P.ghist + slot;
-    hist.h32 = NULL;
-    hist.hs = P.gslots;
+    hist = P.ghist + slot;
+    hs = P.gslots;
   }
   /* Small tables are replicated once per lane (dt[c * 32 + lane]): random counts across a
    * warp then never hit the same bank twice. */
@@ -225,11 +187,16 @@ __global__ void __launch_bounds__(128) k_entropy(const es_eparams P) {
     for (int dy = 0; dy < K; dy++) {
       const int h = P.hw[dy];
       const LT *row = col + (size_t)(ys + dy) * lp;
-      for (int j = r - h; j <= r + h; j++) S += dt[hist.inc(row[j]) * ds];
+      for (int j = r - h; j <= r + h; j++) {
+        const uint32_t v = row[j];
+        const unsigned short c = hist[v * hs];
+        hist[v * hs] = c + 1;
+        S += dt[c * ds];
+      }
     }
     for (int y = ys;; y++) {
       /* S counts the clip sentinel's level too (no test in the updates): take its f out. */
-      const int ns = (int)hist.get((uint32_t)L), n = P.area - ns;
+      const int ns = hist[(size_t)L * hs], n = P.area - ns;
       const float hv = es_entropy_value(S - __ldg(P.flog + ns), P.log2n[n], P.scale[n], P.oscale);
       if (P.map) P.map[(size_t)y * P.mpitch + x] = hv;
       if (nb) {
@@ -249,8 +216,12 @@ __global__ void __launch_bounds__(128) k_entropy(const es_eparams P) {
         for (int j = 0; j < KC; j++) {
           const uint32_t vo = (so[j >> 2] >> (8 * (j & 3))) & 255u, vi = (si[j >> 2] >> (8 * (j & 3))) & 255u;
           if (vo == vi) continue;
-          S -= dt[(hist.dec(vo) - 1) * ds];
-          S += dt[hist.inc(vi) * ds];
+          unsigned short c = hist[vo * hs];
+          hist[vo * hs] = c - 1;
+          S -= dt[(c - 1) * ds];
+          c = hist[vi * hs];
+          hist[vi * hs] = c + 1;
+          S += dt[c * ds];
         }
       } else {
       for (int j = 0; j < K; j++) {
@@ -258,8 +229,12 @@ __global__ void __launch_bounds__(128) k_entropy(const es_eparams P) {
         const uint32_t vo = col[(size_t)(y + r - h) * lp + j];
         const uint32_t vi = col[(size_t)(y + r + h + 1) * lp + j];
         if (vo == vi) continue;
-        S -= dt[(hist.dec(vo) - 1) * ds];
-        S += dt[hist.inc(vi) * ds];
+        unsigned short c = hist[vo * hs];
+        hist[vo * hs] = c - 1;
+        S -= dt[(c - 1) * ds];
+        c = hist[vi * hs];
+        hist[vi * hs] = c + 1;
+        S += dt[c * ds];
       }
       }
     }
@@ -267,7 +242,7 @@ __global__ void __launch_bounds__(128) k_entropy(const es_eparams P) {
       for (int dy = 0; dy < K; dy++) {
         const int h = P.hw[dy];
         const LT *row = col + (size_t)(ye - 1 + dy) * lp;
-        for (int j = r - h; j <= r + h; j++) hist.clear((uint32_t)row[j]);
+        for (int j = r - h; j <= r + h; j++) hist[(uint32_t)row[j] * hs] = 0;
       }
     }
   }
