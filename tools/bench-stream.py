@@ -169,7 +169,6 @@ def main():
         "%s %s -o %s -y -q --device %s" % (es, pngs, hdir["auto"], a.device), None, same_pngs)
     # Where the start-up goes: one traced run each (ES_TRACE phase lines) into trace-*.log.
     for name, cmd in (("stats", "%s %s --stats %s -y --no-progress" % (es, src, stats)),
-                      ("stats-destroy", "ES_EXIT=destroy %s %s --stats %s -y --no-progress" % (es, src, stats)),
                       ("heat", "%s %s -o %s -y --no-progress --preset veryfast" % (es, src, heat)),
                       ("raw", "cat %s | %s - %s --stats %s -y --no-progress" % (raw, es, rawopt, stats))):
         t0 = time.perf_counter()

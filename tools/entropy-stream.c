@@ -617,23 +617,6 @@ static int worse(int code, int other) {
 }
 
 /* What computes: never waits for GPUs still opening (those have computed nothing yet). */
-/* Set when the run used (or was still opening) GPUs: main then ends the process with
- * _exit once every output is closed, leaving the frame pool, the GPU workers and CUDA's
- * own teardown to the operating system (together about 0.1 s, a tenth of a 600-frame run).
- * Runs without a GPU (CI, the sanitizer builds) free everything, so leak checks see it. */
-static int g_fast_exit;
-
-static int release_ctx(es_context **ctx, es_stream **st) {
-  const char *ex = getenv("ES_EXIT"); /* "destroy": always the orderly teardown (measuring) */
-  if (*ctx && !(ex && !strcmp(ex, "destroy")) && (!es_context_gpus_open(*ctx) || es_context_gpu_count(*ctx) > 0)) {
-    g_fast_exit = 1;
-    return 0;
-  }
-  es_stream_destroy(st);
-  es_context_destroy(ctx);
-  return 1;
-}
-
 static const char *device_desc(es_context *ctx, char *buf, size_t len) {
   if (!es_context_gpus_open(ctx)) {
     snprintf(buf, len, "CPU (GPUs still opening)");
@@ -1243,7 +1226,8 @@ static int run_images(cli_opts *o, int in_kind, int out_kind) {
   }
 end:
   if (sw) es_stats_writer_close(&sw, 0, NULL, 0);
-  if (!release_ctx(&b.ctx, &b.st)) es_stream_abort(b.st);
+  es_stream_destroy(&b.st);
+  es_context_destroy(&b.ctx);
   for (size_t i = 0; i < n; i++) {
     free(jobs[i].in);
     free(jobs[i].name);
@@ -1777,8 +1761,9 @@ end:
   if (vo) es_video_out_close(&vo, 0, NULL, 0);
   if (ns) es_npy_stream_close(&ns, 0, NULL, 0);
   if (sw) es_stats_writer_close(&sw, 0, NULL, 0);
+  es_stream_destroy(&v.st);
   es_video_in_close(&v.vin);
-  if (!release_ctx(&ctx, &v.st)) es_stream_abort(v.st);
+  es_context_destroy(&ctx);
   es_trace("video: all freed");
   return code;
 }
@@ -1843,11 +1828,6 @@ int main(int argc, char **argv) {
     }
   }
   install_signals();
-  rc = in_kind == IN_VIDEO ? run_video(&o, out_kind) : run_images(&o, in_kind, out_kind);
-  if (g_fast_exit) {
-    es_trace("exit");
-    fflush(NULL);
-    _exit(rc);
-  }
-  return rc;
+  if (in_kind == IN_VIDEO) return run_video(&o, out_kind);
+  return run_images(&o, in_kind, out_kind);
 }
