@@ -260,11 +260,12 @@ extern "C" void es_gpu_host_unregister(void *p) {
 /* ---- worker ---- */
 
 static const void *const es_kernel_list[] = {
-    (const void *)k_entropy<uint8_t, false, 0>,  (const void *)k_entropy<uint16_t, false, 0>,
-    (const void *)k_entropy<uint32_t, false, 0>, (const void *)k_entropy<uint8_t, true, 0>,
-    (const void *)k_entropy<uint16_t, true, 0>,  (const void *)k_entropy<uint32_t, true, 0>,
-    (const void *)k_entropy<uint8_t, false, 3>,  (const void *)k_entropy<uint8_t, false, 5>,
-    (const void *)k_entropy<uint8_t, false, 7>,  (const void *)k_entropy<uint8_t, false, 9>};
+#define ES_KSH(LT, KC) (const void *)k_entropy<LT, ES_HL_W32, KC>, (const void *)k_entropy<LT, ES_HL_P16, KC>
+    ES_KSH(uint8_t, 0), ES_KSH(uint16_t, 0), ES_KSH(uint32_t, 0), ES_KSH(uint8_t, 3),
+    ES_KSH(uint8_t, 5), ES_KSH(uint8_t, 7), ES_KSH(uint8_t, 9),
+    (const void *)k_entropy<uint8_t, ES_HL_GLOBAL, 0>, (const void *)k_entropy<uint16_t, ES_HL_GLOBAL, 0>,
+    (const void *)k_entropy<uint32_t, ES_HL_GLOBAL, 0>};
+#undef ES_KSH
 
 extern "C" void es_gpu_worker_destroy(es_gpu_worker **pw) {
   if (!pw || !*pw) return;
@@ -421,6 +422,7 @@ struct es_range {
   int r, area, lt;  /* lt: level type bytes 1/2/4 */
   size_t lpitch;    /* padded row, elements */
   int bx, ghist;    /* entropy block width; global-histogram mode */
+  int hl;           /* histogram layout ES_HL_* (gpu_kernels.cuh) */
   es_window win;
   /* results of phase 1 */
   float hmin, hmax;
@@ -459,14 +461,23 @@ static void range_plan(es_range *R, const es_job *job, const es_gpu_worker *w) {
   }
   R->in0 = lo;
   R->in1 = hi + 1;
-  /* Shared histograms when they fit, else global ones. */
+  /* Shared histograms when they fit (32-bit counts for few levels, 16-bit pairs up to
+   * 96 KB a block), else global ones. */
   R->ghist = 1;
+  R->hl = ES_HL_GLOBAL;
   R->bx = 128;
   size_t fixed = (size_t)dshared_entries(R->area) * 4 + (ES_STATS_MAX_BINS + 2) * 4;
+  if (es_hist_bytes(ES_HL_W32, L, 128) <= 16 * 1024) {
+    R->ghist = 0;
+    R->hl = ES_HL_W32;
+    return;
+  }
   for (int bx = 128; bx >= 32; bx /= 2) {
-    if (fixed + (size_t)(L + 1) * bx * 2 <= w->smem_optin && (L + 1) * (size_t)bx * 2 <= 96 * 1024) {
+    size_t hb = es_hist_bytes(ES_HL_P16, L, bx);
+    if (fixed + hb <= w->smem_optin && hb <= 96 * 1024) {
       R->bx = bx;
       R->ghist = 0;
+      R->hl = ES_HL_P16;
       break;
     }
   }
@@ -499,6 +510,16 @@ static cudaError_t launch_quant(es_gpu_worker *w, const es_range *R, const es_jo
   else
     k_quant<uint32_t><<<grid, 256, 0, w->s_comp>>>(Q, p0, p1);
   return cudaGetLastError();
+}
+
+/* The shared-histogram kernels, by layout. */
+template <typename LT, int KC>
+static void launch_shared(int hl, dim3 grid, int bx, size_t smem, cudaStream_t s,
+                          const es_eparams &E) {
+  if (hl == ES_HL_W32)
+    k_entropy<LT, ES_HL_W32, KC><<<grid, bx, smem, s>>>(E);
+  else
+    k_entropy<LT, ES_HL_P16, KC><<<grid, bx, smem, s>>>(E);
 }
 
 /* Launches the entropy kernel for local output rows [y0, y1). */
@@ -544,25 +565,25 @@ static cudaError_t launch_entropy(es_gpu_worker *w, const es_range *R, const es_
   size_t smem = (size_t)E.dshared * 4 + (size_t)((bins + 1) & ~1) * 4 * (stats ? 1 : 0);
   if (!stats) smem = (size_t)E.dshared * 4;
   if (!R->ghist) {
-    smem += (size_t)(E.levels + 1) * bx * 2;
+    smem += es_hist_bytes(R->hl, E.levels, bx);
     E.ty = ty;
     E.strip0 = 0;
     dim3 grid((unsigned)gx, (unsigned)nstrips);
     const int sq = job->params.shape == ES_SHAPE_SQUARE;
     if (R->lt == 1 && sq && K == 3)
-      k_entropy<uint8_t, false, 3><<<grid, bx, smem, w->s_comp>>>(E);
+      launch_shared<uint8_t, 3>(R->hl, grid, bx, smem, w->s_comp, E);
     else if (R->lt == 1 && sq && K == 5)
-      k_entropy<uint8_t, false, 5><<<grid, bx, smem, w->s_comp>>>(E);
+      launch_shared<uint8_t, 5>(R->hl, grid, bx, smem, w->s_comp, E);
     else if (R->lt == 1 && sq && K == 7)
-      k_entropy<uint8_t, false, 7><<<grid, bx, smem, w->s_comp>>>(E);
+      launch_shared<uint8_t, 7>(R->hl, grid, bx, smem, w->s_comp, E);
     else if (R->lt == 1 && sq && K == 9)
-      k_entropy<uint8_t, false, 9><<<grid, bx, smem, w->s_comp>>>(E);
+      launch_shared<uint8_t, 9>(R->hl, grid, bx, smem, w->s_comp, E);
     else if (R->lt == 1)
-      k_entropy<uint8_t, false, 0><<<grid, bx, smem, w->s_comp>>>(E);
+      launch_shared<uint8_t, 0>(R->hl, grid, bx, smem, w->s_comp, E);
     else if (R->lt == 2)
-      k_entropy<uint16_t, false, 0><<<grid, bx, smem, w->s_comp>>>(E);
+      launch_shared<uint16_t, 0>(R->hl, grid, bx, smem, w->s_comp, E);
     else
-      k_entropy<uint32_t, false, 0><<<grid, bx, smem, w->s_comp>>>(E);
+      launch_shared<uint32_t, 0>(R->hl, grid, bx, smem, w->s_comp, E);
     return cudaGetLastError();
   }
   /* Global histograms: as many strips per launch as there are histogram slots. */
@@ -580,11 +601,11 @@ static cudaError_t launch_entropy(es_gpu_worker *w, const es_range *R, const es_
     E.strip0 = s;
     dim3 grid((unsigned)gx, (unsigned)ns);
     if (R->lt == 1)
-      k_entropy<uint8_t, true, 0><<<grid, bx, smem, w->s_comp>>>(E);
+      k_entropy<uint8_t, ES_HL_GLOBAL, 0><<<grid, bx, smem, w->s_comp>>>(E);
     else if (R->lt == 2)
-      k_entropy<uint16_t, true, 0><<<grid, bx, smem, w->s_comp>>>(E);
+      k_entropy<uint16_t, ES_HL_GLOBAL, 0><<<grid, bx, smem, w->s_comp>>>(E);
     else
-      k_entropy<uint32_t, true, 0><<<grid, bx, smem, w->s_comp>>>(E);
+      k_entropy<uint32_t, ES_HL_GLOBAL, 0><<<grid, bx, smem, w->s_comp>>>(E);
     cudaError_t e = cudaGetLastError();
     if (e != cudaSuccess) return e;
   }

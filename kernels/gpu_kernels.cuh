@@ -126,8 +126,7 @@ struct es_eparams {
  * moves by the exact integer deltas of f, so no level scan is ever needed; the clip
  * sentinel's count moves S like any level's and its f is subtracted at the output (as the
  * CPU engine does), which keeps a compare out of every update. Counts live in
- * shared memory (GH = false, layout [level][thread]: the bank depends only on the thread, so
- * no conflicts) or, for large L, in global memory (GH = true). */
+ * shared memory or, for large L, in global memory (es_hist). */
 /* The KC level bytes p[0..KC-1] as packed words (byte j in word j/4), read with aligned
  * 32-bit loads and byte permutes instead of KC byte loads: the L1/shared pipe, not the ALU,
  * limits the entropy kernel (Nsight Compute: L1/TEX 76%, ALU 27%). Rows are padded so the
@@ -146,26 +145,78 @@ __device__ __forceinline__ void es_load_seg(const uint8_t *p, uint32_t *seg) {
   for (int k = 0; k < (KC + 3) / 4; k++) seg[k] = __byte_perm(w[k], w[k + 1], sel);
 }
 
-template <typename LT, bool GH, int KC>
+/* Where a thread's level counts live (HL, the histogram layout):
+ *   ES_HL_GLOBAL: 16-bit, global memory, count of v at [v * gslots + slot] (large L);
+ *   ES_HL_W32:    32-bit words in shared memory, [v][thread]: a warp's 32 lanes always hit
+ *                 32 different banks (small L);
+ *   ES_HL_P16:    16-bit in shared memory, the counts of levels 2k and 2k+1 of one thread in
+ *                 one word [k][thread]: conflict-free too, at half the memory. (Plain 16-bit
+ *                 [v][thread] puts two lanes' different words in one bank: a 2-way conflict
+ *                 on nearly every access.) */
+#define ES_HL_GLOBAL 0
+#define ES_HL_W32 1
+#define ES_HL_P16 2
+template <int HL> struct es_hist {
+  void *base; /* this thread's first count (GLOBAL, W32) or first pair (P16) */
+  size_t hs;  /* elements between levels (GLOBAL, W32) or between pairs (P16) */
+  __device__ __forceinline__ unsigned short *p16(uint32_t v) const {
+    return HL == ES_HL_P16 ? (unsigned short *)base + (v >> 1) * hs + (v & 1u)
+                           : (unsigned short *)base + v * hs;
+  }
+  __device__ __forceinline__ uint32_t get(uint32_t v) const {
+    if (HL == ES_HL_W32) return ((const uint32_t *)base)[v * hs];
+    return *p16(v);
+  }
+  /* inc/dec return the count before the move. */
+  __device__ __forceinline__ uint32_t inc(uint32_t v) const {
+    if (HL == ES_HL_W32) {
+      uint32_t *p = (uint32_t *)base + v * hs, c = *p;
+      *p = c + 1;
+      return c;
+    }
+    unsigned short *p = p16(v), c = *p;
+    *p = (unsigned short)(c + 1);
+    return c;
+  }
+  __device__ __forceinline__ uint32_t dec(uint32_t v) const {
+    if (HL == ES_HL_W32) {
+      uint32_t *p = (uint32_t *)base + v * hs, c = *p;
+      *p = c - 1;
+      return c;
+    }
+    unsigned short *p = p16(v), c = *p;
+    *p = (unsigned short)(c - 1);
+    return c;
+  }
+};
+
+/* Shared-memory bytes of the histograms of a block of bx threads for L levels. */
+__host__ __device__ inline size_t es_hist_bytes(int hl, int L, int bx) {
+  if (hl == ES_HL_W32) return (size_t)(L + 1) * bx * 4;
+  if (hl == ES_HL_P16) return (size_t)((L + 2) / 2) * bx * 4;
+  return 0;
+}
+
+template <typename LT, int HL, int KC>
 __global__ void __launch_bounds__(128) k_entropy(const es_eparams P) {
   extern __shared__ unsigned long long es_smem[];
   unsigned int *sd = (unsigned int *)es_smem;
   unsigned int *sbins = (unsigned int *)(sd + P.dshared);
   const int nb = P.stats ? P.bins : 0;
-  unsigned short *hist;
-  size_t hs;
+  constexpr bool GH = HL == ES_HL_GLOBAL;
+  es_hist<HL> hist;
   const int tid = threadIdx.x, bx = blockDim.x;
   const int L = P.levels;
   if (!GH) {
-    hist = (unsigned short *)(sbins + ((nb + 1) & ~1)) + tid;
-    hs = (size_t)bx;
     unsigned int *h32 = (unsigned int *)(sbins + ((nb + 1) & ~1));
-    int words = ((L + 1) * bx) / 2; /* bx even */
+    hist.base = h32 + tid;
+    hist.hs = HL == ES_HL_P16 ? (size_t)bx * 2 : (size_t)bx; /* P16: in 16-bit elements */
+    const int words = (int)(es_hist_bytes(HL, L, bx) / 4);
     for (int k = tid; k < words; k += bx) h32[k] = 0;
   } else {
     size_t slot = ((size_t)blockIdx.y * gridDim.x + blockIdx.x) * bx + tid;
-    hist = P.ghist + slot;
-    hs = P.gslots;
+    hist.base = P.ghist + slot;
+    hist.hs = P.gslots;
   }
   /* Small tables are replicated once per lane (dt[c * 32 + lane]): random counts across a
    * warp then never hit the same bank twice. */
@@ -187,16 +238,11 @@ __global__ void __launch_bounds__(128) k_entropy(const es_eparams P) {
     for (int dy = 0; dy < K; dy++) {
       const int h = P.hw[dy];
       const LT *row = col + (size_t)(ys + dy) * lp;
-      for (int j = r - h; j <= r + h; j++) {
-        const uint32_t v = row[j];
-        const unsigned short c = hist[v * hs];
-        hist[v * hs] = c + 1;
-        S += dt[c * ds];
-      }
+      for (int j = r - h; j <= r + h; j++) S += dt[hist.inc(row[j]) * ds];
     }
     for (int y = ys;; y++) {
       /* S counts the clip sentinel's level too (no test in the updates): take its f out. */
-      const int ns = hist[(size_t)L * hs], n = P.area - ns;
+      const int ns = (int)hist.get((uint32_t)L), n = P.area - ns;
       const float hv = es_entropy_value(S - __ldg(P.flog + ns), P.log2n[n], P.scale[n], P.oscale);
       if (P.map) P.map[(size_t)y * P.mpitch + x] = hv;
       if (nb) {
@@ -216,12 +262,8 @@ __global__ void __launch_bounds__(128) k_entropy(const es_eparams P) {
         for (int j = 0; j < KC; j++) {
           const uint32_t vo = (so[j >> 2] >> (8 * (j & 3))) & 255u, vi = (si[j >> 2] >> (8 * (j & 3))) & 255u;
           if (vo == vi) continue;
-          unsigned short c = hist[vo * hs];
-          hist[vo * hs] = c - 1;
-          S -= dt[(c - 1) * ds];
-          c = hist[vi * hs];
-          hist[vi * hs] = c + 1;
-          S += dt[c * ds];
+          S -= dt[(hist.dec(vo) - 1) * ds];
+          S += dt[hist.inc(vi) * ds];
         }
       } else {
       for (int j = 0; j < K; j++) {
@@ -229,12 +271,8 @@ __global__ void __launch_bounds__(128) k_entropy(const es_eparams P) {
         const uint32_t vo = col[(size_t)(y + r - h) * lp + j];
         const uint32_t vi = col[(size_t)(y + r + h + 1) * lp + j];
         if (vo == vi) continue;
-        unsigned short c = hist[vo * hs];
-        hist[vo * hs] = c - 1;
-        S -= dt[(c - 1) * ds];
-        c = hist[vi * hs];
-        hist[vi * hs] = c + 1;
-        S += dt[c * ds];
+        S -= dt[(hist.dec(vo) - 1) * ds];
+        S += dt[hist.inc(vi) * ds];
       }
       }
     }
@@ -242,7 +280,7 @@ __global__ void __launch_bounds__(128) k_entropy(const es_eparams P) {
       for (int dy = 0; dy < K; dy++) {
         const int h = P.hw[dy];
         const LT *row = col + (size_t)(ye - 1 + dy) * lp;
-        for (int j = r - h; j <= r + h; j++) hist[(uint32_t)row[j] * hs] = 0;
+        for (int j = r - h; j <= r + h; j++) *hist.p16((uint32_t)row[j]) = 0;
       }
     }
   }
