@@ -260,7 +260,7 @@ extern "C" void es_gpu_host_unregister(void *p) {
 /* ---- worker ---- */
 
 static const void *const es_kernel_list[] = {
-#define ES_KSH(LT, KC) (const void *)k_entropy<LT, ES_HL_W32, KC>, (const void *)k_entropy<LT, ES_HL_P16, KC>
+#define ES_KSH(LT, KC) (const void *)k_entropy<LT, ES_HL_W32, KC>, (const void *)k_entropy<LT, ES_HL_S16, KC>
     ES_KSH(uint8_t, 0), ES_KSH(uint16_t, 0), ES_KSH(uint32_t, 0), ES_KSH(uint8_t, 3),
     ES_KSH(uint8_t, 5), ES_KSH(uint8_t, 7), ES_KSH(uint8_t, 9),
     (const void *)k_entropy<uint8_t, ES_HL_GLOBAL, 0>, (const void *)k_entropy<uint16_t, ES_HL_GLOBAL, 0>,
@@ -461,8 +461,8 @@ static void range_plan(es_range *R, const es_job *job, const es_gpu_worker *w) {
   }
   R->in0 = lo;
   R->in1 = hi + 1;
-  /* Shared histograms when they fit (32-bit counts for few levels, 16-bit pairs up to
-   * 96 KB a block), else global ones. */
+  /* Shared histograms when they fit (32-bit counts for few levels, else 16-bit up to 96 KB a
+   * block), else global ones. */
   R->ghist = 1;
   R->hl = ES_HL_GLOBAL;
   R->bx = 128;
@@ -473,11 +473,11 @@ static void range_plan(es_range *R, const es_job *job, const es_gpu_worker *w) {
     return;
   }
   for (int bx = 128; bx >= 32; bx /= 2) {
-    size_t hb = es_hist_bytes(ES_HL_P16, L, bx);
+    size_t hb = es_hist_bytes(ES_HL_S16, L, bx);
     if (fixed + hb <= w->smem_optin && hb <= 96 * 1024) {
       R->bx = bx;
       R->ghist = 0;
-      R->hl = ES_HL_P16;
+      R->hl = ES_HL_S16;
       break;
     }
   }
@@ -519,7 +519,7 @@ static void launch_shared(int hl, dim3 grid, int bx, size_t smem, cudaStream_t s
   if (hl == ES_HL_W32)
     k_entropy<LT, ES_HL_W32, KC><<<grid, bx, smem, s>>>(E);
   else
-    k_entropy<LT, ES_HL_P16, KC><<<grid, bx, smem, s>>>(E);
+    k_entropy<LT, ES_HL_S16, KC><<<grid, bx, smem, s>>>(E);
 }
 
 /* Launches the entropy kernel for local output rows [y0, y1). */

@@ -149,19 +149,19 @@ __device__ __forceinline__ void es_load_seg(const uint8_t *p, uint32_t *seg) {
  *   ES_HL_GLOBAL: 16-bit, global memory, count of v at [v * gslots + slot] (large L);
  *   ES_HL_W32:    32-bit words in shared memory, [v][thread]: a warp's 32 lanes always hit
  *                 32 different banks (small L);
- *   ES_HL_P16:    16-bit in shared memory, the counts of levels 2k and 2k+1 of one thread in
- *                 one word [k][thread]: conflict-free too, at half the memory. (Plain 16-bit
- *                 [v][thread] puts two lanes' different words in one bank: a 2-way conflict
- *                 on nearly every access.) */
+ *   ES_HL_S16:    16-bit in shared memory, [v][thread]: half the memory, but two lanes share
+ *                 a bank, so accesses to different levels conflict 2-way. Measured on the
+ *                 H100 (BENCHMARKS G9): W32 1.237 -> 1.180 ms at L=16; for L=256 packing a
+ *                 thread's pairs into one word (conflict-free) cost more in address
+ *                 arithmetic than the conflicts did (K=7 0.098 -> 0.122 ms), so S16 stays. */
 #define ES_HL_GLOBAL 0
 #define ES_HL_W32 1
-#define ES_HL_P16 2
+#define ES_HL_S16 2
 template <int HL> struct es_hist {
-  void *base; /* this thread's first count (GLOBAL, W32) or first pair (P16) */
-  size_t hs;  /* elements between levels (GLOBAL, W32) or between pairs (P16) */
+  void *base; /* this thread's count of level 0 */
+  size_t hs;  /* elements between levels */
   __device__ __forceinline__ unsigned short *p16(uint32_t v) const {
-    return HL == ES_HL_P16 ? (unsigned short *)base + (v >> 1) * hs + (v & 1u)
-                           : (unsigned short *)base + v * hs;
+    return (unsigned short *)base + v * hs;
   }
   __device__ __forceinline__ uint32_t get(uint32_t v) const {
     if (HL == ES_HL_W32) return ((const uint32_t *)base)[v * hs];
@@ -193,7 +193,7 @@ template <int HL> struct es_hist {
 /* Shared-memory bytes of the histograms of a block of bx threads for L levels. */
 __host__ __device__ inline size_t es_hist_bytes(int hl, int L, int bx) {
   if (hl == ES_HL_W32) return (size_t)(L + 1) * bx * 4;
-  if (hl == ES_HL_P16) return (size_t)((L + 2) / 2) * bx * 4;
+  if (hl == ES_HL_S16) return (size_t)((L + 2) / 2) * bx * 4; /* whole words */
   return 0;
 }
 
@@ -209,8 +209,8 @@ __global__ void __launch_bounds__(128) k_entropy(const es_eparams P) {
   const int L = P.levels;
   if (!GH) {
     unsigned int *h32 = (unsigned int *)(sbins + ((nb + 1) & ~1));
-    hist.base = h32 + tid;
-    hist.hs = HL == ES_HL_P16 ? (size_t)bx * 2 : (size_t)bx; /* P16: in 16-bit elements */
+    hist.base = HL == ES_HL_W32 ? (void *)(h32 + tid) : (void *)((unsigned short *)h32 + tid);
+    hist.hs = (size_t)bx;
     const int words = (int)(es_hist_bytes(HL, L, bx) / 4);
     for (int k = tid; k < words; k += bx) h32[k] = 0;
   } else {
@@ -240,10 +240,13 @@ __global__ void __launch_bounds__(128) k_entropy(const es_eparams P) {
       const LT *row = col + (size_t)(ys + dy) * lp;
       for (int j = r - h; j <= r + h; j++) S += dt[hist.inc(row[j]) * ds];
     }
+    /* The whole window inside the image (no sentinel): N = area, constants in registers. */
+    const double l2a = P.log2n[P.area], sca = P.scale[P.area];
     for (int y = ys;; y++) {
       /* S counts the clip sentinel's level too (no test in the updates): take its f out. */
       const int ns = (int)hist.get((uint32_t)L), n = P.area - ns;
-      const float hv = es_entropy_value(S - __ldg(P.flog + ns), P.log2n[n], P.scale[n], P.oscale);
+      const float hv = ns == 0 ? es_entropy_value(S, l2a, sca, P.oscale)
+                               : es_entropy_value(S - __ldg(P.flog + ns), P.log2n[n], P.scale[n], P.oscale);
       if (P.map) P.map[(size_t)y * P.mpitch + x] = hv;
       if (nb) {
         vmin = fminf(vmin, hv);
