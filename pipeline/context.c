@@ -308,8 +308,6 @@ static void *gpus_background_main(void *arg) {
     ctx->nworkers = 0;
     ctx->ngpu = 0;
   }
-  if (ctx->cfg.verbose >= 2)
-    fprintf(stderr, "entropy-stream: %d GPU(s) open\n", ctx->ngpu);
   gpus_publish(ctx);
   es_trace("context: GPUs ready (%d)", ctx->ngpu);
   return NULL;

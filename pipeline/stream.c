@@ -259,8 +259,8 @@ static int gpu_threads_start(es_stream *s) {
   /* Even with fewer threads than asked for, those that run can take GPU frames. */
   if (s->nthreads > 0) atomic_store(&s->gpu_on, 1);
   pthread_mutex_unlock(&s->lock);
-  if (ctx->cfg.verbose >= 2)
-    fprintf(stderr, "entropy-stream: stream: %d GPU thread(s)\n", n);
+  /* No verbose line: from the joiner it could land after the caller's own last line. */
+  es_trace("stream: %d GPU thread(s)", n);
   return rc;
 }
 
