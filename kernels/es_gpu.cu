@@ -310,7 +310,7 @@ extern "C" int es_gpu_worker_device(const es_gpu_worker *w) { return w ? w->devi
 
 static int run_jobs(es_gpu_worker **ws, int n, const es_job *job, char *msg, size_t msglen);
 
-extern "C" int es_gpu_worker_create(es_gpu_worker **out, int device, char *msg, size_t msglen) {
+static int worker_create(es_gpu_worker **out, int device, int warm, char *msg, size_t msglen) {
   int rc = ES_OK, dev = device;
   es_gpu_worker *w = NULL;
   unsigned int *hd = NULL;
@@ -375,7 +375,7 @@ extern "C" int es_gpu_worker_create(es_gpu_worker **out, int device, char *msg, 
   ES_CK(cudaMemcpy(w->d_dfl, hd, sizeof *hd * ES_NMAX, cudaMemcpyHostToDevice));
   ES_CK(cudaMemcpy(w->d_log2n, t->log2n, sizeof(double) * (ES_NMAX + 1), cudaMemcpyHostToDevice));
   ES_CK(cudaMemcpy(w->d_scale, t->scale, sizeof(double) * (ES_NMAX + 1), cudaMemcpyHostToDevice));
-  {
+  if (warm) {
     /* Warm-up: a small job through every stage, so module loading and first-launch costs are
      * paid here and not by the first frame. */
     uint8_t img[37 * 23];
@@ -411,6 +411,15 @@ end:
   }
   *out = w;
   return ES_OK;
+}
+
+extern "C" int es_gpu_worker_create(es_gpu_worker **out, int device, char *msg, size_t msglen) {
+  return worker_create(out, device, 1, msg, msglen);
+}
+
+extern "C" int es_gpu_worker_create_cold(es_gpu_worker **out, int device, char *msg,
+                                         size_t msglen) {
+  return worker_create(out, device, 0, msg, msglen);
 }
 
 /* ---- one worker's share of a job ---- */

@@ -42,6 +42,9 @@ typedef struct es_gpu_worker es_gpu_worker;
  * launch, so later calls pay no start-up cost. Device buffers grow on demand and are then
  * reused. msg gets a one-line reason on failure. */
 int es_gpu_worker_create(es_gpu_worker **out, int device, char *msg, size_t msglen);
+/* The same without the warm-up job, for further workers of a device one warm worker has
+ * opened (the context and module are loaded; this worker's buffers grow on its first job). */
+int es_gpu_worker_create_cold(es_gpu_worker **out, int device, char *msg, size_t msglen);
 void es_gpu_worker_destroy(es_gpu_worker **w);
 int es_gpu_worker_device(const es_gpu_worker *w);
 

@@ -41,6 +41,11 @@ int es_gpu_worker_create(es_gpu_worker **out, int device, char *msg, size_t msgl
   if (out) *out = NULL;
   return stub_fail(msg, msglen);
 }
+int es_gpu_worker_create_cold(es_gpu_worker **out, int device, char *msg, size_t msglen) {
+  (void)device;
+  if (out) *out = NULL;
+  return stub_fail(msg, msglen);
+}
 void es_gpu_worker_destroy(es_gpu_worker **w) {
   if (w) *w = NULL;
 }

@@ -160,18 +160,22 @@ typedef struct gpu_open {
 
 typedef struct worker_open {
   int ordinal;
+  int warm; /* worker 0: with the warm-up job */
   es_gpu_worker *w;
   char why[ES_ERRLEN];
 } worker_open;
 
 static void *worker_open_main(void *arg) {
   worker_open *o = arg;
-  if (es_gpu_worker_create(&o->w, o->ordinal, o->why, sizeof o->why) != ES_OK) o->w = NULL;
+  int rc = o->warm ? es_gpu_worker_create(&o->w, o->ordinal, o->why, sizeof o->why)
+                   : es_gpu_worker_create_cold(&o->w, o->ordinal, o->why, sizeof o->why);
+  if (rc != ES_OK) o->w = NULL;
   return NULL;
 }
 
-/* Worker 0 first (it creates the device's context and loads the module), then the others
- * in parallel: each one's warm-up job and buffers cost tens of ms. */
+/* Worker 0 first, warmed up (it creates the device's context and loads the kernels), then
+ * the others in parallel and without a warm-up job of their own (which cost 20-90 ms each
+ * on the GPU machines while the context was busy). */
 static void *gpu_open_main(void *arg) {
   gpu_open *g = arg;
   worker_open o[ES_GPU_WORKERS_PER_DEVICE];
@@ -179,6 +183,7 @@ static void *gpu_open_main(void *arg) {
   int started[ES_GPU_WORKERS_PER_DEVICE] = {0}, ok = 1;
   memset(o, 0, sizeof o);
   for (int k = 0; k < ES_GPU_WORKERS_PER_DEVICE; k++) o[k].ordinal = g->ordinal;
+  o[0].warm = 1;
   es_trace("GPU %d: opening worker 0", g->ordinal);
   worker_open_main(&o[0]);
   if (o[0].w) {
