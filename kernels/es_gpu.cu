@@ -521,14 +521,37 @@ static cudaError_t launch_quant(es_gpu_worker *w, const es_range *R, const es_jo
   return cudaGetLastError();
 }
 
-/* The shared-histogram kernels, by layout. */
-template <typename LT, int KC>
-static void launch_shared(int hl, dim3 grid, int bx, size_t smem, cudaStream_t s,
-                          const es_eparams &E) {
-  if (hl == ES_HL_W32)
-    k_entropy<LT, ES_HL_W32, KC><<<grid, bx, smem, s>>>(E);
-  else
-    k_entropy<LT, ES_HL_S16, KC><<<grid, bx, smem, s>>>(E);
+/* The shared-histogram kernel for a range: level type, layout, compile-time window. */
+template <typename LT, int KC> static const void *shared_kernel(int hl) {
+  return hl == ES_HL_W32 ? (const void *)k_entropy<LT, ES_HL_W32, KC>
+                         : (const void *)k_entropy<LT, ES_HL_S16, KC>;
+}
+
+static const void *pick_shared_kernel(const es_range *R, int square, int K) {
+  if (R->lt == 1 && square && K == 3) return shared_kernel<uint8_t, 3>(R->hl);
+  if (R->lt == 1 && square && K == 5) return shared_kernel<uint8_t, 5>(R->hl);
+  if (R->lt == 1 && square && K == 7) return shared_kernel<uint8_t, 7>(R->hl);
+  if (R->lt == 1 && square && K == 9) return shared_kernel<uint8_t, 9>(R->hl);
+  if (R->lt == 1) return shared_kernel<uint8_t, 0>(R->hl);
+  if (R->lt == 2) return shared_kernel<uint16_t, 0>(R->hl);
+  return shared_kernel<uint32_t, 0>(R->hl);
+}
+
+/* Strips for gx columns of blocks over `rows` rows when `cap` blocks fit on the chip at
+ * once: every block has the same work, so the grid should be whole waves - one block more
+ * than a wave runs as a tail on its own (the first strip rule, ty ~ rows * gx / cap,
+ * rounded to 2160 blocks for 2112 places at 10240^2). At least tmin rows a strip (the
+ * first window of a strip costs area updates, a row 2K). Returns the strip height. */
+static int strip_rows(int rows, int gx, long long cap, int tmin) {
+  if (cap < 1) cap = 1;
+  long long per_wave = cap / gx; /* strips in one full wave */
+  if (per_wave < 1) return rows > 0 ? rows : 1; /* one row of blocks is a wave already */
+  /* The fewest waves whose strips are still tall enough; fewer strips when even one wave
+   * would make them too short (a small image cannot fill the chip). */
+  long long strips = per_wave;
+  if ((rows + strips - 1) / strips < tmin) strips = rows / tmin > 0 ? rows / tmin : 1;
+  int ty = (int)((rows + strips - 1) / strips);
+  return ty < 1 ? 1 : ty;
 }
 
 /* Launches the entropy kernel for local output rows [y0, y1). */
@@ -563,38 +586,33 @@ static cudaError_t launch_entropy(es_gpu_worker *w, const es_range *R, const es_
   for (int i = 0; i < K; i++) E.hw[i] = R->win.hw[i];
   int bx = R->bx;
   int gx = (W + bx - 1) / bx;
-  /* Strip height: enough threads to fill the chip, and tall enough that building the first
-   * window (area updates) costs no more than sliding (2K updates a row). */
-  long long target = (long long)w->nsm * 2048; /* full occupancy: latency hiding matters */
-  int ty = (int)(((long long)gx * bx * rows + target - 1) / target);
+  /* Strip height: the first window of a strip costs `area` updates, a slide 2K a row, so
+   * strips are at least 16 rows and area / 2K. */
   int tmin = R->area / (2 * K) + 1;
-  if (ty < tmin) ty = tmin;
-  if (ty < 16) ty = 16; /* below this the first window of each strip costs too much */
-  int nstrips = (rows + ty - 1) / ty;
+  if (tmin < 16) tmin = 16;
   size_t smem = (size_t)E.dshared * 4 + (size_t)((bins + 1) & ~1) * 4 * (stats ? 1 : 0);
   if (!stats) smem = (size_t)E.dshared * 4;
   if (!R->ghist) {
     smem += es_hist_bytes(R->hl, E.levels, bx);
+    const void *kfn = pick_shared_kernel(R, job->params.shape == ES_SHAPE_SQUARE, K);
+    int per_sm = 0;
+    if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kfn, bx, smem) != cudaSuccess) {
+      cudaGetLastError();
+      per_sm = 2048 / bx;
+    }
+    int ty = strip_rows(rows, gx, (long long)w->nsm * (per_sm > 0 ? per_sm : 1), tmin);
+    int nstrips = (rows + ty - 1) / ty;
     E.ty = ty;
     E.strip0 = 0;
     dim3 grid((unsigned)gx, (unsigned)nstrips);
-    const int sq = job->params.shape == ES_SHAPE_SQUARE;
-    if (R->lt == 1 && sq && K == 3)
-      launch_shared<uint8_t, 3>(R->hl, grid, bx, smem, w->s_comp, E);
-    else if (R->lt == 1 && sq && K == 5)
-      launch_shared<uint8_t, 5>(R->hl, grid, bx, smem, w->s_comp, E);
-    else if (R->lt == 1 && sq && K == 7)
-      launch_shared<uint8_t, 7>(R->hl, grid, bx, smem, w->s_comp, E);
-    else if (R->lt == 1 && sq && K == 9)
-      launch_shared<uint8_t, 9>(R->hl, grid, bx, smem, w->s_comp, E);
-    else if (R->lt == 1)
-      launch_shared<uint8_t, 0>(R->hl, grid, bx, smem, w->s_comp, E);
-    else if (R->lt == 2)
-      launch_shared<uint16_t, 0>(R->hl, grid, bx, smem, w->s_comp, E);
-    else
-      launch_shared<uint32_t, 0>(R->hl, grid, bx, smem, w->s_comp, E);
-    return cudaGetLastError();
+    void *args[] = {(void *)&E};
+    return cudaLaunchKernel(kfn, grid, dim3((unsigned)bx), args, smem, w->s_comp);
   }
+  /* Global histograms (large L): strips to fill the chip's threads. */
+  long long target = (long long)w->nsm * 2048;
+  int ty = (int)(((long long)gx * bx * rows + target - 1) / target);
+  if (ty < tmin) ty = tmin;
+  int nstrips = (rows + ty - 1) / ty;
   /* Global histograms: as many strips per launch as there are histogram slots. */
   size_t slots = w->cap_ghist / ((size_t)(E.levels + 1) * 2);
   int per = (int)(slots / ((size_t)gx * bx));
