@@ -69,6 +69,9 @@ def main():
     ap.add_argument("--gpus", nargs="*", default=["all"])
     ap.add_argument("--device", default="auto")
     ap.add_argument("--cpu-row", action="store_true", help="also time --device cpu")
+    ap.add_argument("--no-extras", action="store_true",
+                    help="only the ffmpeg comparisons and stdin rows (no CPU row, PNG batch, "
+                    "traces or peak RSS): the multi-GPU scaling run")
     a = ap.parse_args()
     os.makedirs(a.out, exist_ok=True)
     tmp = "/dev/shm/es-bench" if os.path.isdir("/dev/shm") else os.path.join(a.out, "tmp")
@@ -142,7 +145,7 @@ def main():
                 "cat %s | %s - %s --stats %s -y --no-progress --device %s --gpus %s" %
                 (path, es, opt, stats, a.device, g),
                 None, lambda: "stats records %d of %d" % (count_lines(stats), a.frames))
-    if a.cpu_row:
+    if a.cpu_row and not a.no_extras:
         base = [r for r in res["rows"] if r["case"] == "ffmpeg transcode libx264 veryfast"][0]
         row("entropy-stream heat libx264 veryfast --device cpu",
             "%s %s -o %s -y --no-progress --preset veryfast --device cpu" % (es, src, heat), base["fps"],
@@ -151,6 +154,11 @@ def main():
     # greyscale 1080p PNGs (written by entropy-stream itself: the GPU machine's FFmpeg has no
     # PNG encoder); the check is that the GPU run's heat PNGs equal the CPU run's, byte for
     # byte.
+    if a.no_extras:
+        with open(os.path.join(a.out, "stream.json"), "w") as f:
+            json.dump(res, f, indent=1)
+        shutil.rmtree(tmp, ignore_errors=True)
+        return
     pngs = os.path.join(tmp, "pngs")
     sh("%s %s -o %s -y -q --format gray8" % (es, src, pngs))
     for f in sorted(os.listdir(pngs))[64:]:

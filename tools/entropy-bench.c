@@ -350,21 +350,27 @@ static void gpu_rows(const bench_opts *o, const char *group, gpu_set *g, const e
     row_out(group, "gpu x1 kernel", w, h, K, L, 0, -1, 0, 0, "", msg);
   }
 
-  if (full && g->n > 1) {
+  /* Several GPUs: 2, 4, 8, ... and all of them, each with its scaling efficiency against
+   * the one-GPU row: t1 / (n * tn). */
+  for (int n = 2; full && n <= g->n; n = n * 2 > g->n && n < g->n ? g->n : n * 2) {
     memset(mapg, 0xff, npx * sizeof *mapg);
-    ok = es_gpu_run_multi(g->w, g->n, &job, msg, sizeof msg) == ES_OK;
+    ok = es_gpu_run_multi(g->w, n, &job, msg, sizeof msg) == ES_OK;
     for (int i = 0; ok && i < reps; i++) {
       double t0 = now_s();
-      ok = es_gpu_run_multi(g->w, g->n, &job, msg, sizeof msg) == ES_OK;
+      ok = es_gpu_run_multi(g->w, n, &job, msg, sizeof msg) == ES_OK;
       t[i] = (now_s() - t0) * 1e3;
     }
-    char eng[32];
-    snprintf(eng, sizeof eng, "gpu x%d host-to-host", g->n);
-    if (ok)
-      row_out(group, eng, w, h, K, L, 0, median(t, reps), reps, max_diff(map_cpu, mapg, npx),
-              "vs cpu", "");
-    else
+    char eng[32], note[96] = "";
+    snprintf(eng, sizeof eng, "gpu x%d host-to-host", n);
+    if (ok) {
+      double tn = median(t, reps);
+      if (h2h > 0 && tn > 0)
+        snprintf(note, sizeof note, "%.2fx the x1 time, scaling efficiency %.2f", tn / h2h,
+                 h2h / (n * tn));
+      row_out(group, eng, w, h, K, L, 0, tn, reps, max_diff(map_cpu, mapg, npx), "vs cpu", note);
+    } else {
       row_out(group, eng, w, h, K, L, 0, -1, 0, 0, "", msg);
+    }
   }
 end:
   free(ms);

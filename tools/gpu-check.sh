@@ -8,7 +8,11 @@
 # FFmpeg: works with or without `source .device-deps/device-env.sh` (sourced here if present).
 # Env: ES_CHECK_BUILD (build dir, default build-check), ES_CHECK_JOBS (default 16),
 #      ES_CHECK_SKIP (space-separated stages to skip: ctest sanitizer bench entropy-bench
-#      skimage stream), ES_CHECK_FRAMES / ES_CHECK_REPS (streaming benchmark, 600 / 3).
+#      skimage stream), ES_CHECK_FRAMES / ES_CHECK_REPS (streaming benchmark, 600 / 3),
+#      ES_CHECK_STREAM_ARGS (more bench-stream.py options, e.g. --no-extras).
+# Four GPUs (the scaling issue), in one call:
+#   ES_CHECK_SKIP="sanitizer skimage bench ctest" ES_CHECK_STREAM_ARGS=--no-extras \
+#     bash tools/gpu-check.sh $OUT     # entropy-bench x1/x2/x4, streaming on 0 / 0,1 / all
 # Files back: results.json, gpu-bench.json, bench.json, skimage.json, stream.json and
 # logs.tar.gz (every log).
 set -u
@@ -116,9 +120,10 @@ if [[ $skip != *" stream "* ]] && command -v ffmpeg >/dev/null && [ -x "$bdir/to
   ngpu=$(nvidia-smi -L 2>/dev/null | wc -l)
   gl=(all)
   [ "$ngpu" -ge 2 ] && gl=(0 all)
+  [ "$ngpu" -ge 4 ] && gl=(0 0,1 all)
   timeout ${ES_CHECK_STREAM_TIMEOUT:-300} python3 tools/bench-stream.py --bin "$bdir/tools/entropy-stream" \
     --out "$out" --frames ${ES_CHECK_FRAMES:-600} --reps ${ES_CHECK_REPS:-3} --gpus "${gl[@]}" \
-    --cpu-row >"$out/stream.log" 2>&1
+    --cpu-row ${ES_CHECK_STREAM_ARGS:-} >"$out/stream.log" 2>&1
   res[stream]="rc $?"
 fi
 
