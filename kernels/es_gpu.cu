@@ -78,7 +78,19 @@ struct es_gpu_worker {
   uint8_t *h_out[ES_NSLOT]; size_t cap_hout; /* pinned staging, output */
   /* Geometry of the last run (es_gpu_bench_kernel re-runs its kernels). */
   int last_w, last_h, last_depth, last_row0, last_row1, last_in0, last_in1;
+  /* The host thread that runs this worker's share of multi-GPU jobs (es_gpu_run_multi),
+   * started on first use and kept: its OpenMP team for the staging copies lives as long as
+   * it does (a thread per call made a new team of copy threads per call and phase). */
+  pthread_t host;
+  int host_started, host_quit;
+  pthread_mutex_t host_lock;
+  pthread_cond_t host_cond;
+  struct es_task *host_task; /* posted by run_phase, cleared by the host thread when done */
 };
+
+/* OpenMP threads a staging copy may use on this host thread (0: the default, up to 16).
+ * Tasks of a multi-GPU job run at once: each gets its share of the cores. */
+static __thread int tl_copy_threads;
 
 /* ---- small helpers ---- */
 
@@ -142,7 +154,7 @@ static void copy_rows(void *dst, size_t dstride, const void *src, size_t sstride
     size_t total = rowbytes * (size_t)rows;
 #ifdef ES_HAVE_OPENMP
     if (total >= ((size_t)1 << 20)) {
-      int nt = omp_get_max_threads();
+      int nt = tl_copy_threads > 0 ? tl_copy_threads : omp_get_max_threads();
       if (nt > 16) nt = 16;
       size_t chunk = (total + (size_t)nt - 1) / (size_t)nt;
 #pragma omp parallel for num_threads(nt) schedule(static)
@@ -157,7 +169,7 @@ static void copy_rows(void *dst, size_t dstride, const void *src, size_t sstride
     return;
   }
 #ifdef ES_HAVE_OPENMP
-  int nt = omp_get_max_threads();
+  int nt = tl_copy_threads > 0 ? tl_copy_threads : omp_get_max_threads();
   if (nt > 16) nt = 16;
 #pragma omp parallel for num_threads(nt) schedule(static) if (rowbytes * (size_t)rows >= ((size_t)1 << 20))
 #endif
@@ -267,9 +279,12 @@ static const void *const es_kernel_list[] = {
     (const void *)k_entropy<uint32_t, ES_HL_GLOBAL, 0>};
 #undef ES_KSH
 
+static void host_thread_stop(es_gpu_worker *w);
+
 extern "C" void es_gpu_worker_destroy(es_gpu_worker **pw) {
   if (!pw || !*pw) return;
   es_gpu_worker *w = *pw;
+  host_thread_stop(w);
   cudaSetDevice(w->device);
   if (w->s_up) cudaStreamSynchronize(w->s_up);
   if (w->s_comp) cudaStreamSynchronize(w->s_comp);
@@ -928,34 +943,100 @@ struct es_task {
   const es_job *job;
   int phase; /* 1 compute, 2 render */
   double lo, inv;
+  int copy_threads; /* staging-copy threads for this task (0: default) */
   int rc;
   char msg[256];
 };
 
-static void *task_main(void *arg) {
-  es_task *t = (es_task *)arg;
+static void task_run(es_task *t) {
+  const int saved = tl_copy_threads;
+  tl_copy_threads = t->copy_threads;
   if (t->phase == 1)
     t->rc = range_compute(t->w, t->R, t->job, 0, t->msg, sizeof t->msg);
   else
     t->rc = range_render(t->w, t->R, t->job, t->lo, t->inv, 0, t->msg, sizeof t->msg);
+  tl_copy_threads = saved;
+}
+
+/* A worker's host thread: runs the tasks posted to it until told to quit. */
+static void *host_main(void *arg) {
+  es_gpu_worker *w = (es_gpu_worker *)arg;
+  pthread_mutex_lock(&w->host_lock);
+  for (;;) {
+    while (!w->host_task && !w->host_quit) pthread_cond_wait(&w->host_cond, &w->host_lock);
+    if (w->host_quit) break;
+    es_task *t = w->host_task;
+    pthread_mutex_unlock(&w->host_lock);
+    task_run(t);
+    pthread_mutex_lock(&w->host_lock);
+    w->host_task = NULL;
+    pthread_cond_broadcast(&w->host_cond);
+  }
+  pthread_mutex_unlock(&w->host_lock);
   return NULL;
 }
 
-/* Runs the tasks of one phase: one host thread per worker, so the devices work at once. */
+static int host_thread_start(es_gpu_worker *w) {
+  if (w->host_started) return 1;
+  pthread_mutex_init(&w->host_lock, NULL);
+  pthread_cond_init(&w->host_cond, NULL);
+  w->host_task = NULL;
+  w->host_quit = 0;
+  if (pthread_create(&w->host, NULL, host_main, w) != 0) {
+    pthread_cond_destroy(&w->host_cond);
+    pthread_mutex_destroy(&w->host_lock);
+    return 0;
+  }
+  w->host_started = 1;
+  return 1;
+}
+
+static void host_thread_stop(es_gpu_worker *w) {
+  if (!w->host_started) return;
+  pthread_mutex_lock(&w->host_lock);
+  w->host_quit = 1;
+  pthread_cond_broadcast(&w->host_cond);
+  pthread_mutex_unlock(&w->host_lock);
+  pthread_join(w->host, NULL);
+  pthread_cond_destroy(&w->host_cond);
+  pthread_mutex_destroy(&w->host_lock);
+  w->host_started = 0;
+}
+
+/* Runs the tasks of one phase at once: task 0 on the calling thread, the others on their
+ * workers' host threads; each task's staging copies get an equal share of the cores. */
 static int run_phase(es_task *ts, int n, char *msg, size_t msglen) {
-  pthread_t th[ES_MAX_GPUS];
-  int started[ES_MAX_GPUS];
+  int posted[ES_MAX_GPUS] = {0};
   int rc = ES_OK;
-  if (n == 1) {
-    task_main(&ts[0]);
-  } else {
-    for (int i = 0; i < n; i++) started[i] = pthread_create(&th[i], NULL, task_main, &ts[i]) == 0;
-    for (int i = 0; i < n; i++) {
-      if (started[i])
-        pthread_join(th[i], NULL);
-      else
-        task_main(&ts[i]);
+  int share = 0;
+  if (n > 1) {
+#ifdef ES_HAVE_OPENMP
+    share = omp_get_num_procs() / n - 1; /* one core a task drives the device */
+#else
+    share = 1;
+#endif
+    if (share < 1) share = 1;
+  }
+  for (int i = 0; i < n; i++) ts[i].copy_threads = share;
+  for (int i = 1; i < n; i++) {
+    es_gpu_worker *w = ts[i].w;
+    if (!host_thread_start(w)) continue;
+    pthread_mutex_lock(&w->host_lock);
+    w->host_task = &ts[i];
+    pthread_cond_broadcast(&w->host_cond);
+    pthread_mutex_unlock(&w->host_lock);
+    posted[i] = 1;
+  }
+  task_run(&ts[0]);
+  for (int i = 1; i < n; i++) {
+    if (!posted[i]) {
+      task_run(&ts[i]); /* no host thread: in turn, on this one */
+      continue;
     }
+    es_gpu_worker *w = ts[i].w;
+    pthread_mutex_lock(&w->host_lock);
+    while (w->host_task) pthread_cond_wait(&w->host_cond, &w->host_lock);
+    pthread_mutex_unlock(&w->host_lock);
   }
   for (int i = 0; i < n; i++) {
     if (ts[i].rc && !rc) {
