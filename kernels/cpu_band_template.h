@@ -198,7 +198,7 @@ static inline __attribute__((always_inline)) void ES_FN(slide_cols)(
   const double oscale = c->oscale;
   const int w = c->w, sent = c->levels, ntot = K * K, r = (K - 1) / 2;
   /* Interior [xa, xb): no column of the window is outside the image, so the sentinel count
-   * (clipped rows only) and with it N, log2 N and 2^-32/N stay fixed: the loop there skips
+   * (clipped rows only) and with it N, log2 N and 2^-ES_FIX_SHIFT/N stay fixed: the loop there skips
    * those table reads, and with only a map to write, the statistics branches too. */
   int xa = c->border == ES_BORDER_CLIP ? (r < w ? r : w) : 0;
   int xb = c->border == ES_BORDER_CLIP ? w - r : w;
