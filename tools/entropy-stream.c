@@ -1144,11 +1144,12 @@ static int run_images(cli_opts *o, int in_kind, int out_kind) {
     }
     /* As many decoders and encoders as there are cores, files and frames to hold. */
     nworkers = ncores < cfg.queue ? ncores : cfg.queue;
-  }
-  if (o->verbose && !o->quiet) {
-    char d[64];
-    err(NULL, "%zu file%s, %d in flight, %s", n, n == 1 ? "" : "s",
-        es_context_config(b.ctx)->queue, device_desc(b.ctx, d, sizeof d));
+    /* (es_context_config would wait for GPUs still opening.) */
+    if (o->verbose && !o->quiet) {
+      char d[64];
+      err(NULL, "%zu file%s, %d in flight, %s", n, n == 1 ? "" : "s", cfg.queue,
+          device_desc(b.ctx, d, sizeof d));
+    }
   }
   b.o = o;
   b.jobs = jobs;
