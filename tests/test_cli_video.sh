@@ -221,6 +221,17 @@ n=$("$PY" -c "import numpy as np; print(np.load('$T/cc.npy').shape[0])")
 case "$msg" in *"$n frames"*) ;; *) fail "summary does not give the $n frames written: $msg";; esac
 [ "$n" = 30 ] || case "$msg" in *corrupt*) ;; *) fail "frames lost but no corrupt count in the summary: $msg";; esac
 
+# ES_TRACE=1: the phase lines on stderr (milliseconds since start, the thread), nothing on
+# stdout, and the run itself complete.
+tr=$(ES_TRACE=1 "$BIN" -q "$T/clip.mkv" --stats "$T/tr.csv" -y 2>&1 >/dev/null); rc=$?
+[ $rc = 0 ] || fail "ES_TRACE run: exit $rc"
+for want in "main" "video: input open" "video: first frame written" "video: last frame written ($N)"; do
+  printf '%s\n' "$tr" | grep -qF "$want" || fail "ES_TRACE: no '$want' line: $tr"
+done
+printf '%s\n' "$tr" | grep -v '^es-trace  *[0-9.]* ms \[[0-9a-f]*\] ' && fail "ES_TRACE: a line not in the trace format"
+[ "$(wc -l < "$T/tr.csv")" = $((N + 1)) ] || fail "ES_TRACE run: $(wc -l < "$T/tr.csv") stats lines, want $((N + 1))"
+[ -z "$(ES_TRACE=0 "$BIN" -q "$T/clip.mkv" --stats "$T/tr.csv" -y 2>&1)" ] || fail "ES_TRACE=0 printed"
+
 if [ $FAIL -ne 0 ]; then
   echo "test_cli_video: $FAIL failure(s)"
   exit 1

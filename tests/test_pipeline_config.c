@@ -160,6 +160,38 @@ int main(void) {
   CHECK(strstr(es_context_error(ctx), "--levels 1000"), "message: %s", es_context_error(ctx));
   es_context_destroy(&ctx);
 
+  /* GPUs opened in the background: create returns with the CPU usable at once; the GPU
+   * queries wait for the opening (here: the visible GPUs, or none) and report it open. A
+   * GPU list or --device gpu/cpu opens synchronously, as before. */
+  es_config_default(&b);
+  b.gpu_background = 1;
+  b.verbose = 0;
+  CHECK(es_context_create(&ctx, &b, NULL, 0) == ES_OK && ctx, "background create");
+  CHECK(es_compute(ctx, &im, out, 7, NULL, NULL, NULL) == ES_OK, "background: compute: %s",
+        es_context_error(ctx));
+  CHECK(es_context_gpu_count(ctx) == visible, "background: gpu count %d of %d",
+        es_context_gpu_count(ctx), visible);
+  CHECK(es_context_gpus_open(ctx) == 1, "background: not open after the count");
+  CHECK(es_context_config(ctx)->ngpus == visible, "background: GPUs in force %d",
+        es_context_config(ctx)->ngpus);
+  es_context_destroy(&ctx);
+  es_config_default(&b);
+  b.gpu_background = 1;
+  b.device = ES_DEVICE_CPU;
+  b.verbose = 0;
+  CHECK(es_context_create(&ctx, &b, NULL, 0) == ES_OK && ctx, "background cpu create");
+  CHECK(es_context_gpus_open(ctx) == 1 && es_context_gpu_count(ctx) == 0,
+        "--device cpu: synchronous, no GPU");
+  es_context_destroy(&ctx);
+  CHECK(es_context_gpus_open(NULL) == 0, "gpus_open of NULL");
+  /* Destroyed while still opening (at once after create): waits, frees, no leak. */
+  es_config_default(&b);
+  b.gpu_background = 1;
+  b.verbose = 0;
+  CHECK(es_context_create(&ctx, &b, NULL, 0) == ES_OK, "background create 2");
+  es_context_destroy(&ctx);
+  CHECK(ctx == NULL, "destroy clears");
+
   /* OpenMP threads of a CPU job: one per ES_CPU_PIXELS_PER_THREAD pixels, within the cap. */
   CHECK(es_cpu_threads_for(320 * 240, 8) == 1, "small frame: %d", es_cpu_threads_for(320 * 240, 8));
   CHECK(es_cpu_threads_for(1920 * 1080, 8) == 7, "1080p: %d", es_cpu_threads_for(1920 * 1080, 8));
