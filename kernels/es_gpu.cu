@@ -1020,7 +1020,9 @@ static int run_phase(es_task *ts, int n, char *msg, size_t msglen) {
   for (int i = 0; i < n; i++) ts[i].copy_threads = share;
   for (int i = 1; i < n; i++) {
     es_gpu_worker *w = ts[i].w;
-    if (!host_thread_start(w)) continue;
+    int dup = w == ts[0].w; /* a worker given twice runs its tasks in turn, on this thread */
+    for (int j = 1; j < i; j++) dup |= w == ts[j].w;
+    if (dup || !host_thread_start(w)) continue;
     pthread_mutex_lock(&w->host_lock);
     w->host_task = &ts[i];
     pthread_cond_broadcast(&w->host_cond);
