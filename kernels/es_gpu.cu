@@ -81,11 +81,13 @@ struct es_gpu_worker {
   /* The host thread that runs this worker's share of multi-GPU jobs (es_gpu_run_multi),
    * started on first use and kept: its OpenMP team for the staging copies lives as long as
    * it does (a thread per call made a new team of copy threads per call and phase). */
-  pthread_t host;
-  int host_started, host_quit;
-  pthread_mutex_t host_lock;
-  pthread_cond_t host_cond;
-  struct es_task *host_task; /* posted by run_phase, cleared by the host thread when done */
+  pthread_t host;               /* valid while host_started */
+  int host_started;             /* set and cleared by the caller's thread (run_phase, destroy) */
+  int host_quit;                /* guarded by host_lock: destroy asks the thread to end */
+  pthread_mutex_t host_lock;    /* guards host_task and host_quit */
+  pthread_cond_t host_cond;     /* with host_lock: a task posted, done, or quit */
+  struct es_task *host_task;    /* guarded by host_lock: posted by run_phase, set back to
+                                 * NULL by the host thread when the task is done */
 };
 
 /* OpenMP threads a staging copy may use on this host thread (0: the default, up to 16).
