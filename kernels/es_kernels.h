@@ -8,6 +8,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "entropy_stream.h"
 #include "es_math.h"
@@ -44,6 +45,17 @@ typedef struct es_window {
   int hw[ES_WINDOW_MAX];
 } es_window;
 void es_window_make(es_window *w, int window, int shape);
+
+/* Sample (x, y) of a host image, 8- or 16-bit (16-bit rows need not be aligned). */
+static inline uint32_t es_image_sample(const es_image *img, int x, int y) {
+  const uint8_t *row = (const uint8_t *)img->data + (size_t)y * img->stride;
+  if (img->depth == 16) {
+    uint16_t v;
+    memcpy(&v, row + 2 * (size_t)x, 2);
+    return v;
+  }
+  return row[x];
+}
 
 /* The output unit factor: 1 for bits, ln 2 for nats. */
 double es_out_scale(int base);

@@ -10,17 +10,6 @@
 
 #include "es_kernels.h"
 
-static uint32_t ref_sample(const es_image *img, int x, int y) {
-  const uint8_t *row = (const uint8_t *)img->data + (size_t)y * img->stride;
-  if (img->depth == 16) {
-    uint16_t v;
-    memcpy(&v, row + 2 * (size_t)x, 2);
-    return v;
-  }
-  return row[x];
-}
-
-
 static int ref_cmp(const void *a, const void *b) {
   uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
   return (x > y) - (x < y);
@@ -39,7 +28,7 @@ int es_ref_entropy(const es_image *img, const es_params *p, double *out) {
     goto end;
   }
   for (int y = 0; y < h; y++)
-    for (int x = 0; x < w; x++) q[(size_t)y * w + x] = es_quantize(ref_sample(img, x, y), L, img->depth);
+    for (int x = 0; x < w; x++) q[(size_t)y * w + x] = es_quantize(es_image_sample(img, x, y), L, img->depth);
   double oscale = es_out_scale(p->base);
   for (int y = 0; y < h; y++) {
     for (int x = 0; x < w; x++) {
@@ -97,7 +86,7 @@ int es_ref_stats(const es_image *img, const es_params *p, const double *map, int
       if (f < acc.min) acc.min = f;
       if (f > acc.max) acc.max = f;
       stats->hist[es_stats_bin(f, binscale, bins)]++;
-      lh[es_quantize(ref_sample(img, x, y), L, img->depth)]++;
+      lh[es_quantize(es_image_sample(img, x, y), L, img->depth)]++;
     }
   }
   acc.count = (int64_t)w * h;

@@ -37,7 +37,7 @@ static void ref_stats(const es_image *img, const es_params *p, const float *map,
       if (h < acc.min) acc.min = h;
       if (h > acc.max) acc.max = h;
       st->hist[es_stats_bin(h, bs, bins)]++;
-      lh[es_quantize(sample(img, x, y), (uint32_t)p->levels, img->depth)]++;
+      lh[es_quantize(es_image_sample(img, x, y), (uint32_t)p->levels, img->depth)]++;
     }
     acc.sum += rs;
     acc.sumsq += rss;

@@ -12,16 +12,6 @@
 
 #include "es_kernels.h"
 
-static inline uint32_t sample(const es_image *img, int x, int y) {
-  const uint8_t *row = (const uint8_t *)img->data + (size_t)y * img->stride;
-  if (img->depth == 16) {
-    uint16_t v;
-    memcpy(&v, row + 2 * (size_t)x, 2);
-    return v;
-  }
-  return row[x];
-}
-
 static inline int reflect(int i, int n) {
   int m = i % (2 * n);
   if (m < 0) m += 2 * n;
@@ -50,7 +40,7 @@ static inline void ref_rows(const es_image *img, const es_params *p, int y0, int
             yy = reflect(yy, img->height);
             xx = reflect(xx, img->width);
           }
-          uint32_t q = es_quantize(sample(img, xx, yy), (uint32_t)p->levels, img->depth);
+          uint32_t q = es_quantize(es_image_sample(img, xx, yy), (uint32_t)p->levels, img->depth);
           cnt[q]++;
           list[n++] = q;
         }
@@ -88,7 +78,7 @@ static inline double ref_double(const es_image *img, const es_params *p, int x, 
         yy = reflect(yy, img->height);
         xx = reflect(xx, img->width);
       }
-      cnt[es_quantize(sample(img, xx, yy), (uint32_t)p->levels, img->depth)]++;
+      cnt[es_quantize(es_image_sample(img, xx, yy), (uint32_t)p->levels, img->depth)]++;
       n++;
     }
   }

@@ -34,16 +34,6 @@ static void planes_free(planes_buf *b) {
   for (int i = 0; i < 3; i++) free(b->mem[i]);
 }
 
-static uint32_t sample(const es_image *img, int x, int y) {
-  const uint8_t *row = (const uint8_t *)img->data + (size_t)y * img->stride;
-  if (img->depth == 16) {
-    uint16_t v;
-    memcpy(&v, row + 2 * (size_t)x, 2);
-    return v;
-  }
-  return row[x];
-}
-
 /* The expected planes, written from the rules in render.c's header comment: full-size
  * RGB first, then every format from it. */
 static void expected(const float *map, size_t ms, const es_image *src, const es_params *p,
@@ -65,7 +55,7 @@ static void expected(const float *map, size_t ms, const es_image *src, const es_
   for (int y = 0; y < h; y++) {
     for (int x = 0; x < w; x++) {
       float hv = map[(size_t)y * ms + x];
-      uint8_t g = es_grey8(sample(src, x, y), src->depth);
+      uint8_t g = es_grey8(es_image_sample(src, x, y), src->depth);
       int i8 = es_render_index8(hv, lo, inv);
       uint8_t *c = rgb + 3 * ((size_t)y * w + x);
       for (int k = 0; k < 3; k++) c[k] = lut ? lut[3 * i8 + k] : 0;
