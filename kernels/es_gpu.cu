@@ -447,8 +447,8 @@ struct es_range {
   int in0, in1;     /* input rows needed (reflect may reach anywhere) */
   int r, area, lt;  /* lt: level type bytes 1/2/4 */
   size_t lpitch;    /* padded row, elements */
-  int bx, ghist;    /* entropy block width; global-histogram mode */
-  int hl;           /* histogram layout ES_HL_* (gpu_kernels.cuh) */
+  int bx;           /* entropy block width */
+  int hl;           /* histogram layout ES_HL_* (gpu_kernels.cuh); ES_HL_GLOBAL: global mode */
   es_window win;
   /* results of phase 1 */
   float hmin, hmax;
@@ -465,10 +465,13 @@ static int range_src(const es_range *R, const es_job *job, int p) {
   return es_reflect(i, H);
 }
 
-/* Entries of the f-increment table the entropy kernel keeps in shared memory: replicated
- * once per lane (dt[c * 32 + lane], no bank conflicts) for small windows, one copy up to
- * 1024, else none (read from global memory). */
-static int dshared_entries(int area) { return area <= 64 ? area * 32 : (area <= 1024 ? area : 0); }
+/* The f-increment table of the entropy kernel in shared memory: replicated once per lane
+ * (dt[c * 32 + lane], no bank conflicts) for small windows, one copy up to 1024, else none
+ * (read from global memory). */
+static int dshared_replicated(int area) { return area <= 64; }
+static int dshared_entries(int area) {
+  return dshared_replicated(area) ? area * 32 : (area <= 1024 ? area : 0);
+}
 
 static void range_plan(es_range *R, const es_job *job, const es_gpu_worker *w) {
   es_window_make(&R->win, job->params.window, job->params.shape);
@@ -489,12 +492,10 @@ static void range_plan(es_range *R, const es_job *job, const es_gpu_worker *w) {
   R->in1 = hi + 1;
   /* Shared histograms when they fit (32-bit counts for few levels, else 16-bit up to 96 KB a
    * block), else global ones. */
-  R->ghist = 1;
   R->hl = ES_HL_GLOBAL;
   R->bx = 128;
   size_t fixed = (size_t)dshared_entries(R->area) * 4 + (ES_STATS_MAX_BINS + 2) * 4;
   if (es_hist_bytes(ES_HL_W32, L, 128) <= 16 * 1024) {
-    R->ghist = 0;
     R->hl = ES_HL_W32;
     return;
   }
@@ -502,7 +503,6 @@ static void range_plan(es_range *R, const es_job *job, const es_gpu_worker *w) {
     size_t hb = es_hist_bytes(ES_HL_S16, L, bx);
     if (fixed + hb <= w->smem_optin && hb <= 96 * 1024) {
       R->bx = bx;
-      R->ghist = 0;
       R->hl = ES_HL_S16;
       break;
     }
@@ -586,7 +586,7 @@ static cudaError_t launch_entropy(es_gpu_worker *w, const es_range *R, const es_
   E.r = R->r;
   E.area = R->area;
   E.levels = job->params.levels;
-  E.drep = R->area <= 64;
+  E.drep = dshared_replicated(R->area);
   E.dshared = dshared_entries(R->area);
   E.dfl = w->d_dfl;
   E.log2n = w->d_log2n;
@@ -609,7 +609,7 @@ static cudaError_t launch_entropy(es_gpu_worker *w, const es_range *R, const es_
   if (tmin < 16) tmin = 16;
   size_t smem = (size_t)E.dshared * 4 + (size_t)((bins + 1) & ~1) * 4 * (stats ? 1 : 0);
   if (!stats) smem = (size_t)E.dshared * 4;
-  if (!R->ghist) {
+  if (R->hl != ES_HL_GLOBAL) {
     smem += es_hist_bytes(R->hl, E.levels, bx);
     const void *kfn = pick_shared_kernel(R, job->params.shape == ES_SHAPE_SQUARE, K);
     int per_sm = 0;
@@ -685,7 +685,7 @@ static int range_compute(es_gpu_worker *w, es_range *R, const es_job *job, int k
     ES_CK(grow_dev(&w->d_in, &w->cap_in, inrow * (size_t)(nin > 0 ? nin : 1)));
     ES_CK(grow_dev(&w->d_lev, &w->cap_lev, R->lpitch * (size_t)prow * (size_t)R->lt));
     ES_CK(grow_dev((void **)&w->d_map, &w->cap_map, (size_t)W * (size_t)nrows * 4));
-    if (R->ghist) {
+    if (R->hl == ES_HL_GLOBAL) {
       size_t per = (size_t)(L + 1) * 2 * (size_t)((W + R->bx - 1) / R->bx) * (size_t)R->bx;
       size_t want = ES_GHIST_BYTES > per ? ES_GHIST_BYTES / per * per : per;
       if (w->cap_ghist < want) {
@@ -1239,7 +1239,7 @@ extern "C" int es_gpu_bench_kernel(es_gpu_worker *w, const es_job *job, int reps
   range_plan(&R, job, w);
   if (R.in0 != w->last_in0 || R.in1 != w->last_in1 ||
       w->cap_lev < R.lpitch * (size_t)(job->in.height + 2 * R.r) * (size_t)R.lt ||
-      (R.ghist && !w->d_ghist)) {
+      (R.hl == ES_HL_GLOBAL && !w->d_ghist)) {
     if (msg && msglen)
       snprintf(msg, msglen, "GPU %d: bench: run es_gpu_run with these parameters first", w->device);
     return ES_ERR_USAGE;
