@@ -150,6 +150,23 @@ static int gpus_choose(const es_config *c, int visible, int *ord, int *n, char *
   return ES_OK;
 }
 
+/* Runs fn on the n items of `size` bytes at `items`, each on a thread of its own, and
+ * waits for all of them. One item runs on the calling thread, as does any item whose
+ * thread cannot start (or beyond ES_MAX_GPUS): the work is done either way. */
+static void run_each(void *(*fn)(void *), void *items, size_t size, int n) {
+  pthread_t th[ES_MAX_GPUS];
+  char started[ES_MAX_GPUS] = {0};
+  for (int i = 0; i < n; i++) {
+    void *item = (char *)items + (size_t)i * size;
+    if (n > 1 && i < ES_MAX_GPUS && pthread_create(&th[i], NULL, fn, item) == 0)
+      started[i] = 1;
+    else
+      fn(item);
+  }
+  for (int i = 0; i < n && i < ES_MAX_GPUS; i++)
+    if (started[i]) pthread_join(th[i], NULL);
+}
+
 /* The workers of one GPU, opened on a thread of their own: each GPU's context creation,
  * module load and warm-up take a few hundred milliseconds, and the GPUs open in parallel. */
 typedef struct gpu_open {
@@ -179,22 +196,13 @@ static void *worker_open_main(void *arg) {
 static void *gpu_open_main(void *arg) {
   gpu_open *g = arg;
   worker_open o[ES_GPU_WORKERS_PER_DEVICE];
-  pthread_t th[ES_GPU_WORKERS_PER_DEVICE];
-  int started[ES_GPU_WORKERS_PER_DEVICE] = {0}, ok = 1;
+  int ok = 1;
   memset(o, 0, sizeof o);
   for (int k = 0; k < ES_GPU_WORKERS_PER_DEVICE; k++) o[k].ordinal = g->ordinal;
   o[0].warm = 1;
   es_trace("GPU %d: opening worker 0", g->ordinal);
   worker_open_main(&o[0]);
-  if (o[0].w) {
-    for (int k = 1; k < ES_GPU_WORKERS_PER_DEVICE; k++)
-      if (pthread_create(&th[k], NULL, worker_open_main, &o[k]) == 0)
-        started[k] = 1;
-      else
-        worker_open_main(&o[k]);
-    for (int k = 1; k < ES_GPU_WORKERS_PER_DEVICE; k++)
-      if (started[k]) pthread_join(th[k], NULL);
-  }
+  if (o[0].w) run_each(worker_open_main, &o[1], sizeof o[1], ES_GPU_WORKERS_PER_DEVICE - 1);
   for (int k = 0; k < ES_GPU_WORKERS_PER_DEVICE; k++) {
     if (!o[k].w && ok) {
       ok = 0;
@@ -218,24 +226,14 @@ static int gpus_open(es_context *ctx, const int *ord, int n, char *msg, size_t l
   int rc = ES_OK;
   int strict = ctx->cfg.device == ES_DEVICE_GPU || ctx->cfg.ngpus > 0;
   gpu_open *g = calloc((size_t)n + 1, sizeof *g);
-  pthread_t *th = calloc((size_t)n + 1, sizeof *th);
-  char *started = calloc((size_t)n + 1, 1);
   ctx->workers = calloc((size_t)n * ES_GPU_WORKERS_PER_DEVICE + 1, sizeof *ctx->workers);
-  if (!g || !th || !started || !ctx->workers) {
+  if (!g || !ctx->workers) {
     snprintf(msg, len, "out of memory");
     rc = ES_ERR_NOMEM;
     goto end;
   }
-  for (int i = 0; i < n; i++) {
-    g[i].ordinal = ord[i];
-    /* One GPU needs no thread; where a thread cannot start, open on this one. */
-    if (n > 1 && pthread_create(&th[i], NULL, gpu_open_main, &g[i]) == 0)
-      started[i] = 1;
-    else
-      gpu_open_main(&g[i]);
-  }
-  for (int i = 0; i < n; i++)
-    if (started[i]) pthread_join(th[i], NULL);
+  for (int i = 0; i < n; i++) g[i].ordinal = ord[i];
+  run_each(gpu_open_main, g, sizeof *g, n);
   for (int i = 0; i < n; i++) {
     if (!g[i].w[0]) {
       if (strict) {
@@ -266,8 +264,6 @@ end:
     for (int i = 0; i < n; i++)
       for (int k = 0; k < ES_GPU_WORKERS_PER_DEVICE; k++) es_gpu_worker_destroy(&g[i].w[k]);
   free(g);
-  free(th);
-  free(started);
   return rc;
 }
 
