@@ -111,8 +111,7 @@ static void slot_register(es_slot *sl) {
     if (p[i] && !sl->reg[i]) sl->reg[i] = (unsigned char)es_gpu_host_register(p[i], page_round(n[i]));
 }
 
-static void data_free(es_stream *s, es_slot *sl) {
-  (void)s;
+static void data_free(es_slot *sl) {
   buf_free(sl->f.data, &sl->reg[0]);
   sl->f.data = NULL;
   sl->data_cap = 0;
@@ -120,7 +119,7 @@ static void data_free(es_stream *s, es_slot *sl) {
 
 static int data_grow(es_stream *s, es_slot *sl, size_t need) {
   if (need <= sl->data_cap) return ES_OK;
-  data_free(s, sl);
+  data_free(sl);
   sl->f.data = buf_alloc(s, need);
   if (!sl->f.data) return ES_ERR_NOMEM;
   sl->data_cap = need;
@@ -601,7 +600,7 @@ void es_stream_destroy(es_stream **ps) {
   if (s->slots) {
     for (int i = 0; i < s->nslots; i++) {
       es_slot *sl = &s->slots[i];
-      data_free(s, sl);
+      data_free(sl);
       buf_free(sl->f.map, &sl->reg[1]);
       for (int k = 0; k < 3; k++) buf_free(sl->f.pix.plane[k], &sl->reg[2 + k]);
     }
