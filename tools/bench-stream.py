@@ -7,8 +7,9 @@ same 1080p H.264 input (testsrc2, 30 fps), in one run, on the machine it runs on
 Rows: heat H.264 encode vs `ffmpeg -i in.mp4 -c:v libx264 -preset P -f null -` (veryfast and
 ultrafast); --stats only vs `ffmpeg -i in.mp4 -f null -`; 1080p grey on stdin, stats only, as
 YUV4MPEG2 (where the y4m muxer exists) and raw gray8 (file redirected to stdin, and through a
-pipe); peak RSS for 600 and 6000 frames of raw gray8 on stdin. Each time is
-the median of --reps runs; the correctness check beside it is the frame count of what was
+pipe); stats only against decode again on the input looped --long times (a longer video,
+where start-up and exit weigh less); peak RSS for 600 and 6000 frames of raw gray8 on stdin.
+Each time is the median of --reps runs; the correctness check beside it is the frame count of what was
 written (and, for stats, that every frame has a record). Writes DIR/stream.json."""
 import argparse
 import json
@@ -69,6 +70,9 @@ def main():
     ap.add_argument("--gpus", nargs="*", default=["all"])
     ap.add_argument("--device", default="auto")
     ap.add_argument("--cpu-row", action="store_true", help="also time --device cpu")
+    ap.add_argument("--long", type=int, default=5, metavar="N",
+                    help="also time stats only against decode on the input looped N times "
+                    "(N x --frames frames: start-up and exit weigh less; 0: off)")
     ap.add_argument("--no-extras", action="store_true",
                     help="only the ffmpeg comparisons and stdin rows (no CPU row, PNG batch, "
                     "traces or peak RSS): the multi-GPU scaling run")
@@ -95,9 +99,9 @@ def main():
     nproc = os.cpu_count()
     res["cores"] = nproc
 
-    def row(name, cmd, base_fps=None, check=None):
+    def row(name, cmd, base_fps=None, check=None, frames=None):
         med, ts, own = timed(cmd, a.reps)
-        fps = a.frames / med
+        fps = (frames or a.frames) / med
         r = {"case": name, "cmd": cmd, "median_s": med, "runs_s": ts, "fps": fps,
              "fps_steady": own}
         if base_fps:
@@ -131,6 +135,19 @@ def main():
         row("entropy-stream --stats only gpus=%s" % g,
             "%s %s --stats %s -y --no-progress --device %s --gpus %s" % (es, src, stats, a.device, g), base,
             lambda: "stats records %d of %d" % (count_lines(stats), a.frames))
+    if a.long > 1:
+        # A longer video: the same stream copied N times over (no re-encode, time stamps
+        # made continuous by ffmpeg's -stream_loop).
+        n = a.long * a.frames
+        lsrc = os.path.join(tmp, "long.mp4")
+        sh("ffmpeg -v error -y -stream_loop %d -i %s -c copy %s" % (a.long - 1, src, lsrc))
+        base = row("ffmpeg decode only, %d frames" % n, "ffmpeg -v error -i %s -f null -" % lsrc,
+                   frames=n)
+        for g in a.gpus:
+            row("entropy-stream --stats only, %d frames gpus=%s" % (n, g),
+                "%s %s --stats %s -y --no-progress --device %s --gpus %s" % (es, lsrc, stats, a.device, g),
+                base, lambda: "stats records %d of %d" % (count_lines(stats), n), frames=n)
+        os.remove(lsrc)
     rawopt = "--raw gray8:1920x1080@30"
     for g in a.gpus:
         stdin_cases = [("raw gray8", rawopt, raw)]
