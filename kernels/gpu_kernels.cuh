@@ -226,21 +226,10 @@ __global__ void __launch_bounds__(128) k_entropy(const es_eparams P) {
     const LT *col = (const LT *)P.lev + x;
     const size_t lp = P.lpitch;
     unsigned long long S = 0;
-    uint32_t ring[KC ? KC : 1][(KC + 3) / 4 > 0 ? (KC + 3) / 4 + 1 : 2];
-    if (KC) { /* the first window from the ring's segments (rows ys .. ys + KC - 1) */
-#pragma unroll
-      for (int dy = 0; dy < (KC ? KC : 1); dy++) {
-        es_load_seg<KC>((const uint8_t *)(col + (size_t)(ys + dy) * lp), ring[dy]);
-#pragma unroll
-        for (int j = 0; j < KC; j++)
-          S += dt[hist.add((ring[dy][j >> 2] >> (8 * (j & 3))) & 255u, 1) * ds];
-      }
-    } else {
-      for (int dy = 0; dy < K; dy++) {
-        const int h = P.hw[dy];
-        const LT *row = col + (size_t)(ys + dy) * lp;
-        for (int j = r - h; j <= r + h; j++) S += dt[hist.add(row[j], 1) * ds];
-      }
+    for (int dy = 0; dy < K; dy++) {
+      const int h = P.hw[dy];
+      const LT *row = col + (size_t)(ys + dy) * lp;
+      for (int j = r - h; j <= r + h; j++) S += dt[hist.add(row[j], 1) * ds];
     }
     /* The output of row y: S counts the clip sentinel's level too (no test in the updates),
      * so its f comes out here; inside the image ns is 0 and the load is skipped. (Taking
@@ -259,28 +248,22 @@ __global__ void __launch_bounds__(128) k_entropy(const es_eparams P) {
     };
     if (KC) {
       /* Square window of compile-time size: the leaving and entering rows are whole
-       * segments of KC levels. The last KC entering segments stay in registers (a ring,
-       * indexed by the unrolled loop's constant u), so each row reads only the entering
-       * one: the leaving row y is the segment that entered KC rows earlier. */
-      constexpr int NS = (KC + 3) / 4 > 0 ? (KC + 3) / 4 : 1;
-      for (int y = ys;;) {
+       * segments, so both are read at fixed offsets from two row pointers. (Keeping the
+       * last KC entering segments in registers instead, so that only one row is read, took
+       * K=5 from 32 to 48 registers and was 5% slower: BENCHMARKS G11.) */
+      for (int y = ys;; y++) {
+        emit(y);
+        if (y + 1 >= ye) break;
+        const LT *po = col + (size_t)y * lp, *pi = po + (size_t)KC * lp;
+        uint32_t so[(KC + 6) / 4], si[(KC + 6) / 4];
+        es_load_seg<KC>((const uint8_t *)po, so);
+        es_load_seg<KC>((const uint8_t *)pi, si);
 #pragma unroll
-        for (int u = 0; u < (KC ? KC : 1); u++) {
-          emit(y);
-          if (y + 1 >= ye) goto done;
-          uint32_t si[NS + 1];
-          es_load_seg<KC>((const uint8_t *)(col + (size_t)(y + KC) * lp), si);
-#pragma unroll
-          for (int j = 0; j < KC; j++) {
-            const uint32_t vo = (ring[u][j >> 2] >> (8 * (j & 3))) & 255u,
-                           vi = (si[j >> 2] >> (8 * (j & 3))) & 255u;
-            if (vo == vi) continue;
-            S -= dt[(hist.add(vo, -1) - 1) * ds];
-            S += dt[hist.add(vi, 1) * ds];
-          }
-#pragma unroll
-          for (int k = 0; k < NS; k++) ring[u][k] = si[k];
-          y++;
+        for (int j = 0; j < KC; j++) {
+          const uint32_t vo = (so[j >> 2] >> (8 * (j & 3))) & 255u, vi = (si[j >> 2] >> (8 * (j & 3))) & 255u;
+          if (vo == vi) continue;
+          S -= dt[(hist.add(vo, -1) - 1) * ds];
+          S += dt[hist.add(vi, 1) * ds];
         }
       }
     } else {
@@ -297,7 +280,6 @@ __global__ void __launch_bounds__(128) k_entropy(const es_eparams P) {
         }
       }
     }
-  done:
     if (GH) { /* leave the global histogram zeroed for the next strip on this slot */
       for (int dy = 0; dy < K; dy++) {
         const int h = P.hw[dy];
