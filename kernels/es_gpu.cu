@@ -273,6 +273,16 @@ extern "C" void es_gpu_host_unregister(void *p) {
 
 /* ---- worker ---- */
 
+extern "C" int es_gpu_set_blocking_sync(int device) {
+  if (cudaSetDevice(device) != cudaSuccess ||
+      cudaSetDeviceFlags(cudaDeviceScheduleBlockingSync) != cudaSuccess) {
+    cudaGetLastError();
+    return -1;
+  }
+  es_trace("GPU %d: blocking sync", device);
+  return 0;
+}
+
 static const void *const es_kernel_list[] = {
 #define ES_KSH(LT, KC) (const void *)k_entropy<LT, ES_HL_W32, KC>, (const void *)k_entropy<LT, ES_HL_S16, KC>
     ES_KSH(uint8_t, 0), ES_KSH(uint16_t, 0), ES_KSH(uint32_t, 0), ES_KSH(uint8_t, 3),

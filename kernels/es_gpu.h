@@ -36,6 +36,10 @@ void es_gpu_host_free(void *p);
 int es_gpu_host_register(void *p, size_t bytes);
 void es_gpu_host_unregister(void *p);
 
+/* Makes threads that wait for `device` sleep instead of spinning (CUDA's blocking sync);
+ * process-wide for that device, best called before its first worker. 0 on success. */
+int es_gpu_set_blocking_sync(int device);
+
 typedef struct es_gpu_worker es_gpu_worker;
 
 /* Creates a worker on `device`: stream(s), events, tables uploaded, and a first warm-up

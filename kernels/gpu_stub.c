@@ -36,6 +36,10 @@ int es_gpu_host_register(void *p, size_t bytes) {
 }
 void es_gpu_host_unregister(void *p) { (void)p; }
 
+int es_gpu_set_blocking_sync(int device) {
+  (void)device;
+  return -1;
+}
 int es_gpu_worker_create(es_gpu_worker **out, int device, char *msg, size_t msglen) {
   (void)device;
   if (out) *out = NULL;

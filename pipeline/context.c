@@ -171,6 +171,7 @@ static void run_each(void *(*fn)(void *), void *items, size_t size, int n) {
  * module load and warm-up take a few hundred milliseconds, and the GPUs open in parallel. */
 typedef struct gpu_open {
   int ordinal;                                   /* in: the device */
+  int blocking_sync;                             /* in: cfg.gpu_blocking_sync */
   es_gpu_worker *w[ES_GPU_WORKERS_PER_DEVICE];   /* out: all opened, or none */
   char why[ES_ERRLEN];                           /* out: the reason when none */
 } gpu_open;
@@ -201,6 +202,8 @@ static void *gpu_open_main(void *arg) {
   for (int k = 0; k < ES_GPU_WORKERS_PER_DEVICE; k++) o[k].ordinal = g->ordinal;
   o[0].warm = 1;
   es_trace("GPU %d: opening worker 0", g->ordinal);
+  /* Before worker 0 makes the context: its waits then sleep from the first one. */
+  if (g->blocking_sync) es_gpu_set_blocking_sync(g->ordinal);
   worker_open_main(&o[0]);
   if (o[0].w) run_each(worker_open_main, &o[1], sizeof o[1], ES_GPU_WORKERS_PER_DEVICE - 1);
   for (int k = 0; k < ES_GPU_WORKERS_PER_DEVICE; k++) {
@@ -232,7 +235,10 @@ static int gpus_open(es_context *ctx, const int *ord, int n, char *msg, size_t l
     rc = ES_ERR_NOMEM;
     goto end;
   }
-  for (int i = 0; i < n; i++) g[i].ordinal = ord[i];
+  for (int i = 0; i < n; i++) {
+    g[i].ordinal = ord[i];
+    g[i].blocking_sync = ctx->cfg.gpu_blocking_sync;
+  }
   run_each(gpu_open_main, g, sizeof *g, n);
   for (int i = 0; i < n; i++) {
     if (!g[i].w[0]) {

@@ -128,6 +128,10 @@ typedef struct es_config {
                          * takes a few hundred ms): streams begin on the CPU and the GPUs
                          * join them when open; es_compute, es_context_gpu_count and
                          * es_context_config wait for the GPUs. Default 0: open first. */
+  int gpu_blocking_sync; /* 1: a thread waiting for its GPU sleeps (CUDA's blocking sync)
+                         * instead of spinning on a core, leaving the cores to decoder and
+                         * encoder threads; waits wake a little later. Default 0: CUDA's
+                         * choice (spin while cores outnumber contexts). */
 } es_config;
 void es_config_default(es_config *c);
 

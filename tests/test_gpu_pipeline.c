@@ -156,6 +156,7 @@ int main(void) {
     es_config c;
     es_config_default(&c);
     c.gpu_background = 1;
+    c.gpu_blocking_sync = 1; /* as the CLI runs; from here on every wait of this process sleeps */
     c.cpu_below = 1000;
     c.verbose = 1;
     es_context *ctx = NULL;
