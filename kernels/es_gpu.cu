@@ -61,7 +61,7 @@ struct es_gpu_worker {
   cudaEvent_t ev_up[ES_NSLOT], ev_dn[ES_NSLOT], ev_comp, ev_t0, ev_t1;
   /* Tables (uploaded once from es_tables_get; never recomputed here). */
   unsigned int *d_dfl;          /* flog[c+1] - flog[c], exact integers (< 2^31) */
-  double2 *d_ls; /* {log2n[n], scale[n]} for n = 0..ES_NMAX */
+  double *d_log2n, *d_scale;
   unsigned long long *d_flog;   /* the f table itself (ES_NMAX + 1 entries) */
   uint8_t *d_lut;               /* 256 x 3 colormap of the current rendering */
   es_dacc *d_acc;
@@ -314,8 +314,9 @@ extern "C" void es_gpu_worker_destroy(es_gpu_worker **pw) {
   if (w->s_comp) cudaStreamDestroy(w->s_comp);
   if (w->s_down) cudaStreamDestroy(w->s_down);
   cudaFree(w->d_dfl);
-  cudaFree(w->d_ls);
+  cudaFree(w->d_log2n);
   cudaFree(w->d_flog);
+  cudaFree(w->d_scale);
   cudaFree(w->d_lut);
   cudaFree(w->d_acc);
   if (w->h_acc) cudaFreeHost(w->h_acc);
@@ -391,24 +392,16 @@ static int worker_create(es_gpu_worker **out, int device, int warm, char *msg, s
     hd[c] = (unsigned int)d;
   }
   ES_CK(cudaMalloc((void **)&w->d_dfl, sizeof *hd * ES_NMAX));
-  ES_CK(cudaMalloc((void **)&w->d_ls, sizeof(double2) * (ES_NMAX + 1)));
+  ES_CK(cudaMalloc((void **)&w->d_log2n, sizeof(double) * (ES_NMAX + 1)));
   ES_CK(cudaMalloc((void **)&w->d_flog, sizeof(unsigned long long) * (ES_NMAX + 1)));
   ES_CK(cudaMemcpy(w->d_flog, t->flog, sizeof(unsigned long long) * (ES_NMAX + 1), cudaMemcpyHostToDevice));
+  ES_CK(cudaMalloc((void **)&w->d_scale, sizeof(double) * (ES_NMAX + 1)));
   ES_CK(cudaMalloc((void **)&w->d_lut, 768));
   ES_CK(cudaMalloc((void **)&w->d_acc, sizeof(es_dacc)));
   ES_CK(cudaMallocHost((void **)&w->h_acc, sizeof(es_dacc)));
   ES_CK(cudaMemcpy(w->d_dfl, hd, sizeof *hd * ES_NMAX, cudaMemcpyHostToDevice));
-  {
-    double2 *hls = (double2 *)malloc(sizeof(double2) * (ES_NMAX + 1));
-    if (!hls) {
-      rc = ES_ERR_NOMEM;
-      goto end;
-    }
-    for (int n = 0; n <= ES_NMAX; n++) hls[n] = make_double2(t->log2n[n], t->scale[n]);
-    cudaError_t e = cudaMemcpy(w->d_ls, hls, sizeof(double2) * (ES_NMAX + 1), cudaMemcpyHostToDevice);
-    free(hls);
-    ES_CK(e);
-  }
+  ES_CK(cudaMemcpy(w->d_log2n, t->log2n, sizeof(double) * (ES_NMAX + 1), cudaMemcpyHostToDevice));
+  ES_CK(cudaMemcpy(w->d_scale, t->scale, sizeof(double) * (ES_NMAX + 1), cudaMemcpyHostToDevice));
   if (warm) {
     /* Warm-up: a small job through every stage, so module loading and first-launch costs are
      * paid here and not by the first frame. */
@@ -606,8 +599,9 @@ static cudaError_t launch_entropy(es_gpu_worker *w, const es_range *R, const es_
   E.drep = dshared_replicated(R->area);
   E.dshared = dshared_entries(R->area);
   E.dfl = w->d_dfl;
-  E.ls = w->d_ls;
+  E.log2n = w->d_log2n;
   E.flog = w->d_flog;
+  E.scale = w->d_scale;
   E.oscale = es_out_scale(job->params.base);
   E.map = write_map ? w->d_map : NULL;
   E.mpitch = (size_t)W;
@@ -1210,8 +1204,9 @@ extern "C" int es_gpu_naive(es_gpu_worker *w, const es_image *img, const es_para
   E.area = R.area;
   E.levels = p->levels;
   E.dfl = w->d_dfl;
-  E.ls = w->d_ls;
+  E.log2n = w->d_log2n;
   E.flog = w->d_flog;
+  E.scale = w->d_scale;
   E.oscale = es_out_scale(p->base);
   E.map = w->d_map;
   E.mpitch = (size_t)img->width;

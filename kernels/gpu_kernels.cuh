@@ -106,7 +106,7 @@ struct es_eparams {
   int dshared;          /* entries of the delta table copied to shared memory (0: global) */
   int drep;             /* 1: the shared table is replicated per lane (dshared = area * 32) */
   const unsigned int *dfl; /* dfl[c] = flog[c+1] - flog[c] (< 2^31) */
-  const double2 *ls;    /* ls[n] = {log2n[n], scale[n]}: one 16-byte load at the output */
+  const double *log2n, *scale;
   const unsigned long long *flog; /* f table: the sentinel's share of S */
   double oscale;
   float *map;           /* local row y at map + y * mpitch, or NULL */
@@ -231,29 +231,21 @@ __global__ void __launch_bounds__(128) k_entropy(const es_eparams P) {
       const LT *row = col + (size_t)(ys + dy) * lp;
       for (int j = r - h; j <= r + h; j++) S += dt[hist.add(row[j], 1) * ds];
     }
-    /* The output of row y: S counts the clip sentinel's level too (no test in the updates),
-     * so its f comes out here; inside the image ns is 0 and the load is skipped. (Taking
-     * N's constants from registers where ns == 0 measured 9% slower: BENCHMARKS G9.) */
-    auto emit = [&](int y) {
+    /* (Taking N's constants from registers where ns == 0 measured 9% slower: BENCHMARKS G9.) */
+    for (int y = ys;; y++) {
+      /* S counts the clip sentinel's level too (no test in the updates): take its f out. */
       const int ns = (int)hist.get((uint32_t)L), n = P.area - ns;
-      const unsigned long long fs = ns ? __ldg(P.flog + ns) : 0ull;
-      const double2 ls = __ldg(P.ls + n);
-      const float hv = es_entropy_value(S - fs, ls.x, ls.y, P.oscale);
+      const float hv = es_entropy_value(S - __ldg(P.flog + ns), P.log2n[n], P.scale[n], P.oscale);
       if (P.map) P.map[(size_t)y * P.mpitch + x] = hv;
       if (nb) {
         vmin = fminf(vmin, hv);
         vmax = fmaxf(vmax, hv);
         atomicAdd(&sbins[es_stats_bin(hv, P.binscale, nb)], 1u);
       }
-    };
-    if (KC) {
-      /* Square window of compile-time size: the leaving and entering rows are whole
-       * segments, so both are read at fixed offsets from two row pointers. (Keeping the
-       * last KC entering segments in registers instead, so that only one row is read, took
-       * K=5 from 32 to 48 registers and was 5% slower: BENCHMARKS G11.) */
-      for (int y = ys;; y++) {
-        emit(y);
-        if (y + 1 >= ye) break;
+      if (y + 1 >= ye) break;
+      if (KC) {
+        /* Square window of compile-time size: the leaving and entering rows are whole
+         * segments, so both are read at fixed offsets from two row pointers. */
         const LT *po = col + (size_t)y * lp, *pi = po + (size_t)KC * lp;
         uint32_t so[(KC + 6) / 4], si[(KC + 6) / 4];
         es_load_seg<KC>((const uint8_t *)po, so);
@@ -265,19 +257,15 @@ __global__ void __launch_bounds__(128) k_entropy(const es_eparams P) {
           S -= dt[(hist.add(vo, -1) - 1) * ds];
           S += dt[hist.add(vi, 1) * ds];
         }
+      } else {
+      for (int j = 0; j < K; j++) {
+        const int h = P.hw[j];
+        const uint32_t vo = col[(size_t)(y + r - h) * lp + j];
+        const uint32_t vi = col[(size_t)(y + r + h + 1) * lp + j];
+        if (vo == vi) continue;
+        S -= dt[(hist.add(vo, -1) - 1) * ds];
+        S += dt[hist.add(vi, 1) * ds];
       }
-    } else {
-      for (int y = ys;; y++) {
-        emit(y);
-        if (y + 1 >= ye) break;
-        for (int j = 0; j < K; j++) {
-          const int h = P.hw[j];
-          const uint32_t vo = col[(size_t)(y + r - h) * lp + j];
-          const uint32_t vi = col[(size_t)(y + r + h + 1) * lp + j];
-          if (vo == vi) continue;
-          S -= dt[(hist.add(vo, -1) - 1) * ds];
-          S += dt[hist.add(vi, 1) * ds];
-        }
       }
     }
     if (GH) { /* leave the global histogram zeroed for the next strip on this slot */
@@ -456,7 +444,7 @@ __global__ void k_naive(const es_eparams P) {
   for (int k = 0; k < P.levels; k++)
     for (int i = 0; i < cnt[k]; i++) S += (unsigned long long)P.dfl[i];
   int n = P.area - cnt[P.levels];
-  P.map[(size_t)y * P.mpitch + x] = es_entropy_value(S, P.ls[n].x, P.ls[n].y, P.oscale);
+  P.map[(size_t)y * P.mpitch + x] = es_entropy_value(S, P.log2n[n], P.scale[n], P.oscale);
 }
 
 #endif /* ES_GPU_KERNELS_CUH */
