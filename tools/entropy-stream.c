@@ -1802,11 +1802,12 @@ int main(int argc, char **argv) {
   o.cfg.verbose = o.quiet ? 0 : o.verbose ? 2 : 1;
   /* CUDA start-up (a few hundred ms) overlaps the first frames, computed on the CPU. */
   o.cfg.gpu_background = 1;
-  /* Threads waiting for a GPU sleep rather than spin: the decoder, encoder and PNG codecs
-   * want every core (ES_GPU_SYNC=spin restores CUDA's default, for measuring). */
+  /* ES_GPU_SYNC=block: threads waiting for a GPU sleep instead of spinning, leaving the
+   * cores to the decoder and encoder. Off by default: on the H100 machine it measured no
+   * steady gain either way (tools/BENCHMARKS.md S7). */
   {
     const char *gs = getenv("ES_GPU_SYNC");
-    o.cfg.gpu_blocking_sync = !(gs && !strcmp(gs, "spin"));
+    o.cfg.gpu_blocking_sync = gs && !strcmp(gs, "block");
   }
 
   /* What the input is. */
