@@ -29,6 +29,10 @@ int64_t es_video_in_corrupt(const es_video_in *v) {
   (void)v;
   return 0;
 }
+double es_video_in_copy_ms(const es_video_in *v) {
+  (void)v;
+  return 0.0;
+}
 
 void es_video_in_close(es_video_in **v) {
   if (v) *v = NULL;

@@ -35,6 +35,7 @@ const es_tables *es_tables_get(void);
  * milliseconds since the first call. A no-op otherwise. */
 void es_trace(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 int es_trace_enabled(void);
+double es_trace_ms(void); /* a monotonic clock in ms, for phase totals under ES_TRACE */
 
 /* Window geometry: for dy = -r..r, the pixels dx = -hw[dy+r]..hw[dy+r] are in the window.
  * Square: hw = r for every row; disk: hw = floor(sqrt(r*r - dy*dy)) (scikit-image's

@@ -28,6 +28,8 @@ static void trace_init(void) {
   trace_t0 = trace_now();
 }
 
+double es_trace_ms(void) { return trace_now(); }
+
 int es_trace_enabled(void) {
   pthread_once(&trace_once, trace_init);
   return trace_on;

@@ -1370,6 +1370,9 @@ static void *decode_thread(void *arg) {
   vid_run *v = arg;
   es_frame *f = NULL;
   int rc = ES_OK;
+  /* ES_TRACE: where this thread's time goes (waiting for a free frame, or reading). */
+  const int tr = es_trace_enabled();
+  double t_wait = 0, t_read = 0, t0 = 0;
   for (;;) {
     int64_t pts = INT64_MIN;
     double ptss = NAN;
@@ -1377,7 +1380,9 @@ static void *decode_thread(void *arg) {
       rc = ES_ERR_INTERRUPTED;
       break;
     }
+    if (tr) t0 = es_trace_ms();
     rc = es_stream_acquire(v->st, &f);
+    if (tr) t_wait += es_trace_ms() - t0;
     if (rc != ES_OK) {
       f = NULL;
       break;
@@ -1388,8 +1393,10 @@ static void *decode_thread(void *arg) {
                v->info.width, v->info.height);
       break;
     }
+    if (tr) t0 = es_trace_ms();
     rc = es_video_in_read(v->vin, f->data, f->stride, &pts, &ptss, v->read_msg,
                           sizeof v->read_msg);
+    if (tr) t_read += es_trace_ms() - t0;
     if (rc != ES_OK) break;
     f->pts = pts;
     f->pts_seconds = ptss;
@@ -1402,6 +1409,9 @@ static void *decode_thread(void *arg) {
   }
   /* The frame we hold was never pushed: give it back to the pool. */
   if (f) es_stream_release(v->st, f);
+  es_trace("decode: %lld frames pushed; %.1f ms waiting for a free frame, %.1f ms reading "
+           "(%.1f of them copying planes out of decoded frames)",
+           (long long)v->pushed, t_wait, t_read, es_video_in_copy_ms(v->vin));
   if (rc == ES_ERR_EOF) rc = ES_OK;
   v->read_status = rc;
   es_stream_finish(v->st);
