@@ -30,6 +30,7 @@
 #include <libavutil/pixdesc.h>
 #include <libswscale/swscale.h>
 
+#include "es_copy.h"
 #include "es_io.h"
 
 /* Consecutive demuxer errors after which the input is taken as ended (a damaged tail that
@@ -531,9 +532,15 @@ static int deliver(es_video_in *v, const AVFrame *f, void *dst, size_t dst_strid
   size_t row = (size_t)v->width * (v->depth == 16 ? 2 : 1);
   int offset = 0, step = plane0_direct(f->format, v->depth, &offset);
   if (step == (v->depth == 16 ? 2 : 1)) { /* planar: one copy per row */
+    /* Non-temporal stores: the frame is read next by the GPU's DMA or another core, and
+     * this copy is on the decode thread, which bounds --stats runs (BENCHMARKS S8). */
+    if (dst_stride == row && (size_t)f->linesize[0] == row) {
+      es_copy_nt(dst, f->data[0], row * (size_t)v->height);
+      return ES_OK;
+    }
     for (int y = 0; y < v->height; y++)
-      memcpy((uint8_t *)dst + (size_t)y * dst_stride,
-             f->data[0] + (ptrdiff_t)y * f->linesize[0], row);
+      es_copy_nt((uint8_t *)dst + (size_t)y * dst_stride,
+                 f->data[0] + (ptrdiff_t)y * f->linesize[0], row);
     return ES_OK;
   }
   if (step) { /* packed 8-bit YUV (YUYV, UYVY, ...): every step-th byte */

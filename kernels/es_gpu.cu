@@ -14,13 +14,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#if defined(__x86_64__)
-#include <emmintrin.h>
-#endif
 #ifdef ES_HAVE_OPENMP
 #include <omp.h>
 #endif
 
+#include "es_copy.h"
 #include "es_gpu.h"
 #include "gpu_kernels.cuh"
 
@@ -112,37 +110,7 @@ static int is_pinned(const void *p) {
   return a.type == cudaMemoryTypeHost;
 }
 
-/* Large copies with non-temporal stores: the destination (a staging slot or the user's map)
- * is not read back soon, and skipping the read-for-ownership saves a third of the host
- * memory traffic, which is what limits pageable host-to-host runs. */
-static void copy_bytes(void *dst, const void *src, size_t n) {
-#if defined(__x86_64__)
-  char *d = (char *)dst;
-  const char *s = (const char *)src;
-  size_t head = (16 - ((uintptr_t)d & 15)) & 15;
-  if (n < 4096) {
-    memcpy(dst, src, n);
-    return;
-  }
-  memcpy(d, s, head);
-  d += head;
-  s += head;
-  n -= head;
-  size_t blocks = n / 64;
-  for (size_t i = 0; i < blocks; i++, s += 64, d += 64) {
-    __m128i a = _mm_loadu_si128((const __m128i *)s), b = _mm_loadu_si128((const __m128i *)(s + 16));
-    __m128i c = _mm_loadu_si128((const __m128i *)(s + 32)), e = _mm_loadu_si128((const __m128i *)(s + 48));
-    _mm_stream_si128((__m128i *)d, a);
-    _mm_stream_si128((__m128i *)(d + 16), b);
-    _mm_stream_si128((__m128i *)(d + 32), c);
-    _mm_stream_si128((__m128i *)(d + 48), e);
-  }
-  memcpy(d, s, n - blocks * 64);
-  _mm_sfence();
-#else
-  memcpy(dst, src, n);
-#endif
-}
+static void copy_bytes(void *dst, const void *src, size_t n) { es_copy_nt(dst, src, n); }
 
 /* Host row copy, parallel for large copies: pageable <-> pinned staging is the host half of
  * the pipeline and must keep up with PCIe. Measured on the H100 machine (16 cores): 16
