@@ -105,18 +105,6 @@ int es_video_in_open(es_video_in **out, const char *path, const es_video_in_opts
  * "frame N is short (got B of S bytes)"). Corrupt packets are skipped and counted. */
 int es_video_in_read(es_video_in *v, void *dst, size_t dst_stride, int64_t *pts,
                      double *pts_seconds, char *msg, size_t len);
-/* The same in two steps, for two threads: es_video_in_next decodes the next frame and
- * hands over a reference to it (the decoder's own buffer, no copy); es_video_in_copy copies
- * its grey plane into dst, on any one thread at a time (it may convert through libswscale,
- * whose context the reader keeps); es_video_frame_free drops the reference. Not for raw
- * input read straight into the caller's buffer (es_video_in_direct: use es_video_in_read). */
-typedef struct es_video_frame es_video_frame;
-int es_video_in_direct(const es_video_in *v);
-int es_video_in_next(es_video_in *v, es_video_frame **out, int64_t *pts, double *pts_seconds,
-                     char *msg, size_t len);
-int es_video_in_copy(es_video_in *v, const es_video_frame *f, void *dst, size_t dst_stride,
-                     char *msg, size_t len);
-void es_video_frame_free(es_video_frame **f);
 int64_t es_video_in_corrupt(const es_video_in *v); /* packets/frames skipped */
 double es_video_in_copy_ms(const es_video_in *v); /* ms spent copying planes out of decoded frames */
 void es_video_in_close(es_video_in **v);

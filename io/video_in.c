@@ -526,13 +526,14 @@ end:
   return rc;
 }
 
-/* Copies (or converts) the grey plane of decoded frame number `index` into dst. */
-static int deliver(es_video_in *v, const AVFrame *f, int64_t index, void *dst, size_t dst_stride,
-                   char *msg, size_t len) {
+/* Copies (or converts) the decoded frame's grey plane into dst. */
+static int deliver(es_video_in *v, const AVFrame *f, void *dst, size_t dst_stride, char *msg,
+                   size_t len) {
   size_t row = (size_t)v->width * (v->depth == 16 ? 2 : 1);
   int offset = 0, step = plane0_direct(f->format, v->depth, &offset);
   if (step == (v->depth == 16 ? 2 : 1)) { /* planar: one copy per row */
-    /* Non-temporal stores: the frame is read next by the GPU's DMA or another core. */
+    /* Non-temporal stores: the frame is read next by the GPU's DMA or another core, and
+     * this copy is on the decode thread, which bounds --stats runs (BENCHMARKS S8). */
     if (dst_stride == row && (size_t)f->linesize[0] == row) {
       es_copy_nt(dst, f->data[0], row * (size_t)v->height);
       return ES_OK;
@@ -580,7 +581,7 @@ static int deliver(es_video_in *v, const AVFrame *f, int64_t index, void *dst, s
   int dls[4] = {direct_dst ? (int)dst_stride : (int)v->scratch_stride, 0, 0, 0};
   if (sws_scale(v->sws, (const uint8_t *const *)f->data, f->linesize, 0, v->height, dplanes,
                 dls) != v->height) {
-    snprintf(msg, len, "conversion of frame %" PRId64 " to grey failed", index);
+    snprintf(msg, len, "conversion of frame %" PRId64 " to grey failed", v->delivered);
     return ES_ERR_INPUT;
   }
   if (!direct_dst)
@@ -679,9 +680,11 @@ static int raw_read(es_video_in *v, void *dst, size_t dst_stride, int64_t *pts,
   return ES_ERR_EOF;
 }
 
-/* Decodes the next good frame into v->frame (ES_OK), or ES_ERR_EOF / an error. */
-static int receive(es_video_in *v, int64_t *pts, double *pts_seconds, char *msg, size_t len) {
+int es_video_in_read(es_video_in *v, void *dst, size_t dst_stride, int64_t *pts,
+                     double *pts_seconds, char *msg, size_t len) {
   int rc, err;
+  if (!v) return ES_ERR_INTERNAL;
+  if (v->raw_direct) return raw_read(v, dst, dst_stride, pts, pts_seconds, msg, len);
   for (;;) {
     if (v->finished) {
       if (v->pending) {
@@ -711,6 +714,12 @@ static int receive(es_video_in *v, int64_t *pts, double *pts_seconds, char *msg,
       int64_t p = f->best_effort_timestamp;
       if (p == AV_NOPTS_VALUE) p = v->next_pts;
       v->next_pts = p + (f->pkt_duration > 0 ? f->pkt_duration : v->step);
+      const double t0 = now_ms();
+      rc = deliver(v, f, dst, dst_stride, msg, len);
+      v->deliver_ms += now_ms() - t0;
+      av_frame_unref(f);
+      if (rc < 0) return rc;
+      v->delivered++;
       if (pts) *pts = p;
       if (pts_seconds) *pts_seconds = p * av_q2d(v->tb);
       return ES_OK;
@@ -760,64 +769,6 @@ static int receive(es_video_in *v, int64_t *pts, double *pts_seconds, char *msg,
     av_packet_unref(v->pkt);
     if (err < 0 && err != AVERROR(EAGAIN) && err != AVERROR_EOF) v->corrupt++;
   }
-}
-
-int es_video_in_read(es_video_in *v, void *dst, size_t dst_stride, int64_t *pts,
-                     double *pts_seconds, char *msg, size_t len) {
-  if (!v) return ES_ERR_INTERNAL;
-  if (v->raw_direct) return raw_read(v, dst, dst_stride, pts, pts_seconds, msg, len);
-  int rc = receive(v, pts, pts_seconds, msg, len);
-  if (rc != ES_OK) return rc;
-  const double t0 = now_ms();
-  rc = deliver(v, v->frame, v->delivered, dst, dst_stride, msg, len);
-  v->deliver_ms += now_ms() - t0;
-  av_frame_unref(v->frame);
-  if (rc < 0) return rc;
-  v->delivered++;
-  return ES_OK;
-}
-
-struct es_video_frame {
-  AVFrame *frame; /* a reference to the decoder's frame */
-  int64_t index;  /* its number among the frames delivered */
-};
-
-int es_video_in_direct(const es_video_in *v) { return v && v->raw_direct; }
-
-int es_video_in_next(es_video_in *v, es_video_frame **out, int64_t *pts, double *pts_seconds,
-                     char *msg, size_t len) {
-  if (!v || !out || v->raw_direct) return ES_ERR_INTERNAL;
-  *out = NULL;
-  int rc = receive(v, pts, pts_seconds, msg, len);
-  if (rc != ES_OK) return rc;
-  es_video_frame *h = calloc(1, sizeof *h);
-  if (h) h->frame = av_frame_alloc();
-  if (!h || !h->frame) {
-    free(h);
-    av_frame_unref(v->frame);
-    snprintf(msg, len, "out of memory");
-    return ES_ERR_NOMEM;
-  }
-  av_frame_move_ref(h->frame, v->frame);
-  h->index = v->delivered++;
-  *out = h;
-  return ES_OK;
-}
-
-int es_video_in_copy(es_video_in *v, const es_video_frame *f, void *dst, size_t dst_stride,
-                     char *msg, size_t len) {
-  if (!v || !f) return ES_ERR_INTERNAL;
-  const double t0 = now_ms();
-  int rc = deliver(v, f->frame, f->index, dst, dst_stride, msg, len);
-  v->deliver_ms += now_ms() - t0;
-  return rc < 0 ? rc : ES_OK;
-}
-
-void es_video_frame_free(es_video_frame **f) {
-  if (!f || !*f) return;
-  av_frame_free(&(*f)->frame);
-  free(*f);
-  *f = NULL;
 }
 
 int64_t es_video_in_corrupt(const es_video_in *v) { return v ? v->corrupt : 0; }

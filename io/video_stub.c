@@ -25,31 +25,6 @@ int es_video_in_read(es_video_in *v, void *dst, size_t dst_stride, int64_t *pts,
   return ES_ERR_INPUT;
 }
 
-int es_video_in_direct(const es_video_in *v) {
-  (void)v;
-  return 0;
-}
-int es_video_in_next(es_video_in *v, es_video_frame **out, int64_t *pts, double *pts_seconds,
-                     char *msg, size_t len) {
-  (void)v;
-  (void)pts;
-  (void)pts_seconds;
-  if (out) *out = NULL;
-  if (msg && len) snprintf(msg, len, "built without FFmpeg");
-  return ES_ERR_INPUT;
-}
-int es_video_in_copy(es_video_in *v, const es_video_frame *f, void *dst, size_t dst_stride,
-                     char *msg, size_t len) {
-  (void)v;
-  (void)f;
-  (void)dst;
-  (void)dst_stride;
-  if (msg && len) snprintf(msg, len, "built without FFmpeg");
-  return ES_ERR_INPUT;
-}
-void es_video_frame_free(es_video_frame **f) {
-  if (f) *f = NULL;
-}
 int64_t es_video_in_corrupt(const es_video_in *v) {
   (void)v;
   return 0;

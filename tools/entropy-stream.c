@@ -1355,22 +1355,6 @@ fail:
  * them in order and writes.
  * ==================================================================================== */
 
-/* Decoded frames on their way from the decode thread to the copy thread (a few, by
- * reference: the decoder's own buffers). The decode thread only drives libavcodec; the copy
- * thread copies each frame's grey plane into a pool frame and pushes it. A 1080p plane copy
- * (~0.2 ms) then no longer holds up decoding, which bounds --stats runs (BENCHMARKS S9). */
-#define HANDOFF_FRAMES 4
-typedef struct handoff {
-  pthread_mutex_t lock;
-  pthread_cond_t cond;          /* a frame was added or taken, or done / stopped changed */
-  es_video_frame *f[HANDOFF_FRAMES];
-  int64_t pts[HANDOFF_FRAMES];
-  double ptss[HANDOFF_FRAMES];
-  int head, count;
-  int done;    /* the decode thread has no more frames */
-  int stopped; /* the copy thread gave up (interrupt, aborted stream, error) */
-} handoff;
-
 typedef struct vid_run {
   const cli_opts *o;
   es_stream *st;
@@ -1380,178 +1364,54 @@ typedef struct vid_run {
   int read_status;      /* ES_OK, ES_ERR_INTERRUPTED (signal) or the input error */
   char read_msg[MSG_LEN];
   int64_t pushed;
-  /* The copy thread's (two-thread reading only): its status and message, read by the
-   * decode thread after joining it. */
-  handoff ho;
-  int copy_status;
-  char copy_msg[MSG_LEN];
-  double t_wait;        /* ES_TRACE: ms waiting for a free pool frame */
 } vid_run;
 
-/* Takes a pool frame for the next decoded frame and sizes it (ES_OK), else the reason. */
-static int frame_for(vid_run *v, es_frame **f, char *msg, size_t len) {
-  const double t0 = es_trace_enabled() ? es_trace_ms() : 0.0;
-  int rc = es_stream_acquire(v->st, f);
-  if (es_trace_enabled()) v->t_wait += es_trace_ms() - t0;
-  if (rc != ES_OK) {
-    *f = NULL;
-    return rc;
-  }
-  rc = es_stream_reserve(v->st, *f, v->info.width, v->info.height, v->info.depth);
-  if (rc != ES_OK) {
-    snprintf(msg, len, "out of memory for a %dx%d frame", v->info.width, v->info.height);
-    es_stream_release(v->st, *f);
-    *f = NULL;
-  }
-  return rc;
-}
-
-static int frame_push(vid_run *v, es_frame *f, int64_t pts, double ptss) {
-  f->pts = pts;
-  f->pts_seconds = ptss;
-  f->user = NULL;
-  if (v->pushed == 0) es_trace("decode: first frame read");
-  int rc = es_stream_push(v->st, f);
-  if (rc == ES_OK) v->pushed++;
-  return rc;
-}
-
-static void *copy_thread(void *arg) {
+static void *decode_thread(void *arg) {
   vid_run *v = arg;
-  handoff *h = &v->ho;
+  es_frame *f = NULL;
   int rc = ES_OK;
-  for (;;) {
-    pthread_mutex_lock(&h->lock);
-    while (h->count == 0 && !h->done) pthread_cond_wait(&h->cond, &h->lock);
-    if (h->count == 0) {
-      pthread_mutex_unlock(&h->lock);
-      break; /* every frame the decoder gave is pushed */
-    }
-    es_video_frame *vf = h->f[h->head];
-    int64_t pts = h->pts[h->head];
-    double ptss = h->ptss[h->head];
-    h->head = (h->head + 1) % HANDOFF_FRAMES;
-    h->count--;
-    pthread_cond_signal(&h->cond);
-    pthread_mutex_unlock(&h->lock);
-
-    es_frame *f = NULL;
-    if (g_stop || g_abort)
-      rc = ES_ERR_INTERRUPTED;
-    else
-      rc = frame_for(v, &f, v->copy_msg, sizeof v->copy_msg);
-    if (rc == ES_OK) {
-      rc = es_video_in_copy(v->vin, vf, f->data, f->stride, v->copy_msg, sizeof v->copy_msg);
-      if (rc == ES_OK)
-        rc = frame_push(v, f, pts, ptss);
-      else
-        es_stream_release(v->st, f);
-    }
-    es_video_frame_free(&vf);
-    if (rc != ES_OK) break;
-  }
-  /* Stop the decode thread and drop what it handed over and we will not push. */
-  pthread_mutex_lock(&h->lock);
-  h->stopped = 1;
-  for (; h->count > 0; h->count--, h->head = (h->head + 1) % HANDOFF_FRAMES)
-    es_video_frame_free(&h->f[h->head]);
-  pthread_cond_broadcast(&h->cond);
-  pthread_mutex_unlock(&h->lock);
-  v->copy_status = rc;
-  return NULL;
-}
-
-/* Two threads: this one decodes, copy_thread copies and pushes. Returns the run's status. */
-static int read_two_threads(vid_run *v, double *t_read) {
-  handoff *h = &v->ho;
-  pthread_t th;
-  int rc = ES_OK;
-  pthread_mutex_init(&h->lock, NULL);
-  pthread_cond_init(&h->cond, NULL);
-  if (pthread_create(&th, NULL, copy_thread, v) != 0) {
-    pthread_cond_destroy(&h->cond);
-    pthread_mutex_destroy(&h->lock);
-    return -1; /* the caller reads on one thread */
-  }
+  /* ES_TRACE: where this thread's time goes (waiting for a free frame, or reading). */
+  const int tr = es_trace_enabled();
+  double t_wait = 0, t_read = 0, t0 = 0;
   for (;;) {
     int64_t pts = INT64_MIN;
     double ptss = NAN;
-    es_video_frame *vf = NULL;
     if (g_stop || g_abort) {
       rc = ES_ERR_INTERRUPTED;
       break;
     }
-    const double t0 = es_trace_enabled() ? es_trace_ms() : 0.0;
-    rc = es_video_in_next(v->vin, &vf, &pts, &ptss, v->read_msg, sizeof v->read_msg);
-    if (es_trace_enabled()) *t_read += es_trace_ms() - t0;
-    if (rc != ES_OK) break;
-    pthread_mutex_lock(&h->lock);
-    while (h->count == HANDOFF_FRAMES && !h->stopped) pthread_cond_wait(&h->cond, &h->lock);
-    if (h->stopped) {
-      pthread_mutex_unlock(&h->lock);
-      es_video_frame_free(&vf);
-      break; /* the copy thread's status says why */
+    if (tr) t0 = es_trace_ms();
+    rc = es_stream_acquire(v->st, &f);
+    if (tr) t_wait += es_trace_ms() - t0;
+    if (rc != ES_OK) {
+      f = NULL;
+      break;
     }
-    const int tail = (h->head + h->count) % HANDOFF_FRAMES;
-    h->f[tail] = vf;
-    h->pts[tail] = pts;
-    h->ptss[tail] = ptss;
-    h->count++;
-    pthread_cond_signal(&h->cond);
-    pthread_mutex_unlock(&h->lock);
-  }
-  pthread_mutex_lock(&h->lock);
-  h->done = 1;
-  pthread_cond_broadcast(&h->cond);
-  pthread_mutex_unlock(&h->lock);
-  pthread_join(th, NULL);
-  pthread_cond_destroy(&h->cond);
-  pthread_mutex_destroy(&h->lock);
-  /* A failure of the copy side (interrupt, stream aborted, out of memory) comes first: the
-   * frames it could not push are lost for that reason, not for the decoder's. */
-  if (v->copy_status != ES_OK) {
-    if (v->copy_msg[0]) snprintf(v->read_msg, sizeof v->read_msg, "%s", v->copy_msg);
-    return v->copy_status;
-  }
-  return rc;
-}
-
-/* One thread: read straight into each pool frame (raw input, or when no second thread). */
-static int read_one_thread(vid_run *v, double *t_read) {
-  int rc = ES_OK;
-  for (;;) {
-    int64_t pts = INT64_MIN;
-    double ptss = NAN;
-    es_frame *f = NULL;
-    if (g_stop || g_abort) return ES_ERR_INTERRUPTED;
-    rc = frame_for(v, &f, v->read_msg, sizeof v->read_msg);
-    if (rc != ES_OK) return rc;
-    const double t0 = es_trace_enabled() ? es_trace_ms() : 0.0;
+    rc = es_stream_reserve(v->st, f, v->info.width, v->info.height, v->info.depth);
+    if (rc != ES_OK) {
+      snprintf(v->read_msg, sizeof v->read_msg, "out of memory for a %dx%d frame",
+               v->info.width, v->info.height);
+      break;
+    }
+    if (tr) t0 = es_trace_ms();
     rc = es_video_in_read(v->vin, f->data, f->stride, &pts, &ptss, v->read_msg,
                           sizeof v->read_msg);
-    if (es_trace_enabled()) *t_read += es_trace_ms() - t0;
-    if (rc != ES_OK) {
-      es_stream_release(v->st, f); /* never pushed: back to the pool */
-      return rc;
-    }
-    rc = frame_push(v, f, pts, ptss);
-    if (rc != ES_OK) return rc;
+    if (tr) t_read += es_trace_ms() - t0;
+    if (rc != ES_OK) break;
+    f->pts = pts;
+    f->pts_seconds = ptss;
+    f->user = NULL;
+    if (v->pushed == 0) es_trace("decode: first frame read");
+    rc = es_stream_push(v->st, f);
+    f = NULL;
+    if (rc != ES_OK) break;
+    v->pushed++;
   }
-}
-
-static void *decode_thread(void *arg) {
-  vid_run *v = arg;
-  double t_read = 0;
-  int two = !es_video_in_direct(v->vin);
-  int rc = two ? read_two_threads(v, &t_read) : -1;
-  if (rc == -1) {
-    two = 0;
-    rc = read_one_thread(v, &t_read);
-  }
-  es_trace("decode: %lld frames pushed (%s); %.1f ms waiting for a free frame, %.1f ms "
-           "decoding or reading, %.1f ms copying planes out of decoded frames",
-           (long long)v->pushed, two ? "two threads" : "one thread", v->t_wait, t_read,
-           es_video_in_copy_ms(v->vin));
+  /* The frame we hold was never pushed: give it back to the pool. */
+  if (f) es_stream_release(v->st, f);
+  es_trace("decode: %lld frames pushed; %.1f ms waiting for a free frame, %.1f ms reading "
+           "(%.1f of them copying planes out of decoded frames)",
+           (long long)v->pushed, t_wait, t_read, es_video_in_copy_ms(v->vin));
   if (rc == ES_ERR_EOF) rc = ES_OK;
   v->read_status = rc;
   es_stream_finish(v->st);
