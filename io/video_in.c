@@ -532,8 +532,8 @@ static int deliver(es_video_in *v, const AVFrame *f, void *dst, size_t dst_strid
   size_t row = (size_t)v->width * (v->depth == 16 ? 2 : 1);
   int offset = 0, step = plane0_direct(f->format, v->depth, &offset);
   if (step == (v->depth == 16 ? 2 : 1)) { /* planar: one copy per row */
-    /* Non-temporal stores: the frame is read next by the GPU's DMA or another core, and
-     * this copy is on the decode thread, which bounds --stats runs (BENCHMARKS S8). */
+    /* Non-temporal stores: the frame is read next by the GPU's DMA or a CPU worker, not
+     * by this core (BENCHMARKS S8). */
     if (dst_stride == row && (size_t)f->linesize[0] == row) {
       es_copy_nt(dst, f->data[0], row * (size_t)v->height);
       return ES_OK;
