@@ -187,6 +187,10 @@ static void usage(FILE *f) {
     "      --version         versions of the library, libpng, libav*, CUDA, GPUs seen\n"
     "  -h, --help            this help\n"
     "\n"
+    "Environment:\n"
+    "  ES_TRACE=1            start-up and phase times on stderr\n"
+    "  ES_GPU_SYNC=block     threads waiting for a GPU sleep instead of spinning\n"
+    "\n"
     "Exit codes: 0 done, 1 usage, 2 input, 3 output, 4 device, 130 interrupted.\n",
     ES_STATS_MAX_BINS, ES_MAX_GPUS - 1);
 }
