@@ -130,6 +130,12 @@ def main():
             row("entropy-stream heat libx264 %s gpus=%s" % (preset, g),
                 "%s %s -o %s -y --no-progress --preset %s --device %s --gpus %s" %
                 (es, src, heat, preset, a.device, g), base, lambda: probe_frames(heat))
+        # The heat video is another picture for x264 than the source: plain ffmpeg
+        # transcoding entropy-stream's own output (same preset) shows what the encoder alone
+        # costs on it.
+        if not a.no_extras:
+            row("ffmpeg transcode of the heat video, libx264 %s" % preset,
+                "ffmpeg -v error -i %s -c:v libx264 -preset %s -f null -" % (heat, preset))
     base = row("ffmpeg decode only", "ffmpeg -v error -i %s -f null -" % src)
     for g in a.gpus:
         row("entropy-stream --stats only gpus=%s" % g,
