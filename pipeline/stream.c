@@ -570,14 +570,20 @@ void es_stream_release(es_stream *s, es_frame *f) {
   pthread_mutex_unlock(&s->lock);
 }
 
-void es_stream_abort(es_stream *s) {
-  if (!s) return;
-  pthread_mutex_lock(&s->lock);
+/* Sets aborted (and shutdown: the workers exit) and wakes every wait (under s->lock). */
+static void stop_locked(es_stream *s, int shutdown) {
   s->aborted = 1;
+  if (shutdown) s->shutdown = 1;
   pthread_cond_broadcast(&s->free_cond);
   pthread_cond_broadcast(&s->cpu_cond);
   pthread_cond_broadcast(&s->gpu_cond);
   pthread_cond_broadcast(&s->done_cond);
+}
+
+void es_stream_abort(es_stream *s) {
+  if (!s) return;
+  pthread_mutex_lock(&s->lock);
+  stop_locked(s, 0);
   pthread_mutex_unlock(&s->lock);
 }
 
@@ -594,12 +600,7 @@ void es_stream_destroy(es_stream **ps) {
   es_stream *s = *ps;
   /* Stop: workers finish the frame they hold (a job cannot be interrupted) and exit. */
   pthread_mutex_lock(&s->lock);
-  s->shutdown = 1;
-  s->aborted = 1;
-  pthread_cond_broadcast(&s->free_cond);
-  pthread_cond_broadcast(&s->cpu_cond);
-  pthread_cond_broadcast(&s->gpu_cond);
-  pthread_cond_broadcast(&s->done_cond);
+  stop_locked(s, 1);
   pthread_mutex_unlock(&s->lock);
   /* The joiner first: it may still add threads (none once shutdown is seen). */
   if (s->joiner_started) pthread_join(s->joiner, NULL);
