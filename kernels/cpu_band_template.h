@@ -314,23 +314,23 @@ static void ES_FN(band_huang_sq)(const cpu_ctx *c, cpu_thread *t, int y0, int y1
     double rs = 0.0, rss = 0.0;
     long eq = 0;
     if (y == y0) t->skip_eq = 1;
+    /* slide_cols inlined with K and `skip` as constants: one copy per small K and per
+     * skip choice. */
+#define ES_SLIDE_COLS_K(KK)                                                                  \
+  do {                                                                                       \
+    if (t->skip_eq)                                                                          \
+      ES_FN(slide_cols)(c, t, hist, colbuf, KK, S, mrow, &rs, &rss, 1, &eq);                 \
+    else                                                                                     \
+      ES_FN(slide_cols)(c, t, hist, colbuf, KK, S, mrow, &rs, &rss, 0, &eq);                 \
+  } while (0)
     switch (K) {
-    case 3: if (t->skip_eq) ES_FN(slide_cols)(c, t, hist, colbuf, 3, S, mrow, &rs, &rss, 1, &eq);
-      else ES_FN(slide_cols)(c, t, hist, colbuf, 3, S, mrow, &rs, &rss, 0, &eq);
-      break;
-    case 5: if (t->skip_eq) ES_FN(slide_cols)(c, t, hist, colbuf, 5, S, mrow, &rs, &rss, 1, &eq);
-      else ES_FN(slide_cols)(c, t, hist, colbuf, 5, S, mrow, &rs, &rss, 0, &eq);
-      break;
-    case 7: if (t->skip_eq) ES_FN(slide_cols)(c, t, hist, colbuf, 7, S, mrow, &rs, &rss, 1, &eq);
-      else ES_FN(slide_cols)(c, t, hist, colbuf, 7, S, mrow, &rs, &rss, 0, &eq);
-      break;
-    case 9: if (t->skip_eq) ES_FN(slide_cols)(c, t, hist, colbuf, 9, S, mrow, &rs, &rss, 1, &eq);
-      else ES_FN(slide_cols)(c, t, hist, colbuf, 9, S, mrow, &rs, &rss, 0, &eq);
-      break;
-    default: if (t->skip_eq) ES_FN(slide_cols)(c, t, hist, colbuf, K, S, mrow, &rs, &rss, 1, &eq);
-      else ES_FN(slide_cols)(c, t, hist, colbuf, K, S, mrow, &rs, &rss, 0, &eq);
-      break;
+    case 3: ES_SLIDE_COLS_K(3); break;
+    case 5: ES_SLIDE_COLS_K(5); break;
+    case 7: ES_SLIDE_COLS_K(7); break;
+    case 9: ES_SLIDE_COLS_K(9); break;
+    default: ES_SLIDE_COLS_K(K); break;
     }
+#undef ES_SLIDE_COLS_K
     /* Skip on the next row when at least a quarter of this row's sampled pairs (the top
      * window row's) were equal (noise with L levels has 1/L). Only the speed depends on it,
      * never the result. */
