@@ -71,7 +71,7 @@ struct es_gpu_worker {
   unsigned short *d_ghist; size_t cap_ghist;
   uint8_t *d_pix; size_t cap_pix;
   double *d_rows; size_t cap_rows;          /* per-row sums (k_rowstats) */
-  uint8_t *h_rows[ES_NSLOT]; size_t cap_hrows; /* pinned read-back of d_rows (slot 0 used) */
+  uint8_t *h_rows; size_t cap_hrows;       /* pinned read-back of d_rows */
   uint8_t *h_in[ES_NSLOT]; size_t cap_hin;   /* pinned staging, input */
   uint8_t *h_out[ES_NSLOT]; size_t cap_hout; /* pinned staging, output */
   /* Geometry of the last run (es_gpu_bench_kernel re-runs its kernels). */
@@ -110,8 +110,6 @@ static int is_pinned(const void *p) {
   return a.type == cudaMemoryTypeHost;
 }
 
-static void copy_bytes(void *dst, const void *src, size_t n) { es_copy_nt(dst, src, n); }
-
 /* Host row copy, parallel for large copies: pageable <-> pinned staging is the host half of
  * the pipeline and must keep up with PCIe. Measured on the H100 machine (16 cores): 16
  * threads per copy gave 10240^2 pageable runs of 9.0-13.5 ms (PCIe floor 9.5), but 2-8 MB
@@ -130,7 +128,7 @@ static void copy_rows(void *dst, size_t dstride, const void *src, size_t sstride
 #pragma omp parallel for num_threads(nt) schedule(static)
       for (int t = 0; t < nt; t++) {
         size_t a = (size_t)t * chunk, b = a + chunk < total ? a + chunk : total;
-        if (a < b) copy_bytes((char *)dst + a, (const char *)src + a, b - a);
+        if (a < b) es_copy_nt((char *)dst + a, (const char *)src + a, b - a);
       }
       return;
     }
@@ -144,7 +142,7 @@ static void copy_rows(void *dst, size_t dstride, const void *src, size_t sstride
 #pragma omp parallel for num_threads(nt) schedule(static) if (rowbytes * (size_t)rows >= ((size_t)1 << 20))
 #endif
   for (int y = 0; y < rows; y++)
-    copy_bytes((char *)dst + (size_t)y * dstride, (const char *)src + (size_t)y * sstride, rowbytes);
+    es_copy_nt((char *)dst + (size_t)y * dstride, (const char *)src + (size_t)y * sstride, rowbytes);
 }
 
 static cudaError_t grow_dev(void **p, size_t *cap, size_t need) {
@@ -158,14 +156,15 @@ static cudaError_t grow_dev(void **p, size_t *cap, size_t need) {
   return e;
 }
 
-static cudaError_t grow_pinned(uint8_t **slots, size_t *cap, size_t need) {
+/* n pinned buffers of `need` bytes each (grown, never shrunk). */
+static cudaError_t grow_pinned(uint8_t **slots, int n, size_t *cap, size_t need) {
   if (need <= *cap) return cudaSuccess;
-  for (int i = 0; i < ES_NSLOT; i++) {
+  for (int i = 0; i < n; i++) {
     if (slots[i]) cudaFreeHost(slots[i]);
     slots[i] = NULL;
   }
   *cap = 0;
-  for (int i = 0; i < ES_NSLOT; i++) {
+  for (int i = 0; i < n; i++) {
     cudaError_t e = cudaMallocHost((void **)&slots[i], need);
     if (e != cudaSuccess) return e;
   }
@@ -294,8 +293,7 @@ extern "C" void es_gpu_worker_destroy(es_gpu_worker **pw) {
   cudaFree(w->d_ghist);
   cudaFree(w->d_pix);
   cudaFree(w->d_rows);
-  for (int i = 0; i < ES_NSLOT; i++)
-    if (w->h_rows[i]) cudaFreeHost(w->h_rows[i]);
+  if (w->h_rows) cudaFreeHost(w->h_rows);
   cudaGetLastError();
   free(w);
   *pw = NULL;
@@ -671,12 +669,12 @@ static int range_compute(es_gpu_worker *w, es_range *R, const es_job *job, int k
         ES_CK(cudaMemset(w->d_ghist, 0, w->cap_ghist));
       }
     }
-    if (!in_pinned) ES_CK(grow_pinned(w->h_in, &w->cap_hin, inrow * (size_t)brows));
-    if (want_map && !out_pinned) ES_CK(grow_pinned(w->h_out, &w->cap_hout, (size_t)W * 4 * (size_t)brows));
+    if (!in_pinned) ES_CK(grow_pinned(w->h_in, ES_NSLOT, &w->cap_hin, inrow * (size_t)brows));
+    if (want_map && !out_pinned) ES_CK(grow_pinned(w->h_out, ES_NSLOT, &w->cap_hout, (size_t)W * 4 * (size_t)brows));
   }
   if (job->stats) {
     ES_CK(grow_dev((void **)&w->d_rows, &w->cap_rows, sizeof(double) * 2 * (size_t)nrows));
-    ES_CK(grow_pinned(w->h_rows, &w->cap_hrows, sizeof(double) * 2 * (size_t)nrows));
+    ES_CK(grow_pinned(&w->h_rows, 1, &w->cap_hrows, sizeof(double) * 2 * (size_t)nrows));
   }
   if (want_stats) {
     k_acc_init<<<64, 256, 0, w->s_comp>>>(w->d_acc, ES_STATS_MAX_BINS, L);
@@ -757,7 +755,7 @@ static int range_compute(es_gpu_worker *w, es_range *R, const es_job *job, int k
     k_rowstats<<<(nrows + 63) / 64, 64, 0, w->s_comp>>>(w->d_map, (size_t)W, W, nrows, w->d_rows);
     ES_CKL("k_rowstats");
     if (!kernels_only)
-      ES_CK(cudaMemcpyAsync(w->h_rows[0], w->d_rows, sizeof(double) * 2 * (size_t)nrows,
+      ES_CK(cudaMemcpyAsync(w->h_rows, w->d_rows, sizeof(double) * 2 * (size_t)nrows,
                             cudaMemcpyDeviceToHost, w->s_comp));
   }
   if (want_stats) {
@@ -782,7 +780,7 @@ static int range_compute(es_gpu_worker *w, es_range *R, const es_job *job, int k
       for (int k = 0; k < L; k++) R->levhist[k] = w->h_acc->levhist[k];
   }
   if (job->stats && R->rowsums && !kernels_only)
-    memcpy(R->rowsums, w->h_rows[0], sizeof(double) * 2 * (size_t)nrows);
+    memcpy(R->rowsums, w->h_rows, sizeof(double) * 2 * (size_t)nrows);
   w->last_w = W;
   w->last_h = job->in.height;
   w->last_depth = job->in.depth;
@@ -817,10 +815,10 @@ static int download_rows(es_gpu_worker *w, void *dst, size_t dstride, const void
     ES_CK(cudaStreamSynchronize(w->s_down));
     goto end;
   }
-  ES_CK(grow_pinned(w->h_out, &w->cap_hout, w->cap_hout > ES_BAND_BYTES ? w->cap_hout : ES_BAND_BYTES));
+  ES_CK(grow_pinned(w->h_out, ES_NSLOT, &w->cap_hout, w->cap_hout > ES_BAND_BYTES ? w->cap_hout : ES_BAND_BYTES));
   chunk = (int)(w->cap_hout / rowbytes);
   if (chunk < 1) {
-    ES_CK(grow_pinned(w->h_out, &w->cap_hout, rowbytes));
+    ES_CK(grow_pinned(w->h_out, ES_NSLOT, &w->cap_hout, rowbytes));
     chunk = 1;
   }
   if (chunk > rows) chunk = rows;
