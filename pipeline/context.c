@@ -340,13 +340,6 @@ int es_context_create(es_context **out, const es_config *cfg, char *msg, size_t 
   if (rc) goto end;
   /* In the background only where no GPU is required: auto, all GPUs. */
   const int background = cfg->gpu_background && cfg->device == ES_DEVICE_AUTO && cfg->ngpus == 0;
-  int ord[ES_MAX_GPUS], nord = 0;
-  if (!background) {
-    int visible = cfg->device == ES_DEVICE_CPU ? 0 : es_gpu_device_count();
-    es_trace("context: %d GPU(s) visible", visible);
-    rc = gpus_choose(cfg, visible, ord, &nord, msg, msglen);
-    if (rc) goto end;
-  }
 
   ctx = calloc(1, sizeof *ctx);
   if (!ctx) {
@@ -367,17 +360,17 @@ int es_context_create(es_context **out, const es_config *cfg, char *msg, size_t 
   if (ctx->cfg.cpu_below < 0) ctx->cfg.cpu_below = ES_DEFAULT_CPU_BELOW;
   (void)es_tables_get(); /* build the shared tables now, not inside the first job */
 
-  if (background) {
-    if (pthread_create(&ctx->gpu_thread, NULL, gpus_background_main, ctx) == 0) {
-      ctx->gpu_thread_started = 1;
-      *out = ctx;
-      return ES_OK;
-    }
-    /* No thread: open them here, as without gpu_background. */
-    int visible = es_gpu_device_count();
-    rc = gpus_choose(cfg, visible, ord, &nord, msg, msglen);
-    if (rc) goto end;
+  if (background && pthread_create(&ctx->gpu_thread, NULL, gpus_background_main, ctx) == 0) {
+    ctx->gpu_thread_started = 1;
+    *out = ctx;
+    return ES_OK;
   }
+  /* Here: without gpu_background, or when its thread cannot start. */
+  int ord[ES_MAX_GPUS], nord = 0;
+  int visible = cfg->device == ES_DEVICE_CPU ? 0 : es_gpu_device_count();
+  es_trace("context: %d GPU(s) visible", visible);
+  rc = gpus_choose(cfg, visible, ord, &nord, msg, msglen);
+  if (rc) goto end;
   rc = gpus_open(ctx, ord, nord, msg, msglen);
   if (rc) goto end;
   /* The configuration in force lists the GPUs actually used. */
