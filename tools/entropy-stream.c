@@ -614,6 +614,22 @@ static int png_pixfmt(int format) {
   }
 }
 
+/* An existing --stats file without -y. -n keeps it: stats_path is cleared and the other
+ * outputs are still written (STATS_SKIPPED); otherwise the error is reported
+ * (STATS_REFUSED, exit code 3). STATS_OK: nothing in the way. */
+enum { STATS_OK, STATS_SKIPPED, STATS_REFUSED };
+static int stats_file_check(cli_opts *o) {
+  if (!o->stats_path || !strcmp(o->stats_path, "-") || o->overwrite || !path_exists(o->stats_path))
+    return STATS_OK;
+  if (!o->skip) {
+    err(o->stats_path, "exists (use -y to overwrite, -n to skip)");
+    return STATS_REFUSED;
+  }
+  if (!o->quiet) err(o->stats_path, "exists, skipped");
+  o->stats_path = NULL;
+  return STATS_SKIPPED;
+}
+
 /* The exit code of a run: interrupted wins, then the worst of the failures. */
 static int worse(int code, int other) {
   if (code == 130 || other == 130) return 130;
@@ -1072,19 +1088,13 @@ static int run_images(cli_opts *o, int in_kind, int out_kind) {
   }
 
   /* The statistics file first: a bad name creates no output directory. */
-  if (o->stats_path && strcmp(o->stats_path, "-") && path_exists(o->stats_path) &&
-      !o->overwrite && o->skip) {
-    /* -n: keep the existing statistics file, still write the other outputs. */
-    if (!o->quiet) err(o->stats_path, "exists, skipped");
-    o->stats_path = NULL;
-    if (!o->output) goto end;
+  rc = stats_file_check(o);
+  if (rc == STATS_REFUSED) {
+    code = 3;
+    goto end;
   }
+  if (rc == STATS_SKIPPED && !o->output) goto end;
   if (o->stats_path) {
-    if (strcmp(o->stats_path, "-") && path_exists(o->stats_path) && !o->overwrite) {
-      err(o->stats_path, "exists (use -y to overwrite, -n to skip)");
-      code = 3;
-      goto end;
-    }
     rc = es_stats_writer_open(&sw, o->stats_path, o->overwrite, o->cfg.stats_bins, msg,
                               sizeof msg);
     if (rc != ES_OK) {
@@ -1487,17 +1497,9 @@ static int run_video(cli_opts *o, int out_kind) {
       return 3;
     }
   }
-  if (o->stats_path && strcmp(o->stats_path, "-") && path_exists(o->stats_path) &&
-      !o->overwrite) {
-    if (!o->skip) {
-      err(o->stats_path, "exists (use -y to overwrite, -n to skip)");
-      return 3;
-    }
-    /* -n: keep the existing statistics file, still write the other outputs. */
-    if (!o->quiet) err(o->stats_path, "exists, skipped");
-    o->stats_path = NULL;
-    if (out_kind == OUT_NONE) return 0;
-  }
+  rc = stats_file_check(o);
+  if (rc == STATS_REFUSED) return 3;
+  if (rc == STATS_SKIPPED && out_kind == OUT_NONE) return 0;
 
   cth_started = pthread_create(&cth, NULL, ctx_open_main, &co) == 0;
   if (!strcmp(o->input, "-")) stdin_pump_start();
