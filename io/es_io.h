@@ -106,7 +106,7 @@ int es_video_in_open(es_video_in **out, const char *path, const es_video_in_opts
 int es_video_in_read(es_video_in *v, void *dst, size_t dst_stride, int64_t *pts,
                      double *pts_seconds, char *msg, size_t len);
 int64_t es_video_in_corrupt(const es_video_in *v); /* packets/frames skipped */
-double es_video_in_copy_ms(const es_video_in *v); /* ms spent copying planes out of decoded frames */
+double es_video_in_copy_ms(const es_video_in *v); /* under ES_TRACE: ms copying planes out of decoded frames */
 void es_video_in_close(es_video_in **v);
 
 /* ---- Video and streams out. */

@@ -15,7 +15,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <time.h>
 
 #include <libavcodec/avcodec.h>
 #include <libavformat/avformat.h>
@@ -32,6 +31,7 @@
 
 #include "es_copy.h"
 #include "es_io.h"
+#include "es_trace.h"
 
 /* Consecutive demuxer errors after which the input is taken as ended (a damaged tail that
  * the demuxer cannot resynchronise in). */
@@ -68,7 +68,7 @@ struct es_video_in {
   int64_t step;          /* one frame in tb units (for frames without a time stamp) */
   int64_t next_pts;      /* pts to give a frame without a time stamp */
   int64_t delivered;     /* frames given to the caller */
-  double deliver_ms;      /* time spent copying planes out (deliver), for ES_TRACE */
+  double deliver_ms;     /* ES_TRACE: time spent copying planes out (deliver) */
   int64_t corrupt;       /* packets/frames skipped */
   int64_t packets;       /* packets of the stream read (raw: frame index of the next one) */
   size_t raw_frame_size; /* bytes of one raw frame, 0 when not raw */
@@ -636,12 +636,6 @@ static int next_packet(es_video_in *v, char *msg, size_t len) {
   }
 }
 
-static double now_ms(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return (double)t.tv_sec * 1e3 + (double)t.tv_nsec * 1e-6;
-}
-
 /* One raw frame with avio_read into dst (see raw_direct). */
 static int raw_read(es_video_in *v, void *dst, size_t dst_stride, int64_t *pts,
                     double *pts_seconds, char *msg, size_t len) {
@@ -714,9 +708,10 @@ int es_video_in_read(es_video_in *v, void *dst, size_t dst_stride, int64_t *pts,
       int64_t p = f->best_effort_timestamp;
       if (p == AV_NOPTS_VALUE) p = v->next_pts;
       v->next_pts = p + (f->pkt_duration > 0 ? f->pkt_duration : v->step);
-      const double t0 = now_ms();
+      const int tr = es_trace_enabled();
+      const double t0 = tr ? es_trace_ms() : 0.0;
       rc = deliver(v, f, dst, dst_stride, msg, len);
-      v->deliver_ms += now_ms() - t0;
+      if (tr) v->deliver_ms += es_trace_ms() - t0;
       av_frame_unref(f);
       if (rc < 0) return rc;
       v->delivered++;

@@ -12,6 +12,7 @@
 
 #include "entropy_stream.h"
 #include "es_math.h"
+#include "es_trace.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -31,11 +32,6 @@ typedef struct es_tables {
 } es_tables;
 const es_tables *es_tables_get(void);
 
-/* Phase timing (trace.c): with ES_TRACE=1 in the environment, one line per call on stderr,
- * milliseconds since the first call. A no-op otherwise. */
-void es_trace(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-int es_trace_enabled(void);
-double es_trace_ms(void); /* a monotonic clock in ms, for phase totals under ES_TRACE */
 
 /* Window geometry: for dy = -r..r, the pixels dx = -hw[dy+r]..hw[dy+r] are in the window.
  * Square: hw = r for every row; disk: hw = floor(sqrt(r*r - dy*dy)) (scikit-image's
