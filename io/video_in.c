@@ -71,9 +71,11 @@ struct es_video_in {
   double deliver_ms;     /* ES_TRACE: time spent copying planes out (deliver) */
   int64_t corrupt;       /* packets/frames skipped */
   int64_t packets;       /* packets of the stream read (raw: frame index of the next one) */
-  size_t raw_frame_size; /* bytes of one raw frame, 0 when not raw */
-  int raw_direct;        /* raw: frames read with avio_read straight into the caller's buffer */
+  size_t raw_frame_size; /* bytes of a frame's Y plane read directly (raw, y4m), else 0 */
+  int raw_direct;        /* raw or y4m: frames read with avio_read straight into the caller's
+                          * buffer (see es_video_in_open) */
   size_t y4m_frame_size; /* bytes of one y4m frame's data, 0 when not y4m */
+  size_t y4m_skip;       /* y4m direct: bytes after the Y plane (chroma) skipped per frame */
   int64_t last_end;      /* byte position after the last packet read, -1 if unknown */
   int flushing;          /* the decoder was sent NULL: draining */
   int finished;          /* drained: only EOF (or the pending error) is left */
@@ -320,6 +322,18 @@ static enum AVPixelFormat y_plane_gray(enum AVPixelFormat f) {
   return av_get_pix_fmt(name);
 }
 
+/* A YUV4MPEG2 stream whose Y plane (the first plane of a frame) is stored as delivered. */
+static int y4m_direct_format(const AVFormatContext *fmt) {
+  if (strcmp(fmt->iformat->name, "yuv4mpegpipe") || !fmt->pb || fmt->nb_streams != 1)
+    return 0;
+  const AVCodecParameters *p = fmt->streams[0]->codecpar;
+  if (p->codec_id != AV_CODEC_ID_RAWVIDEO || p->width <= 0 || p->height <= 0) return 0;
+  const int depth = depth_of((enum AVPixelFormat)p->format);
+  int offset = 0;
+  return plane0_direct((enum AVPixelFormat)p->format, depth, &offset) == (depth == 16 ? 2 : 1) &&
+         offset == 0;
+}
+
 int es_video_in_open(es_video_in **out, const char *path, const es_video_in_opts *opts,
                      es_video_info *info, char *msg, size_t len) {
   int rc = ES_OK, err;
@@ -414,9 +428,10 @@ int es_video_in_open(es_video_in **out, const char *path, const es_video_in_opts
     for (unsigned i = 0; i < nb_streams; i++)
       if (max_pixels > 0) av_dict_set_int(&sopts[i], "max_pixels", max_pixels, 0);
   }
-  /* Raw frames: the demuxer's options already say everything (and find_stream_info would
-   * buffer frames that the direct reads below must see). */
-  if (!raw && (err = avformat_find_stream_info(v->fmt, sopts)) < 0) {
+  /* Raw frames: the demuxer's options already say everything, and a y4m header does too
+   * (find_stream_info would buffer frames that the direct reads below must see). */
+  const int y4m_direct = !raw && y4m_direct_format(v->fmt);
+  if (!raw && !y4m_direct && (err = avformat_find_stream_info(v->fmt, sopts)) < 0) {
     averr(msg, len, "cannot read stream information", err);
     rc = ES_ERR_INPUT;
     goto end;
@@ -487,6 +502,19 @@ int es_video_in_open(es_video_in **out, const char *path, const es_video_in_opts
    * buffer, one copy from the kernel, where packets and the rawvideo decoder would add a
    * packet copy and a plane copy (the reader thread bounds --raw throughput). */
   v->raw_direct = raw && v->fmt->pb && v->raw_frame_size > 0;
+  /* YUV4MPEG2 the same way: libavformat's demuxer has parsed the stream header; each frame
+   * is then a "FRAME" line (read here as the demuxer reads it) and the planes, of which the
+   * Y plane goes straight into the caller's buffer and the rest is skipped. Where the Y
+   * plane is not stored as delivered (9..15-bit samples), frames go through the demuxer and
+   * the decoder instead. */
+  if (y4m_direct && v->y4m_frame_size) {
+    const size_t yb = (size_t)v->width * v->height * (v->depth == 16 ? 2 : 1);
+    if (yb <= v->y4m_frame_size) {
+      v->raw_direct = 1;
+      v->raw_frame_size = yb;
+      v->y4m_skip = v->y4m_frame_size - yb;
+    }
+  }
   v->tb = st->time_base;
   if (v->tb.num <= 0 || v->tb.den <= 0) v->tb = (AVRational){1, 25};
   AVRational fps = st->avg_frame_rate;
@@ -636,24 +664,81 @@ static int next_packet(es_video_in *v, char *msg, size_t len) {
   }
 }
 
-/* One raw frame with avio_read into dst (see raw_direct). */
-static int raw_read(es_video_in *v, void *dst, size_t dst_stride, int64_t *pts,
-                    double *pts_seconds, char *msg, size_t len) {
+/* The line before a y4m frame's data ("FRAME", optional parameters, '\n'), read as
+ * libavformat's demuxer reads it (at most Y4M_LINE_MAX bytes). */
+#define Y4M_LINE_MAX 80
+enum { Y4M_FRAME, Y4M_END, Y4M_CUT, Y4M_BAD, Y4M_LOST };
+static int y4m_line(AVIOContext *pb) {
+  char line[Y4M_LINE_MAX];
+  int n = 0;
+  for (;;) {
+    int c = avio_r8(pb);
+    if (pb->eof_reached || pb->error) return n ? Y4M_CUT : Y4M_END;
+    if (c == '\n') break;
+    if (n == Y4M_LINE_MAX) return Y4M_LOST; /* no frame boundary to resume from */
+    line[n++] = (char)c;
+  }
+  return n >= 5 && !memcmp(line, "FRAME", 5) ? Y4M_FRAME : Y4M_BAD;
+}
+
+/* Reads and drops n bytes (a pipe cannot seek); returns how many there were. */
+static size_t discard(AVIOContext *pb, size_t n) {
+  uint8_t buf[16384];
+  size_t got = 0;
+  while (got < n) {
+    const int want = n - got < sizeof buf ? (int)(n - got) : (int)sizeof buf;
+    const int r = avio_read(pb, buf, want);
+    if (r > 0) got += (size_t)r;
+    if (r != want) break;
+  }
+  return got;
+}
+
+/* One raw or y4m frame with avio_read into dst (see raw_direct). */
+static int direct_read(es_video_in *v, void *dst, size_t dst_stride, int64_t *pts,
+                       double *pts_seconds, char *msg, size_t len) {
   const size_t row = (size_t)v->width * (v->depth == 16 ? 2 : 1);
+  const size_t fsize = v->y4m_frame_size ? v->y4m_frame_size : v->raw_frame_size;
+  AVIOContext *pb = v->fmt->pb;
   size_t got = 0;
   int err = 0;
   if (v->finished) return ES_ERR_EOF;
+  for (int bad = 0; v->y4m_frame_size;) {
+    const int l = y4m_line(pb);
+    if (l == Y4M_FRAME) break;
+    if (l == Y4M_BAD && ++bad < ES_VIDEO_MAX_DEMUX_ERRORS) {
+      /* A damaged frame line: its frame is skipped and counted; frames have one size, so
+       * the next line follows its data. */
+      v->corrupt++;
+      v->packets++;
+      if (discard(pb, fsize) == fsize) continue;
+      v->finished = 1;
+      return ES_ERR_EOF;
+    }
+    v->finished = 1;
+    if (l == Y4M_CUT) {
+      snprintf(msg, len, "frame %" PRId64 " is short (got 0 of %zu bytes)", v->packets, fsize);
+      return ES_ERR_INPUT;
+    }
+    if (l != Y4M_END) v->corrupt++;
+    if (pb->error && pb->error != AVERROR_EOF) {
+      averr(msg, len, "read error", pb->error);
+      return ES_ERR_INPUT;
+    }
+    return ES_ERR_EOF;
+  }
   if (dst_stride == row && v->raw_frame_size <= (size_t)INT_MAX) {
-    err = avio_read(v->fmt->pb, dst, (int)v->raw_frame_size);
+    err = avio_read(pb, dst, (int)v->raw_frame_size);
     if (err > 0) got = (size_t)err;
   } else {
     for (int y = 0; y < v->height; y++) {
-      err = avio_read(v->fmt->pb, (uint8_t *)dst + (size_t)y * dst_stride, (int)row);
+      err = avio_read(pb, (uint8_t *)dst + (size_t)y * dst_stride, (int)row);
       if (err > 0) got += (size_t)err;
       if (err != (int)row) break;
     }
   }
-  if (got == v->raw_frame_size) {
+  if (got == v->raw_frame_size && v->y4m_skip) got += discard(pb, v->y4m_skip); /* chroma */
+  if (got == fsize) {
     if (pts) *pts = v->next_pts;
     if (pts_seconds) *pts_seconds = v->next_pts * av_q2d(v->tb);
     v->next_pts += v->step;
@@ -662,9 +747,9 @@ static int raw_read(es_video_in *v, void *dst, size_t dst_stride, int64_t *pts,
     return ES_OK;
   }
   v->finished = 1;
-  if (got > 0) {
+  if (got > 0 || v->y4m_frame_size) {
     snprintf(msg, len, "frame %" PRId64 " is short (got %zu of %zu bytes)", v->packets, got,
-             v->raw_frame_size);
+             fsize);
     return ES_ERR_INPUT;
   }
   if (err < 0 && err != AVERROR_EOF) {
@@ -678,7 +763,7 @@ int es_video_in_read(es_video_in *v, void *dst, size_t dst_stride, int64_t *pts,
                      double *pts_seconds, char *msg, size_t len) {
   int rc, err;
   if (!v) return ES_ERR_INTERNAL;
-  if (v->raw_direct) return raw_read(v, dst, dst_stride, pts, pts_seconds, msg, len);
+  if (v->raw_direct) return direct_read(v, dst, dst_stride, pts, pts_seconds, msg, len);
   for (;;) {
     if (v->finished) {
       if (v->pending) {

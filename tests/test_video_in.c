@@ -255,9 +255,14 @@ static void raw_case(int depth, int short_tail) {
   free(data);
 }
 
-/* y4m through a pipe: recognised by its header, no options. */
-/* short_tail: cut the last frame short; the frames before it must come, then the error. */
-static void y4m_pipe_case(const char *pixfmt, int depth, int bits, int short_tail) {
+/* y4m through a pipe: recognised by its header, no options. What is done to the stream:
+ *  Y4M_SHORT:  the last frame cut short; the frames before it must come, then the error;
+ *  Y4M_BAD:    one frame's "FRAME" line damaged; that frame skipped and counted, the rest
+ *              kept (frames have one size, so the next line is found);
+ *  Y4M_PARAMS: one frame line carries a parameter ("FRAME Ixyz"), which changes nothing. */
+enum { Y4M_CLEAN, Y4M_SHORT, Y4M_BAD, Y4M_PARAMS };
+static void y4m_pipe_case(const char *pixfmt, int depth, int bits, int mode) {
+  const int short_tail = mode == Y4M_SHORT;
   int w = es_test_range(8, 120) | 1, h = es_test_range(8, 90) | 1, n = es_test_range(2, 7);
   char clip[512], ref[512];
   snprintf(clip, sizeof clip, "%s/p.y4m", dir);
@@ -280,6 +285,21 @@ static void y4m_pipe_case(const char *pixfmt, int depth, int bits, int short_tai
                      ? (size_t)w * h + 2 * (size_t)((w + 1) / 2) * ((h + 1) / 2)
                      : (size_t)w * h * 6; /* yuv444p10le */
   size_t cut = short_tail ? (size_t)es_test_range(1, (int)fsize - 1) : 0;
+  const int k = es_test_range(0, n - 1); /* the frame Y4M_BAD / Y4M_PARAMS changes */
+  const uint8_t *nl = c ? memchr(c, '\n', csize) : NULL;
+  const size_t at = nl ? (size_t)(nl - c) + 1 + (size_t)k * (6 + fsize) : 0; /* its line */
+  if (c && (mode == Y4M_BAD || mode == Y4M_PARAMS)) {
+    CHECK(nl && at + 6 <= csize && !memcmp(c + at, "FRAME\n", 6), "y4m %s: no frame line",
+          pixfmt);
+    if (mode == Y4M_BAD && nl) c[at + 2] = 'B';
+    uint8_t *grown = mode == Y4M_PARAMS && nl ? realloc(c, csize + 5) : NULL;
+    if (grown) {
+      c = grown;
+      memmove(c + at + 10, c + at + 5, csize - at - 5);
+      memcpy(c + at + 5, " Ixyz", 5);
+      csize += 5;
+    }
+  }
   int saved = -1;
   pid_t pid = tv_stdin_pipe(c, c ? csize - cut : 0, &saved);
   decoded d;
@@ -296,16 +316,25 @@ static void y4m_pipe_case(const char *pixfmt, int depth, int bits, int short_tai
     CHECK(d.open_rc == ES_OK && d.end_rc == ES_ERR_EOF, "y4m pipe %s: %d %d %s", pixfmt,
           d.open_rc, d.end_rc, d.msg);
   }
+  CHECK(d.corrupt == (mode == Y4M_BAD), "y4m pipe %s mode %d: %" PRId64 " corrupt", pixfmt,
+        mode, d.corrupt);
+  int skipped = -1; /* the reference frame missing from the output */
+  if (mode == Y4M_BAD) {
+    skipped = k;
+    n--;
+  }
   CHECK(d.n == n && d.info.width == w && d.info.height == h && d.info.depth == depth,
         "y4m pipe %s: %d frames %dx%d depth %d", pixfmt, d.n, d.info.width, d.info.height,
         d.info.depth);
   CHECK(d.info.fps_num == 24 && d.info.fps_den == 1, "y4m fps");
   size_t fb = (size_t)w * h * (depth == 16 ? 2 : 1);
-  if (d.n == n && r && rsize >= fb * n) {
+  if (d.n == n && r && rsize >= fb * (n + (skipped >= 0))) {
     int maxdiff = 0;
-    for (size_t i = 0; i < (size_t)w * h * n; i++) {
+    const size_t fp = (size_t)w * h;
+    for (size_t i = 0; i < fp * n; i++) {
+      const size_t j = skipped >= 0 && i / fp >= (size_t)skipped ? i + fp : i;
       int a = depth == 16 ? ((const uint16_t *)d.data)[i] : d.data[i];
-      int b = depth == 16 ? widen(r[2 * i] | r[2 * i + 1] << 8, bits) : r[i];
+      int b = depth == 16 ? widen(r[2 * j] | r[2 * j + 1] << 8, bits) : r[j];
       if (abs(a - b) > maxdiff) maxdiff = abs(a - b);
     }
     CHECK(maxdiff == 0, "y4m pipe %s: Y differs by %d", pixfmt, maxdiff);
@@ -384,8 +413,10 @@ int main(void) {
     y4m_pipe_case("yuv420p", 8, 8, 0);
     y4m_pipe_case("gray", 8, 8, 0);
     y4m_pipe_case("yuv444p10le", 16, 10, 0);
-    y4m_pipe_case("yuv420p", 8, 8, 1);
-    y4m_pipe_case("gray", 8, 8, 1);
+    y4m_pipe_case("yuv420p", 8, 8, Y4M_SHORT);
+    y4m_pipe_case("gray", 8, 8, Y4M_SHORT);
+    y4m_pipe_case("yuv420p", 8, 8, Y4M_BAD);
+    y4m_pipe_case("gray", 8, 8, Y4M_PARAMS);
   } else {
     /* Standard input is still covered by the raw cases below. */
     printf("test_video_in: y4m pipe cases skipped: no y4m muxer in the ffmpeg program or no "
