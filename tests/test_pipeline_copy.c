@@ -12,7 +12,7 @@
 
 #define GUARD 64
 
-static int one_case(size_t n, size_t so, size_t dof) {
+static int one_case(unsigned n, unsigned so, unsigned dof) {
   const size_t cap = n + 2 * GUARD + 64;
   unsigned char *src = malloc(cap), *dst = malloc(cap), *want = malloc(cap);
   int ok = src && dst && want;
@@ -33,19 +33,19 @@ static int one_case(size_t n, size_t so, size_t dof) {
 
 int main(void) {
   es_test_seed("test_pipeline_copy");
-  static const size_t edges[] = {0, 1, 15, 16, 63, 64, 65, 255, 256, 257, 319, 320, 4095, 4096, 4097};
+  static const unsigned edges[] = {0, 1, 15, 16, 63, 64, 65, 255, 256, 257, 319, 320, 4095, 4096, 4097};
   int cases = 0;
   for (size_t e = 0; e < sizeof edges / sizeof edges[0]; e++)
-    for (size_t so = 0; so < 64; so += 7)
-      for (size_t dof = 0; dof < 64; dof += 5) {
-        CHECK(one_case(edges[e], so, dof), "n %zu, source offset %zu, destination offset %zu",
+    for (unsigned so = 0; so < 64; so += 7)
+      for (unsigned dof = 0; dof < 64; dof += 5) {
+        CHECK(one_case(edges[e], so, dof), "n %u, source offset %u, destination offset %u",
               edges[e], so, dof);
         cases++;
       }
   for (int k = 0; k < 400; k++) {
-    size_t n = (size_t)es_test_range(0, 3 * 4096 + 77);
-    size_t so = (size_t)es_test_range(0, 63), dof = (size_t)es_test_range(0, 63);
-    CHECK(one_case(n, so, dof), "n %zu, source offset %zu, destination offset %zu", n, so, dof);
+    unsigned n = (unsigned)es_test_range(0, 3 * 4096 + 77);
+    unsigned so = (unsigned)es_test_range(0, 63), dof = (unsigned)es_test_range(0, 63);
+    CHECK(one_case(n, so, dof), "n %u, source offset %u, destination offset %u", n, so, dof);
     cases++;
   }
   printf("test_pipeline_copy: %d cases\n", cases);
