@@ -181,6 +181,28 @@ static inline pid_t tv_stdin_pipe(const void *data, size_t size, int *saved) {
   return pid;
 }
 
+/* Standard input from a regular file: `skip` bytes of junk, then data, with fd 0 left at
+ * offset `skip` (as `(head -c N >/dev/null; prog) < file` leaves it). Returns 0 (for
+ * tv_stdin_restore) or -1; *saved as for tv_stdin_pipe. */
+static inline pid_t tv_stdin_file(const char *path, const void *data, size_t size, size_t skip,
+                                  int *saved) {
+  FILE *f = fopen(path, "wb");
+  int ok = f != NULL;
+  for (size_t i = 0; ok && i < skip; i++) ok = fputc('J', f) != EOF;
+  if (ok && size) ok = fwrite(data, 1, size, f) == size;
+  if (f && fclose(f) != 0) ok = 0;
+  int fd = ok ? open(path, O_RDONLY) : -1;
+  if (fd < 0 || lseek(fd, (off_t)skip, SEEK_SET) != (off_t)skip) {
+    if (fd >= 0) close(fd);
+    *saved = -1;
+    return -1;
+  }
+  *saved = dup(0);
+  dup2(fd, 0);
+  close(fd);
+  return 0;
+}
+
 static inline void tv_stdin_restore(pid_t pid, int saved) {
   dup2(saved, 0);
   close(saved);

@@ -203,10 +203,37 @@ static void rand_fill(uint8_t *p, size_t n) {
   for (size_t i = 0; i < n; i++) p[i] = (uint8_t)(es_test_rand() >> 33);
 }
 
-/* Raw gray8/gray16le frames on a real pipe, with and without a short last frame. */
-static void raw_case(int depth, int short_tail) {
-  int w = es_test_range(1, 97) | 1, h = es_test_range(1, 61);
-  int n = es_test_range(1, 6);
+/* How a case's bytes reach the reader: a real pipe on standard input, standard input
+ * redirected from a regular file (not at offset 0), or the file named. From a file, frames
+ * are read with pread, a big frame by several threads at once. */
+enum { VIA_PIPE, VIA_STDIN_FILE, VIA_NAMED };
+static const char *const via_name[] = {"pipe", "stdin file", "named file"};
+
+/* Feeds data to the reader as `via` says; returns the path to open ("-" or the file). */
+static const char *via_open(int via, const void *data, size_t size, pid_t *pid, int *saved) {
+  static char file[512];
+  snprintf(file, sizeof file, "%s/via.bin", dir);
+  *pid = 0;
+  *saved = -1;
+  if (via == VIA_PIPE) {
+    *pid = tv_stdin_pipe(data, size, saved);
+    return "-";
+  }
+  if (via == VIA_STDIN_FILE) {
+    *pid = tv_stdin_file(file, data, size, (size_t)es_test_range(1, 5000), saved);
+    CHECK(*pid == 0, "stdin from a file: cannot set up %s", file);
+    return "-";
+  }
+  FILE *f = fopen(file, "wb");
+  CHECK(f && fwrite(data, 1, size, f) == size && fclose(f) == 0, "cannot write %s", file);
+  return file;
+}
+
+/* Raw gray8/gray16le frames, with and without a short last frame; big: frames of ~1 MB. */
+static void raw_case(int depth, int short_tail, int via, int big) {
+  int w = big ? es_test_range(700, 1100) | 1 : es_test_range(1, 97) | 1;
+  int h = big ? es_test_range(500, 1000) : es_test_range(1, 61);
+  int n = big ? es_test_range(1, 3) : es_test_range(1, 6);
   size_t bps = depth == 16 ? 2 : 1, fsize = (size_t)w * h * bps;
   size_t tail = short_tail ? (size_t)es_test_range(1, (int)fsize - 1 > 0 ? (int)fsize - 1 : 1)
                            : 0;
@@ -217,17 +244,18 @@ static void raw_case(int depth, int short_tail) {
   char spec[64];
   snprintf(spec, sizeof spec, "%s:%dx%d@30000/1001", depth == 16 ? "gray16le" : "gray8", w, h);
   int saved = -1;
-  pid_t pid = tv_stdin_pipe(data, total, &saved);
+  pid_t pid;
+  const char *path = via_open(via, data, total, &pid, &saved);
   decoded d;
-  decode_all("-", spec, 0, 0, &d);
+  decode_all(path, spec, 0, 0, &d);
   tv_stdin_restore(pid, saved);
-  CHECK(d.open_rc == ES_OK, "raw %s: open %d %s", spec, d.open_rc, d.msg);
+  CHECK(d.open_rc == ES_OK, "raw %s %s: open %d %s", spec, via_name[via], d.open_rc, d.msg);
   if (d.open_rc == ES_OK) {
     CHECK(d.info.width == w && d.info.height == h && d.info.depth == depth, "raw %s: info",
           spec);
     CHECK(d.info.fps_num == 30000 && d.info.fps_den == 1001, "raw fps %d/%d", d.info.fps_num,
           d.info.fps_den);
-    CHECK(d.n == n, "raw %s: %d frames of %d delivered", spec, d.n, n);
+    CHECK(d.n == n, "raw %s %s: %d frames of %d delivered", spec, via_name[via], d.n, n);
     if (d.n == n) {
       int same = 1;
       for (size_t i = 0; i < (size_t)w * h * n && same; i++) {
@@ -235,7 +263,7 @@ static void raw_case(int depth, int short_tail) {
         int b = depth == 16 ? (data[2 * i] | data[2 * i + 1] << 8) : data[i];
         same = a == b;
       }
-      CHECK(same, "raw %s: samples differ from those written", spec);
+      CHECK(same, "raw %s %s: samples differ from those written", spec, via_name[via]);
     }
     for (int i = 0; i < d.n; i++) {
       double want = i * 1001.0 / 30000.0;
@@ -245,8 +273,8 @@ static void raw_case(int depth, int short_tail) {
     if (short_tail) {
       char want[160];
       snprintf(want, sizeof want, "frame %d is short (got %zu of %zu bytes)", n, tail, fsize);
-      CHECK(d.end_rc == ES_ERR_INPUT && !strcmp(d.msg, want), "raw short: %d '%s', want '%s'",
-            d.end_rc, d.msg, want);
+      CHECK(d.end_rc == ES_ERR_INPUT && !strcmp(d.msg, want),
+            "raw short %s: %d '%s', want '%s'", via_name[via], d.end_rc, d.msg, want);
     } else {
       CHECK(d.end_rc == ES_ERR_EOF, "raw %s: end %d %s", spec, d.end_rc, d.msg);
     }
@@ -261,9 +289,11 @@ static void raw_case(int depth, int short_tail) {
  *              kept (frames have one size, so the next line is found);
  *  Y4M_PARAMS: one frame line carries a parameter ("FRAME Ixyz"), which changes nothing. */
 enum { Y4M_CLEAN, Y4M_SHORT, Y4M_BAD, Y4M_PARAMS };
-static void y4m_pipe_case(const char *pixfmt, int depth, int bits, int mode) {
+static void y4m_pipe_case(const char *pixfmt, int depth, int bits, int mode, int via, int big) {
   const int short_tail = mode == Y4M_SHORT;
-  int w = es_test_range(8, 120) | 1, h = es_test_range(8, 90) | 1, n = es_test_range(2, 7);
+  int w = big ? es_test_range(700, 1100) | 1 : es_test_range(8, 120) | 1;
+  int h = big ? es_test_range(500, 1000) | 1 : es_test_range(8, 90) | 1;
+  int n = big ? es_test_range(2, 3) : es_test_range(2, 7);
   char clip[512], ref[512];
   snprintf(clip, sizeof clip, "%s/p.y4m", dir);
   snprintf(ref, sizeof ref, "%s/p.ref", dir);
@@ -301,23 +331,30 @@ static void y4m_pipe_case(const char *pixfmt, int depth, int bits, int mode) {
     }
   }
   int saved = -1;
-  pid_t pid = tv_stdin_pipe(c, c ? csize - cut : 0, &saved);
+  pid_t pid;
+  if (!c) {
+    CHECK(0, "y4m %s: cannot read %s", pixfmt, clip);
+    free(r);
+    return;
+  }
+  const char *path = via_open(via, c, csize - cut, &pid, &saved);
   decoded d;
-  decode_all("-", NULL, 0, 0, &d);
+  decode_all(path, NULL, 0, 0, &d);
   tv_stdin_restore(pid, saved);
   if (short_tail) {
     char want[160];
     snprintf(want, sizeof want, "frame %d is short (got %zu of %zu bytes)", n - 1, fsize - cut,
              fsize);
     CHECK(d.open_rc == ES_OK && d.end_rc == ES_ERR_INPUT && !strcmp(d.msg, want),
-          "y4m short %s: %d %d '%s', want '%s'", pixfmt, d.open_rc, d.end_rc, d.msg, want);
+          "y4m short %s %s: %d %d '%s', want '%s'", pixfmt, via_name[via], d.open_rc, d.end_rc,
+          d.msg, want);
     n--; /* the frames before it are all delivered */
   } else {
-    CHECK(d.open_rc == ES_OK && d.end_rc == ES_ERR_EOF, "y4m pipe %s: %d %d %s", pixfmt,
-          d.open_rc, d.end_rc, d.msg);
+    CHECK(d.open_rc == ES_OK && d.end_rc == ES_ERR_EOF, "y4m %s %s: %d %d %s", pixfmt,
+          via_name[via], d.open_rc, d.end_rc, d.msg);
   }
-  CHECK(d.corrupt == (mode == Y4M_BAD), "y4m pipe %s mode %d: %" PRId64 " corrupt", pixfmt,
-        mode, d.corrupt);
+  CHECK(d.corrupt == (mode == Y4M_BAD), "y4m %s %s mode %d: %" PRId64 " corrupt", pixfmt,
+        via_name[via], mode, d.corrupt);
   int skipped = -1; /* the reference frame missing from the output */
   if (mode == Y4M_BAD) {
     skipped = k;
@@ -337,7 +374,7 @@ static void y4m_pipe_case(const char *pixfmt, int depth, int bits, int mode) {
       int b = depth == 16 ? widen(r[2 * j] | r[2 * j + 1] << 8, bits) : r[j];
       if (abs(a - b) > maxdiff) maxdiff = abs(a - b);
     }
-    CHECK(maxdiff == 0, "y4m pipe %s: Y differs by %d", pixfmt, maxdiff);
+    CHECK(maxdiff == 0, "y4m %s %s: Y differs by %d", pixfmt, via_name[via], maxdiff);
   }
   free(c);
   free(r);
@@ -410,22 +447,33 @@ int main(void) {
   }
 
   if (have_y4m) {
-    y4m_pipe_case("yuv420p", 8, 8, 0);
-    y4m_pipe_case("gray", 8, 8, 0);
-    y4m_pipe_case("yuv444p10le", 16, 10, 0);
-    y4m_pipe_case("yuv420p", 8, 8, Y4M_SHORT);
-    y4m_pipe_case("gray", 8, 8, Y4M_SHORT);
-    y4m_pipe_case("yuv420p", 8, 8, Y4M_BAD);
-    y4m_pipe_case("gray", 8, 8, Y4M_PARAMS);
+    for (int via = VIA_PIPE; via <= VIA_NAMED; via++) {
+      y4m_pipe_case("yuv420p", 8, 8, Y4M_CLEAN, via, 0);
+      y4m_pipe_case("gray", 8, 8, Y4M_CLEAN, via, 0);
+      y4m_pipe_case("yuv444p10le", 16, 10, Y4M_CLEAN, via, 0);
+      y4m_pipe_case("yuv420p", 8, 8, Y4M_SHORT, via, 0);
+      y4m_pipe_case("gray", 8, 8, Y4M_SHORT, via, 0);
+      y4m_pipe_case("yuv420p", 8, 8, Y4M_BAD, via, 0);
+      y4m_pipe_case("gray", 8, 8, Y4M_PARAMS, via, 0);
+    }
+    /* frames big enough to be read by several threads from a file */
+    y4m_pipe_case("yuv420p", 8, 8, Y4M_CLEAN, VIA_STDIN_FILE, 1);
+    y4m_pipe_case("gray", 8, 8, Y4M_SHORT, VIA_NAMED, 1);
+    y4m_pipe_case("yuv420p", 8, 8, Y4M_BAD, VIA_NAMED, 1);
   } else {
     /* Standard input is still covered by the raw cases below. */
     printf("test_video_in: y4m pipe cases skipped: no y4m muxer in the ffmpeg program or no "
            "yuv4mpegpipe demuxer in libavformat\n");
   }
-  for (int depth = 8; depth <= 16; depth += 8) {
-    raw_case(depth, 0);
-    raw_case(depth, 1);
-  }
+  for (int depth = 8; depth <= 16; depth += 8)
+    for (int via = VIA_PIPE; via <= VIA_NAMED; via++) {
+      raw_case(depth, 0, via, 0);
+      raw_case(depth, 1, via, 0);
+      if (via != VIA_PIPE) {
+        raw_case(depth, 0, via, 1);
+        raw_case(depth, 1, via, 1);
+      }
+    }
 
   /* Bad raw specs: usage errors naming the option. */
   const char *bad[] = {"gray8", "gray8:", "gray8:10", "gray8:10x", "gray8:0x5", "rgb24:4x4",

@@ -86,7 +86,7 @@ def main():
     sh("ffmpeg -v error -y -f lavfi -i testsrc2=size=1920x1080:rate=30 -frames:v %d "
        "-c:v libx264 -preset veryfast -pix_fmt yuv420p %s" % (a.frames, src))
     # Grey frames for the stdin rows: YUV4MPEG2 where this FFmpeg has the y4m muxer, and raw
-    # gray8 always (the GPU machine's minimal FFmpeg has neither y4m muxer nor demuxer).
+    # gray8 always (the GPU machine's FFmpeg has y4m when built by tools/device-ffmpeg.sh).
     muxers = subprocess.run("ffmpeg -hide_banner -muxers", shell=True, capture_output=True,
                             text=True).stdout
     have_y4m = " yuv4mpegpipe " in muxers
@@ -168,6 +168,30 @@ def main():
                 "cat %s | %s - %s --stats %s -y --no-progress --device %s --gpus %s" %
                 (path, es, opt, stats, a.device, g),
                 None, lambda: "stats records %d of %d" % (count_lines(stats), a.frames))
+    if have_y4m:
+        row("ffmpeg reading the y4m (decode only)",
+            "ffmpeg -v error -f yuv4mpegpipe -i %s -f null -" % y4m)
+    if have_y4m and a.long > 1:
+        # The y4m target is a rate: a longer input shows it without start-up weighing as
+        # much. The frames of in.y4m N times after its header line (no re-encode).
+        n = a.long * a.frames
+        ly4m = os.path.join(tmp, "long.y4m")
+        with open(y4m, "rb") as f, open(ly4m, "wb") as o:
+            o.write(f.readline())
+            body = f.read()
+            for _ in range(a.long):
+                o.write(body)
+        del body
+        for g in a.gpus:
+            row("y4m 1080p grey stdin (file), %d frames, stats only gpus=%s" % (n, g),
+                "%s - --stats %s -y --no-progress --device %s --gpus %s < %s" %
+                (es, stats, a.device, g, ly4m),
+                None, lambda: "stats records %d of %d" % (count_lines(stats), n), frames=n)
+            row("y4m 1080p grey stdin (pipe), %d frames, stats only gpus=%s" % (n, g),
+                "cat %s | %s - --stats %s -y --no-progress --device %s --gpus %s" %
+                (ly4m, es, stats, a.device, g),
+                None, lambda: "stats records %d of %d" % (count_lines(stats), n), frames=n)
+        os.remove(ly4m)
     if a.cpu_row and not a.no_extras:
         base = [r for r in res["rows"] if r["case"] == "ffmpeg transcode libx264 veryfast"][0]
         row("entropy-stream heat libx264 veryfast --device cpu",
