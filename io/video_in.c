@@ -79,6 +79,7 @@ struct es_video_in {
                           * buffer (see es_video_in_open) */
   size_t y4m_frame_size; /* bytes of one y4m frame's data, 0 when not y4m */
   size_t y4m_skip;       /* y4m direct: bytes after the Y plane (chroma) skipped per frame */
+  uint8_t *drop;         /* direct reads through avio: where skipped bytes go (ES_DROP_BYTES) */
   int pfd;               /* direct reads from a regular file: its descriptor, else -1 */
   int pfd_own;           /* pfd was opened here (a named file; not standard input) */
   int64_t poff;          /* pfd: file offset of what comes next */
@@ -711,6 +712,9 @@ static size_t pread_full(int fd, uint8_t *dst, size_t n, int64_t off, int *err) 
   return got;
 }
 
+/* The buffer skipped bytes are read into (see in_bytes). */
+#define ES_DROP_BYTES ((size_t)1 << 20)
+
 /* Bytes per thread below which a frame is read by one thread. */
 #define ES_PREAD_CHUNK ((size_t)256 << 10)
 
@@ -721,12 +725,18 @@ static size_t pread_full(int fd, uint8_t *dst, size_t n, int64_t off, int *err) 
 static size_t in_bytes(es_video_in *v, uint8_t *dst, size_t n, int *err) {
   if (v->pfd < 0) {
     AVIOContext *pb = v->fmt->pb;
-    uint8_t buf[16384];
     size_t got = 0;
+    /* Skipped bytes still have to be read from a pipe: into a buffer larger than avio's,
+     * which avio_read then fills straight from the pipe (small reads through avio's own
+     * buffer cost twice the copy). */
+    if (!dst && !v->drop && !(v->drop = av_malloc(ES_DROP_BYTES))) {
+      *err = AVERROR(ENOMEM);
+      return 0;
+    }
     while (got < n) {
-      const size_t step = dst ? n - got : (n - got < sizeof buf ? n - got : sizeof buf);
+      const size_t step = dst ? n - got : (n - got < ES_DROP_BYTES ? n - got : ES_DROP_BYTES);
       const int want = step < (size_t)INT_MAX ? (int)step : INT_MAX;
-      const int r = avio_read(pb, dst ? dst + got : buf, want);
+      const int r = avio_read(pb, dst ? dst + got : v->drop, want);
       if (r > 0) got += (size_t)r;
       if (r != want) {
         if (r < 0 && r != AVERROR_EOF) *err = r;
@@ -966,6 +976,7 @@ void es_video_in_close(es_video_in **pv) {
   avcodec_free_context(&v->dec);
   avformat_close_input(&v->fmt);
   if (v->pfd_own) close(v->pfd);
+  av_free(v->drop);
   free(v);
   *pv = NULL;
 }
