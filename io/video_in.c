@@ -976,6 +976,9 @@ void es_video_in_close(es_video_in **pv) {
   avcodec_free_context(&v->dec);
   avformat_close_input(&v->fmt);
   if (v->pfd_own) close(v->pfd);
+  /* Standard input read with pread: leave its offset where the reads ended, as read()
+   * would have (a shell may hand the same file on to the next command). */
+  if (v->pfd == 0) lseek(0, (off_t)v->poff, SEEK_SET);
   av_free(v->drop);
   free(v);
   *pv = NULL;

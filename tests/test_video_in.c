@@ -210,6 +210,14 @@ enum { VIA_PIPE, VIA_STDIN_FILE, VIA_NAMED };
 static const char *const via_name[] = {"pipe", "stdin file", "named file"};
 
 /* Feeds data to the reader as `via` says; returns the path to open ("-" or the file). */
+/* After reading to the end of standard input redirected from a file: is its offset at the
+ * end, as sequential reads would leave it? (1 for the other ways in.) */
+static int via_at_end(int via) {
+  struct stat st;
+  if (via != VIA_STDIN_FILE) return 1;
+  return fstat(0, &st) == 0 && lseek(0, 0, SEEK_CUR) == st.st_size;
+}
+
 static const char *via_open(int via, const void *data, size_t size, pid_t *pid, int *saved) {
   static char file[512];
   snprintf(file, sizeof file, "%s/via.bin", dir);
@@ -248,6 +256,7 @@ static void raw_case(int depth, int short_tail, int via, int big) {
   const char *path = via_open(via, data, total, &pid, &saved);
   decoded d;
   decode_all(path, spec, 0, 0, &d);
+  CHECK(via_at_end(via), "raw %s: stdin's offset is not at the end after reading", spec);
   tv_stdin_restore(pid, saved);
   CHECK(d.open_rc == ES_OK, "raw %s %s: open %d %s", spec, via_name[via], d.open_rc, d.msg);
   if (d.open_rc == ES_OK) {
@@ -340,6 +349,7 @@ static void y4m_pipe_case(const char *pixfmt, int depth, int bits, int mode, int
   const char *path = via_open(via, c, csize - cut, &pid, &saved);
   decoded d;
   decode_all(path, NULL, 0, 0, &d);
+  CHECK(via_at_end(via), "y4m %s: stdin's offset is not at the end after reading", pixfmt);
   tv_stdin_restore(pid, saved);
   if (short_tail) {
     char want[160];
