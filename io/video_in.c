@@ -5,7 +5,9 @@
  * rawvideo demuxer with --raw gray8:WxH / gray16le:WxH), decodes with FFmpeg's own frame
  * or slice threads, and copies the grey plane once into the caller's buffer: the Y plane as
  * stored for 8-bit YUV/grey formats, libswscale to GRAY8/GRAY16 for everything else.
- * Damaged packets and frames are skipped and counted, never fatal.
+ * Raw frames, and y4m frames whose Y plane is stored as delivered, skip the decoder: their
+ * Y plane is read straight into the caller's buffer (from a regular file with pread, by
+ * several threads). Damaged packets and frames are skipped and counted, never fatal.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -75,8 +77,8 @@ struct es_video_in {
   int64_t corrupt;       /* packets/frames skipped */
   int64_t packets;       /* packets of the stream read (raw: frame index of the next one) */
   size_t raw_frame_size; /* bytes of a frame's Y plane read directly (raw, y4m), else 0 */
-  int raw_direct;        /* raw or y4m: frames read with avio_read straight into the caller's
-                          * buffer (see es_video_in_open) */
+  int raw_direct;        /* raw or y4m: frames read straight into the caller's buffer, through
+                          * avio or with pread (see es_video_in_open, in_bytes) */
   size_t y4m_frame_size; /* bytes of one y4m frame's data, 0 when not y4m */
   size_t y4m_skip;       /* y4m direct: bytes after the Y plane (chroma) skipped per frame */
   uint8_t *drop;         /* direct reads through avio: where skipped bytes go (ES_DROP_BYTES) */
