@@ -216,6 +216,14 @@ __global__ void __launch_bounds__(128) k_entropy(const es_eparams P) {
   __syncthreads();
   const unsigned int *dt = P.dshared ? (P.drep ? sd + (tid & 31) : sd) : P.dfl;
   const int ds = P.drep ? 32 : 1;
+  /* The compile-time windows (square, K <= 9) always have the table in shared memory,
+   * replicated up to area 64 (the host's dshared_replicated). A pointer the compiler can
+   * see is shared gives LDS with 32-bit addresses; dt, which may point to global memory,
+   * gives generic 64-bit loads (LD.E) and two more instructions a lookup. */
+  constexpr bool KREP = KC > 0 && KC * KC <= 64;
+  const unsigned int *dk = KREP ? sd + (tid & 31) : sd;
+  constexpr int dks = KREP ? 32 : 1;
+#define ES_DT(c) (KC ? dk[(c) * dks] : dt[(c) * ds])
 
   const int x = blockIdx.x * bx + tid;
   const int ys = P.y0 + (P.strip0 + blockIdx.y) * P.ty;
@@ -229,7 +237,7 @@ __global__ void __launch_bounds__(128) k_entropy(const es_eparams P) {
     for (int dy = 0; dy < K; dy++) {
       const int h = P.hw[dy];
       const LT *row = col + (size_t)(ys + dy) * lp;
-      for (int j = r - h; j <= r + h; j++) S += dt[hist.add(row[j], 1) * ds];
+      for (int j = r - h; j <= r + h; j++) S += ES_DT(hist.add(row[j], 1));
     }
     /* (Taking N's constants from registers where ns == 0 measured 9% slower: BENCHMARKS G9.) */
     for (int y = ys;; y++) {
@@ -258,8 +266,8 @@ __global__ void __launch_bounds__(128) k_entropy(const es_eparams P) {
            * less than the branch, 2.5%; at K=3 and K >= 7, L=256, the skip is 2-3% faster
            * (BENCHMARKS G13). */
           if (KC != 5 && vo == vi) continue;
-          S -= dt[(hist.add(vo, -1) - 1) * ds];
-          S += dt[hist.add(vi, 1) * ds];
+          S -= ES_DT(hist.add(vo, -1) - 1);
+          S += ES_DT(hist.add(vi, 1));
         }
       } else {
       for (int j = 0; j < K; j++) {
@@ -272,6 +280,7 @@ __global__ void __launch_bounds__(128) k_entropy(const es_eparams P) {
       }
       }
     }
+#undef ES_DT
     if (GH) { /* leave the global histogram zeroed for the next strip on this slot */
       for (int dy = 0; dy < K; dy++) {
         const int h = P.hw[dy];
