@@ -471,7 +471,8 @@ static void range_plan(es_range *R, const es_job *job, const es_gpu_worker *w) {
   R->hl = ES_HL_GLOBAL;
   R->bx = 128;
   size_t fixed = (size_t)dshared_entries(R->area) * 4 + (ES_STATS_MAX_BINS + 2) * 4;
-  if (es_hist_bytes(ES_HL_W32, L, 128) <= 16 * 1024) {
+  if (es_hist_bytes(ES_HL_W32, L, ES_W32_BX) <= 16 * 1024) {
+    R->bx = ES_W32_BX; /* the kernel's W32 addressing assumes it */
     R->hl = ES_HL_W32;
     return;
   }

@@ -157,22 +157,45 @@ __device__ __forceinline__ void es_load_seg(const uint8_t *p, uint32_t *seg) {
 #define ES_HL_GLOBAL 0
 #define ES_HL_W32 1
 #define ES_HL_S16 2
+/* W32 blocks always have this many threads (range_plan), so a level's row of counts is a
+ * compile-time stride: one instruction an address. */
+#define ES_W32_BX 128
+/* Shared memory by 32-bit byte address (from __cvta_generic_to_shared): an address is one
+ * IMAD or LEA from a per-thread base, where pointer arithmetic gave an element index and a
+ * LEA onto the shared window's base. The count loads and stores are volatile, so they stay
+ * in program order (a level may leave and enter in one row); table loads are free to
+ * move. */
+__device__ __forceinline__ uint32_t es_lds_v(uint32_t a) {
+  uint32_t v;
+  asm volatile("ld.shared.u32 %0, [%1];" : "=r"(v) : "r"(a));
+  return v;
+}
+__device__ __forceinline__ void es_sts_v(uint32_t a, uint32_t v) {
+  asm volatile("st.shared.u32 [%0], %1;" ::"r"(a), "r"(v));
+}
+__device__ __forceinline__ uint32_t es_lds(uint32_t a) {
+  uint32_t v;
+  asm("ld.shared.u32 %0, [%1];" : "=r"(v) : "r"(a));
+  return v;
+}
+
 template <int HL> struct es_hist {
   void *base; /* this thread's count of level 0 */
-  size_t hs;  /* elements between levels */
+  size_t hs;  /* elements between levels (W32: ES_W32_BX) */
+  uint32_t sa; /* W32: shared byte address of base */
   __device__ __forceinline__ unsigned short *p16(uint32_t v) const {
     return (unsigned short *)base + v * hs;
   }
   __device__ __forceinline__ uint32_t get(uint32_t v) const {
-    if (HL == ES_HL_W32) return ((const uint32_t *)base)[v * hs];
+    if (HL == ES_HL_W32) return es_lds_v(sa + v * (4 * ES_W32_BX));
     return *p16(v);
   }
   /* Moves the count of level v by d (+1 or -1, a constant at every call); returns the
    * count before the move. */
   __device__ __forceinline__ uint32_t add(uint32_t v, int d) const {
     if (HL == ES_HL_W32) {
-      uint32_t *p = (uint32_t *)base + v * hs, c = *p;
-      *p = c + (uint32_t)d;
+      const uint32_t a = sa + v * (4 * ES_W32_BX), c = es_lds_v(a);
+      es_sts_v(a, c + (uint32_t)d);
       return c;
     }
     unsigned short *p = p16(v), c = *p;
@@ -202,6 +225,7 @@ __global__ void __launch_bounds__(128) k_entropy(const es_eparams P) {
     unsigned int *h32 = (unsigned int *)(sbins + ((nb + 1) & ~1));
     hist.base = HL == ES_HL_W32 ? (void *)(h32 + tid) : (void *)((unsigned short *)h32 + tid);
     hist.hs = (size_t)bx;
+    hist.sa = (uint32_t)__cvta_generic_to_shared(hist.base);
     const int words = (int)(es_hist_bytes(HL, L, bx) / 4);
     for (int k = tid; k < words; k += bx) h32[k] = 0;
   } else {
@@ -221,9 +245,9 @@ __global__ void __launch_bounds__(128) k_entropy(const es_eparams P) {
    * see is shared gives LDS with 32-bit addresses; dt, which may point to global memory,
    * gives generic 64-bit loads (LD.E) and two more instructions a lookup. */
   constexpr bool KREP = KC > 0 && KC * KC <= 64;
-  const unsigned int *dk = KREP ? sd + (tid & 31) : sd;
-  constexpr int dks = KREP ? 32 : 1;
-#define ES_DT(c) (KC ? dk[(c) * dks] : dt[(c) * ds])
+  const uint32_t dka = (uint32_t)__cvta_generic_to_shared(KREP ? sd + (tid & 31) : sd);
+  constexpr uint32_t dks = KREP ? 4 * 32 : 4; /* bytes between counts */
+#define ES_DT(c) (KC ? es_lds(dka + (uint32_t)(c) * dks) : dt[(c) * ds])
 
   const int x = blockIdx.x * bx + tid;
   const int ys = P.y0 + (P.strip0 + blockIdx.y) * P.ty;
@@ -260,7 +284,9 @@ __global__ void __launch_bounds__(128) k_entropy(const es_eparams P) {
         es_load_seg<KC>((const uint8_t *)pi, si);
 #pragma unroll
         for (int j = 0; j < KC; j++) {
-          const uint32_t vo = (so[j >> 2] >> (8 * (j & 3))) & 255u, vi = (si[j >> 2] >> (8 * (j & 3))) & 255u;
+          /* byte j, zero-extended, in one PRMT (a shift and a mask otherwise) */
+          const uint32_t vo = __byte_perm(so[j >> 2], 0u, 0x4440u | (j & 3)),
+                         vi = __byte_perm(si[j >> 2], 0u, 0x4440u | (j & 3));
           /* vo == vi leaves S as it is (the same delta out and in). Skipping it is a
            * divergent branch: at K=5 L=16 (vo == vi in one lane of 16) the two updates cost
            * less than the branch, 2.5%; at K=3 and K >= 7, L=256, the skip is 2-3% faster
