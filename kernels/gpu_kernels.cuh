@@ -127,15 +127,12 @@ struct es_eparams {
  * sentinel's count moves S like any level's and its f is subtracted at the output (as the
  * CPU engine does), which keeps a compare out of every update. Counts live in
  * shared memory or, for large L, in global memory (es_hist). */
-/* The KC level bytes p[0..KC-1] as packed words (byte j in word j/4), read with aligned
- * 32-bit loads and byte permutes instead of KC byte loads: the L1/shared pipe, not the ALU,
- * limits the entropy kernel (Nsight Compute: L1/TEX 76%, ALU 27%). Rows are padded so the
- * words past the end stay inside the allocation. */
+/* The KC level bytes from the byte at offset o of word wp[0] on, as packed words (byte j in
+ * word j/4), read with aligned 32-bit loads and byte permutes (sel = 0x3210 + 0x1111 * o)
+ * instead of KC byte loads. Rows are padded so the words past the end stay inside the
+ * allocation. */
 template <int KC>
-__device__ __forceinline__ void es_load_seg(const uint8_t *p, uint32_t *seg) {
-  const uint32_t *wp = (const uint32_t *)((uintptr_t)p & ~(uintptr_t)3);
-  const uint32_t o = (uint32_t)((uintptr_t)p & 3);
-  const uint32_t sel = 0x3210u + 0x1111u * o;
+__device__ __forceinline__ void es_load_seg(const uint32_t *wp, uint32_t sel, uint32_t *seg) {
   constexpr int NW = (KC + 2) / 4 + 1;
   uint32_t w[NW + 1];
 #pragma unroll
@@ -263,6 +260,15 @@ __global__ void __launch_bounds__(128) k_entropy(const es_eparams P) {
       const LT *row = col + (size_t)(ys + dy) * lp;
       for (int j = r - h; j <= r + h; j++) S += ES_DT(hist.add(row[j], 1));
     }
+    /* Pointers moved one row a step rather than computed from y (the kernel is bound by
+     * the instructions it issues: BENCHMARKS G15, G16). KC (8-bit levels): word pointers
+     * of the row that leaves the window and the row that enters it; the padded rows are
+     * 16-byte multiples from an aligned base, so the thread's byte offset in its word, and
+     * the permute selector, stay the same. */
+    const uint32_t *lw0 = (const uint32_t *)P.lev; /* the same for all: a uniform register */
+    const uint32_t lw = (uint32_t)(lp / 4), kw = (uint32_t)K * lw;
+    uint32_t wo = (uint32_t)(((size_t)ys * lp + (size_t)x) / 4); /* word index (< 2^32) */
+    const uint32_t sel = 0x3210u + 0x1111u * (uint32_t)(x & 3);
     /* (Taking N's constants from registers where ns == 0 measured 9% slower: BENCHMARKS G9.) */
     for (int y = ys;; y++) {
       /* S counts the clip sentinel's level too (no test in the updates): take its f out. */
@@ -277,11 +283,11 @@ __global__ void __launch_bounds__(128) k_entropy(const es_eparams P) {
       if (y + 1 >= ye) break;
       if (KC) {
         /* Square window of compile-time size: the leaving and entering rows are whole
-         * segments, so both are read at fixed offsets from two row pointers. */
-        const LT *po = col + (size_t)y * lp, *pi = po + (size_t)KC * lp;
+         * segments, read at fixed offsets from the two row pointers. */
         uint32_t so[(KC + 6) / 4], si[(KC + 6) / 4];
-        es_load_seg<KC>((const uint8_t *)po, so);
-        es_load_seg<KC>((const uint8_t *)pi, si);
+        es_load_seg<KC>(lw0 + wo, sel, so);
+        es_load_seg<KC>(lw0 + wo + kw, sel, si);
+        wo += lw;
 #pragma unroll
         for (int j = 0; j < KC; j++) {
           /* byte j, zero-extended, in one PRMT (a shift and a mask otherwise) */
