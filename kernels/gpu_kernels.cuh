@@ -199,6 +199,26 @@ template <int HL> struct es_hist {
     *p = (unsigned short)(c + d);
     return c;
   }
+  /* One step of the slide: level vo loses a pixel, then vi gains one (they may be the
+   * same level). co is vo's count before its move, ci vi's count before its move (after
+   * vo's). Both counts are read before either is written, so the two reads are in flight
+   * together, where add(vo), add(vi) waited for the first read before the second. */
+  __device__ __forceinline__ void move(uint32_t vo, uint32_t vi, uint32_t &co,
+                                       uint32_t &ci) const {
+    if (HL == ES_HL_W32) {
+      const uint32_t ao = sa + vo * (4 * ES_W32_BX), ai = sa + vi * (4 * ES_W32_BX);
+      co = es_lds_v(ao);
+      ci = es_lds_v(ai) - (vo == vi ? 1u : 0u);
+      es_sts_v(ao, co - 1u);
+      es_sts_v(ai, ci + 1u); /* the same word: this store puts co back */
+      return;
+    }
+    unsigned short *po = p16(vo), *pi = p16(vi);
+    co = *po;
+    ci = (uint32_t)*pi - (vo == vi ? 1u : 0u);
+    *po = (unsigned short)(co - 1u);
+    *pi = (unsigned short)(ci + 1u);
+  }
 };
 
 /* Shared-memory bytes of the histograms of a block of bx threads for L levels. */
@@ -298,8 +318,10 @@ __global__ void __launch_bounds__(128) k_entropy(const es_eparams P) {
            * less than the branch, 2.5%; at K=3 and K >= 7, L=256, the skip is 2-3% faster
            * (BENCHMARKS G13). */
           if (KC != 5 && vo == vi) continue;
-          S -= ES_DT(hist.add(vo, -1) - 1);
-          S += ES_DT(hist.add(vi, 1));
+          uint32_t co, ci;
+          hist.move(vo, vi, co, ci);
+          S -= ES_DT(co - 1u);
+          S += ES_DT(ci);
         }
       } else {
       for (int j = 0; j < K; j++) {
@@ -307,8 +329,10 @@ __global__ void __launch_bounds__(128) k_entropy(const es_eparams P) {
         const uint32_t vo = col[(size_t)(y + r - h) * lp + j];
         const uint32_t vi = col[(size_t)(y + r + h + 1) * lp + j];
         if (vo == vi) continue;
-        S -= dt[(hist.add(vo, -1) - 1) * ds];
-        S += dt[hist.add(vi, 1) * ds];
+        uint32_t co, ci;
+        hist.move(vo, vi, co, ci);
+        S -= dt[(co - 1u) * ds];
+        S += dt[ci * ds];
       }
       }
     }
