@@ -176,7 +176,11 @@ __device__ __forceinline__ uint32_t es_lds(uint32_t a) {
   return v;
 }
 
-template <int HL> struct es_hist {
+/* U: the unit of a count. 1: the words hold counts. The compile-time windows' W32 words
+ * hold z + c * U instead (U = the delta table's bytes between counts, z = this lane's byte
+ * offset in it): the word is then the table entry's address, less the table's base, and a
+ * lookup needs no arithmetic (BENCHMARKS G18). */
+template <int HL, uint32_t U = 1> struct es_hist {
   void *base; /* this thread's count of level 0 */
   size_t hs;  /* elements between levels (W32: ES_W32_BX) */
   uint32_t sa; /* W32: shared byte address of base */
@@ -192,7 +196,7 @@ template <int HL> struct es_hist {
   __device__ __forceinline__ uint32_t add(uint32_t v, int d) const {
     if (HL == ES_HL_W32) {
       const uint32_t a = sa + v * (4 * ES_W32_BX), c = es_lds_v(a);
-      es_sts_v(a, c + (uint32_t)d);
+      es_sts_v(a, c + (uint32_t)d * U);
       return c;
     }
     unsigned short *p = p16(v), c = *p;
@@ -208,9 +212,9 @@ template <int HL> struct es_hist {
     if (HL == ES_HL_W32) {
       const uint32_t ao = sa + vo * (4 * ES_W32_BX), ai = sa + vi * (4 * ES_W32_BX);
       co = es_lds_v(ao);
-      ci = es_lds_v(ai) - (vo == vi ? 1u : 0u);
-      es_sts_v(ao, co - 1u);
-      es_sts_v(ai, ci + 1u); /* the same word: this store puts co back */
+      ci = es_lds_v(ai) - (vo == vi ? U : 0u);
+      es_sts_v(ao, co - U);
+      es_sts_v(ai, ci + U); /* the same word: this store puts co back */
       return;
     }
     unsigned short *po = p16(vo), *pi = p16(vi);
@@ -235,7 +239,9 @@ __global__ void __launch_bounds__(128) k_entropy(const es_eparams P) {
   unsigned int *sbins = (unsigned int *)(sd + P.dshared);
   const int nb = P.stats ? P.bins : 0;
   constexpr bool GH = HL == ES_HL_GLOBAL;
-  es_hist<HL> hist;
+  constexpr bool KREP = KC > 0 && KC * KC <= 64;
+  constexpr uint32_t HU = KC > 0 && HL == ES_HL_W32 ? (KREP ? 4 * 32 : 4) : 1;
+  es_hist<HL, HU> hist;
   const int tid = threadIdx.x, bx = blockDim.x;
   const int L = P.levels;
   if (!GH) {
@@ -244,7 +250,9 @@ __global__ void __launch_bounds__(128) k_entropy(const es_eparams P) {
     hist.hs = (size_t)bx;
     hist.sa = (uint32_t)__cvta_generic_to_shared(hist.base);
     const int words = (int)(es_hist_bytes(HL, L, bx) / 4);
-    for (int k = tid; k < words; k += bx) h32[k] = 0;
+    /* count 0 (the W32 words k = tid + m * bx are this thread's own) */
+    const uint32_t z = HU == 4 * 32 ? 4u * (uint32_t)(tid & 31) : 0u;
+    for (int k = tid; k < words; k += bx) h32[k] = HL == ES_HL_W32 ? z : 0u;
   } else {
     size_t slot = ((size_t)blockIdx.y * gridDim.x + blockIdx.x) * bx + tid;
     hist.base = P.ghist + slot;
@@ -261,10 +269,12 @@ __global__ void __launch_bounds__(128) k_entropy(const es_eparams P) {
    * replicated up to area 64 (the host's dshared_replicated). A pointer the compiler can
    * see is shared gives LDS with 32-bit addresses; dt, which may point to global memory,
    * gives generic 64-bit loads (LD.E) and two more instructions a lookup. */
-  constexpr bool KREP = KC > 0 && KC * KC <= 64;
-  const uint32_t dka = (uint32_t)__cvta_generic_to_shared(KREP ? sd + (tid & 31) : sd);
+  const uint32_t sdb = (uint32_t)__cvta_generic_to_shared(sd);
+  const uint32_t dka = sdb + (KREP ? 4u * (uint32_t)(tid & 31) : 0u);
   constexpr uint32_t dks = KREP ? 4 * 32 : 4; /* bytes between counts */
-#define ES_DT(c) (KC ? es_lds(dka + (uint32_t)(c) * dks) : dt[(c) * ds])
+  /* the f delta of count c (HU > 1: of the word c holds) */
+#define ES_DT(c)                                                                            \
+  (KC ? es_lds(HU > 1 ? sdb + (uint32_t)(c) : dka + (uint32_t)(c) * dks) : dt[(c) * ds])
 
   const int x = blockIdx.x * bx + tid;
   const int ys = P.y0 + (P.strip0 + blockIdx.y) * P.ty;
@@ -292,7 +302,7 @@ __global__ void __launch_bounds__(128) k_entropy(const es_eparams P) {
     /* (Taking N's constants from registers where ns == 0 measured 9% slower: BENCHMARKS G9.) */
     for (int y = ys;; y++) {
       /* S counts the clip sentinel's level too (no test in the updates): take its f out. */
-      const int ns = (int)hist.get((uint32_t)L), n = P.area - ns;
+      const int ns = (int)((hist.get((uint32_t)L) - (dka - sdb) * (HU > 1)) / HU), n = P.area - ns;
       const float hv = es_entropy_value(S - __ldg(P.flog + ns), P.log2n[n], P.scale[n], P.oscale);
       if (P.map) P.map[(size_t)y * P.mpitch + x] = hv;
       if (nb) {
@@ -320,7 +330,7 @@ __global__ void __launch_bounds__(128) k_entropy(const es_eparams P) {
           if (KC != 5 && vo == vi) continue;
           uint32_t co, ci;
           hist.move(vo, vi, co, ci);
-          S -= ES_DT(co - 1u);
+          S -= ES_DT(co - HU);
           S += ES_DT(ci);
         }
       } else {
