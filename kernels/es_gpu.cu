@@ -23,7 +23,10 @@
 #include "gpu_kernels.cuh"
 
 #define ES_NSLOT 4              /* pinned staging slots each way */
-#define ES_BAND_BYTES (8u << 20) /* output bytes per pipelined band */
+#define ES_BAND_BYTES (8u << 20) /* output bytes per pipelined band, at most */
+#ifndef ES_MIN_BANDS
+#define ES_MIN_BANDS 4          /* bands a range is cut into, at least (rows allowing) */
+#endif
 #define ES_GHIST_BYTES ((size_t)512 << 20) /* global histograms of the large-L path */
 
 /* Records the failing call in msg and jumps to `end`. Needs rc, msg, msglen, dev in scope. */
@@ -646,15 +649,25 @@ static int range_compute(es_gpu_worker *w, es_range *R, const es_job *job, int k
   const int want_stats = job->stats != NULL || (job->render.format != ES_PIX_NONE && job->render.range_auto);
   const int bins = job->stats ? job->stats_bins : 1;
   const int want_map = job->map != NULL;
+  const int in_pinned = !kernels_only && is_pinned(job->in.data);
+  const int out_pinned = want_map && is_pinned(job->map);
   int brows = (int)((ES_BAND_BYTES + (size_t)W * 4 - 1) / ((size_t)W * 4));
   if (brows < 16) brows = 16;
+  /* With pinned buffers both ways (the stream's frames), at least ES_MIN_BANDS bands of 64
+   * rows or more: a 1080p map (8.3 MB) was one band, its upload, kernels and download one
+   * after another (pinned host-to-host 0.29 -> 0.25 ms; BENCHMARKS H1). Pageable buffers
+   * keep the 8 MB bands: their host copies run as OpenMP teams, and more, smaller ones
+   * measured no better on a noisy host. */
+  if (in_pinned && (out_pinned || !want_map)) {
+    const int per = (nrows + ES_MIN_BANDS - 1) / ES_MIN_BANDS;
+    const int bcap = per > 64 ? per : 64;
+    if (brows > bcap) brows = bcap;
+  }
   if (kernels_only) brows = nrows;
   if (brows > nrows) brows = nrows;
   const int nb = (nrows + brows - 1) / brows;
   const int nin = R->in1 - R->in0;
   const int nup = nin > 0 ? (nin + brows - 1) / brows : 0;
-  const int in_pinned = !kernels_only && is_pinned(job->in.data);
-  const int out_pinned = want_map && is_pinned(job->map);
   int up_next = 0, out_next = 0, f = 0;
 
   ES_CK(cudaSetDevice(w->device));
