@@ -181,6 +181,7 @@ __device__ __forceinline__ uint32_t es_lds(uint32_t a) {
  * offset in it): the word is then the table entry's address, less the table's base, and a
  * lookup needs no arithmetic (BENCHMARKS G18). */
 template <int HL, uint32_t U = 1> struct es_hist {
+  static_assert(U == 1 || HL == ES_HL_W32, "encoded counts are W32 words only");
   void *base; /* this thread's count of level 0 */
   size_t hs;  /* elements between levels (W32: ES_W32_BX) */
   uint32_t sa; /* W32: shared byte address of base */
@@ -192,7 +193,7 @@ template <int HL, uint32_t U = 1> struct es_hist {
     return *p16(v);
   }
   /* Moves the count of level v by d (+1 or -1, a constant at every call); returns the
-   * count before the move. */
+   * count before the move (as the word holds it: z + c * U). */
   __device__ __forceinline__ uint32_t add(uint32_t v, int d) const {
     if (HL == ES_HL_W32) {
       const uint32_t a = sa + v * (4 * ES_W32_BX), c = es_lds_v(a);
@@ -290,11 +291,10 @@ __global__ void __launch_bounds__(128) k_entropy(const es_eparams P) {
       const LT *row = col + (size_t)(ys + dy) * lp;
       for (int j = r - h; j <= r + h; j++) S += ES_DT(hist.add(row[j], 1));
     }
-    /* Pointers moved one row a step rather than computed from y (the kernel is bound by
-     * the instructions it issues: BENCHMARKS G15, G16). KC (8-bit levels): word pointers
-     * of the row that leaves the window and the row that enters it; the padded rows are
-     * 16-byte multiples from an aligned base, so the thread's byte offset in its word, and
-     * the permute selector, stay the same. */
+    /* KC (8-bit levels): the word index of the row that leaves the window, moved a row a
+     * step rather than computed from y (BENCHMARKS G16); the entering row is kw words
+     * below it. The padded rows are 16-byte multiples from an aligned base, so the
+     * thread's byte offset in its word, and the permute selector, stay the same. */
     const uint32_t *lw0 = (const uint32_t *)P.lev; /* the same for all: a uniform register */
     const uint32_t lw = (uint32_t)(lp / 4), kw = (uint32_t)K * lw;
     uint32_t wo = (uint32_t)(((size_t)ys * lp + (size_t)x) / 4); /* word index (< 2^32) */
@@ -323,10 +323,10 @@ __global__ void __launch_bounds__(128) k_entropy(const es_eparams P) {
           /* byte j, zero-extended, in one PRMT (a shift and a mask otherwise) */
           const uint32_t vo = __byte_perm(so[j >> 2], 0u, 0x4440u | (j & 3)),
                          vi = __byte_perm(si[j >> 2], 0u, 0x4440u | (j & 3));
-          /* vo == vi leaves S as it is (the same delta out and in). Skipping it is a
-           * divergent branch: at K=5 L=16 (vo == vi in one lane of 16) the two updates cost
-           * less than the branch, 2.5%; at K=3 and K >= 7, L=256, the skip is 2-3% faster
-           * (BENCHMARKS G13). */
+          /* vo == vi leaves S and the counts as they are (move takes care of it). The skip
+           * (predicated, not a branch) costs a compare and predicates every update: at K=5
+           * L=16 doing the move anyway was 2.5% faster; at K=3 and K >= 7, L=256, the skip
+           * 2-3% (BENCHMARKS G13). */
           if (KC != 5 && vo == vi) continue;
           uint32_t co, ci;
           hist.move(vo, vi, co, ci);
