@@ -80,12 +80,13 @@ struct es_video_in {
   int raw_direct;        /* raw or y4m: frames read straight into the caller's buffer, through
                           * avio or with pread (see es_video_in_open, in_bytes) */
   size_t y4m_frame_size; /* bytes of one y4m frame's data, 0 when not y4m */
+  int y4m_packets;       /* y4m whose Y plane needs converting: frames read here as packets
+                          * for the rawvideo decoder (y4m_packet) */
   size_t y4m_skip;       /* y4m direct: bytes after the Y plane (chroma) skipped per frame */
   uint8_t *drop;         /* direct reads through avio: where skipped bytes go (ES_DROP_BYTES) */
   int pfd;               /* direct reads from a regular file: its descriptor, else -1 */
   int pfd_own;           /* pfd was opened here (a named file; not standard input) */
   int64_t poff;          /* pfd: file offset of what comes next */
-  int64_t last_end;      /* byte position after the last packet read, -1 if unknown */
   int flushing;          /* the decoder was sent NULL: draining */
   int finished;          /* drained: only EOF (or the pending error) is left */
   int drain_errors;      /* failed receives while draining */
@@ -331,8 +332,10 @@ static enum AVPixelFormat y_plane_gray(enum AVPixelFormat f) {
   return av_get_pix_fmt(name);
 }
 
-/* A YUV4MPEG2 stream whose Y plane (the first plane of a frame) is stored as delivered. */
-static int y4m_direct_format(const AVFormatContext *fmt) {
+/* A YUV4MPEG2 stream, whose frames are then read here rather than by the demuxer (its
+ * header, parsed by the demuxer, says everything): 2 where the Y plane (the first plane of
+ * a frame) is stored as delivered, 1 where it needs converting, else 0. */
+static int y4m_kind(const AVFormatContext *fmt) {
   if (strcmp(fmt->iformat->name, "yuv4mpegpipe") || !fmt->pb || fmt->nb_streams != 1)
     return 0;
   const AVCodecParameters *p = fmt->streams[0]->codecpar;
@@ -340,7 +343,9 @@ static int y4m_direct_format(const AVFormatContext *fmt) {
   const int depth = depth_of((enum AVPixelFormat)p->format);
   int offset = 0;
   return plane0_direct((enum AVPixelFormat)p->format, depth, &offset) == (depth == 16 ? 2 : 1) &&
-         offset == 0;
+                 offset == 0
+             ? 2
+             : 1;
 }
 
 /* Direct reads from a regular file (a named file, or standard input redirected from one)
@@ -462,9 +467,9 @@ int es_video_in_open(es_video_in **out, const char *path, const es_video_in_opts
       if (max_pixels > 0) av_dict_set_int(&sopts[i], "max_pixels", max_pixels, 0);
   }
   /* Raw frames: the demuxer's options already say everything, and a y4m header does too
-   * (find_stream_info would buffer frames that the direct reads below must see). */
-  const int y4m_direct = !raw && y4m_direct_format(v->fmt);
-  if (!raw && !y4m_direct && (err = avformat_find_stream_info(v->fmt, sopts)) < 0) {
+   * (find_stream_info would buffer frames that the reads below must see). */
+  const int y4m = raw ? 0 : y4m_kind(v->fmt);
+  if (!raw && !y4m && (err = avformat_find_stream_info(v->fmt, sopts)) < 0) {
     averr(msg, len, "cannot read stream information", err);
     rc = ES_ERR_INPUT;
     goto end;
@@ -524,11 +529,14 @@ int es_video_in_open(es_video_in **out, const char *path, const es_video_in_opts
   v->height = st->codecpar->height;
   v->depth = depth_of(v->dec->pix_fmt != AV_PIX_FMT_NONE ? v->dec->pix_fmt
                                                           : (enum AVPixelFormat)st->codecpar->format);
-  v->last_end = -1;
-  if (!strcmp(v->fmt->iformat->name, "yuv4mpegpipe") &&
-      st->codecpar->codec_id == AV_CODEC_ID_RAWVIDEO) {
+  if (y4m) {
     int fs = av_image_get_buffer_size(st->codecpar->format, v->width, v->height, 1);
-    if (fs > 0) v->y4m_frame_size = (size_t)fs;
+    if (fs <= 0) {
+      snprintf(msg, len, "cannot size the frames of this YUV4MPEG2 stream");
+      rc = ES_ERR_INPUT;
+      goto end;
+    }
+    v->y4m_frame_size = (size_t)fs;
   }
   /* Raw frames carry no container: each is raw_frame_size bytes of the Y plane, read by
    * libavformat's I/O layer (the pipe or file protocol) straight into the caller's frame
@@ -538,17 +546,18 @@ int es_video_in_open(es_video_in **out, const char *path, const es_video_in_opts
   /* YUV4MPEG2 the same way: libavformat's demuxer has parsed the stream header; each frame
    * is then a "FRAME" line (read here as the demuxer reads it) and the planes, of which the
    * Y plane goes straight into the caller's buffer and the rest is skipped. Where the Y
-   * plane is not stored as delivered (9..15-bit samples), frames go through the demuxer and
-   * the decoder instead. */
-  if (y4m_direct && v->y4m_frame_size) {
-    const size_t yb = (size_t)v->width * v->height * (v->depth == 16 ? 2 : 1);
-    if (yb <= v->y4m_frame_size) {
-      v->raw_direct = 1;
-      v->raw_frame_size = yb;
-      v->y4m_skip = v->y4m_frame_size - yb;
-    }
+   * plane is not stored as delivered (9..15-bit samples), each frame is read into a packet
+   * for the rawvideo decoder instead (y4m_packet). Either way a damaged FRAME line costs
+   * its frame only: frames have one size, so the next line follows its data. */
+  const size_t ybytes = (size_t)v->width * v->height * (v->depth == 16 ? 2 : 1);
+  if (y4m == 2 && ybytes <= v->y4m_frame_size) {
+    v->raw_direct = 1;
+    v->raw_frame_size = ybytes;
+    v->y4m_skip = v->y4m_frame_size - ybytes;
+  } else if (y4m) {
+    v->y4m_packets = 1;
   }
-  if (v->raw_direct) pread_setup(v, path, stdin_start);
+  if (v->raw_direct || v->y4m_packets) pread_setup(v, path, stdin_start);
   v->tb = st->time_base;
   if (v->tb.num <= 0 || v->tb.den <= 0) v->tb = (AVRational){1, 25};
   AVRational fps = st->avg_frame_rate;
@@ -653,9 +662,12 @@ static int deliver(es_video_in *v, const AVFrame *f, void *dst, size_t dst_strid
   return ES_OK;
 }
 
+static int y4m_packet(es_video_in *v, char *msg, size_t len);
+
 /* The next packet of our stream into v->pkt: ES_OK, ES_ERR_EOF, or a fatal error. */
 static int next_packet(es_video_in *v, char *msg, size_t len) {
   int errors = 0;
+  if (v->y4m_packets) return y4m_packet(v, msg, len);
   for (;;) {
     int err = av_read_frame(v->fmt, v->pkt);
     /* Errors the demuxer logged while reading: a returned error is counted below, else a
@@ -664,28 +676,11 @@ static int next_packet(es_video_in *v, char *msg, size_t len) {
         err != AVERROR_BUG)
       v->corrupt++;
     if (err >= 0) {
-      if (v->pkt->stream_index == v->stream) {
-        if (v->pkt->pos >= 0) v->last_end = v->pkt->pos + v->pkt->size;
-        return ES_OK;
-      }
+      if (v->pkt->stream_index == v->stream) return ES_OK;
       av_packet_unref(v->pkt);
       continue;
     }
-    if (err == AVERROR_EOF) {
-      /* libavformat's y4m demuxer drops a short last frame silently: bytes after the end
-       * of the last whole frame are one ("FRAME\n" and part of its data). */
-      if (v->y4m_frame_size && v->last_end >= 0) {
-        int64_t extra = avio_tell(v->fmt->pb) - v->last_end;
-        if (extra > 0) {
-          int64_t got = extra > 6 ? extra - 6 : 0;
-          v->pending = ES_ERR_INPUT;
-          snprintf(v->pending_msg, sizeof v->pending_msg,
-                   "frame %" PRId64 " is short (got %" PRId64 " of %zu bytes)", v->packets, got,
-                   v->y4m_frame_size);
-        }
-      }
-      return ES_ERR_EOF;
-    }
+    if (err == AVERROR_EOF) return ES_ERR_EOF;
     if (err == AVERROR(EAGAIN)) continue;
     if (err == AVERROR_INVALIDDATA || err == AVERROR(EIO) || err == AVERROR_BUG) {
       /* A damaged stretch: count it and let the demuxer resynchronise, up to a point. */
@@ -809,27 +804,21 @@ static int y4m_line(es_video_in *v, int *err) {
   return n >= 5 && !memcmp(line, "FRAME", 5) ? Y4M_FRAME : Y4M_BAD;
 }
 
-/* One raw or y4m frame read straight into dst (see raw_direct). */
-static int direct_read(es_video_in *v, void *dst, size_t dst_stride, int64_t *pts,
-                       double *pts_seconds, char *msg, size_t len) {
-  const size_t row = (size_t)v->width * (v->depth == 16 ? 2 : 1);
-  const size_t fsize = v->y4m_frame_size ? v->y4m_frame_size : v->raw_frame_size;
-  size_t got = 0;
+/* Reads up to the next good FRAME line: a frame whose line is damaged is skipped and
+ * counted (frames have one size, so the next line follows its data). ES_OK, ES_ERR_EOF at
+ * the end, or ES_ERR_INPUT with msg (a read error, a short last frame). */
+static int y4m_next_frame(es_video_in *v, char *msg, size_t len) {
+  const size_t fsize = v->y4m_frame_size;
   int err = 0;
-  if (v->finished) return ES_ERR_EOF;
-  for (int bad = 0; v->y4m_frame_size;) {
+  for (int bad = 0;;) {
     const int l = y4m_line(v, &err);
-    if (l == Y4M_FRAME) break;
+    if (l == Y4M_FRAME) return ES_OK;
     if (l == Y4M_BAD && ++bad < ES_VIDEO_MAX_DEMUX_ERRORS) {
-      /* A damaged frame line: its frame is skipped and counted; frames have one size, so
-       * the next line follows its data. */
       v->corrupt++;
       v->packets++;
       if (in_bytes(v, NULL, fsize, &err) == fsize) continue;
-      v->finished = 1;
       return ES_ERR_EOF;
     }
-    v->finished = 1;
     if (err) {
       averr(msg, len, "read error", err);
       return ES_ERR_INPUT;
@@ -840,6 +829,23 @@ static int direct_read(es_video_in *v, void *dst, size_t dst_stride, int64_t *pt
     }
     if (l != Y4M_END) v->corrupt++;
     return ES_ERR_EOF;
+  }
+}
+
+/* One raw or y4m frame read straight into dst (see raw_direct). */
+static int direct_read(es_video_in *v, void *dst, size_t dst_stride, int64_t *pts,
+                       double *pts_seconds, char *msg, size_t len) {
+  const size_t row = (size_t)v->width * (v->depth == 16 ? 2 : 1);
+  const size_t fsize = v->y4m_frame_size ? v->y4m_frame_size : v->raw_frame_size;
+  size_t got = 0;
+  int err = 0;
+  if (v->finished) return ES_ERR_EOF;
+  if (v->y4m_frame_size) {
+    const int rc = y4m_next_frame(v, msg, len);
+    if (rc != ES_OK) {
+      v->finished = 1;
+      return rc;
+    }
   }
   if (dst_stride == row) {
     got = in_bytes(v, dst, v->raw_frame_size, &err);
@@ -868,6 +874,40 @@ static int direct_read(es_video_in *v, void *dst, size_t dst_stride, int64_t *pt
     snprintf(msg, len, "frame %" PRId64 " is short (got %zu of %zu bytes)", v->packets, got,
              fsize);
     return ES_ERR_INPUT;
+  }
+  return ES_ERR_EOF;
+}
+
+/* One y4m frame read here into v->pkt for the rawvideo decoder (y4m_packets), its time
+ * stamp the frame's index as the demuxer gives it. ES_OK or ES_ERR_EOF; a read error or a
+ * short last frame is left pending, reported once the frames before it are out. */
+static int y4m_packet(es_video_in *v, char *msg, size_t len) {
+  const size_t fsize = v->y4m_frame_size;
+  char why[sizeof v->pending_msg] = "";
+  int err = 0, rc = y4m_next_frame(v, why, sizeof why);
+  if (rc == ES_OK) {
+    if (fsize > (size_t)INT_MAX || av_new_packet(v->pkt, (int)fsize) < 0) {
+      snprintf(msg, len, "out of memory");
+      return ES_ERR_NOMEM;
+    }
+    const size_t got = in_bytes(v, v->pkt->data, fsize, &err);
+    if (got == fsize) {
+      v->pkt->stream_index = v->stream;
+      v->pkt->pts = v->pkt->dts = v->packets; /* frames so far, damaged ones included */
+      v->pkt->duration = 1;
+      return ES_OK;
+    }
+    av_packet_unref(v->pkt);
+    if (err)
+      averr(why, sizeof why, "read error", err);
+    else
+      snprintf(why, sizeof why, "frame %" PRId64 " is short (got %zu of %zu bytes)", v->packets,
+               got, fsize);
+    rc = ES_ERR_INPUT;
+  }
+  if (rc == ES_ERR_INPUT) {
+    v->pending = ES_ERR_INPUT;
+    snprintf(v->pending_msg, sizeof v->pending_msg, "%s", why);
   }
   return ES_ERR_EOF;
 }

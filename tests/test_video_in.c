@@ -465,6 +465,10 @@ int main(void) {
       y4m_pipe_case("gray", 8, 8, Y4M_SHORT, via, 0);
       y4m_pipe_case("yuv420p", 8, 8, Y4M_BAD, via, 0);
       y4m_pipe_case("gray", 8, 8, Y4M_PARAMS, via, 0);
+      /* 10-bit: frames read as packets for the decoder, with the same rules */
+      y4m_pipe_case("yuv444p10le", 16, 10, Y4M_SHORT, via, 0);
+      y4m_pipe_case("yuv444p10le", 16, 10, Y4M_BAD, via, 0);
+      y4m_pipe_case("yuv444p10le", 16, 10, Y4M_PARAMS, via, 0);
     }
     /* frames big enough to be read by several threads from a file */
     y4m_pipe_case("yuv420p", 8, 8, Y4M_CLEAN, VIA_STDIN_FILE, 1);
