@@ -7,7 +7,9 @@
  * stored for 8-bit YUV/grey formats, libswscale to GRAY8/GRAY16 for everything else.
  * Raw frames, and y4m frames whose Y plane is stored as delivered, skip the decoder: their
  * Y plane is read straight into the caller's buffer (from a regular file with pread, by
- * several threads). Damaged packets and frames are skipped and counted, never fatal.
+ * several threads). Other y4m frames are read here too, into packets for the rawvideo
+ * decoder (the demuxer parses the stream header only). Damaged packets and frames are
+ * skipped and counted, never fatal.
  */
 #include <errno.h>
 #include <fcntl.h>
