@@ -457,19 +457,21 @@ int main(void) {
   }
 
   if (have_y4m) {
-    for (int via = VIA_PIPE; via <= VIA_NAMED; via++) {
-      y4m_pipe_case("yuv420p", 8, 8, Y4M_CLEAN, via, 0);
-      y4m_pipe_case("gray", 8, 8, Y4M_CLEAN, via, 0);
-      y4m_pipe_case("yuv444p10le", 16, 10, Y4M_CLEAN, via, 0);
-      y4m_pipe_case("yuv420p", 8, 8, Y4M_SHORT, via, 0);
-      y4m_pipe_case("gray", 8, 8, Y4M_SHORT, via, 0);
-      y4m_pipe_case("yuv420p", 8, 8, Y4M_BAD, via, 0);
-      y4m_pipe_case("gray", 8, 8, Y4M_PARAMS, via, 0);
-      /* 10-bit: frames read as packets for the decoder, with the same rules */
-      y4m_pipe_case("yuv444p10le", 16, 10, Y4M_SHORT, via, 0);
-      y4m_pipe_case("yuv444p10le", 16, 10, Y4M_BAD, via, 0);
-      y4m_pipe_case("yuv444p10le", 16, 10, Y4M_PARAMS, via, 0);
-    }
+    /* 10-bit frames are read as packets for the decoder, with the same rules */
+    static const struct {
+      const char *pixfmt;
+      int depth, bits, mode;
+    } y4m_cases[] = {
+        {"yuv420p", 8, 8, Y4M_CLEAN},       {"gray", 8, 8, Y4M_CLEAN},
+        {"yuv444p10le", 16, 10, Y4M_CLEAN}, {"yuv420p", 8, 8, Y4M_SHORT},
+        {"gray", 8, 8, Y4M_SHORT},          {"yuv420p", 8, 8, Y4M_BAD},
+        {"gray", 8, 8, Y4M_PARAMS},         {"yuv444p10le", 16, 10, Y4M_SHORT},
+        {"yuv444p10le", 16, 10, Y4M_BAD},   {"yuv444p10le", 16, 10, Y4M_PARAMS},
+    };
+    for (int via = VIA_PIPE; via <= VIA_NAMED; via++)
+      for (size_t i = 0; i < sizeof y4m_cases / sizeof y4m_cases[0]; i++)
+        y4m_pipe_case(y4m_cases[i].pixfmt, y4m_cases[i].depth, y4m_cases[i].bits,
+                      y4m_cases[i].mode, via, 0);
     /* frames big enough to be read by several threads from a file */
     y4m_pipe_case("yuv420p", 8, 8, Y4M_CLEAN, VIA_STDIN_FILE, 1);
     y4m_pipe_case("gray", 8, 8, Y4M_SHORT, VIA_NAMED, 1);
