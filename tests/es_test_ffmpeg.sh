@@ -1,5 +1,5 @@
 # es_test_ffmpeg.sh - sourced by the shell tests that use FFmpeg: what this FFmpeg can do.
-# A minimal build (the GPU machine's) has no y4m muxer or demuxer, few filters and encoders;
+# A minimal build (the GPU machine's shared one) may lack the y4m muxer and demuxer, and has few filters and encoders;
 # the cases that need one skip with a note naming it, everything else still runs.
 # Needs BIN (the entropy-stream program) for the es_can_* checks.
 
