@@ -806,6 +806,18 @@ static int y4m_line(es_video_in *v, int *err) {
   return n >= 5 && !memcmp(line, "FRAME", 5) ? Y4M_FRAME : Y4M_BAD;
 }
 
+/* Why frame v->packets ended early: a read error (err), else it is short (got of fsize
+ * bytes). Returns ES_ERR_INPUT. */
+static int frame_cut(const es_video_in *v, int err, size_t got, size_t fsize, char *msg,
+                     size_t len) {
+  if (err)
+    averr(msg, len, "read error", err);
+  else
+    snprintf(msg, len, "frame %" PRId64 " is short (got %zu of %zu bytes)", v->packets, got,
+             fsize);
+  return ES_ERR_INPUT;
+}
+
 /* Reads up to the next good FRAME line: a frame whose line is damaged is skipped and
  * counted (frames have one size, so the next line follows its data). ES_OK, ES_ERR_EOF at
  * the end, or ES_ERR_INPUT with msg (a read error, a short last frame). */
@@ -821,14 +833,7 @@ static int y4m_next_frame(es_video_in *v, char *msg, size_t len) {
       if (in_bytes(v, NULL, fsize, &err) == fsize) continue;
       return ES_ERR_EOF;
     }
-    if (err) {
-      averr(msg, len, "read error", err);
-      return ES_ERR_INPUT;
-    }
-    if (l == Y4M_CUT) {
-      snprintf(msg, len, "frame %" PRId64 " is short (got 0 of %zu bytes)", v->packets, fsize);
-      return ES_ERR_INPUT;
-    }
+    if (err || l == Y4M_CUT) return frame_cut(v, err, 0, fsize, msg, len);
     if (l != Y4M_END) v->corrupt++;
     return ES_ERR_EOF;
   }
@@ -868,15 +873,7 @@ static int direct_read(es_video_in *v, void *dst, size_t dst_stride, int64_t *pt
     return ES_OK;
   }
   v->finished = 1;
-  if (err) {
-    averr(msg, len, "read error", err);
-    return ES_ERR_INPUT;
-  }
-  if (got > 0 || v->y4m_frame_size) {
-    snprintf(msg, len, "frame %" PRId64 " is short (got %zu of %zu bytes)", v->packets, got,
-             fsize);
-    return ES_ERR_INPUT;
-  }
+  if (err || got > 0 || v->y4m_frame_size) return frame_cut(v, err, got, fsize, msg, len);
   return ES_ERR_EOF;
 }
 
@@ -885,8 +882,8 @@ static int direct_read(es_video_in *v, void *dst, size_t dst_stride, int64_t *pt
  * short last frame is left pending, reported once the frames before it are out. */
 static int y4m_packet(es_video_in *v, char *msg, size_t len) {
   const size_t fsize = v->y4m_frame_size;
-  char why[sizeof v->pending_msg] = "";
-  int err = 0, rc = y4m_next_frame(v, why, sizeof why);
+  char *why = v->pending_msg; /* read only once v->pending is set */
+  int err = 0, rc = y4m_next_frame(v, why, sizeof v->pending_msg);
   if (rc == ES_OK) {
     if (fsize > (size_t)INT_MAX || av_new_packet(v->pkt, (int)fsize) < 0) {
       snprintf(msg, len, "out of memory");
@@ -900,17 +897,9 @@ static int y4m_packet(es_video_in *v, char *msg, size_t len) {
       return ES_OK;
     }
     av_packet_unref(v->pkt);
-    if (err)
-      averr(why, sizeof why, "read error", err);
-    else
-      snprintf(why, sizeof why, "frame %" PRId64 " is short (got %zu of %zu bytes)", v->packets,
-               got, fsize);
-    rc = ES_ERR_INPUT;
+    rc = frame_cut(v, err, got, fsize, why, sizeof v->pending_msg);
   }
-  if (rc == ES_ERR_INPUT) {
-    v->pending = ES_ERR_INPUT;
-    snprintf(v->pending_msg, sizeof v->pending_msg, "%s", why);
-  }
+  if (rc == ES_ERR_INPUT) v->pending = ES_ERR_INPUT;
   return ES_ERR_EOF;
 }
 
@@ -982,10 +971,8 @@ int es_video_in_read(es_video_in *v, void *dst, size_t dst_stride, int64_t *pts,
     if (rc < 0) return rc;
     if (v->raw_frame_size && (size_t)v->pkt->size < v->raw_frame_size) {
       /* A short last frame: deliver every frame before it, then report it. */
-      v->pending = ES_ERR_INPUT;
-      snprintf(v->pending_msg, sizeof v->pending_msg,
-               "frame %" PRId64 " is short (got %d of %zu bytes)", v->packets, v->pkt->size,
-               v->raw_frame_size);
+      v->pending = frame_cut(v, 0, (size_t)v->pkt->size, v->raw_frame_size, v->pending_msg,
+                             sizeof v->pending_msg);
       av_packet_unref(v->pkt);
       v->flushing = 1;
       avcodec_send_packet(v->dec, NULL);
