@@ -90,6 +90,13 @@ typedef struct es_video_in_opts {
   const char *raw;     /* "gray8:WxH[@fps]" / "gray16le:WxH[@fps]" for raw stdin, or NULL */
   int64_t max_pixels;  /* frames larger than this are ES_ERR_INPUT */
   int threads;         /* decoder threads, 0 = FFmpeg's choice */
+  /* Lending (es_video_in_read_lend): the decoder writes Y planes into page-aligned buffers
+   * of the reader's own pool, which pin() may page-lock (returns 1 if it did; 0: try again
+   * on the buffer's next frame), e.g. once the GPUs are open. unpin() runs when a pinned
+   * buffer is freed, which may be after es_video_in_close (a frame still lent out). */
+  int lend;
+  int (*pin)(void *p, size_t bytes);
+  void (*unpin)(void *p);
 } es_video_in_opts;
 typedef struct es_video_info {
   int width, height, depth; /* depth 8 or 16 of the grey plane delivered */
@@ -105,6 +112,18 @@ int es_video_in_open(es_video_in **out, const char *path, const es_video_in_opts
  * "frame N is short (got B of S bytes)"). Corrupt packets are skipped and counted. */
 int es_video_in_read(es_video_in *v, void *dst, size_t dst_stride, int64_t *pts,
                      double *pts_seconds, char *msg, size_t len);
+/* The same, but a decoded frame whose grey plane is its Y plane as stored is lent rather
+ * than copied: *lent gets a reference (lent->ref non-NULL) to give back with
+ * es_video_in_unlend, and dst is not written. Other frames are copied into dst as above
+ * (lent->ref NULL). */
+typedef struct es_video_lent {
+  const void *data; /* the grey plane's first row */
+  size_t stride;    /* bytes between rows */
+  void *ref;        /* the decoded frame, held until es_video_in_unlend */
+} es_video_lent;
+int es_video_in_read_lend(es_video_in *v, void *dst, size_t dst_stride, es_video_lent *lent,
+                          int64_t *pts, double *pts_seconds, char *msg, size_t len);
+void es_video_in_unlend(void *ref); /* safe after es_video_in_close */
 int64_t es_video_in_corrupt(const es_video_in *v); /* packets/frames skipped */
 double es_video_in_copy_ms(const es_video_in *v); /* under ES_TRACE: ms copying planes out of decoded frames */
 void es_video_in_close(es_video_in **v);

@@ -89,6 +89,18 @@ struct es_video_in {
   int pfd;               /* direct reads from a regular file: its descriptor, else -1 */
   int pfd_own;           /* pfd was opened here (a named file; not standard input) */
   int64_t poff;          /* pfd: file offset of what comes next */
+  /* Lending (opts.lend): the pool of Y-plane buffers the decoder writes into (lend_get_buffer),
+   * and the buffers it has made (to recognise them); all under lend_lock, which
+   * get_buffer2 takes from the decoder's threads. */
+  int lend;
+  int (*pin)(void *p, size_t bytes);
+  void (*unpin)(void *p);
+  pthread_mutex_t lend_lock;
+  AVBufferPool *lend_pool;
+  size_t lend_size;      /* bytes of each pool buffer (0: no pool yet) */
+  int lend_failed;       /* the pool could not be made: the decoder's own buffers then */
+  struct lend_buf **lend_bufs;
+  int nlend, lend_cap;
   int flushing;          /* the decoder was sent NULL: draining */
   int finished;          /* drained: only EOF (or the pending error) is left */
   int drain_errors;      /* failed receives while draining */
@@ -370,6 +382,98 @@ static void pread_setup(es_video_in *v, const char *path, int64_t stdin_start) {
   v->poff = (is_stdin ? stdin_start : 0) + pos;
 }
 
+/* ---- Lending: decoded Y planes in buffers of our own, handed out by reference ----
+ * A pool buffer is a page-aligned block: a header page (struct lend_buf) and then the data,
+ * whole pages, so that pin() can page-lock exactly the data. The block outlives the reader
+ * when a frame is still lent out at close; its free callback needs only the header. */
+#define ES_LEND_HDR 4096
+typedef struct lend_buf {
+  uint8_t *data;
+  size_t bytes;          /* page-rounded size of data */
+  int pinned;            /* pin() succeeded (set by the reading thread only) */
+  void (*unpin)(void *p);
+} lend_buf;
+
+static void lend_buf_free(void *opaque, uint8_t *data) {
+  lend_buf *h = opaque;
+  (void)data;
+  if (h->pinned && h->unpin) h->unpin(h->data);
+  free(h); /* the block starts with the header */
+}
+
+#if LIBAVUTIL_VERSION_MAJOR >= 57
+static AVBufferRef *lend_alloc(void *opaque, size_t size)
+#else
+static AVBufferRef *lend_alloc(void *opaque, int size)
+#endif
+{
+  es_video_in *v = opaque; /* called under lend_lock (av_buffer_pool_get in lend_get_buffer) */
+  const size_t bytes = ((size_t)size + ES_LEND_HDR - 1) / ES_LEND_HDR * ES_LEND_HDR;
+  if (v->nlend == v->lend_cap) {
+    int cap = v->lend_cap ? 2 * v->lend_cap : 32;
+    lend_buf **nb = realloc(v->lend_bufs, sizeof *nb * (size_t)cap);
+    if (!nb) return NULL;
+    v->lend_bufs = nb;
+    v->lend_cap = cap;
+  }
+  uint8_t *block = aligned_alloc(ES_LEND_HDR, ES_LEND_HDR + bytes);
+  if (!block) return NULL;
+  lend_buf *h = (lend_buf *)block;
+  h->data = block + ES_LEND_HDR;
+  h->bytes = bytes;
+  h->pinned = 0;
+  h->unpin = v->unpin;
+  AVBufferRef *b = av_buffer_create(h->data, size, lend_buf_free, h, 0);
+  if (!b) {
+    free(block);
+    return NULL;
+  }
+  v->lend_bufs[v->nlend++] = h;
+  return b;
+}
+
+/* The header of a buffer of the pool, or NULL (a buffer the decoder made itself). */
+static lend_buf *lend_find(es_video_in *v, const AVBufferRef *b) {
+  lend_buf *h = NULL;
+  pthread_mutex_lock(&v->lend_lock);
+  for (int i = 0; i < v->nlend && !h; i++)
+    if (v->lend_bufs[i]->data == b->data) h = v->lend_bufs[i];
+  pthread_mutex_unlock(&v->lend_lock);
+  return h;
+}
+
+/* get_buffer2 of a lending reader: FFmpeg's own allocation (its plane layout, padding and
+ * alignment rules), then plane 0 moved into a pool buffer of the same size where nothing
+ * else lives in it. Called from the decoder's threads. */
+static int lend_get_buffer(AVCodecContext *c, AVFrame *f, int flags) {
+  int err = avcodec_default_get_buffer2(c, f, flags);
+  es_video_in *v = c->opaque;
+  if (err < 0 || !v || !v->lend || !f->buf[0] || !f->data[0]) return err;
+  const AVBufferRef *b0 = f->buf[0];
+  for (int i = 1; i < AV_NUM_DATA_POINTERS && f->data[i]; i++)
+    if (f->data[i] >= b0->data && f->data[i] < b0->data + b0->size) return err; /* shared */
+  const ptrdiff_t off = f->data[0] - b0->data;
+  AVBufferRef *nb = NULL;
+  pthread_mutex_lock(&v->lend_lock);
+  if (!v->lend_pool && !v->lend_failed) {
+    v->lend_size = (size_t)b0->size;
+    v->lend_pool = av_buffer_pool_init2((size_t)b0->size, v, lend_alloc, NULL);
+    v->lend_failed = !v->lend_pool;
+  }
+  if (v->lend_pool && (size_t)b0->size <= v->lend_size) nb = av_buffer_pool_get(v->lend_pool);
+  pthread_mutex_unlock(&v->lend_lock);
+  if (!nb) return err; /* keep FFmpeg's buffer */
+  av_buffer_unref(&f->buf[0]);
+  f->buf[0] = nb;
+  f->data[0] = nb->data + off;
+  return err;
+}
+
+void es_video_in_unlend(void *ref) {
+  AVFrame *f = ref;
+  av_frame_free(&f);
+}
+
 int es_video_in_open(es_video_in **out, const char *path, const es_video_in_opts *opts,
                      es_video_info *info, char *msg, size_t len) {
   int rc = ES_OK, err;
@@ -394,6 +498,10 @@ int es_video_in_open(es_video_in **out, const char *path, const es_video_in_opts
   }
   v->stream = -1;
   v->pfd = -1;
+  pthread_mutex_init(&v->lend_lock, NULL);
+  v->lend = opts && opts->lend;
+  v->pin = opts ? opts->pin : NULL;
+  v->unpin = opts ? opts->unpin : NULL;
   /* Standard input redirected from a file may not start at offset 0: where libavformat's
    * reading starts, for pread_setup. */
   const int64_t stdin_start = strcmp(path, "-") ? -1 : (int64_t)lseek(0, 0, SEEK_CUR);
@@ -513,6 +621,8 @@ int es_video_in_open(es_video_in **out, const char *path, const es_video_in_opts
   /* Verify checksums where the codec has them (ffv1 slices, ...): a damaged frame is then
    * an error we skip and count instead of a picture with garbage in it. */
   v->dec->err_recognition |= AV_EF_CRCCHECK;
+  /* Lending: Y planes in our pool (lend_get_buffer), for decoders that take a get_buffer2. */
+  if (v->lend && (codec->capabilities & AV_CODEC_CAP_DR1)) v->dec->get_buffer2 = lend_get_buffer;
   if ((err = avcodec_open2(v->dec, codec, NULL)) < 0) {
     averr(msg, len, "cannot open the decoder", err);
     rc = ES_ERR_INPUT;
@@ -607,6 +717,20 @@ static int deliver(es_video_in *v, const AVFrame *f, void *dst, size_t dst_strid
   if (step == (v->depth == 16 ? 2 : 1)) { /* planar: one copy per row */
     /* Non-temporal stores: the frame is read next by the GPU's DMA or a CPU worker, not
      * by this core (BENCHMARKS S8). */
+#ifndef ES_DELIVER_THREADS
+#define ES_DELIVER_THREADS 1
+#endif
+    if (ES_DELIVER_THREADS > 1 && row * (size_t)v->height >= ((size_t)1 << 20)) {
+      const int nt = ES_DELIVER_THREADS, hh = v->height;
+#pragma omp parallel for num_threads(nt) schedule(static, 1)
+      for (int t = 0; t < nt; t++) {
+        const int y0 = (int)((long long)hh * t / nt), y1 = (int)((long long)hh * (t + 1) / nt);
+        for (int y = y0; y < y1; y++)
+          es_copy_nt((uint8_t *)dst + (size_t)y * dst_stride,
+                     f->data[0] + (ptrdiff_t)y * f->linesize[0], row);
+      }
+      return ES_OK;
+    }
     if (dst_stride == row && (size_t)f->linesize[0] == row) {
       es_copy_nt(dst, f->data[0], row * (size_t)v->height);
       return ES_OK;
@@ -905,8 +1029,35 @@ static int y4m_packet(es_video_in *v, char *msg, size_t len) {
 
 int es_video_in_read(es_video_in *v, void *dst, size_t dst_stride, int64_t *pts,
                      double *pts_seconds, char *msg, size_t len) {
+  return es_video_in_read_lend(v, dst, dst_stride, NULL, pts, pts_seconds, msg, len);
+}
+
+/* Lends the received frame f (moved into a new frame) when its Y plane is the grey plane
+ * as stored; 0 if it cannot (the caller copies). Pins a pool buffer on its first lending
+ * that pin() accepts. */
+static int lend_frame(es_video_in *v, AVFrame *f, es_video_lent *lent) {
+  int offset = 0;
+  if (plane0_direct(f->format, v->depth, &offset) != (v->depth == 16 ? 2 : 1) ||
+      f->linesize[0] <= 0 || !f->buf[0])
+    return 0;
+  AVFrame *keep = av_frame_alloc();
+  if (!keep) return 0;
+  av_frame_move_ref(keep, f);
+  if (v->pin) {
+    lend_buf *h = lend_find(v, keep->buf[0]);
+    if (h && !h->pinned) h->pinned = v->pin(h->data, h->bytes) ? 1 : 0;
+  }
+  lent->data = keep->data[0];
+  lent->stride = (size_t)keep->linesize[0];
+  lent->ref = keep;
+  return 1;
+}
+
+int es_video_in_read_lend(es_video_in *v, void *dst, size_t dst_stride, es_video_lent *lent,
+                          int64_t *pts, double *pts_seconds, char *msg, size_t len) {
   int rc, err;
   if (!v) return ES_ERR_INTERNAL;
+  if (lent) memset(lent, 0, sizeof *lent);
   if (v->raw_direct) return direct_read(v, dst, dst_stride, pts, pts_seconds, msg, len);
   for (;;) {
     if (v->finished) {
@@ -939,7 +1090,7 @@ int es_video_in_read(es_video_in *v, void *dst, size_t dst_stride, int64_t *pts,
       v->next_pts = p + (f->pkt_duration > 0 ? f->pkt_duration : v->step);
       const int tr = es_trace_enabled();
       const double t0 = tr ? es_trace_ms() : 0.0;
-      rc = deliver(v, f, dst, dst_stride, msg, len);
+      rc = lent && lend_frame(v, f, lent) ? ES_OK : deliver(v, f, dst, dst_stride, msg, len);
       if (tr) v->deliver_ms += es_trace_ms() - t0;
       av_frame_unref(f);
       if (rc < 0) return rc;
@@ -1005,6 +1156,10 @@ void es_video_in_close(es_video_in **pv) {
   av_frame_free(&v->frame);
   av_packet_free(&v->pkt);
   avcodec_free_context(&v->dec);
+  /* Buffers still lent out keep the pool until they come back (es_video_in_unlend). */
+  av_buffer_pool_uninit(&v->lend_pool);
+  free(v->lend_bufs);
+  pthread_mutex_destroy(&v->lend_lock);
   avformat_close_input(&v->fmt);
   if (v->pfd_own) close(v->pfd);
   /* Standard input read with pread: leave its offset where the reads ended, as read()

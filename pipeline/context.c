@@ -442,6 +442,9 @@ static void add(char *buf, size_t len, int *n, const char *fmt, ...) {
   if (k > 0) *n += k;
 }
 
+int es_host_pin(void *p, size_t bytes) { return es_gpu_host_register(p, bytes); }
+void es_host_unpin(void *p) { es_gpu_host_unregister(p); }
+
 int es_version_info(char *buf, size_t len) {
   char line[512];
   int n = 0;

@@ -187,6 +187,13 @@ typedef struct es_frame {
   es_planes pix;            /* rendering when the stream wants it */
   es_stats stats;           /* when the stream wants stats */
   int device;               /* -1: CPU, else the GPU ordinal that computed it */
+  /* Optional, set by the producer before es_stream_push instead of filling `data`: samples
+   * it lends (rows `stride` bytes apart), read until the frame goes back to the pool, when
+   * the stream calls lend_release(lend_arg) (es_stream_release, or es_stream_destroy for
+   * a frame never pulled). Page-locked memory (es_host_pin) goes to a GPU directly. */
+  const void *lend;
+  void (*lend_release)(void *arg);
+  void *lend_arg;
 } es_frame;
 
 typedef struct es_stream_config {
@@ -220,6 +227,11 @@ void es_stream_release(es_stream *s, es_frame *f);
 /* Wakes every blocked call with ES_ERR_INTERRUPTED (for a fatal error in another stage). */
 void es_stream_abort(es_stream *s);
 void es_stream_destroy(es_stream **s);
+
+/* Page-locks host memory for the GPUs (cudaHostRegister, portable): 1 if done, 0 if not
+ * (no GPU, or the driver refused). es_host_unpin undoes it before the memory is freed. */
+int es_host_pin(void *p, size_t bytes);
+void es_host_unpin(void *p);
 
 /* Multi-line description: version, libpng, libav*, CUDA runtime and driver, GPUs, OpenMP
  * threads. Returns the length written (like snprintf). */

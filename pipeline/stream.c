@@ -158,7 +158,7 @@ static int outputs_grow(es_stream *s, es_slot *sl, int w, int h) {
 static void frame_job(es_stream *s, es_slot *sl, es_job *job) {
   es_frame *f = &sl->f;
   memset(job, 0, sizeof *job);
-  job->in.data = f->data;
+  job->in.data = f->lend ? (void *)f->lend : f->data;
   job->in.width = f->width;
   job->in.height = f->height;
   job->in.stride = f->stride;
@@ -395,6 +395,9 @@ int es_stream_acquire(es_stream *s, es_frame **out) {
   f->user = NULL;
   f->status = ES_OK;
   f->device = -1;
+  f->lend = NULL;
+  f->lend_release = NULL;
+  f->lend_arg = NULL;
   sl->err[0] = '\0';
   memset(&f->stats, 0, sizeof f->stats);
   if (s->sc.max_width > 0) {
@@ -455,13 +458,15 @@ int es_stream_push(es_stream *s, es_frame *f) {
     es_ctx_set_error(s->ctx, "push of a frame not acquired");
     return ES_ERR_USAGE;
   }
-  if (f->width < 1 || f->height < 1 || (f->depth != 8 && f->depth != 16) || !f->data) {
+  if (f->width < 1 || f->height < 1 || (f->depth != 8 && f->depth != 16) ||
+      (!f->data && !f->lend)) {
     es_ctx_set_error(s->ctx, "frame %dx%d depth %d: bad size (es_stream_reserve first)",
                      f->width, f->height, f->depth);
     return ES_ERR_USAGE;
   }
   size_t row = (size_t)f->width * bytes_per_sample(f->depth);
-  if (f->stride < row || f->stride * (size_t)(f->height - 1) + row > sl->data_cap) {
+  if (f->stride < row ||
+      (!f->lend && f->stride * (size_t)(f->height - 1) + row > sl->data_cap)) {
     es_ctx_set_error(s->ctx, "frame %dx%d stride %zu: larger than its buffer", f->width,
                      f->height, f->stride);
     return ES_ERR_USAGE;
@@ -555,12 +560,26 @@ int es_stream_pull(es_stream *s, es_frame **out) {
   return rc;
 }
 
+/* Gives a lent input back to its producer (the slot is the caller's: no lock needed). */
+static void lend_return(es_frame *f) {
+  void (*fn)(void *) = f->lend_release;
+  void *arg = f->lend_arg;
+  f->lend = NULL;
+  f->lend_release = NULL;
+  f->lend_arg = NULL;
+  if (fn) fn(arg);
+}
+
 void es_stream_release(es_stream *s, es_frame *f) {
   if (!s || !f) return;
   es_slot *sl = (es_slot *)f;
   pthread_mutex_lock(&s->lock);
   /* Only a frame the caller holds (acquired and not pushed, or pulled) may go back. */
-  if (sl->state == SLOT_ACQUIRED || sl->state == SLOT_PULLED) {
+  const int held = sl->state == SLOT_ACQUIRED || sl->state == SLOT_PULLED;
+  pthread_mutex_unlock(&s->lock);
+  if (held) lend_return(f); /* before the slot is free for another producer */
+  pthread_mutex_lock(&s->lock);
+  if (held && (sl->state == SLOT_ACQUIRED || sl->state == SLOT_PULLED)) {
     sl->state = SLOT_FREE;
     sl->next = s->free_head;
     s->free_head = sl;
@@ -608,6 +627,7 @@ void es_stream_destroy(es_stream **ps) {
   if (s->slots) {
     for (int i = 0; i < s->nslots; i++) {
       es_slot *sl = &s->slots[i];
+      lend_return(&sl->f); /* pushed and never pulled (abort), or never released */
       data_free(sl);
       buf_free(sl->f.map, &sl->reg[1]);
       for (int k = 0; k < 3; k++) buf_free(sl->f.pix.plane[k], &sl->reg[2 + k]);

@@ -68,8 +68,17 @@ typedef struct producer {
   uint64_t seed;
   int64_t n;
   int maxw, maxh, depth16, fixed;
+  int lend;    /* frames lent (es_frame.lend) from buffers of the producer's own */
   int rc;      /* first error */
 } producer;
+
+/* Lent frames: each a malloc'd buffer with a padded stride, freed by lend_release, which
+ * counts the returns (each exactly once, checked against the frames pushed). */
+static atomic_long lend_returns;
+static void lend_free(void *arg) {
+  free(arg);
+  atomic_fetch_add(&lend_returns, 1);
+}
 
 static void *produce(void *arg) {
   producer *p = arg;
@@ -96,7 +105,21 @@ static void *produce(void *arg) {
         return NULL;
       }
     }
-    frame_content(p->seed, i, &d, f->data, f->stride);
+    if (p->lend) {
+      f->stride = ((size_t)d.w + (size_t)(i % 5)) * (d.depth == 16 ? 2 : 1);
+      void *buf = malloc(f->stride * (size_t)d.h);
+      if (!buf) {
+        p->rc = ES_ERR_NOMEM;
+        return NULL;
+      }
+      frame_content(p->seed, i, &d, buf, f->stride);
+      f->lend = buf;
+      f->lend_release = lend_free;
+      f->lend_arg = buf;
+      if (f->data) memset(f->data, 0x5a, (size_t)f->width); /* not what the stream reads */
+    } else {
+      frame_content(p->seed, i, &d, f->data, f->stride);
+    }
     f->pts = 1000 + 3 * i;
     f->pts_seconds = (double)i / 25.0;
     f->user = (void *)(intptr_t)(i + 1);
@@ -198,6 +221,7 @@ static void run_stream(int round, const char *fault, int64_t n) {
   sc.render.range_auto = es_test_range(0, 1);
   sc.render.overlay = es_test_range(0, 1) ? 0.0f : 0.5f;
   int fixed = es_test_range(0, 1);
+  int lend = es_test_range(0, 2) == 0;
   int maxw = 0, maxh = 0;
   if (fixed) {
     maxw = es_test_range(20, 90);
@@ -208,11 +232,11 @@ static void run_stream(int round, const char *fault, int64_t n) {
   }
   char what[200];
   snprintf(what, sizeof what,
-           "stream %d (threads %d queue %d %s%s, map %d stats %d fmt %d, %s %dx%d%s%s)", round,
-           c.threads, c.queue, c.device == ES_DEVICE_CPU ? "cpu" : "auto",
-           c.gpu_background ? " background" : "", sc.want_map,
-           sc.want_stats, sc.render.format, fixed ? "fixed" : "grow", maxw, maxh,
-           fault ? ", faults " : "", fault ? fault : "");
+           "stream %d (threads %d queue %d %s%s, map %d stats %d fmt %d, %s %dx%d%s%s%s)",
+           round, c.threads, c.queue, c.device == ES_DEVICE_CPU ? "cpu" : "auto",
+           c.gpu_background ? " background" : "", sc.want_map, sc.want_stats, sc.render.format,
+           fixed ? "fixed" : "grow", maxw, maxh, lend ? ", lent" : "", fault ? ", faults " : "",
+           fault ? fault : "");
   printf("%s\n", what);
 
   es_stream *s = NULL;
@@ -223,7 +247,8 @@ static void run_stream(int round, const char *fault, int64_t n) {
     return;
   }
   /* 16-bit frames appear only in streams whose fixed buffers are 16-bit (or grow). */
-  producer p = {s, es_test_rand(), n, maxw, maxh, depth16, fixed, 0};
+  producer p = {s, es_test_rand(), n, maxw, maxh, depth16, fixed, lend, 0};
+  atomic_store(&lend_returns, 0);
   pthread_t t;
   pthread_create(&t, NULL, produce, &p);
   int64_t got = consume(s, &c.params, c.stats_bins, &sc, p.seed, maxw, maxh, p.depth16, what);
@@ -243,8 +268,12 @@ static void run_stream(int round, const char *fault, int64_t n) {
   } else {
     CHECK(es_context_retries(ctx) == 0, "%s: retries without faults", what);
   }
+  CHECK(atomic_load(&lend_returns) == (lend ? n : 0), "%s: %ld lent frames given back of %lld",
+        what, atomic_load(&lend_returns), (long long)(lend ? n : 0));
   es_stream_destroy(&s);
   CHECK(s == NULL, "destroy clears the pointer");
+  CHECK(atomic_load(&lend_returns) == (lend ? n : 0), "%s: destroy gave back %ld", what,
+        atomic_load(&lend_returns));
   es_context_destroy(&ctx);
 }
 
@@ -299,16 +328,29 @@ static void test_abort(void) {
   CHECK(es_stream_push(s, held[0]) == ES_ERR_INTERRUPTED, "push on an aborted stream");
   es_stream_destroy(&s); /* frames still held: freed with the pool */
 
-  /* Destroy in mid-flight: frames queued and running, nothing pulled. */
+  /* Destroy in mid-flight: frames queued and running, nothing pulled; lent ones given
+   * back by destroy, each once. */
   CHECK(es_stream_open(ctx, &sc, &s) == ES_OK, "open 2");
+  atomic_store(&lend_returns, 0);
   for (int i = 0; i < 3; i++) {
     CHECK(es_stream_acquire(s, &f) == ES_OK, "acquire");
     CHECK(es_stream_reserve(s, f, 301, 207, 8) == ES_OK, "reserve");
-    memset(f->data, i * 40, f->stride * 207);
+    if (i == 1) {
+      void *buf = malloc(f->stride * 207);
+      memset(buf, 99, f->stride * 207);
+      f->lend = buf;
+      f->lend_release = lend_free;
+      f->lend_arg = buf;
+    } else {
+      memset(f->data, i * 40, f->stride * 207);
+    }
     CHECK(es_stream_push(s, f) == ES_OK, "push");
   }
   es_stream_abort(s);
+  CHECK(atomic_load(&lend_returns) == 0, "a lent frame given back before destroy");
   es_stream_destroy(&s);
+  CHECK(atomic_load(&lend_returns) == 1, "destroy gave back %ld lent frames of 1",
+        atomic_load(&lend_returns));
   es_context_destroy(&ctx);
 }
 
@@ -412,7 +454,7 @@ static void test_long(void) {
   sc.depth = 8;
   es_stream *s = NULL;
   CHECK(es_stream_open(ctx, &sc, &s) == ES_OK, "open");
-  producer p = {s, es_test_rand(), 2000, 64, 48, 0, 1, 0};
+  producer p = {s, es_test_rand(), 2000, 64, 48, 0, 1, 0, 0};
   pthread_t t;
   pthread_create(&t, NULL, produce, &p);
   long rss_early = -1, rss_late = -1;

@@ -20,7 +20,7 @@ typedef struct run {
 
 static void decode(const char *path, int w, int h, run *r) {
   memset(r, 0, sizeof *r);
-  es_video_in_opts o = {NULL, 0, 0};
+  es_video_in_opts o = {.raw = NULL};
   es_video_info info;
   es_video_in *v = NULL;
   r->rc_open = es_video_in_open(&v, path, &o, &info, r->msg, sizeof r->msg);

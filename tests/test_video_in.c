@@ -60,13 +60,44 @@ typedef struct decoded {
   double secs[512];
   int open_rc, end_rc;
   int64_t corrupt;
+  int lent;            /* frames lent (g_lend) */
   char msg[256];
 } decoded;
+
+/* Lending (es_video_in_read_lend): decode_all holds up to HOLD lent frames at once and
+ * copies each one out only when it gives it back, so a decoder that reused a lent buffer
+ * shows; the last one is given back after es_video_in_close. The pin hook page-locks
+ * nothing: it accepts every other call, to exercise a retry on the buffer's next frame. */
+static int g_lend;
+static int pin_calls, pin_ok, unpin_calls;
+static int fake_pin(void *p, size_t bytes) {
+  CHECK(p && bytes && ((uintptr_t)p & 4095) == 0 && bytes % 4096 == 0, "pin %p %zu", p, bytes);
+  return ++pin_calls % 2;
+}
+static void fake_unpin(void *p) {
+  CHECK(p != NULL, "unpin NULL");
+  unpin_calls++;
+}
+#define HOLD 6
+typedef struct held {
+  es_video_lent l;
+  int idx;
+} held;
+static void give_back(decoded *d, held *h, size_t frame, size_t row) {
+  for (int y = 0; y < d->info.height; y++)
+    memcpy(d->data + frame * h->idx + (size_t)y * row, (const uint8_t *)h->l.data + y * h->l.stride,
+           row);
+  es_video_in_unlend(h->l.ref);
+  h->l.ref = NULL;
+}
 
 static void decode_all(const char *path, const char *raw, int64_t max_pixels, int threads,
                        decoded *d) {
   memset(d, 0, sizeof *d);
-  es_video_in_opts o = {raw, max_pixels, threads};
+  es_video_in_opts o = {.raw = raw, .max_pixels = max_pixels, .threads = threads,
+                       .lend = g_lend, .pin = fake_pin, .unpin = fake_unpin};
+  held hold[HOLD];
+  int nheld = 0;
   es_video_in *v = NULL;
   memset(&d->info, 0x5a, sizeof d->info); /* poison: open must fill it */
   d->open_rc = es_video_in_open(&v, path, &o, &d->info, d->msg, sizeof d->msg);
@@ -82,8 +113,12 @@ static void decode_all(const char *path, const char *raw, int64_t max_pixels, in
     memset(buf, 0xa5, stride * d->info.height);
     int64_t pts = -777;
     double secs = -777;
-    int rc = es_video_in_read(v, buf, stride, &pts, &secs, d->msg, sizeof d->msg);
+    es_video_lent lent;
+    int rc = g_lend ? es_video_in_read_lend(v, buf, stride, &lent, &pts, &secs, d->msg,
+                                            sizeof d->msg)
+                    : es_video_in_read(v, buf, stride, &pts, &secs, d->msg, sizeof d->msg);
     if (rc < 0) {
+      CHECK(!g_lend || !lent.ref, "a failed read lent a frame");
       d->end_rc = rc;
       break;
     }
@@ -91,9 +126,22 @@ static void decode_all(const char *path, const char *raw, int64_t max_pixels, in
     uint8_t *nd = realloc(d->data, frame * (d->n + 1));
     if (!nd) break;
     d->data = nd;
-    for (int y = 0; y < d->info.height; y++)
-      memcpy(d->data + frame * d->n + (size_t)y * d->info.width * bps, buf + y * stride,
-             (size_t)d->info.width * bps);
+    if (g_lend && lent.ref) {
+      CHECK(lent.data && lent.stride >= (size_t)d->info.width * bps, "lent stride %zu",
+            lent.stride);
+      if (nheld == HOLD) { /* the oldest goes back */
+        give_back(d, &hold[0], frame, (size_t)d->info.width * bps);
+        memmove(hold, hold + 1, sizeof *hold * (HOLD - 1));
+        nheld--;
+      }
+      hold[nheld].l = lent;
+      hold[nheld++].idx = d->n;
+      d->lent++;
+    } else {
+      for (int y = 0; y < d->info.height; y++)
+        memcpy(d->data + frame * d->n + (size_t)y * d->info.width * bps, buf + y * stride,
+               (size_t)d->info.width * bps);
+    }
     d->pts[d->n] = pts;
     d->secs[d->n] = secs;
     d->n++;
@@ -104,9 +152,11 @@ static void decode_all(const char *path, const char *raw, int64_t max_pixels, in
           "second read after EOF");
   d->corrupt = es_video_in_corrupt(v);
   free(buf);
+  for (int i = 0; i + 1 < nheld; i++) give_back(d, &hold[i], frame, (size_t)d->info.width * bps);
   es_video_in_close(&v);
   CHECK(v == NULL, "close did not clear the handle");
   es_video_in_close(&v); /* NULL is fine */
+  if (nheld) give_back(d, &hold[nheld - 1], frame, (size_t)d->info.width * bps); /* after close */
 }
 
 /* ffprobe's best_effort_timestamp of every video frame. */
@@ -132,8 +182,12 @@ static int widen(int v, int bits) {
   return bits > 8 && bits < 16 ? (v << (16 - bits)) | (v >> (2 * bits - 16)) : v;
 }
 
+/* lends: 2 - the decoder gives the Y plane as stored and takes a get_buffer2: every frame
+ * is lent, from buffers of the reader's pool (pinned); 1 - lent from the decoder's own
+ * buffers (not pinned); 0 - not stored as delivered: copied, none lent. */
 static void clip_case(const char *name, int w, int h, const char *rate, int n,
-                      const char *encode, const char *ref_fmt, int depth, int tol, int bits) {
+                      const char *encode, const char *ref_fmt, int depth, int tol, int bits,
+                      int lends) {
   char clip[512], ref[512];
   snprintf(clip, sizeof clip, "%s/%s", dir, name);
   snprintf(ref, sizeof ref, "%s/clip%d.ref", dir, es_test_range(0, 1 << 30));
@@ -186,6 +240,26 @@ static void clip_case(const char *name, int w, int h, const char *rate, int n,
           name, maxdiff, bad);
   }
   free(r);
+  /* The same frames lent instead of copied; pins undone once every buffer is freed. */
+  {
+    decoded l;
+    pin_calls = pin_ok = unpin_calls = 0;
+    g_lend = 1;
+    decode_all(clip, NULL, 0, es_test_range(0, 3), &l);
+    g_lend = 0;
+    CHECK(l.open_rc == ES_OK && l.end_rc == ES_ERR_EOF && l.n == d.n, "%s lent: %d %d %d frames",
+          name, l.open_rc, l.end_rc, l.n);
+    CHECK(l.n != d.n || !memcmp(l.data, d.data, fbytes * (size_t)d.n), "%s: lent frames differ",
+          name);
+    for (int i = 0; i < l.n && i < d.n; i++)
+      CHECK(l.pts[i] == d.pts[i], "%s lent: frame %d pts", name, i);
+    CHECK(unpin_calls == pin_calls / 2 + pin_calls % 2, "%s: %d pins accepted, %d undone", name,
+          pin_calls / 2 + pin_calls % 2, unpin_calls);
+    CHECK(l.lent == (lends ? l.n : 0) && (pin_calls > 0) == (lends == 2),
+          "%s: %d of %d frames lent, %d pin calls (want lends %d)", name, l.lent, l.n, pin_calls,
+          lends);
+    free(l.data);
+  }
   int64_t ppts[512];
   int pn = probe_pts(clip, ppts, 512);
   CHECK(pn == d.n, "%s: ffprobe sees %d frames", name, pn);
@@ -395,7 +469,7 @@ static void y4m_pipe_case(const char *pixfmt, int depth, int bits, int mode, int
 static int stub_checks(void) {
   char msg[128] = "poison";
   es_video_in *v = (es_video_in *)&msg;
-  es_video_in_opts o = {NULL, 0, 0};
+  es_video_in_opts o = {.raw = NULL};
   es_video_info info;
   int rc = es_video_in_open(&v, "-", &o, &info, msg, sizeof msg);
   CHECK(rc == ES_ERR_INPUT && v == NULL && !strcmp(msg, "built without FFmpeg"), "in: %d %s",
@@ -430,30 +504,31 @@ int main(void) {
   /* 8-bit YUV through several decoders and containers: Y as stored, exactly. */
   const char *y = "y:yuv444p";
   clip_case("a.mkv", w, h, "25", es_test_range(3, 12), "-c:v libx264 -pix_fmt yuv444p", y, 8,
-            0, 8);
+            0, 8, 2);
   clip_case("b.mp4", w, h, "30000/1001", es_test_range(3, 12), "-c:v mpeg4 -pix_fmt yuv420p",
-            y, 8, 0, 8);
+            y, 8, 0, 8, 2);
   if (tv_ffmpeg_need("test_video_in: c.avi (mjpeg)", "encoders", "mjpeg", "mjpeg encoder"))
     clip_case("c.avi", w + 1, h + 1, "12", es_test_range(3, 8), "-c:v mjpeg -pix_fmt yuvj422p",
-              "y:yuvj444p", 8, 0, 8);
-  clip_case("d.nut", w, h, "10", es_test_range(2, 6), "-c:v rawvideo -pix_fmt nv12", y, 8, 0, 8);
+              "y:yuvj444p", 8, 0, 8, 2);
+  clip_case("d.nut", w, h, "10", es_test_range(2, 6), "-c:v rawvideo -pix_fmt nv12", y, 8, 0, 8,
+            1);
   clip_case("d2.avi", w, h, "10", es_test_range(2, 6), "-c:v rawvideo -pix_fmt yuyv422", y, 8, 0,
-            8);
+            8, 0);
   /* >8 bits: GRAY16 scaled to the full range by libswscale (what ffmpeg does to gray16le). */
   clip_case("e.nut", w, h, "50", es_test_range(2, 6), "-c:v ffv1 -pix_fmt yuv420p10le",
-            "y:yuv444p10le", 16, 0, 10);
+            "y:yuv444p10le", 16, 0, 10, 0);
   /* RGB: luma through libswscale, as ffmpeg's -pix_fmt gray (rounding may differ by 1). */
   clip_case("f.nut", w, h, "25", es_test_range(2, 6), "-c:v ffv1 -pix_fmt bgr0",
-            "-pix_fmt gray", 8, 1, 8);
+            "-pix_fmt gray", 8, 1, 8, 0);
   clip_case("g.mkv", w, h, "25", es_test_range(2, 6), "-c:v ffv1 -pix_fmt gray16le",
-            "-pix_fmt gray16le", 16, 0, 16);
+            "-pix_fmt gray16le", 16, 0, 16, 2);
 
   /* The sample clip shipped in samples/ (H.264 4:2:0, 320x240, 75 frames at 25 fps). */
   const char *src = getenv("ES_SRC");
   if (src) {
     char sample[512];
     snprintf(sample, sizeof sample, "%s/samples/clip.mp4", src);
-    if (tv_exists(sample)) clip_case(sample, 320, 240, "25", 75, NULL, y, 8, 0, 8);
+    if (tv_exists(sample)) clip_case(sample, 320, 240, "25", 75, NULL, y, 8, 0, 8, 2);
   }
 
   if (have_y4m) {

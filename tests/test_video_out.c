@@ -132,7 +132,7 @@ static void encode_case(const char *name, const char *codec, int format, int w, 
   }
 
   /* Decode back: time stamps and planes. */
-  es_video_in_opts io = {NULL, 0, 0};
+  es_video_in_opts io = {.raw = NULL};
   es_video_info info;
   es_video_in *in = NULL;
   rc = es_video_in_open(&in, path, &io, &info, msg, sizeof msg);

@@ -1408,10 +1408,17 @@ static void *decode_thread(void *arg) {
       break;
     }
     if (tr) t0 = es_trace_ms();
-    rc = es_video_in_read(v->vin, f->data, f->stride, &pts, &ptss, v->read_msg,
-                          sizeof v->read_msg);
+    es_video_lent lent;
+    rc = es_video_in_read_lend(v->vin, f->data, f->stride, &lent, &pts, &ptss, v->read_msg,
+                               sizeof v->read_msg);
     if (tr) t_read += es_trace_ms() - t0;
     if (rc != ES_OK) break;
+    if (lent.ref) { /* the decoded frame itself, until the stream gives it back */
+      f->lend = lent.data;
+      f->stride = lent.stride;
+      f->lend_release = es_video_in_unlend;
+      f->lend_arg = lent.ref;
+    }
     f->pts = pts;
     f->pts_seconds = ptss;
     f->user = NULL;
@@ -1430,6 +1437,15 @@ static void *decode_thread(void *arg) {
   v->read_status = rc;
   es_stream_finish(v->st);
   return NULL;
+}
+
+/* Lent decoder buffers are page-locked (es_host_pin) once the GPUs are open, so frames go
+ * to a GPU without a copy; until then, and without GPUs, they stay pageable. */
+static _Atomic(es_context *) g_pin_ctx;
+static int cli_pin(void *p, size_t bytes) {
+  es_context *ctx = atomic_load(&g_pin_ctx);
+  if (!ctx || !es_context_gpus_open(ctx) || es_context_gpu_count(ctx) <= 0) return 0;
+  return es_host_pin(p, bytes);
 }
 
 /* The library context (GPU start-up: a few hundred ms) is created on a thread of its own
@@ -1506,6 +1522,9 @@ static int run_video(cli_opts *o, int out_kind) {
   vio.raw = o->raw;
   vio.max_pixels = o->max_pixels;
   vio.threads = 0;
+  vio.lend = 1; /* decoded frames lent to the stream, not copied (BENCHMARKS S10) */
+  vio.pin = cli_pin;
+  vio.unpin = es_host_unpin;
   rc = es_video_in_open(&v.vin, o->input, &vio, &v.info, msg, sizeof msg);
   if (rc != ES_OK) {
     err(in_name, "%s", *msg ? msg : es_strerror(rc));
@@ -1607,6 +1626,7 @@ static int run_video(cli_opts *o, int out_kind) {
     err(NULL, "computing on %s", device_desc(ctx, d, sizeof d));
   }
   es_trace("video: context ready");
+  atomic_store(&g_pin_ctx, ctx);
   rc = es_stream_open(ctx, &sc, &v.st);
   if (rc != ES_OK) {
     const char *m = es_context_error(ctx);
@@ -1791,8 +1811,9 @@ end:
   if (sw) es_stats_writer_close(&sw, 0, NULL, 0);
   exit_if_gpus_opening(ctx ? ctx : co.ctx, code);
   es_context_destroy(&co.ctx);
-  es_stream_destroy(&v.st);
-  es_video_in_close(&v.vin);
+  es_stream_destroy(&v.st);   /* gives lent frames back to the reader */
+  es_video_in_close(&v.vin);  /* frees (and unpins) its buffers, while the context lives */
+  atomic_store(&g_pin_ctx, NULL);
   es_context_destroy(&ctx);
   es_trace("video: all freed");
   return code;
