@@ -717,20 +717,6 @@ static int deliver(es_video_in *v, const AVFrame *f, void *dst, size_t dst_strid
   if (step == (v->depth == 16 ? 2 : 1)) { /* planar: one copy per row */
     /* Non-temporal stores: the frame is read next by the GPU's DMA or a CPU worker, not
      * by this core (BENCHMARKS S8). */
-#ifndef ES_DELIVER_THREADS
-#define ES_DELIVER_THREADS 1
-#endif
-    if (ES_DELIVER_THREADS > 1 && row * (size_t)v->height >= ((size_t)1 << 20)) {
-      const int nt = ES_DELIVER_THREADS, hh = v->height;
-#pragma omp parallel for num_threads(nt) schedule(static, 1)
-      for (int t = 0; t < nt; t++) {
-        const int y0 = (int)((long long)hh * t / nt), y1 = (int)((long long)hh * (t + 1) / nt);
-        for (int y = y0; y < y1; y++)
-          es_copy_nt((uint8_t *)dst + (size_t)y * dst_stride,
-                     f->data[0] + (ptrdiff_t)y * f->linesize[0], row);
-      }
-      return ES_OK;
-    }
     if (dst_stride == row && (size_t)f->linesize[0] == row) {
       es_copy_nt(dst, f->data[0], row * (size_t)v->height);
       return ES_OK;
