@@ -7,7 +7,9 @@
  *
  * Life of a frame slot: FREE -> (acquire) ACQUIRED -> (push) QUEUED -> (a worker) RUNNING ->
  * DONE -> (pull) PULLED -> (release) FREE. Memory is the pool and nothing else: every buffer
- * belongs to a slot, so whatever the input length at most cfg.queue frames exist.
+ * belongs to a slot, so whatever the input length at most cfg.queue frames exist. A lent
+ * input (es_frame.lend) is the producer's memory, held by one slot until it is released,
+ * so at most cfg.queue of those are held either.
  *
  * Errors of a frame: the worker keeps the message in the slot, and es_stream_pull records
  * it on the context when it hands that frame over (in the consumer's thread). A worker
