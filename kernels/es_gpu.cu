@@ -23,9 +23,14 @@
 #include "gpu_kernels.cuh"
 
 #define ES_NSLOT 4              /* pinned staging slots each way */
-#define ES_BAND_BYTES (8u << 20) /* output bytes per pipelined band, at most */
+#ifndef ES_BAND_BYTES
+#define ES_BAND_BYTES (16u << 20) /* output bytes per pipelined band, at most (BENCHMARKS P2) */
+#endif
 #ifndef ES_MIN_BANDS
 #define ES_MIN_BANDS 4          /* bands a range is cut into, at least (rows allowing) */
+#endif
+#ifndef ES_OUT_LAG
+#define ES_OUT_LAG 2 /* bands a pageable output is copied out behind the newest download */
 #endif
 #define ES_GHIST_BYTES ((size_t)512 << 20) /* global histograms of the large-L path */
 
@@ -653,12 +658,13 @@ static int range_compute(es_gpu_worker *w, es_range *R, const es_job *job, int k
   const int out_pinned = want_map && is_pinned(job->map);
   int brows = (int)((ES_BAND_BYTES + (size_t)W * 4 - 1) / ((size_t)W * 4));
   if (brows < 16) brows = 16;
-  /* With pinned buffers both ways (the stream's frames), at least ES_MIN_BANDS bands of 64
-   * rows or more: a 1080p map (8.3 MB) was one band, its upload, kernels and download one
-   * after another (pinned host-to-host 0.29 -> 0.25 ms; BENCHMARKS H1). Pageable buffers
-   * keep the 8 MB bands: their host copies run as OpenMP teams, and more, smaller ones
-   * measured no better on a noisy host. */
-  if (in_pinned && (out_pinned || !want_map)) {
+  /* At least ES_MIN_BANDS bands of 64 rows or more, so that upload, kernels and download
+   * overlap: always with pinned buffers both ways (the stream's frames: a 1080p map was one
+   * band, pinned host-to-host 0.29 -> 0.25 ms; BENCHMARKS H1), and with pageable ones when
+   * the output is more than one band (2560^2: 4 bands, where 16 MB bands make 2; BENCHMARKS
+   * P2). A pageable 1080p job stays one band: more, smaller ones measured no better there
+   * (their host copies are OpenMP teams, ~0.1 ms a band). */
+  if ((in_pinned && (out_pinned || !want_map)) || (size_t)W * 4 * (size_t)nrows > ES_BAND_BYTES) {
     const int per = (nrows + ES_MIN_BANDS - 1) / ES_MIN_BANDS;
     const int bcap = per > 64 ? per : 64;
     if (brows > bcap) brows = bcap;
@@ -756,8 +762,8 @@ static int range_compute(es_gpu_worker *w, es_range *R, const es_job *job, int k
         ES_CK(cudaMemcpyAsync(w->h_out[b % ES_NSLOT], dsrc, (size_t)W * 4 * (size_t)(y1 - y0),
                               cudaMemcpyDeviceToHost, w->s_down));
       ES_CK(cudaEventRecord(w->ev_dn[b % ES_NSLOT], w->s_down));
-      /* Copy out two bands behind, while the engines work on the newer ones. */
-      while (!out_pinned && out_next <= b - 2) {
+      /* Copy out ES_OUT_LAG bands behind, while the engines work on the newer ones. */
+      while (!out_pinned && out_next <= b - ES_OUT_LAG) {
         const int o = out_next, oy0 = o * brows, orr = (o * brows + brows < nrows ? brows : nrows - oy0);
         ES_CK(cudaEventSynchronize(w->ev_dn[o % ES_NSLOT]));
         copy_rows(job->map + (size_t)(R->row0 + oy0) * job->map_stride, job->map_stride * 4,

@@ -231,8 +231,10 @@ int main(void) {
     return es_test_done("test_gpu_bench");
   }
   printf("%-28s %-13s %-16s %-14s %12s %13s\n", "case", "size", "params", "what", "time", "rate");
-  if (getenv("ES_GPU_BENCH_FIRST")) { /* one kernel row only, e.g. under ncu */
-    bench_case(w, NULL, "study K=5 L=16", 10240, 10240, 8, 0, &p, 3, 0, up, dn);
+  const char *first = getenv("ES_GPU_BENCH_FIRST");
+  if (first) { /* one kernel row only, e.g. under ncu; "h2h": its host-to-host rows too */
+    int h2h = !strcmp(first, "h2h");
+    bench_case(w, h2h ? pair : NULL, "study K=5 L=16", 10240, 10240, 8, 0, &p, 3, h2h, up, dn);
     return es_test_done("test_gpu_bench");
   }
   bench_case(w, pair, "study K=5 L=16", 10240, 10240, 8, 0, &p, 20, 1, up, dn);
