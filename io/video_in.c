@@ -328,6 +328,13 @@ static int plane0_direct(enum AVPixelFormat f, int depth, int *offset) {
              : 0;
 }
 
+/* Plane 0 holds the grey plane exactly as delivered (samples one after another, no
+ * conversion): its rows can be read, copied or lent as they are. */
+static int plane0_as_stored(enum AVPixelFormat f, int depth) {
+  int offset = 0;
+  return plane0_direct(f, depth, &offset) == (depth == 16 ? 2 : 1) && offset == 0;
+}
+
 /* For a YUV or grey format whose Y plane is plane 0 of 9..16-bit samples: the grey format
  * of the same depth and byte order, so libswscale converts just that plane (as ffmpeg's
  * extractplanes=y then gray16 does: the Y as stored, scaled to 16 bits). */
@@ -354,10 +361,7 @@ static int y4m_kind(const AVFormatContext *fmt) {
     return 0;
   const AVCodecParameters *p = fmt->streams[0]->codecpar;
   if (p->codec_id != AV_CODEC_ID_RAWVIDEO || p->width <= 0 || p->height <= 0) return 0;
-  const int depth = depth_of((enum AVPixelFormat)p->format);
-  int offset = 0;
-  return plane0_direct((enum AVPixelFormat)p->format, depth, &offset) == (depth == 16 ? 2 : 1) &&
-                 offset == 0
+  return plane0_as_stored((enum AVPixelFormat)p->format, depth_of((enum AVPixelFormat)p->format))
              ? 2
              : 1;
 }
@@ -1022,10 +1026,7 @@ int es_video_in_read(es_video_in *v, void *dst, size_t dst_stride, int64_t *pts,
  * as stored; 0 if it cannot (the caller copies). Pins a pool buffer on its first lending
  * that pin() accepts. */
 static int lend_frame(es_video_in *v, AVFrame *f, es_video_lent *lent) {
-  int offset = 0;
-  if (plane0_direct(f->format, v->depth, &offset) != (v->depth == 16 ? 2 : 1) ||
-      f->linesize[0] <= 0 || !f->buf[0])
-    return 0;
+  if (!plane0_as_stored(f->format, v->depth) || f->linesize[0] <= 0 || !f->buf[0]) return 0;
   AVFrame *keep = av_frame_alloc();
   if (!keep) return 0;
   av_frame_move_ref(keep, f);
