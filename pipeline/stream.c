@@ -562,26 +562,31 @@ int es_stream_pull(es_stream *s, es_frame **out) {
   return rc;
 }
 
-/* Gives a lent input back to its producer (the slot is the caller's: no lock needed). */
-static void lend_return(es_frame *f) {
-  void (*fn)(void *) = f->lend_release;
-  void *arg = f->lend_arg;
+/* Detaches a lent input from its frame, for the caller to give back (lend_give) outside
+ * the stream's lock. */
+typedef struct lend_ret {
+  void (*fn)(void *);
+  void *arg;
+} lend_ret;
+static lend_ret lend_take(es_frame *f) {
+  lend_ret r = {f->lend_release, f->lend_arg};
   f->lend = NULL;
   f->lend_release = NULL;
   f->lend_arg = NULL;
-  if (fn) fn(arg);
+  return r;
+}
+static void lend_give(lend_ret r) {
+  if (r.fn) r.fn(r.arg);
 }
 
 void es_stream_release(es_stream *s, es_frame *f) {
   if (!s || !f) return;
   es_slot *sl = (es_slot *)f;
+  lend_ret lent = {NULL, NULL};
   pthread_mutex_lock(&s->lock);
   /* Only a frame the caller holds (acquired and not pushed, or pulled) may go back. */
-  const int held = sl->state == SLOT_ACQUIRED || sl->state == SLOT_PULLED;
-  pthread_mutex_unlock(&s->lock);
-  if (held) lend_return(f); /* before the slot is free for another producer */
-  pthread_mutex_lock(&s->lock);
-  if (held && (sl->state == SLOT_ACQUIRED || sl->state == SLOT_PULLED)) {
+  if (sl->state == SLOT_ACQUIRED || sl->state == SLOT_PULLED) {
+    lent = lend_take(f); /* before the slot is free for another producer */
     sl->state = SLOT_FREE;
     sl->next = s->free_head;
     s->free_head = sl;
@@ -589,6 +594,7 @@ void es_stream_release(es_stream *s, es_frame *f) {
     pthread_cond_signal(&s->free_cond);
   }
   pthread_mutex_unlock(&s->lock);
+  lend_give(lent); /* the producer's release may be slow (an unpin): not under the lock */
 }
 
 /* Sets aborted (and shutdown: the workers exit) and wakes every wait (under s->lock). */
@@ -629,7 +635,7 @@ void es_stream_destroy(es_stream **ps) {
   if (s->slots) {
     for (int i = 0; i < s->nslots; i++) {
       es_slot *sl = &s->slots[i];
-      lend_return(&sl->f); /* pushed and never pulled (abort), or never released */
+      lend_give(lend_take(&sl->f)); /* pushed and never pulled (abort), or never released */
       data_free(sl);
       buf_free(sl->f.map, &sl->reg[1]);
       for (int k = 0; k < 3; k++) buf_free(sl->f.pix.plane[k], &sl->reg[2 + k]);
