@@ -125,7 +125,7 @@ int es_video_in_read_lend(es_video_in *v, void *dst, size_t dst_stride, es_video
                           int64_t *pts, double *pts_seconds, char *msg, size_t len);
 void es_video_in_unlend(void *ref); /* safe after es_video_in_close */
 int64_t es_video_in_corrupt(const es_video_in *v); /* packets/frames skipped */
-double es_video_in_copy_ms(const es_video_in *v); /* under ES_TRACE: ms copying planes out of decoded frames */
+double es_video_in_copy_ms(const es_video_in *v); /* under ES_TRACE: ms copying planes out of decoded frames, or lending them */
 void es_video_in_close(es_video_in **v);
 
 /* ---- Video and streams out. */

@@ -75,7 +75,8 @@ struct es_video_in {
   int64_t step;          /* one frame in tb units (for frames without a time stamp) */
   int64_t next_pts;      /* pts to give a frame without a time stamp */
   int64_t delivered;     /* frames given to the caller */
-  double deliver_ms;     /* ES_TRACE: time spent copying planes out (deliver) */
+  double deliver_ms;     /* ES_TRACE: time spent handing frames over: copying planes out
+                          * (deliver) or lending the frame (lend_frame, pin included) */
   int64_t corrupt;       /* packets/frames skipped */
   int64_t packets;       /* packets of the stream read (raw: frame index of the next one) */
   size_t raw_frame_size; /* bytes of a frame's Y plane read directly (raw, y4m), else 0 */
