@@ -23,6 +23,9 @@
 #include "gpu_kernels.cuh"
 
 #define ES_NSLOT 4              /* pinned staging slots each way */
+#ifndef ES_COPY_THREADS_TOTAL
+#define ES_COPY_THREADS_TOTAL 32 /* staging-copy threads of a multi-GPU job's tasks together */
+#endif
 #ifndef ES_BAND_BYTES
 #define ES_BAND_BYTES (16u << 20) /* output bytes per pipelined band, at most (BENCHMARKS P2) */
 #endif
@@ -100,6 +103,19 @@ struct es_gpu_worker {
  * Tasks of a multi-GPU job run at once: each gets its share of the cores. */
 static __thread int tl_copy_threads;
 
+/* Most OpenMP threads one staging copy uses: 16, or ES_COPY_THREADS from the environment
+ * (for measuring; read once). */
+static int copy_cap(void) {
+  static int cap = -1;
+  int c = __atomic_load_n(&cap, __ATOMIC_RELAXED);
+  if (c < 0) {
+    const char *e = getenv("ES_COPY_THREADS");
+    c = e && atoi(e) > 0 ? atoi(e) : 16;
+    __atomic_store_n(&cap, c, __ATOMIC_RELAXED);
+  }
+  return c;
+}
+
 /* ---- small helpers ---- */
 
 static float es_bits_float(unsigned int u) {
@@ -131,7 +147,7 @@ static void copy_rows(void *dst, size_t dstride, const void *src, size_t sstride
 #ifdef ES_HAVE_OPENMP
     if (total >= ((size_t)1 << 20)) {
       int nt = tl_copy_threads > 0 ? tl_copy_threads : omp_get_max_threads();
-      if (nt > 16) nt = 16;
+      if (nt > copy_cap()) nt = copy_cap();
       size_t chunk = (total + (size_t)nt - 1) / (size_t)nt;
 #pragma omp parallel for num_threads(nt) schedule(static)
       for (int t = 0; t < nt; t++) {
@@ -146,7 +162,7 @@ static void copy_rows(void *dst, size_t dstride, const void *src, size_t sstride
   }
 #ifdef ES_HAVE_OPENMP
   int nt = tl_copy_threads > 0 ? tl_copy_threads : omp_get_max_threads();
-  if (nt > 16) nt = 16;
+  if (nt > copy_cap()) nt = copy_cap();
 #pragma omp parallel for num_threads(nt) schedule(static) if (rowbytes * (size_t)rows >= ((size_t)1 << 20))
 #endif
   for (int y = 0; y < rows; y++)
@@ -838,12 +854,14 @@ static int download_rows(es_gpu_worker *w, void *dst, size_t dstride, const void
     ES_CK(cudaStreamSynchronize(w->s_down));
     goto end;
   }
-  ES_CK(grow_pinned(w->h_out, ES_NSLOT, &w->cap_hout, w->cap_hout > ES_BAND_BYTES ? w->cap_hout : ES_BAND_BYTES));
-  chunk = (int)(w->cap_hout / rowbytes);
-  if (chunk < 1) {
-    ES_CK(grow_pinned(w->h_out, ES_NSLOT, &w->cap_hout, rowbytes));
-    chunk = 1;
+  {
+    /* Chunks of one band at most, in staging no larger than this download needs (the
+     * warm-up's 37x23 render had grown it to ES_NSLOT whole bands). */
+    size_t total = rowbytes * (size_t)rows, want = total < ES_BAND_BYTES ? total : ES_BAND_BYTES;
+    if (want < rowbytes) want = rowbytes;
+    ES_CK(grow_pinned(w->h_out, ES_NSLOT, &w->cap_hout, want));
   }
+  chunk = (int)(w->cap_hout / rowbytes);
   if (chunk > rows) chunk = rows;
   nch = (rows + chunk - 1) / chunk;
   for (int c = 0; c <= nch; c++) {
@@ -1012,7 +1030,11 @@ static int run_phase(es_task *ts, int n, char *msg, size_t msglen) {
   int share = 0;
   if (n > 1) {
 #ifdef ES_HAVE_OPENMP
-    share = omp_get_num_procs() / n - 1; /* one core a task drives the device */
+    /* One core a task drives the device; the copies of all tasks together at most 32
+     * threads: host memory bandwidth is spent long before that, and 4 tasks of 15 threads
+     * on 64 cores stalled 2560^2 jobs for 3-10 ms (BENCHMARKS F1). */
+    share = omp_get_num_procs() / n - 1;
+    if (share > ES_COPY_THREADS_TOTAL / n) share = ES_COPY_THREADS_TOTAL / n;
 #else
     share = 1;
 #endif
@@ -1299,5 +1321,53 @@ end:
   if (s) cudaStreamDestroy(s);
   if (d) cudaFree(d);
   if (h) cudaFreeHost(h);
+  return rc;
+}
+
+extern "C" int es_gpu_bench_pcie_multi(const int *devices, int n, size_t bytes, float *h2d_gbs,
+                                       float *d2h_gbs, char *msg, size_t msglen) {
+  int rc = ES_OK, dev = n > 0 ? devices[0] : 0;
+  void *h[ES_MAX_GPUS] = {0}, *d[ES_MAX_GPUS] = {0};
+  cudaStream_t s[ES_MAX_GPUS] = {0};
+  double best[2] = {1e30, 1e30};
+  if (n < 1 || n > ES_MAX_GPUS) {
+    if (msg && msglen) snprintf(msg, msglen, "GPU: %d devices (1..%d)", n, ES_MAX_GPUS);
+    return ES_ERR_USAGE;
+  }
+  for (int i = 0; i < n; i++) {
+    dev = devices[i];
+    ES_CK(cudaSetDevice(dev));
+    ES_CK(cudaMallocHost(&h[i], bytes));
+    ES_CK(cudaMalloc(&d[i], bytes));
+    memset(h[i], 1, bytes);
+    ES_CK(cudaStreamCreateWithFlags(&s[i], cudaStreamNonBlocking));
+  }
+  for (int r = 0; r < 6; r++) { /* the first is a warm-up */
+    for (int dir = 0; dir < 2; dir++) {
+      struct timespec t0, t1;
+      clock_gettime(CLOCK_MONOTONIC, &t0);
+      for (int i = 0; i < n; i++) {
+        dev = devices[i];
+        ES_CK(cudaSetDevice(dev));
+        if (dir == 0)
+          ES_CK(cudaMemcpyAsync(d[i], h[i], bytes, cudaMemcpyHostToDevice, s[i]));
+        else
+          ES_CK(cudaMemcpyAsync(h[i], d[i], bytes, cudaMemcpyDeviceToHost, s[i]));
+      }
+      for (int i = 0; i < n; i++) ES_CK(cudaStreamSynchronize(s[i]));
+      clock_gettime(CLOCK_MONOTONIC, &t1);
+      double ms = (double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) * 1e-6;
+      if (r && ms < best[dir]) best[dir] = ms;
+    }
+  }
+  if (h2d_gbs) *h2d_gbs = (float)((double)bytes * n / 1e9 / (best[0] / 1e3));
+  if (d2h_gbs) *d2h_gbs = (float)((double)bytes * n / 1e9 / (best[1] / 1e3));
+end:
+  for (int i = 0; i < n; i++) {
+    cudaSetDevice(devices[i]);
+    if (s[i]) cudaStreamDestroy(s[i]);
+    if (d[i]) cudaFree(d[i]);
+    if (h[i]) cudaFreeHost(h[i]);
+  }
   return rc;
 }

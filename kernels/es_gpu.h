@@ -79,6 +79,12 @@ int es_gpu_bench_kernel(es_gpu_worker *w, const es_job *job, int reps, float *ms
 int es_gpu_bench_pcie(int device, size_t bytes, float *h2d_gbs, float *d2h_gbs, char *msg,
                       size_t msglen);
 
+/* The same on n devices at once: each copies `bytes` each way, all started together, timed
+ * by the host clock from the first start to the last end; best of a few repetitions, as the
+ * total over the devices in GB/s. The PCIe floor of an n-GPU job. */
+int es_gpu_bench_pcie_multi(const int *devices, int n, size_t bytes, float *h2d_gbs,
+                            float *d2h_gbs, char *msg, size_t msglen);
+
 #ifdef __cplusplus
 }
 #endif

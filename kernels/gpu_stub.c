@@ -99,3 +99,13 @@ int es_gpu_bench_pcie(int device, size_t bytes, float *h2d_gbs, float *d2h_gbs, 
   if (d2h_gbs) *d2h_gbs = 0.0f;
   return stub_fail(msg, msglen);
 }
+
+int es_gpu_bench_pcie_multi(const int *devices, int n, size_t bytes, float *h2d_gbs,
+                            float *d2h_gbs, char *msg, size_t msglen) {
+  (void)devices;
+  (void)n;
+  (void)bytes;
+  if (h2d_gbs) *h2d_gbs = 0.0f;
+  if (d2h_gbs) *d2h_gbs = 0.0f;
+  return stub_fail(msg, msglen);
+}

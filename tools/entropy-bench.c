@@ -30,6 +30,7 @@ typedef struct bench_opts {
   const char *json;
   int ncases;
   int cases[16][4]; /* --case WxHxKxL: only these (CPU and GPU rows, no naive ones) */
+  int gpu_only;     /* --gpu-only: no CPU rows; the CPU map (for err) computed once */
 } bench_opts;
 
 static FILE *g_json;
@@ -285,6 +286,52 @@ typedef struct gpu_set {
   es_gpu_worker *w[ES_MAX_GPUS];
 } gpu_set;
 
+/* Host-to-host rows of one job on 1 (when t1 < 0: timed here too), 2, 4, 8, ... and all
+ * GPUs of g, each with its scaling efficiency against the one-GPU time: t1 / (n * tn). */
+static void multi_rows(const char *group, gpu_set *g, const es_job *job, int reps, double t1,
+                       const float *map_cpu, const char *tag) {
+  const int w = job->in.width, h = job->in.height, K = job->params.window, L = job->params.levels;
+  const size_t npx = (size_t)w * h;
+  double *t = malloc((size_t)reps * sizeof *t);
+  char msg[256] = "", eng[48], note[200];
+  if (!t) return;
+  for (int n = t1 < 0 ? 1 : 2; n <= g->n; n = n * 2 > g->n && n < g->n ? g->n : n * 2) {
+    memset(job->map, 0xff, npx * sizeof *job->map);
+    int ok = es_gpu_run_multi(g->w, n, job, msg, sizeof msg) == ES_OK; /* warm-up */
+    for (int i = 0; ok && i < reps; i++) {
+      double t0 = now_s();
+      ok = es_gpu_run_multi(g->w, n, job, msg, sizeof msg) == ES_OK;
+      t[i] = (now_s() - t0) * 1e3;
+    }
+    snprintf(eng, sizeof eng, "gpu x%d host-to-host%s", n, tag);
+    if (!ok) {
+      row_out(group, eng, w, h, K, L, 0, -1, 0, 0, "", msg);
+      continue;
+    }
+    double tn = median(t, reps);
+    note[0] = 0;
+    if (n == 1) {
+      t1 = tn;
+    } else if (t1 > 0 && tn > 0) {
+      int len = snprintf(note, sizeof note, "%.2fx the x1 time, scaling efficiency %.2f", tn / t1,
+                         t1 / (n * tn));
+      /* The floor of n GPUs at once: each moves its share of the output both ways. */
+      int devs[ES_MAX_GPUS];
+      float up = 0, down = 0;
+      for (int i = 0; i < n; i++) devs[i] = es_gpu_worker_device(g->w[i]);
+      if (!*tag &&
+          es_gpu_bench_pcie_multi(devs, n, npx * 4 / (size_t)n, &up, &down, msg, sizeof msg) == ES_OK &&
+          up > 0 && down > 0)
+        snprintf(note + len, sizeof note - (size_t)len,
+                 "; PCIe floor %.3f ms (%d GPUs at once: H2D %.1f GB/s, D2H %.1f GB/s)",
+                 (double)npx / (up * 1e6) + (double)npx * 4 / (down * 1e6), n, up, down);
+    }
+    row_out(group, eng, w, h, K, L, 0, tn, reps, max_diff(map_cpu, job->map, npx), "vs cpu", note);
+    if (n == g->n) break;
+  }
+  free(t);
+}
+
 static void gpu_rows(const bench_opts *o, const char *group, gpu_set *g, const es_image *img,
                      const es_params *p, const float *map_cpu, float *mapg, int full) {
   int w = img->width, h = img->height, K = p->window, L = p->levels;
@@ -352,25 +399,22 @@ static void gpu_rows(const bench_opts *o, const char *group, gpu_set *g, const e
 
   /* Several GPUs: 2, 4, 8, ... and all of them, each with its scaling efficiency against
    * the one-GPU row: t1 / (n * tn). */
-  for (int n = 2; full && n <= g->n; n = n * 2 > g->n && n < g->n ? g->n : n * 2) {
-    memset(mapg, 0xff, npx * sizeof *mapg);
-    ok = es_gpu_run_multi(g->w, n, &job, msg, sizeof msg) == ES_OK;
-    for (int i = 0; ok && i < reps; i++) {
-      double t0 = now_s();
-      ok = es_gpu_run_multi(g->w, n, &job, msg, sizeof msg) == ES_OK;
-      t[i] = (now_s() - t0) * 1e3;
+  if (full) multi_rows(group, g, &job, reps, h2h, map_cpu, "");
+  /* The same with page-locked input and output: no staging copies on the host, so these
+   * rows show what the GPUs and their links scale to without the host's memory copies. */
+  if (full && g->n > 1) {
+    uint8_t *pin_in = (uint8_t *)es_gpu_host_alloc(npx);
+    float *pin_out = (float *)es_gpu_host_alloc(npx * sizeof *pin_out);
+    if (pin_in && pin_out) {
+      es_job pj = job;
+      memcpy(pin_in, img->data, npx);
+      pj.in.data = pin_in;
+      pj.in.stride = (size_t)w;
+      pj.map = pin_out;
+      multi_rows(group, g, &pj, reps, -1, map_cpu, ", pinned");
     }
-    char eng[32], note[96] = "";
-    snprintf(eng, sizeof eng, "gpu x%d host-to-host", n);
-    if (ok) {
-      double tn = median(t, reps);
-      if (h2h > 0 && tn > 0)
-        snprintf(note, sizeof note, "%.2fx the x1 time, scaling efficiency %.2f", tn / h2h,
-                 h2h / (n * tn));
-      row_out(group, eng, w, h, K, L, 0, tn, reps, max_diff(map_cpu, mapg, npx), "vs cpu", note);
-    } else {
-      row_out(group, eng, w, h, K, L, 0, -1, 0, 0, "", msg);
-    }
+    es_gpu_host_free(pin_in);
+    es_gpu_host_free(pin_out);
   }
 end:
   free(ms);
@@ -394,7 +438,15 @@ static int run_case(const bench_opts *o, const char *group, gpu_set *g, int w, i
   es_params_default(&p);
   p.window = K;
   p.levels = L;
-  cpu_rows(o, group, &img, &p, map1, map2, naive);
+  if (o->gpu_only) {
+    es_job job;
+    char msg[256];
+    fill_job(&job, &img, &p, map1);
+    if (es_cpu_run(&job, 0, msg, sizeof msg) != ES_OK)
+      fprintf(stderr, "entropy-bench: cpu: %s\n", msg);
+  } else {
+    cpu_rows(o, group, &img, &p, map1, map2, naive);
+  }
   if (gpu) gpu_rows(o, group, g, &img, &p, map1, map2, gpu_full);
   fflush(stdout);
   free(data);
@@ -406,7 +458,8 @@ static int run_case(const bench_opts *o, const char *group, gpu_set *g, int w, i
 static void usage(void) {
   fprintf(stderr,
           "usage: entropy-bench [--quick] [--threads N] [--reps N] [--json FILE]\n"
-          "                     [--case WxHxKxL ...]   (these cases only: CPU and GPU rows)\n");
+          "                     [--case WxHxKxL ...]   (these cases only: CPU and GPU rows)\n"
+          "                     [--gpu-only]           (no CPU rows; errors still against the CPU)\n");
 }
 
 int main(int argc, char **argv) {
@@ -416,6 +469,8 @@ int main(int argc, char **argv) {
     const char *a = argv[i];
     if (!strcmp(a, "--quick")) {
       o.quick = 1;
+    } else if (!strcmp(a, "--gpu-only")) {
+      o.gpu_only = 1;
     } else if (!strcmp(a, "--threads") && i + 1 < argc) {
       o.threads = atoi(argv[++i]);
     } else if (!strcmp(a, "--reps") && i + 1 < argc) {
