@@ -121,7 +121,8 @@ typedef struct es_config {
   int64_t cpu_below;    /* frames with fewer pixels go to the CPU under auto; <0: default */
   int threads;          /* CPU worker threads; 0 = all cores */
   int stats_bins;       /* 1..ES_STATS_MAX_BINS; default 16 */
-  int queue;            /* frames in flight per stage (streaming); default 8 */
+  int queue;            /* frames in flight per stage (streaming); 0 (default): 8, or 4 a
+                         * GPU where more than two GPUs are to be used (es_config_queue) */
   int verbose;          /* 0 quiet, 1 normal, 2 verbose (library messages to stderr) */
   int gpu_background;   /* 1: with device auto and all GPUs, es_context_create returns at
                          * once and opens the GPUs on a thread of its own (CUDA start-up
@@ -134,6 +135,11 @@ typedef struct es_config {
                          * choice (spin while cores outnumber contexts). */
 } es_config;
 void es_config_default(es_config *c);
+/* The frames in flight a context of this configuration uses: cfg->queue, or where that is
+ * 0 the default, 8 or 4 for each GPU it is to use, whichever is more. The GPUs of "all" are
+ * counted without starting CUDA: CUDA_VISIBLE_DEVICES' entries, else the driver's
+ * /proc/driver/nvidia/gpus. */
+int es_config_queue(const es_config *c);
 
 typedef struct es_context es_context;
 

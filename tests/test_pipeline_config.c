@@ -54,7 +54,7 @@ int main(void) {
             c.params.border == ES_BORDER_CLIP && c.params.base == ES_BASE_2,
         "params defaults");
   CHECK(c.device == ES_DEVICE_AUTO && c.ngpus == 0 && c.cpu_below < 0 && c.threads == 0 &&
-            c.stats_bins == 16 && c.queue == 8 && c.verbose == 1,
+            c.stats_bins == 16 && c.queue == 0 && c.verbose == 1,
         "config defaults");
 
   expect(&c, ES_OK, NULL, "defaults");
@@ -80,7 +80,8 @@ int main(void) {
   BAD(threads, -1, ES_ERR_USAGE, "--threads -1");
   BAD(stats_bins, 0, ES_ERR_USAGE, "--stats-bins 0");
   BAD(stats_bins, ES_STATS_MAX_BINS + 1, ES_ERR_USAGE, "--stats-bins");
-  BAD(queue, 0, ES_ERR_USAGE, "--queue 0");
+  BAD(queue, -1, ES_ERR_USAGE, "--queue -1");
+  BAD(queue, 4097, ES_ERR_USAGE, "--queue 4097");
   BAD(ngpus, -2, ES_ERR_USAGE, "--gpus");
   /* Levels above 256 are fine for the context (16-bit input); checked per image. */
   BAD(params.levels, 65536, ES_OK, NULL);
@@ -88,6 +89,36 @@ int main(void) {
 
   int visible = es_gpu_device_count();
   printf("GPUs visible: %d\n", visible);
+
+  /* The default queue: 8, or 4 frames a GPU to be used; "all" counted from
+   * CUDA_VISIBLE_DEVICES (CUDA has started above, so changing it here changes nothing else). */
+  {
+    es_config q;
+    es_config_default(&q);
+    const int g = es_gpu_built();
+    q.queue = 5;
+    CHECK(es_config_queue(&q) == 5, "explicit queue: %d", es_config_queue(&q));
+    q.queue = 0;
+    q.ngpus = 2;
+    CHECK(es_config_queue(&q) == 8, "2 GPUs: %d", es_config_queue(&q));
+    q.ngpus = 3;
+    CHECK(es_config_queue(&q) == (g ? 12 : 8), "3 GPUs: %d", es_config_queue(&q));
+    q.device = ES_DEVICE_CPU;
+    CHECK(es_config_queue(&q) == 8, "cpu: %d", es_config_queue(&q));
+    q.device = ES_DEVICE_AUTO;
+    q.ngpus = 0;
+    const char *old = getenv("CUDA_VISIBLE_DEVICES");
+    char *saved = old ? strdup(old) : NULL;
+    setenv("CUDA_VISIBLE_DEVICES", "0, 1,2,3,", 1);
+    CHECK(es_config_queue(&q) == (g ? 16 : 8), "4 visible: %d", es_config_queue(&q));
+    setenv("CUDA_VISIBLE_DEVICES", "", 1);
+    CHECK(es_config_queue(&q) == 8, "none visible: %d", es_config_queue(&q));
+    if (saved)
+      setenv("CUDA_VISIBLE_DEVICES", saved, 1);
+    else
+      unsetenv("CUDA_VISIBLE_DEVICES");
+    free(saved);
+  }
   /* A GPU that does not exist. */
   es_config_default(&b);
   b.gpus[0] = visible + 2;
@@ -121,7 +152,8 @@ int main(void) {
   b.verbose = 0;
   CHECK(es_context_create(&ctx, &b, NULL, 0) == ES_OK, "create");
   const es_config *in = es_context_config(ctx);
-  CHECK(in && in->threads == 3 && in->cpu_below == 163840 && in->queue == 8 && in->verbose == 0,
+  CHECK(in && in->threads == 3 && in->cpu_below == 163840 && in->queue == es_config_queue(&b) &&
+            in->queue >= 8 && in->verbose == 0,
         "config in force: threads %d cpu_below %lld", in ? in->threads : -1,
         in ? (long long)in->cpu_below : -1LL);
   CHECK(strcmp(es_context_error(ctx), "") == 0, "fresh context has an error: %s",

@@ -193,6 +193,13 @@ def main():
                 "cat %s | %s - --stats %s -y --no-progress --device %s --gpus %s" %
                 (ly4m, es, stats, a.device, g),
                 None, lambda: "stats records %d of %d" % (count_lines(stats), n), frames=n)
+        # The same with a 51x51 window and 256 levels: the GPUs, not the reader, set the
+        # pace, so these rows show how the stream scales with GPUs.
+        for g in a.gpus:
+            row("y4m 1080p grey stdin (file), %d frames, K=51 L=256 stats only gpus=%s" % (n, g),
+                "%s - --window 51 --levels 256 --stats %s -y --no-progress --device %s "
+                "--gpus %s < %s" % (es, stats, a.device, g, ly4m),
+                None, lambda: "stats records %d of %d" % (count_lines(stats), n), frames=n)
         os.remove(ly4m)
     if a.cpu_row and not a.no_extras:
         base = [r for r in res["rows"] if r["case"] == "ffmpeg transcode libx264 veryfast"][0]

@@ -168,7 +168,8 @@ static void usage(FILE *f) {
     "      --cpu-below N     under auto, frames of fewer pixels go to the CPU, 0..2^62\n"
     "                        (default: measured, or 163840)\n"
     "      --threads N       CPU worker threads, 0..4096 (default 0 = all cores)\n"
-    "      --queue N         frames in flight per stage, 1..1024 (default 8)\n"
+    "      --queue N         frames in flight per stage, 1..1024 (default 8, or 4 a GPU\n"
+    "                        with more than two GPUs)\n"
     "Input and output:\n"
     "      --raw SPEC        raw stdin: gray8:WxH[@FPS] or gray16le:WxH[@FPS]\n"
     "      --codec NAME      video encoder (default libx264 if present, else mpeg4)\n"
@@ -1133,6 +1134,7 @@ static int run_images(cli_opts *o, int in_kind, int out_kind) {
     char cmsg[MSG_LEN] = "";
     es_config cfg = o->cfg;
     es_stream_config sc;
+    cfg.queue = es_config_queue(&cfg);
     if (n < (size_t)cfg.queue) cfg.queue = n > 0 ? (int)n : 1;
     rc = es_context_create(&b.ctx, &cfg, cmsg, sizeof cmsg);
     if (rc != ES_OK) {
