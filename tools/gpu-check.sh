@@ -12,7 +12,7 @@
 #      ES_CHECK_STREAM_ARGS (more bench-stream.py options, e.g. --no-extras).
 # Four GPUs (the scaling issue), in one call:
 #   ES_CHECK_SKIP="sanitizer skimage bench ctest" ES_CHECK_STREAM_ARGS=--no-extras \
-#     bash tools/gpu-check.sh $OUT     # entropy-bench x1/x2/x4, streaming on 0 / 0,1 / all
+#     bash tools/gpu-check.sh $OUT     # entropy-bench x1/x2/x4, streaming on 0 / 0,1 / 0,1,2,3
 # Files back: results.json, gpu-bench.json, bench.json, skimage.json, stream.json and
 # logs.tar.gz (every log).
 set -u
@@ -118,9 +118,11 @@ res[stream]=skipped
 if [[ $skip != *" stream "* ]] && command -v ffmpeg >/dev/null && [ -x "$bdir/tools/entropy-stream" ]; then
   stage "streaming benchmark"
   ngpu=$(nvidia-smi -L 2>/dev/null | wc -l)
+  # Explicit lists: "all" under auto starts on the CPU while CUDA opens the GPUs in the
+  # background (2 s for four H200s), which would hide how the GPUs scale.
   gl=(all)
-  [ "$ngpu" -ge 2 ] && gl=(0 all)
-  [ "$ngpu" -ge 4 ] && gl=(0 0,1 all)
+  [ "$ngpu" -ge 2 ] && gl=(0 0,1)
+  [ "$ngpu" -ge 4 ] && gl=(0 0,1 0,1,2,3)
   timeout ${ES_CHECK_STREAM_TIMEOUT:-300} python3 tools/bench-stream.py --bin "$bdir/tools/entropy-stream" \
     --out "$out" --frames ${ES_CHECK_FRAMES:-600} --reps ${ES_CHECK_REPS:-3} --gpus "${gl[@]}" \
     --cpu-row ${ES_CHECK_STREAM_ARGS:-} >"$out/stream.log" 2>&1
