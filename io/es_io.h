@@ -16,6 +16,10 @@
 extern "C" {
 #endif
 
+/* Whether a path names a y4m file (".y4m", any case): the readers and writers say so when
+ * a minimal libavformat lacks the y4m demuxer or muxer. */
+int es_path_is_y4m(const char *path);
+
 /* ---- Atomic outputs: write to a temporary name in the same directory, rename at the end. */
 typedef struct es_atomic {
   char *final_path; /* owned */

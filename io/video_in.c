@@ -550,8 +550,7 @@ int es_video_in_open(es_video_in **out, const char *path, const es_video_in_opts
     averr(msg, len, "cannot open", err);
     /* A minimal libavformat may lack the y4m demuxer: say so rather than only "invalid
      * data" for what is a valid YUV4MPEG2 stream elsewhere. */
-    size_t pl = strlen(path);
-    int y4m_like = !strcmp(path, "-") || (pl > 4 && !strcasecmp(path + pl - 4, ".y4m"));
+    int y4m_like = !strcmp(path, "-") || es_path_is_y4m(path);
     if (!raw && y4m_like && !av_find_input_format("yuv4mpegpipe")) {
       size_t used = strlen(msg);
       snprintf(msg + used, len > used ? len - used : 0,
@@ -812,6 +811,11 @@ static int next_packet(es_video_in *v, char *msg, size_t len) {
 
 /* ---- Direct reads (raw_direct): through libavformat's AVIOContext, or with pread from a
  * regular file (pfd). */
+
+int es_path_is_y4m(const char *path) {
+  const size_t pl = strlen(path);
+  return pl > 4 && !strcasecmp(path + pl - 4, ".y4m");
+}
 
 /* pread until n bytes or the end; returns the count (a read error ends it early). */
 static size_t pread_full(int fd, uint8_t *dst, size_t n, int64_t off, int *err) {

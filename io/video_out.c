@@ -15,7 +15,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -248,8 +247,7 @@ int es_video_out_open(es_video_out **out, const char *path, const es_video_out_o
   } else {
     v->mode = MODE_ENCODE;
     ofmt = av_guess_format(NULL, path, NULL);
-    size_t pl = strlen(path);
-    if (!ofmt && pl > 4 && !strcasecmp(path + pl - 4, ".y4m")) {
+    if (!ofmt && es_path_is_y4m(path)) {
       /* A y4m name, and a libavformat built without the muxer (a minimal FFmpeg): the
        * name is right, the library cannot write it - as for -o - above. */
       snprintf(msg, len, "libavformat has no yuv4mpegpipe muxer");
