@@ -555,6 +555,13 @@ static const void *pick_shared_kernel(const es_range *R, int square, int K) {
   return shared_kernel<uint32_t, 0>(R->hl);
 }
 
+/* The global-histogram kernel (large L) for a range's level type. */
+static const void *pick_global_kernel(const es_range *R) {
+  if (R->lt == 1) return (const void *)k_entropy<uint8_t, ES_HL_GLOBAL, 0>;
+  if (R->lt == 2) return (const void *)k_entropy<uint16_t, ES_HL_GLOBAL, 0>;
+  return (const void *)k_entropy<uint32_t, ES_HL_GLOBAL, 0>;
+}
+
 /* Strips for gx columns of blocks over `rows` rows when `cap` blocks fit on the chip at
  * once: every block has the same work, so the grid should be whole waves - one block more
  * than a wave runs as a tail on its own (the first strip rule, ty ~ rows * gx / cap,
@@ -641,17 +648,13 @@ static cudaError_t launch_entropy(es_gpu_worker *w, const es_range *R, const es_
   }
   E.ty = ty;
   E.gslots = slots;
+  const void *kfn = pick_global_kernel(R);
   for (int s = 0; s < nstrips; s += per) {
     int ns = nstrips - s < per ? nstrips - s : per;
     E.strip0 = s;
-    dim3 grid((unsigned)gx, (unsigned)ns);
-    if (R->lt == 1)
-      k_entropy<uint8_t, ES_HL_GLOBAL, 0><<<grid, bx, smem, w->s_comp>>>(E);
-    else if (R->lt == 2)
-      k_entropy<uint16_t, ES_HL_GLOBAL, 0><<<grid, bx, smem, w->s_comp>>>(E);
-    else
-      k_entropy<uint32_t, ES_HL_GLOBAL, 0><<<grid, bx, smem, w->s_comp>>>(E);
-    cudaError_t e = cudaGetLastError();
+    void *args[] = {(void *)&E};
+    cudaError_t e = cudaLaunchKernel(kfn, dim3((unsigned)gx, (unsigned)ns), dim3((unsigned)bx),
+                                     args, smem, w->s_comp);
     if (e != cudaSuccess) return e;
   }
   return cudaSuccess;

@@ -192,16 +192,16 @@ template <int HL, uint32_t U = 1> struct es_hist {
     if (HL == ES_HL_W32) return es_lds_v(sa + v * (4 * ES_W32_BX));
     return *p16(v);
   }
-  /* Moves the count of level v by d (+1 or -1, a constant at every call); returns the
-   * count before the move (as the word holds it: z + c * U). */
-  __device__ __forceinline__ uint32_t add(uint32_t v, int d) const {
+  /* Adds a pixel of level v (the window's first fill); returns the count before (as the
+   * word holds it: z + c * U). The slide moves counts with move(). */
+  __device__ __forceinline__ uint32_t inc(uint32_t v) const {
     if (HL == ES_HL_W32) {
       const uint32_t a = sa + v * (4 * ES_W32_BX), c = es_lds_v(a);
-      es_sts_v(a, c + (uint32_t)d * U);
+      es_sts_v(a, c + U);
       return c;
     }
     unsigned short *p = p16(v), c = *p;
-    *p = (unsigned short)(c + d);
+    *p = (unsigned short)(c + 1u);
     return c;
   }
   /* One step of the slide: level vo loses a pixel, then vi gains one (they may be the
@@ -289,7 +289,7 @@ __global__ void __launch_bounds__(128) k_entropy(const es_eparams P) {
     for (int dy = 0; dy < K; dy++) {
       const int h = P.hw[dy];
       const LT *row = col + (size_t)(ys + dy) * lp;
-      for (int j = r - h; j <= r + h; j++) S += ES_DT(hist.add(row[j], 1));
+      for (int j = r - h; j <= r + h; j++) S += ES_DT(hist.inc(row[j]));
     }
     /* KC (8-bit levels): the word index of the row that leaves the window, moved a row a
      * step rather than computed from y (BENCHMARKS G16); the entering row is kw words
