@@ -16,11 +16,7 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
-#ifdef _OPENMP
-#include <omp.h>
-#endif
 
-#include "es_copy.h"
 #include "es_gpu.h"
 #include "es_kernels.h"
 
@@ -290,51 +286,6 @@ typedef struct gpu_set {
   es_gpu_worker *w[ES_MAX_GPUS];
 } gpu_set;
 
-/* The host's memory bandwidth as the pageable host-to-host path uses it: copies of the map's
- * size between two pageable buffers on all threads with non-temporal stores (es_copy_nt,
- * as the staging copies do), median of 5 after a warm-up. A pageable job moves its input
- * and output through host memory three times (the caller's buffer read or written, the
- * staging written or read, and the DMA), so (in + out) * 3 bytes at this rate is a floor
- * no number of GPUs goes below. A row with a note only. */
-static void host_copy_row(const char *group, int w, int h, int K, int L, int threads) {
-  const size_t npx = (size_t)w * h, bytes = npx * 4;
-  char *a = malloc(bytes), *b = malloc(bytes), note[200];
-  double t[5];
-  int nt = 1;
-  if (!a || !b) {
-    free(a);
-    free(b);
-    return;
-  }
-  memset(a, 1, bytes);
-  memset(b, 2, bytes);
-#ifdef _OPENMP
-  nt = threads > 0 ? threads : omp_get_max_threads();
-#else
-  (void)threads;
-#endif
-  for (int r = -1; r < 5; r++) {
-    double t0 = now_s();
-#ifdef _OPENMP
-#pragma omp parallel for num_threads(nt) schedule(static)
-#endif
-    for (int k = 0; k < nt; k++) {
-      const size_t per = (bytes + (size_t)nt - 1) / (size_t)nt, lo = (size_t)k * per,
-                   hi = lo + per < bytes ? lo + per : bytes;
-      if (lo < hi) es_copy_nt(b + lo, a + lo, hi - lo);
-    }
-    if (r >= 0) t[r] = (now_s() - t0) * 1e3;
-  }
-  const double ms = median(t, 5), gbs = 2.0 * (double)bytes / (ms * 1e6);
-  snprintf(note, sizeof note,
-           "%.1f GB/s read + write, %d threads; pageable host-to-host floor from host memory "
-           "%.3f ms (3 x (in + out) bytes)",
-           gbs, nt, 3.0 * (double)(npx * 5) / (gbs * 1e6));
-  row_out(group, "host memory copy", w, h, K, L, nt, -1, 0, 0, "", note);
-  free(a);
-  free(b);
-}
-
 /* Host-to-host rows of one job on 1 (when t1 < 0: timed here too), 2, 4, 8, ... and all
  * GPUs of g, each with its scaling efficiency against the one-GPU time: t1 / (n * tn). */
 static void multi_rows(const char *group, gpu_set *g, const es_job *job, int reps, double t1,
@@ -448,7 +399,6 @@ static void gpu_rows(const bench_opts *o, const char *group, gpu_set *g, const e
 
   /* Several GPUs: 2, 4, 8, ... and all of them, each with its scaling efficiency against
    * the one-GPU row: t1 / (n * tn). */
-  if (full && (size_t)npx * 4 >= ((size_t)64 << 20)) host_copy_row(group, w, h, K, L, o->threads);
   if (full) multi_rows(group, g, &job, reps, h2h, map_cpu, "");
   /* The same with page-locked input and output: no staging copies on the host, so these
    * rows show what the GPUs and their links scale to without the host's memory copies. */
