@@ -134,17 +134,20 @@ static int es_png_precheck(es_png_rd *rd) {
   }
   if (rd->npeek >= 24 && !memcmp(rd->peek + 12, "IHDR", 4)) {
     uint32_t w = es_be32(rd->peek + 16), h = es_be32(rd->peek + 20);
-    int64_t px = (int64_t)w * (int64_t)h;
     if (!w || !h) {
       es_png_set_err(rd, !w ? "image width is zero" : "image height is zero");
       return ES_ERR_INPUT;
     }
-    if ( h && w <= PNG_UINT_31_MAX && h <= PNG_UINT_31_MAX && px > rd->max_pixels) {
-      snprintf(rd->err, sizeof rd->err,
-               "image is %" PRIu32 " x %" PRIu32 " = %" PRId64
-               " pixels, more than --max-pixels %" PRId64,
-               w, h, px, rd->max_pixels);
-      return ES_ERR_INPUT;
+    /* Sizes above 2^31 - 1 are libpng's to refuse; below, the product fits in 62 bits. */
+    if (w <= PNG_UINT_31_MAX && h <= PNG_UINT_31_MAX) {
+      const int64_t px = (int64_t)w * (int64_t)h;
+      if (px > rd->max_pixels) {
+        snprintf(rd->err, sizeof rd->err,
+                 "image is %" PRIu32 " x %" PRIu32 " = %" PRId64
+                 " pixels, more than --max-pixels %" PRId64,
+                 w, h, px, rd->max_pixels);
+        return ES_ERR_INPUT;
+      }
     }
   }
   return ES_OK; /* anything else wrong in the header is libpng's to report */

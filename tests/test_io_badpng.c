@@ -163,6 +163,15 @@ int main(void) {
         "huge: %d %s", st, msg);
   CHECK(dt < 0.5, "huge header took %.3f s", dt);
   printf("huge: %s (%.6f s)\n", msg, dt);
+  /* Width and height above 2^31 - 1 (invalid PNG; a random corruption found the product
+   * overflowing int64 in the size check before libpng could refuse them). */
+  {
+    membuf wide = make_png(0xF0000000u, 0xE0000000u, one, 2);
+    st = read_mem(&wide, 0, msg, sizeof msg);
+    CHECK(st == ES_ERR_INPUT, "4026531840 x 3758096384: %d %s", st, msg);
+    printf("huge invalid sizes: %s\n", msg);
+    free(wide.p);
+  }
   /* the same through the file reader */
   char path[512];
   snprintf(path, sizeof path, "%s/huge.png", tmpdir);
