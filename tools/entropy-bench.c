@@ -286,6 +286,19 @@ typedef struct gpu_set {
   es_gpu_worker *w[ES_MAX_GPUS];
 } gpu_set;
 
+/* Host-to-host runs of one job on the first n workers: one warm-up (it sizes the buffers),
+ * then reps timed runs into t (ms). 1 if every run succeeded, else 0 with msg. */
+static int time_h2h(es_gpu_worker **ws, int n, const es_job *job, int reps, double *t,
+                    char *msg, size_t msglen) {
+  int ok = es_gpu_run_multi(ws, n, job, msg, msglen) == ES_OK;
+  for (int i = 0; ok && i < reps; i++) {
+    double t0 = now_s();
+    ok = es_gpu_run_multi(ws, n, job, msg, msglen) == ES_OK;
+    t[i] = (now_s() - t0) * 1e3;
+  }
+  return ok;
+}
+
 /* Host-to-host rows of one job on 1 (when t1 < 0: timed here too), 2, 4, 8, ... and all
  * GPUs of g, each with its scaling efficiency against the one-GPU time: t1 / (n * tn). */
 static void multi_rows(const char *group, gpu_set *g, const es_job *job, int reps, double t1,
@@ -297,12 +310,7 @@ static void multi_rows(const char *group, gpu_set *g, const es_job *job, int rep
   if (!t) return;
   for (int n = t1 < 0 ? 1 : 2; n <= g->n; n = n * 2 > g->n && n < g->n ? g->n : n * 2) {
     memset(job->map, 0xff, npx * sizeof *job->map);
-    int ok = es_gpu_run_multi(g->w, n, job, msg, sizeof msg) == ES_OK; /* warm-up */
-    for (int i = 0; ok && i < reps; i++) {
-      double t0 = now_s();
-      ok = es_gpu_run_multi(g->w, n, job, msg, sizeof msg) == ES_OK;
-      t[i] = (now_s() - t0) * 1e3;
-    }
+    const int ok = time_h2h(g->w, n, job, reps, t, msg, sizeof msg);
     snprintf(eng, sizeof eng, "gpu x%d host-to-host%s", n, tag);
     if (!ok) {
       row_out(group, eng, w, h, K, L, 0, -1, 0, 0, "", msg);
@@ -327,7 +335,6 @@ static void multi_rows(const char *group, gpu_set *g, const es_job *job, int rep
                  (double)npx / (up * 1e6) + (double)npx * 4 / (down * 1e6), n, up, down);
     }
     row_out(group, eng, w, h, K, L, 0, tn, reps, max_diff(map_cpu, job->map, npx), "vs cpu", note);
-    if (n == g->n) break;
   }
   free(t);
 }
@@ -364,13 +371,7 @@ static void gpu_rows(const bench_opts *o, const char *group, gpu_set *g, const e
   }
 
   /* Host to host on one GPU: pageable uint8 in, float32 out in host memory. */
-  int ok = es_gpu_run(g->w[0], &job, msg, sizeof msg) == ES_OK; /* warm-up, sizes buffers */
-  for (int i = 0; ok && i < reps; i++) {
-    double t0 = now_s();
-    ok = es_gpu_run(g->w[0], &job, msg, sizeof msg) == ES_OK;
-    t[i] = (now_s() - t0) * 1e3;
-  }
-  if (!ok) {
+  if (!time_h2h(g->w, 1, &job, reps, t, msg, sizeof msg)) {
     row_out(group, "gpu x1 host-to-host", w, h, K, L, 0, -1, 0, 0, "", msg);
     goto end;
   }
