@@ -354,6 +354,11 @@ static enum AVPixelFormat y_plane_gray(enum AVPixelFormat f) {
   return av_get_pix_fmt(name);
 }
 
+int es_path_is_y4m(const char *path) {
+  const size_t pl = strlen(path);
+  return pl > 4 && !strcasecmp(path + pl - 4, ".y4m");
+}
+
 /* A YUV4MPEG2 stream, whose frames are then read here rather than by the demuxer (its
  * header, parsed by the demuxer, says everything): 2 where the Y plane (the first plane of
  * a frame) is stored as delivered, 1 where it needs converting, else 0. */
@@ -811,11 +816,6 @@ static int next_packet(es_video_in *v, char *msg, size_t len) {
 
 /* ---- Direct reads (raw_direct): through libavformat's AVIOContext, or with pread from a
  * regular file (pfd). */
-
-int es_path_is_y4m(const char *path) {
-  const size_t pl = strlen(path);
-  return pl > 4 && !strcasecmp(path + pl - 4, ".y4m");
-}
 
 /* pread until n bytes or the end; returns the count (a read error ends it early). */
 static size_t pread_full(int fd, uint8_t *dst, size_t n, int64_t off, int *err) {
