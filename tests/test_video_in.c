@@ -83,10 +83,16 @@ typedef struct held {
   es_video_lent l;
   int idx;
 } held;
-static void give_back(decoded *d, held *h, size_t frame, size_t row) {
+/* Frame idx's rows (row bytes each, stride apart at src) into d->data, frame bytes a frame. */
+static void store_frame(decoded *d, int idx, const void *src, size_t stride, size_t frame,
+                        size_t row) {
   for (int y = 0; y < d->info.height; y++)
-    memcpy(d->data + frame * h->idx + (size_t)y * row, (const uint8_t *)h->l.data + y * h->l.stride,
+    memcpy(d->data + frame * (size_t)idx + (size_t)y * row, (const uint8_t *)src + y * stride,
            row);
+}
+
+static void give_back(decoded *d, held *h, size_t frame, size_t row) {
+  store_frame(d, h->idx, h->l.data, h->l.stride, frame, row);
   es_video_in_unlend(h->l.ref);
   h->l.ref = NULL;
 }
@@ -138,9 +144,7 @@ static void decode_all(const char *path, const char *raw, int64_t max_pixels, in
       hold[nheld++].idx = d->n;
       d->lent++;
     } else {
-      for (int y = 0; y < d->info.height; y++)
-        memcpy(d->data + frame * d->n + (size_t)y * d->info.width * bps, buf + y * stride,
-               (size_t)d->info.width * bps);
+      store_frame(d, d->n, buf, stride, frame, (size_t)d->info.width * bps);
     }
     d->pts[d->n] = pts;
     d->secs[d->n] = secs;
