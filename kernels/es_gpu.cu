@@ -279,7 +279,8 @@ static const void *const es_kernel_list[] = {
     ES_KSH(uint8_t, 0), ES_KSH(uint16_t, 0), ES_KSH(uint32_t, 0), ES_KSH(uint8_t, 3),
     ES_KSH(uint8_t, 5), ES_KSH(uint8_t, 7), ES_KSH(uint8_t, 9),
     (const void *)k_entropy<uint8_t, ES_HL_GLOBAL, 0>, (const void *)k_entropy<uint16_t, ES_HL_GLOBAL, 0>,
-    (const void *)k_entropy<uint32_t, ES_HL_GLOBAL, 0>};
+    (const void *)k_entropy<uint32_t, ES_HL_GLOBAL, 0>, (const void *)k_entropy4<3>,
+    (const void *)k_entropy4<5>, (const void *)k_entropy4<7>};
 #undef ES_KSH
 
 static void host_thread_stop(es_gpu_worker *w);
@@ -528,14 +529,16 @@ static cudaError_t launch_quant(es_gpu_worker *w, const es_range *R, const es_jo
   Q.lev = w->d_lev;
   Q.lpitch = R->lpitch;
   Q.levhist = levhist ? w->d_acc->levhist : NULL;
-  dim3 grid((unsigned)((Q.W + 2 * Q.r + 255) / 256), (unsigned)((p1 - p0 + ES_QROWS - 1) / ES_QROWS));
+  dim3 grid((unsigned)((Q.lpitch + 255) / 256), (unsigned)((p1 - p0 + ES_QROWS - 1) / ES_QROWS));
   if (p1 <= p0) return cudaSuccess;
-  if (R->lt == 1)
-    k_quant<uint8_t><<<grid, 256, 0, w->s_comp>>>(Q, p0, p1);
-  else if (R->lt == 2)
+  if (R->lt == 1) {
+    grid.x = (unsigned)((Q.lpitch / 4 + 255) / 256);
+    k_quant4<<<grid, 256, 0, w->s_comp>>>(Q, p0, p1);
+  } else if (R->lt == 2) {
     k_quant<uint16_t><<<grid, 256, 0, w->s_comp>>>(Q, p0, p1);
-  else
+  } else {
     k_quant<uint32_t><<<grid, 256, 0, w->s_comp>>>(Q, p0, p1);
+  }
   return cudaGetLastError();
 }
 
@@ -553,6 +556,21 @@ static const void *pick_shared_kernel(const es_range *R, int square, int K) {
   if (R->lt == 1) return shared_kernel<uint8_t, 0>(R->hl);
   if (R->lt == 2) return shared_kernel<uint16_t, 0>(R->hl);
   return shared_kernel<uint32_t, 0>(R->hl);
+}
+
+/* The four-columns-a-thread kernel where it applies (square K <= 7, 8-bit levels, W32
+ * counts), else NULL. ES_QUAD=0 turns it off, for A/B measurements (BENCHMARKS Q1). */
+static const void *pick_quad_kernel(const es_range *R, int square, int K) {
+  static int off = -1;
+  if (off < 0) {
+    const char *e = getenv("ES_QUAD");
+    off = e && e[0] == '0';
+  }
+  if (off || R->lt != 1 || !square || R->hl != ES_HL_W32) return NULL;
+  if (K == 3) return (const void *)k_entropy4<3>;
+  if (K == 5) return (const void *)k_entropy4<5>;
+  if (K == 7) return (const void *)k_entropy4<7>;
+  return NULL;
 }
 
 /* The global-histogram kernel (large L) for a range's level type. */
@@ -577,6 +595,23 @@ static int strip_rows(int rows, int gx, long long cap, int tmin) {
   if ((rows + strips - 1) / strips < tmin) strips = rows / tmin > 0 ? rows / tmin : 1;
   int ty = (int)((rows + strips - 1) / strips);
   return ty < 1 ? 1 : ty;
+}
+
+/* Launches a shared-histogram entropy kernel: gx blocks of bx threads across, strips of
+ * rows sized to whole waves of the blocks that fit on the chip at once. */
+static cudaError_t launch_strips(es_gpu_worker *w, const void *kfn, es_eparams *E, int gx, int bx,
+                                 int rows, int tmin, size_t smem) {
+  int per_sm = 0;
+  if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kfn, bx, smem) != cudaSuccess) {
+    cudaGetLastError();
+    per_sm = 2048 / bx;
+  }
+  int ty = strip_rows(rows, gx, (long long)w->nsm * (per_sm > 0 ? per_sm : 1), tmin);
+  E->ty = ty;
+  E->strip0 = 0;
+  dim3 grid((unsigned)gx, (unsigned)((rows + ty - 1) / ty));
+  void *args[] = {(void *)E};
+  return cudaLaunchKernel(kfn, grid, dim3((unsigned)bx), args, smem, w->s_comp);
 }
 
 /* Launches the entropy kernel for local output rows [y0, y1). */
@@ -617,21 +652,18 @@ static cudaError_t launch_entropy(es_gpu_worker *w, const es_range *R, const es_
   if (tmin < 16) tmin = 16;
   size_t smem = (size_t)E.dshared * 4 + (size_t)((bins + 1) & ~1) * 4 * (stats ? 1 : 0);
   if (!stats) smem = (size_t)E.dshared * 4;
+  const void *k4 = pick_quad_kernel(R, job->params.shape == ES_SHAPE_SQUARE, K);
+  if (k4) { /* four columns a thread; the delta table is static shared memory */
+    smem = (size_t)((bins + 1) & ~1) * 4 * (stats ? 1 : 0) + es_hist_bytes(ES_HL_W32, E.levels, bx);
+    const es_tables *t = es_tables_get();
+    E.log2n_area = t->log2n[R->area];
+    E.scale_area = t->scale[R->area];
+    return launch_strips(w, k4, &E, (W + 4 * bx - 1) / (4 * bx), bx, rows, tmin, smem);
+  }
   if (R->hl != ES_HL_GLOBAL) {
     smem += es_hist_bytes(R->hl, E.levels, bx);
     const void *kfn = pick_shared_kernel(R, job->params.shape == ES_SHAPE_SQUARE, K);
-    int per_sm = 0;
-    if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kfn, bx, smem) != cudaSuccess) {
-      cudaGetLastError();
-      per_sm = 2048 / bx;
-    }
-    int ty = strip_rows(rows, gx, (long long)w->nsm * (per_sm > 0 ? per_sm : 1), tmin);
-    int nstrips = (rows + ty - 1) / ty;
-    E.ty = ty;
-    E.strip0 = 0;
-    dim3 grid((unsigned)gx, (unsigned)nstrips);
-    void *args[] = {(void *)&E};
-    return cudaLaunchKernel(kfn, grid, dim3((unsigned)bx), args, smem, w->s_comp);
+    return launch_strips(w, kfn, &E, gx, bx, rows, tmin, smem);
   }
   /* Global histograms (large L): strips to fill the chip's threads. */
   long long target = (long long)w->nsm * 2048;

@@ -62,7 +62,9 @@ __global__ void __launch_bounds__(256) k_quant(const es_qparams Q, int p0, int p
   int pw = Q.W + 2 * Q.r;
   int pb = p0 + blockIdx.y * ES_QROWS;
   int pe = min(pb + ES_QROWS, p1);
-  if (c < pw) {
+  if (c >= pw && (size_t)c < Q.lpitch) { /* the pitch's slack: the sentinel (k_entropy4 reads it) */
+    for (int p = pb; p < pe; p++) ((LT *)Q.lev)[(size_t)p * Q.lpitch + c] = (LT)Q.levels;
+  } else if (c < pw) {
     int j = c - Q.r;
     bool jin = j >= 0 && j < Q.W;
     int jj = jin ? j : (Q.border == ES_BORDER_REFLECT ? es_reflect(j, Q.W) : -1);
@@ -95,6 +97,77 @@ __global__ void __launch_bounds__(256) k_quant(const es_qparams Q, int p0, int p
   }
 }
 
+/* k_quant for 8-bit levels, four padded columns a thread and one 32-bit store a row (the
+ * padded rows are 16-byte multiples). The columns' source indices are worked out once;
+ * 8-bit rows with all four columns inside the image take four byte loads and
+ * (v * L) >> 8 (= es_quantize for depth 8, in 32 bits). Same levels and counts as k_quant,
+ * which did ~30 instructions a pixel (BENCHMARKS Q1). */
+__global__ void __launch_bounds__(256) k_quant4(const es_qparams Q, int p0, int p1) {
+  __shared__ unsigned int sh[256];
+  const bool shared_hist = Q.levhist && Q.levels <= 256;
+  if (shared_hist) {
+    sh[threadIdx.x] = 0;
+    __syncthreads();
+  }
+  const int c0 = 4 * (blockIdx.x * blockDim.x + threadIdx.x);
+  const int pw = Q.W + 2 * Q.r;
+  const int pb = p0 + blockIdx.y * ES_QROWS;
+  const int pe = min(pb + ES_QROWS, p1);
+  const uint32_t L = (uint32_t)Q.levels;
+  if ((size_t)c0 < Q.lpitch) {
+    int jj[4];
+    bool jin[4], all = Q.depth == 8;
+#pragma unroll
+    for (int k = 0; k < 4; k++) {
+      const int j = c0 + k - Q.r;
+      jin[k] = j >= 0 && j < Q.W;
+      /* -1: the sentinel (clip outside the image, or the pitch's slack past pw) */
+      jj[k] = c0 + k >= pw ? -1 : (jin[k] ? j : (Q.border == ES_BORDER_REFLECT ? es_reflect(j, Q.W) : -1));
+      all = all && jin[k];
+    }
+    for (int p = pb; p < pe; p++) {
+      const int i = Q.row0 + p - Q.r;
+      const bool iin = i >= 0 && i < Q.H;
+      const int ii = iin ? i : (Q.border == ES_BORDER_REFLECT ? es_reflect(i, Q.H) : -1);
+      uint32_t q[4];
+      const char *row = (const char *)Q.in + (size_t)(ii - Q.in0) * Q.in_pitch;
+      if (ii >= 0 && all) {
+        const uint8_t *s = (const uint8_t *)row + (c0 - Q.r);
+#pragma unroll
+        for (int k = 0; k < 4; k++) q[k] = ((uint32_t)s[k] * L) >> 8;
+      } else {
+#pragma unroll
+        for (int k = 0; k < 4; k++) {
+          if (ii < 0 || jj[k] < 0) {
+            q[k] = L;
+          } else {
+            const uint32_t v = Q.depth == 16 ? (uint32_t)((const uint16_t *)row)[jj[k]]
+                                             : (uint32_t)((const uint8_t *)row)[jj[k]];
+            q[k] = es_quantize(v, L, Q.depth);
+          }
+        }
+      }
+      if (Q.levhist && i >= Q.row0 && i < Q.row0 + Q.nrows) {
+#pragma unroll
+        for (int k = 0; k < 4; k++) {
+          if (!jin[k]) continue;
+          if (shared_hist)
+            atomicAdd(&sh[q[k]], 1u);
+          else
+            atomicAdd(&Q.levhist[q[k]], 1ull);
+        }
+      }
+      *(uint32_t *)((uint8_t *)Q.lev + (size_t)p * Q.lpitch + c0) =
+          q[0] | (q[1] << 8) | (q[2] << 16) | (q[3] << 24);
+    }
+  }
+  if (shared_hist) {
+    __syncthreads();
+    for (int k = threadIdx.x; k < Q.levels; k += blockDim.x)
+      if (sh[k]) atomicAdd(&Q.levhist[k], (unsigned long long)sh[k]);
+  }
+}
+
 struct es_eparams {
   const void *lev;
   size_t lpitch;        /* elements */
@@ -109,6 +182,7 @@ struct es_eparams {
   const double *log2n, *scale;
   const unsigned long long *flog; /* f table: the sentinel's share of S */
   double oscale;
+  double log2n_area, scale_area; /* log2n[area], scale[area]: N inside the image (k_entropy4) */
   float *map;           /* local row y at map + y * mpitch, or NULL */
   size_t mpitch;
   unsigned short *ghist; /* global-histogram mode: hist[level * gslots + slot] */
@@ -378,6 +452,161 @@ __global__ void __launch_bounds__(128) k_entropy(const es_eparams P) {
       atomicMax(&P.acc->maxbits, __float_as_uint(vmax));
     }
     for (int k = tid; k < nb; k += bx)
+      if (sbins[k]) atomicAdd(&P.acc->hist[k], (unsigned long long)sbins[k]);
+  }
+}
+
+
+/* Four output columns a thread: square windows of compile-time size KC <= 7, 8-bit levels,
+ * W32 counts. Neighbouring columns' windows share KC - 1 of their KC columns, so one thread
+ * keeps the level counts of the four windows x0..x0+3 in the four byte lanes of one shared
+ * word per level (lane k holds 4 * c, a byte offset into the delta table: c <= 49 fits). A
+ * row of the slide moves the KC + 3 columns of the four windows once each - a column shared
+ * by m windows adds or takes m lanes in one shared read and write - where one window a
+ * thread moved 4 * KC columns. The f deltas are still looked up per window and lane (S is
+ * the same exact integer sum, so the bits are the CPU engine's), and each lookup is a byte
+ * permute and a shared load at a constant offset. A row's deltas of one window are summed
+ * in 32 bits (at most G of them, each below (log2 49 + 1.5) * 2^26, so below 2^31) and
+ * added to the 64-bit S once. Columns past the image read the sentinel level (k_quant fills
+ * the row pitch) and are not written. */
+template <int KC>
+__global__ void __launch_bounds__(ES_W32_BX) k_entropy4(const es_eparams P) {
+  constexpr int NC = KC + 3, NW = (NC + 3) / 4, AREA = KC * KC;
+  constexpr int G = KC <= 5 ? NC : 3; /* columns between two 64-bit flushes */
+  __shared__ unsigned int s_dt[AREA];
+  extern __shared__ unsigned long long es_smem[];
+  const int nb = P.stats ? P.bins : 0;
+  unsigned int *sbins = (unsigned int *)es_smem;
+  unsigned int *h32 = sbins + ((nb + 1) & ~1);
+  const int tid = threadIdx.x, L = P.levels;
+  for (int k = tid; k < (L + 1) * ES_W32_BX; k += ES_W32_BX) h32[k] = 0u;
+  for (int k = tid; k < AREA; k += ES_W32_BX) s_dt[k] = P.dfl[k];
+  for (int k = tid; k < nb; k += ES_W32_BX) sbins[k] = 0u;
+  __syncthreads();
+  const uint32_t sa = (uint32_t)__cvta_generic_to_shared(h32 + tid);
+  const char *dtp = (const char *)s_dt; /* shared: lookups are LDS at a constant offset */
+  const int x0 = 4 * (blockIdx.x * ES_W32_BX + tid);
+  const int ys = P.y0 + (P.strip0 + blockIdx.y) * P.ty;
+  const int ye = min(ys + P.ty, P.y1);
+  float vmin = __int_as_float(0x7f800000), vmax = 0.0f;
+  if (x0 < P.W && ys < ye) {
+    const uint32_t *lw0 = (const uint32_t *)P.lev;
+    const uint32_t lw = (uint32_t)(P.lpitch / 4);
+    uint32_t wo = (uint32_t)(((size_t)ys * P.lpitch + (size_t)x0) / 4);
+    unsigned long long S[4] = {0ull, 0ull, 0ull, 0ull};
+    /* first window: KC rows of KC + 3 columns */
+    for (int dy = 0; dy < KC; dy++) {
+      uint32_t seg[NW];
+#pragma unroll
+      for (int k = 0; k < NW; k++) seg[k] = __ldg(lw0 + wo + (uint32_t)dy * lw + k);
+#pragma unroll
+      for (int j = 0; j < NC; j++) {
+        const uint32_t v = __byte_perm(seg[j >> 2], 0u, 0x4440u | (j & 3));
+        const uint32_t a = sa + v * (4 * ES_W32_BX), c = es_lds_v(a);
+        uint32_t m = 0;
+#pragma unroll
+        for (int w = 0; w < 4; w++)
+          if (j >= w && j < w + KC) m |= 4u << (8 * w);
+        es_sts_v(a, c + m);
+#pragma unroll
+        for (int w = 0; w < 4; w++)
+          if (j >= w && j < w + KC)
+            S[w] += *(const unsigned int *)(dtp + __byte_perm(c, 0u, 0x4440u | w));
+      }
+    }
+    const double l2a = P.log2n_area, sca = P.scale_area;
+    const bool vec = (P.W & 3) == 0 && x0 + 3 < P.W;
+    for (int y = ys;; y++) {
+      /* The clip sentinel's four counts; none inside the image, where N = area. */
+      const uint32_t ws = es_lds_v(sa + (uint32_t)L * (4 * ES_W32_BX));
+      float hv[4];
+      if (ws == 0u) {
+#pragma unroll
+        for (int w = 0; w < 4; w++) hv[w] = es_entropy_value(S[w], l2a, sca, P.oscale);
+      } else {
+#pragma unroll
+        for (int w = 0; w < 4; w++) {
+          const int ns = (int)(__byte_perm(ws, 0u, 0x4440u | w) >> 2), n = AREA - ns;
+          hv[w] = es_entropy_value(S[w] - __ldg(P.flog + ns), P.log2n[n], P.scale[n], P.oscale);
+        }
+      }
+      if (P.map) {
+        float *mrow = P.map + (size_t)y * P.mpitch + x0;
+        if (vec) {
+          *(float4 *)mrow = make_float4(hv[0], hv[1], hv[2], hv[3]);
+        } else {
+#pragma unroll
+          for (int w = 0; w < 4; w++)
+            if (x0 + w < P.W) mrow[w] = hv[w];
+        }
+      }
+      if (nb) {
+#pragma unroll
+        for (int w = 0; w < 4; w++)
+          if (x0 + w < P.W) {
+            vmin = fminf(vmin, hv[w]);
+            vmax = fmaxf(vmax, hv[w]);
+            atomicAdd(&sbins[es_stats_bin(hv[w], P.binscale, nb)], 1u);
+          }
+      }
+      if (y + 1 >= ye) break;
+      uint32_t so[NW], si[NW];
+#pragma unroll
+      for (int k = 0; k < NW; k++) {
+        so[k] = __ldg(lw0 + wo + k);
+        si[k] = __ldg(lw0 + wo + (uint32_t)KC * lw + k);
+      }
+      wo += lw;
+      uint32_t acc[4] = {0u, 0u, 0u, 0u};
+#pragma unroll
+      for (int j = 0; j < NC; j++) {
+        uint32_t m = 0;
+#pragma unroll
+        for (int w = 0; w < 4; w++)
+          if (j >= w && j < w + KC) m |= 4u << (8 * w);
+        const uint32_t vo = __byte_perm(so[j >> 2], 0u, 0x4440u | (j & 3)),
+                       vi = __byte_perm(si[j >> 2], 0u, 0x4440u | (j & 3));
+        const uint32_t ao = sa + vo * (4 * ES_W32_BX), ai = sa + vi * (4 * ES_W32_BX);
+        const uint32_t co = es_lds_v(ao);
+        const uint32_t ci = es_lds_v(ai) - (vo == vi ? m : 0u);
+        es_sts_v(ao, co - m);
+        es_sts_v(ai, ci + m); /* the same word: this store puts co back */
+#pragma unroll
+        for (int w = 0; w < 4; w++)
+          if (j >= w && j < w + KC)
+            acc[w] += *(const unsigned int *)(dtp + __byte_perm(ci, 0u, 0x4440u | w)) -
+                      *(const unsigned int *)(dtp - 4 + __byte_perm(co, 0u, 0x4440u | w));
+        if ((j + 1) % G == 0 || j == NC - 1) {
+#pragma unroll
+          for (int w = 0; w < 4; w++) {
+            S[w] += (unsigned long long)(long long)(int)acc[w];
+            acc[w] = 0u;
+          }
+        }
+      }
+    }
+  }
+  if (nb) {
+    __shared__ float wmin[ES_W32_BX / 32], wmax[ES_W32_BX / 32];
+    for (int o = 16; o > 0; o >>= 1) {
+      vmin = fminf(vmin, __shfl_down_sync(0xffffffffu, vmin, o));
+      vmax = fmaxf(vmax, __shfl_down_sync(0xffffffffu, vmax, o));
+    }
+    const int lane = tid & 31, warp = tid >> 5;
+    if (lane == 0) {
+      wmin[warp] = vmin;
+      wmax[warp] = vmax;
+    }
+    __syncthreads();
+    if (tid == 0) {
+      for (int k = 1; k < ES_W32_BX / 32; k++) {
+        vmin = fminf(vmin, wmin[k]);
+        vmax = fmaxf(vmax, wmax[k]);
+      }
+      atomicMin(&P.acc->minbits, __float_as_uint(vmin));
+      atomicMax(&P.acc->maxbits, __float_as_uint(vmax));
+    }
+    for (int k = tid; k < nb; k += ES_W32_BX)
       if (sbins[k]) atomicAdd(&P.acc->hist[k], (unsigned long long)sbins[k]);
   }
 }

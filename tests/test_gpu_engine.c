@@ -153,12 +153,14 @@ static void describe(char *buf, size_t n, const es_image *img, const es_params *
            p->base ? "e" : "2");
 }
 
-/* One random case: map (+stats half the time) against the reference; es_cpu_run too. */
-static void one_case(es_gpu_worker *w, es_gpu_worker **pair, int big) {
+/* One random case: map (+stats half the time) against the reference; es_cpu_run too.
+ * quad: the cases of the four-columns-a-thread kernel (square K <= 7, 8-bit, L <= 31), every
+ * width modulo 4 and widths below 4 included. */
+static void one_case(es_gpu_worker *w, es_gpu_worker **pair, int big, int quad) {
   es_image img;
   es_params p;
   char what[160], msg[256];
-  int depth = es_test_range(0, 3) == 0 ? 16 : 8;
+  int depth = !quad && es_test_range(0, 3) == 0 ? 16 : 8;
   int W = big ? es_test_range(2000, 4099) : es_test_range(1, g_small ? 23 : 97);
   int H = big ? es_test_range(2100, 2301) : es_test_range(1, g_small ? 19 : 83);
   if (!big && es_test_range(0, 1)) {
@@ -172,13 +174,15 @@ static void one_case(es_gpu_worker *w, es_gpu_worker **pair, int big) {
   p.window = big ? (es_test_range(0, 1) ? 5 : 9) : ks[es_test_range(0, 10)];
   if (!big && es_test_range(0, 5) == 0) p.window = 2 * es_test_range(0, 127) + 1; /* up to 255 */
   if (g_small && p.window > 31) p.window = 31;
-  p.shape = es_test_range(0, 1);
+  if (quad) p.window = 2 * es_test_range(1, 3) + 1;
+  p.shape = quad ? ES_SHAPE_SQUARE : es_test_range(0, 1);
   p.border = es_test_range(0, 1);
   p.base = es_test_range(0, 1);
   int lmax = depth == 16 ? 65536 : 256;
   int lc = es_test_range(0, 4);
   p.levels = lc == 0 ? 16 : lc == 1 ? lmax : lc == 2 ? 2 : es_test_range(2, lmax);
   if (depth == 16 && lc == 3 && es_test_range(0, 1)) p.levels = es_test_range(257, 5000);
+  if (quad) p.levels = es_test_range(0, 2) ? es_test_range(2, 31) : 16;
   describe(what, sizeof what, &img, &p);
 
   float *ref = malloc(sizeof *ref * (size_t)W * H);
@@ -387,7 +391,9 @@ int main(void) {
     CHECK(es_gpu_run(w, &j, msg, sizeof msg) == ES_ERR_USAGE, "even window accepted");
   }
   int ncase = g_small ? 12 : 400;
-  for (int i = 0; i < ncase; i++) one_case(w, (i % 3 == 0) ? pair : NULL, 0);
+  for (int i = 0; i < ncase; i++) one_case(w, (i % 3 == 0) ? pair : NULL, 0, 0);
+  int nquad = g_small ? 6 : 120;
+  for (int i = 0; i < nquad; i++) one_case(w, (i % 3 == 0) ? pair : NULL, 0, 1);
   int nrender = g_small ? 6 : 80;
   for (int i = 0; i < nrender; i++) render_case(w, (i % 4 == 0) ? pair : NULL, 0);
   if (!g_small) {
@@ -395,7 +401,8 @@ int main(void) {
     render_case(w, pair, ES_PIX_RGB24);
     render_case(w, NULL, ES_PIX_YUV420P);
     /* Tall images: several pipelined bands, halos across band edges, stats and multi. */
-    for (int i = 0; i < 3; i++) one_case(w, pair, 1);
+    for (int i = 0; i < 3; i++) one_case(w, pair, 1, 0);
+    one_case(w, pair, 1, 1);
   }
   es_gpu_worker_destroy(&pair[0]);
   es_gpu_worker_destroy(&pair[1]);
