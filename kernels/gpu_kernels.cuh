@@ -193,6 +193,35 @@ struct es_eparams {
   int hw[ES_WINDOW_MAX]; /* per-row (= per-column: the shapes are symmetric) half widths */
 };
 
+/* The end of an entropy block with statistics: min/max of H over the block by warp
+ * shuffles, one partial per warp, one atomic per block (mean and std come from k_rowstats,
+ * in the CPU's order), and the block's bins of H added to the worker's. */
+__device__ __forceinline__ void es_block_stats(float vmin, float vmax, const unsigned int *sbins,
+                                               int nb, es_dacc *acc) {
+  __shared__ float wmin[32], wmax[32];
+  const int tid = threadIdx.x, bx = blockDim.x;
+  for (int o = 16; o > 0; o >>= 1) {
+    vmin = fminf(vmin, __shfl_down_sync(0xffffffffu, vmin, o));
+    vmax = fmaxf(vmax, __shfl_down_sync(0xffffffffu, vmax, o));
+  }
+  const int lane = tid & 31, warp = tid >> 5;
+  if (lane == 0) {
+    wmin[warp] = vmin;
+    wmax[warp] = vmax;
+  }
+  __syncthreads();
+  if (tid == 0) {
+    for (int k = 1; k < (bx + 31) / 32; k++) {
+      vmin = fminf(vmin, wmin[k]);
+      vmax = fmaxf(vmax, wmax[k]);
+    }
+    atomicMin(&acc->minbits, __float_as_uint(vmin));
+    atomicMax(&acc->maxbits, __float_as_uint(vmax));
+  }
+  for (int k = tid; k < nb; k += bx)
+    if (sbins[k]) atomicAdd(&acc->hist[k], (unsigned long long)sbins[k]);
+}
+
 /* The entropy kernel: one thread per output column of a strip of ty rows. The thread builds
  * the window's level histogram at the strip's first row, then slides it down: per window
  * column j, the pixel leaving at the top and the one entering at the bottom (Huang's update,
@@ -429,31 +458,7 @@ __global__ void __launch_bounds__(128) k_entropy(const es_eparams P) {
       }
     }
   }
-  if (nb) {
-    /* Block reduction of min/max (mean and std come from k_rowstats, in the CPU's order):
-     * warp shuffles, one partial per warp, one atomic per block. */
-    __shared__ float wmin[32], wmax[32];
-    for (int o = 16; o > 0; o >>= 1) {
-      vmin = fminf(vmin, __shfl_down_sync(0xffffffffu, vmin, o));
-      vmax = fmaxf(vmax, __shfl_down_sync(0xffffffffu, vmax, o));
-    }
-    const int lane = tid & 31, warp = tid >> 5;
-    if (lane == 0) {
-      wmin[warp] = vmin;
-      wmax[warp] = vmax;
-    }
-    __syncthreads();
-    if (tid == 0) {
-      for (int k = 1; k < (bx + 31) / 32; k++) {
-        vmin = fminf(vmin, wmin[k]);
-        vmax = fmaxf(vmax, wmax[k]);
-      }
-      atomicMin(&P.acc->minbits, __float_as_uint(vmin));
-      atomicMax(&P.acc->maxbits, __float_as_uint(vmax));
-    }
-    for (int k = tid; k < nb; k += bx)
-      if (sbins[k]) atomicAdd(&P.acc->hist[k], (unsigned long long)sbins[k]);
-  }
+  if (nb) es_block_stats(vmin, vmax, sbins, nb, P.acc);
 }
 
 
@@ -586,29 +591,7 @@ __global__ void __launch_bounds__(ES_W32_BX) k_entropy4(const es_eparams P) {
       }
     }
   }
-  if (nb) {
-    __shared__ float wmin[ES_W32_BX / 32], wmax[ES_W32_BX / 32];
-    for (int o = 16; o > 0; o >>= 1) {
-      vmin = fminf(vmin, __shfl_down_sync(0xffffffffu, vmin, o));
-      vmax = fmaxf(vmax, __shfl_down_sync(0xffffffffu, vmax, o));
-    }
-    const int lane = tid & 31, warp = tid >> 5;
-    if (lane == 0) {
-      wmin[warp] = vmin;
-      wmax[warp] = vmax;
-    }
-    __syncthreads();
-    if (tid == 0) {
-      for (int k = 1; k < ES_W32_BX / 32; k++) {
-        vmin = fminf(vmin, wmin[k]);
-        vmax = fmaxf(vmax, wmax[k]);
-      }
-      atomicMin(&P.acc->minbits, __float_as_uint(vmin));
-      atomicMax(&P.acc->maxbits, __float_as_uint(vmax));
-    }
-    for (int k = tid; k < nb; k += ES_W32_BX)
-      if (sbins[k]) atomicAdd(&P.acc->hist[k], (unsigned long long)sbins[k]);
-  }
+  if (nb) es_block_stats(vmin, vmax, sbins, nb, P.acc);
 }
 
 
