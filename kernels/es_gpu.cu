@@ -598,15 +598,17 @@ static int strip_rows(int rows, int gx, long long cap, int tmin) {
 }
 
 /* Launches a shared-histogram entropy kernel: gx blocks of bx threads across, strips of
- * rows sized to whole waves of the blocks that fit on the chip at once. */
+ * rows sized to `waves` whole waves of the blocks that fit on the chip at once. One wave
+ * for the one-column kernels; k_entropy4 takes 3: its single wave ended with the SMs up to
+ * 11% apart, and shorter strips let the early ones take more (BENCHMARKS Q6). */
 static cudaError_t launch_strips(es_gpu_worker *w, const void *kfn, es_eparams *E, int gx, int bx,
-                                 int rows, int tmin, size_t smem) {
+                                 int rows, int tmin, size_t smem, int waves) {
   int per_sm = 0;
   if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kfn, bx, smem) != cudaSuccess) {
     cudaGetLastError();
     per_sm = 2048 / bx;
   }
-  int ty = strip_rows(rows, gx, (long long)w->nsm * (per_sm > 0 ? per_sm : 1), tmin);
+  int ty = strip_rows(rows, gx, (long long)w->nsm * (per_sm > 0 ? per_sm : 1) * waves, tmin);
   E->ty = ty;
   E->strip0 = 0;
   dim3 grid((unsigned)gx, (unsigned)((rows + ty - 1) / ty));
@@ -658,12 +660,12 @@ static cudaError_t launch_entropy(es_gpu_worker *w, const es_range *R, const es_
     const es_tables *t = es_tables_get();
     E.log2n_area = t->log2n[R->area];
     E.scale_area = t->scale[R->area];
-    return launch_strips(w, k4, &E, (W + 4 * bx - 1) / (4 * bx), bx, rows, tmin, smem);
+    return launch_strips(w, k4, &E, (W + 4 * bx - 1) / (4 * bx), bx, rows, tmin, smem, 3);
   }
   if (R->hl != ES_HL_GLOBAL) {
     smem += es_hist_bytes(R->hl, E.levels, bx);
     const void *kfn = pick_shared_kernel(R, job->params.shape == ES_SHAPE_SQUARE, K);
-    return launch_strips(w, kfn, &E, gx, bx, rows, tmin, smem);
+    return launch_strips(w, kfn, &E, gx, bx, rows, tmin, smem, 1);
   }
   /* Global histograms (large L): strips to fill the chip's threads. */
   long long target = (long long)w->nsm * 2048;
