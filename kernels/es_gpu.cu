@@ -529,7 +529,7 @@ static cudaError_t launch_quant(es_gpu_worker *w, const es_range *R, const es_jo
   Q.lev = w->d_lev;
   Q.lpitch = R->lpitch;
   Q.levhist = levhist ? w->d_acc->levhist : NULL;
-  dim3 grid((unsigned)((Q.lpitch + 255) / 256), (unsigned)((p1 - p0 + ES_QROWS - 1) / ES_QROWS));
+  dim3 grid((unsigned)((Q.W + 2 * Q.r + 255) / 256), (unsigned)((p1 - p0 + ES_QROWS - 1) / ES_QROWS));
   if (p1 <= p0) return cudaSuccess;
   if (R->lt == 1) {
     grid.x = (unsigned)((Q.lpitch / 4 + 255) / 256);

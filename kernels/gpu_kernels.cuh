@@ -62,9 +62,7 @@ __global__ void __launch_bounds__(256) k_quant(const es_qparams Q, int p0, int p
   int pw = Q.W + 2 * Q.r;
   int pb = p0 + blockIdx.y * ES_QROWS;
   int pe = min(pb + ES_QROWS, p1);
-  if (c >= pw && (size_t)c < Q.lpitch) { /* the pitch's slack: the sentinel (k_entropy4 reads it) */
-    for (int p = pb; p < pe; p++) ((LT *)Q.lev)[(size_t)p * Q.lpitch + c] = (LT)Q.levels;
-  } else if (c < pw) {
+  if (c < pw) {
     int j = c - Q.r;
     bool jin = j >= 0 && j < Q.W;
     int jj = jin ? j : (Q.border == ES_BORDER_REFLECT ? es_reflect(j, Q.W) : -1);
@@ -101,7 +99,9 @@ __global__ void __launch_bounds__(256) k_quant(const es_qparams Q, int p0, int p
  * padded rows are 16-byte multiples). The columns' source indices are worked out once;
  * 8-bit rows with all four columns inside the image take four byte loads and
  * (v * L) >> 8 (= es_quantize for depth 8, in 32 bits). Same levels and counts as k_quant,
- * which did ~30 instructions a pixel (BENCHMARKS Q1). */
+ * which did ~30 instructions a pixel (BENCHMARKS Q2). It also fills the pitch's slack past
+ * the padded width with the sentinel level: k_entropy4 reads it for the columns past the
+ * image's last one. */
 __global__ void __launch_bounds__(256) k_quant4(const es_qparams Q, int p0, int p1) {
   __shared__ unsigned int sh[256];
   const bool shared_hist = Q.levhist && Q.levels <= 256;
