@@ -122,7 +122,9 @@ __global__ void __launch_bounds__(256) k_quant4(const es_qparams Q, int p0, int 
       const int j = c0 + k - Q.r;
       jin[k] = j >= 0 && j < Q.W;
       /* -1: the sentinel (clip outside the image, or the pitch's slack past pw) */
-      jj[k] = c0 + k >= pw ? -1 : (jin[k] ? j : (Q.border == ES_BORDER_REFLECT ? es_reflect(j, Q.W) : -1));
+      jj[k] = c0 + k >= pw
+                  ? -1
+                  : (jin[k] ? j : (Q.border == ES_BORDER_REFLECT ? es_reflect(j, Q.W) : -1));
       all = all && jin[k];
     }
     for (int p = pb; p < pe; p++) {
@@ -460,7 +462,6 @@ __global__ void __launch_bounds__(128) k_entropy(const es_eparams P) {
   }
   if (nb) es_block_stats(vmin, vmax, sbins, nb, P.acc);
 }
-
 
 /* Four output columns a thread: square windows of compile-time size KC <= 7, 8-bit levels,
  * W32 counts. Neighbouring columns' windows share KC - 1 of their KC columns, so one thread
