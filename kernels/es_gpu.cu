@@ -652,11 +652,12 @@ static cudaError_t launch_entropy(es_gpu_worker *w, const es_range *R, const es_
    * strips are at least 16 rows and area / 2K. */
   int tmin = R->area / (2 * K) + 1;
   if (tmin < 16) tmin = 16;
-  size_t smem = (size_t)E.dshared * 4 + (size_t)((bins + 1) & ~1) * 4 * (stats ? 1 : 0);
-  if (!stats) smem = (size_t)E.dshared * 4;
+  /* shared memory: the delta table, then the block's bins of H (whole pairs of words) */
+  const size_t sbins = stats ? (size_t)((bins + 1) & ~1) * 4 : 0;
+  size_t smem = (size_t)E.dshared * 4 + sbins;
   const void *k4 = pick_quad_kernel(R, job->params.shape == ES_SHAPE_SQUARE, K);
   if (k4) { /* four columns a thread; the delta table is static shared memory */
-    smem = (size_t)((bins + 1) & ~1) * 4 * (stats ? 1 : 0) + es_hist_bytes(ES_HL_W32, E.levels, bx);
+    smem = sbins + es_hist_bytes(ES_HL_W32, E.levels, bx);
     const es_tables *t = es_tables_get();
     E.log2n_area = t->log2n[R->area];
     E.scale_area = t->scale[R->area];
