@@ -70,7 +70,8 @@ int es_gpu_naive(es_gpu_worker *w, const es_image *img, const es_params *p, floa
 
 /* For entropy-bench: run the job's kernels only, on input already resident on the device
  * from a previous es_gpu_run of the same size, `reps` times; per-rep device times (CUDA
- * events) into ms[0..reps-1]. */
+ * events) into ms[0..reps-1]. Where job->map is set, the last repetition's map is copied
+ * into it afterwards (outside the timed region), so callers can check what was timed. */
 int es_gpu_bench_kernel(es_gpu_worker *w, const es_job *job, int reps, float *ms, char *msg,
                         size_t msglen);
 
