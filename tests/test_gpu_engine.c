@@ -155,7 +155,8 @@ static void describe(char *buf, size_t n, const es_image *img, const es_params *
 
 /* One random case: map (+stats half the time) against the reference; es_cpu_run too.
  * quad: the cases of the four-columns-a-thread kernel (square K <= 7, 8-bit, L <= 31), every
- * width modulo 4 and widths below 4 included. */
+ * width modulo 4 and widths below 4 included; quad 2: widths of whole words across several
+ * warps (the form that quantizes its own input in per-warp rings). */
 static void one_case(es_gpu_worker *w, es_gpu_worker **pair, int big, int quad) {
   es_image img;
   es_params p;
@@ -163,7 +164,8 @@ static void one_case(es_gpu_worker *w, es_gpu_worker **pair, int big, int quad) 
   int depth = !quad && es_test_range(0, 3) == 0 ? 16 : 8;
   int W = big ? es_test_range(2000, 4099) : es_test_range(1, g_small ? 23 : 97);
   int H = big ? es_test_range(2100, 2301) : es_test_range(1, g_small ? 19 : 83);
-  if (!big && es_test_range(0, 1)) {
+  if (quad == 2) W = 4 * (big ? es_test_range(500, 1024) : es_test_range(33, g_small ? 40 : 300));
+  if (!big && quad != 2 && es_test_range(0, 1)) {
     W |= 1;
     H |= 1;
   }
@@ -394,6 +396,7 @@ int main(void) {
   for (int i = 0; i < ncase; i++) one_case(w, (i % 3 == 0) ? pair : NULL, 0, 0);
   int nquad = g_small ? 6 : 120;
   for (int i = 0; i < nquad; i++) one_case(w, (i % 3 == 0) ? pair : NULL, 0, 1);
+  for (int i = 0; i < (g_small ? 2 : 30); i++) one_case(w, (i % 3 == 0) ? pair : NULL, 0, 2);
   int nrender = g_small ? 6 : 80;
   for (int i = 0; i < nrender; i++) render_case(w, (i % 4 == 0) ? pair : NULL, 0);
   if (!g_small) {
@@ -403,6 +406,8 @@ int main(void) {
     /* Tall images: several pipelined bands, halos across band edges, stats and multi. */
     for (int i = 0; i < 3; i++) one_case(w, pair, 1, 0);
     one_case(w, pair, 1, 1);
+    one_case(w, pair, 1, 2);
+    one_case(w, NULL, 1, 2);
   }
   es_gpu_worker_destroy(&pair[0]);
   es_gpu_worker_destroy(&pair[1]);
