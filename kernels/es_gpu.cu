@@ -533,7 +533,15 @@ static cudaError_t launch_quant(es_gpu_worker *w, const es_range *R, const es_jo
   if (p1 <= p0) return cudaSuccess;
   if (R->lt == 1) {
     grid.x = (unsigned)((Q.lpitch / 4 + 255) / 256);
-    k_quant4<<<grid, 256, 0, w->s_comp>>>(Q, p0, p1);
+    static int unroll = -1; /* ES_QUNROLL=0: the row-by-row form, for A/B runs (R4) */
+    if (unroll < 0) {
+      const char *e = getenv("ES_QUNROLL");
+      unroll = !(e && e[0] == '0');
+    }
+    if (unroll)
+      k_quant4<true><<<grid, 256, 0, w->s_comp>>>(Q, p0, p1);
+    else
+      k_quant4<false><<<grid, 256, 0, w->s_comp>>>(Q, p0, p1);
   } else if (R->lt == 2) {
     k_quant<uint16_t><<<grid, 256, 0, w->s_comp>>>(Q, p0, p1);
   } else {

@@ -102,6 +102,7 @@ __global__ void __launch_bounds__(256) k_quant(const es_qparams Q, int p0, int p
  * which did ~30 instructions a pixel (BENCHMARKS Q2). It also fills the pitch's slack past
  * the padded width with the sentinel level: k_entropy4 reads it for the columns past the
  * image's last one. */
+template <bool U>
 __global__ void __launch_bounds__(256) k_quant4(const es_qparams Q, int p0, int p1) {
   __shared__ unsigned int sh[256];
   const bool shared_hist = Q.levhist && Q.levels <= 256;
@@ -127,6 +128,36 @@ __global__ void __launch_bounds__(256) k_quant4(const es_qparams Q, int p0, int 
                   : (jin[k] ? j : (Q.border == ES_BORDER_REFLECT ? es_reflect(j, Q.W) : -1));
       all = all && jin[k];
     }
+    /* U: a block's ES_QROWS rows all inside the image, 8-bit, the four columns inside: every
+     * row's bytes loaded before any is quantized and stored, so ES_QROWS rows of loads are in
+     * flight a thread rather than one (BENCHMARKS R4). */
+    const int i0 = Q.row0 + pb - Q.r;
+    if (U && all && pe - pb == ES_QROWS && i0 >= 0 && i0 + ES_QROWS <= Q.H) {
+      const uint8_t *s0 = (const uint8_t *)Q.in + (size_t)(i0 - Q.in0) * Q.in_pitch + (c0 - Q.r);
+      uint32_t v[ES_QROWS][4];
+#pragma unroll
+      for (int t = 0; t < ES_QROWS; t++)
+#pragma unroll
+        for (int k = 0; k < 4; k++) v[t][k] = s0[(size_t)t * Q.in_pitch + k];
+#pragma unroll
+      for (int t = 0; t < ES_QROWS; t++) {
+        uint32_t q[4];
+#pragma unroll
+        for (int k = 0; k < 4; k++) q[k] = (v[t][k] * L) >> 8;
+        const int i = i0 + t;
+        if (Q.levhist && i >= Q.row0 && i < Q.row0 + Q.nrows) {
+#pragma unroll
+          for (int k = 0; k < 4; k++) {
+            if (shared_hist)
+              atomicAdd(&sh[q[k]], 1u);
+            else
+              atomicAdd(&Q.levhist[q[k]], 1ull);
+          }
+        }
+        *(uint32_t *)((uint8_t *)Q.lev + (size_t)(pb + t) * Q.lpitch + c0) =
+            q[0] | (q[1] << 8) | (q[2] << 16) | (q[3] << 24);
+      }
+    } else
     for (int p = pb; p < pe; p++) {
       const int i = Q.row0 + p - Q.r;
       const bool iin = i >= 0 && i < Q.H;
