@@ -876,21 +876,21 @@ static size_t in_bytes(es_video_in *v, uint8_t *dst, size_t n, int *err) {
   }
   const int nt = n >= 4 * ES_PREAD_CHUNK ? 4 : n >= 2 * ES_PREAD_CHUNK ? 2 : 1;
   const size_t per = (n + (size_t)nt - 1) / (size_t)nt;
-  size_t part[4] = {0, 0, 0, 0};
+  size_t part[4] = {0, 0, 0, 0}, len[4] = {0, 0, 0, 0}; /* bytes read / asked, per thread */
   int perr[4] = {0, 0, 0, 0};
 #ifdef _OPENMP
 #pragma omp parallel for num_threads(nt) schedule(static, 1) if (nt > 1)
 #endif
   for (int k = 0; k < nt; k++) {
-    const size_t a = (size_t)k * per, e = a + per < n ? a + per : n;
-    part[k] = pread_full(v->pfd, dst + a, e - a, v->poff + (int64_t)a, &perr[k]);
+    const size_t a = (size_t)k * per;
+    len[k] = a + per < n ? per : n - a;
+    part[k] = pread_full(v->pfd, dst + a, len[k], v->poff + (int64_t)a, &perr[k]);
   }
   size_t got = 0;
   for (int k = 0; k < nt; k++) { /* what arrived without a gap */
-    const size_t a = (size_t)k * per, e = a + per < n ? a + per : n;
     got += part[k];
     if (perr[k]) *err = perr[k];
-    if (part[k] < e - a) break;
+    if (part[k] < len[k]) break;
   }
   v->poff += (int64_t)got;
   return got;
