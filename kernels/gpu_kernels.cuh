@@ -157,41 +157,42 @@ __global__ void __launch_bounds__(256) k_quant4(const es_qparams Q, int p0, int 
         *(uint32_t *)((uint8_t *)Q.lev + (size_t)(pb + t) * Q.lpitch + c0) =
             q[0] | (q[1] << 8) | (q[2] << 16) | (q[3] << 24);
       }
-    } else
-    for (int p = pb; p < pe; p++) {
-      const int i = Q.row0 + p - Q.r;
-      const bool iin = i >= 0 && i < Q.H;
-      const int ii = iin ? i : (Q.border == ES_BORDER_REFLECT ? es_reflect(i, Q.H) : -1);
-      uint32_t q[4];
-      const char *row = (const char *)Q.in + (size_t)(ii - Q.in0) * Q.in_pitch;
-      if (ii >= 0 && all) {
-        const uint8_t *s = (const uint8_t *)row + (c0 - Q.r);
+    } else {
+      for (int p = pb; p < pe; p++) {
+        const int i = Q.row0 + p - Q.r;
+        const bool iin = i >= 0 && i < Q.H;
+        const int ii = iin ? i : (Q.border == ES_BORDER_REFLECT ? es_reflect(i, Q.H) : -1);
+        uint32_t q[4];
+        const char *row = (const char *)Q.in + (size_t)(ii - Q.in0) * Q.in_pitch;
+        if (ii >= 0 && all) {
+          const uint8_t *s = (const uint8_t *)row + (c0 - Q.r);
 #pragma unroll
-        for (int k = 0; k < 4; k++) q[k] = ((uint32_t)s[k] * L) >> 8;
-      } else {
+          for (int k = 0; k < 4; k++) q[k] = ((uint32_t)s[k] * L) >> 8;
+        } else {
 #pragma unroll
-        for (int k = 0; k < 4; k++) {
-          if (ii < 0 || jj[k] < 0) {
-            q[k] = L;
-          } else {
-            const uint32_t v = Q.depth == 16 ? (uint32_t)((const uint16_t *)row)[jj[k]]
-                                             : (uint32_t)((const uint8_t *)row)[jj[k]];
-            q[k] = es_quantize(v, L, Q.depth);
+          for (int k = 0; k < 4; k++) {
+            if (ii < 0 || jj[k] < 0) {
+              q[k] = L;
+            } else {
+              const uint32_t v = Q.depth == 16 ? (uint32_t)((const uint16_t *)row)[jj[k]]
+                                               : (uint32_t)((const uint8_t *)row)[jj[k]];
+              q[k] = es_quantize(v, L, Q.depth);
+            }
           }
         }
-      }
-      if (Q.levhist && i >= Q.row0 && i < Q.row0 + Q.nrows) {
+        if (Q.levhist && i >= Q.row0 && i < Q.row0 + Q.nrows) {
 #pragma unroll
-        for (int k = 0; k < 4; k++) {
-          if (!jin[k]) continue;
-          if (shared_hist)
-            atomicAdd(&sh[q[k]], 1u);
-          else
-            atomicAdd(&Q.levhist[q[k]], 1ull);
+          for (int k = 0; k < 4; k++) {
+            if (!jin[k]) continue;
+            if (shared_hist)
+              atomicAdd(&sh[q[k]], 1u);
+            else
+              atomicAdd(&Q.levhist[q[k]], 1ull);
+          }
         }
+        *(uint32_t *)((uint8_t *)Q.lev + (size_t)p * Q.lpitch + c0) =
+            q[0] | (q[1] << 8) | (q[2] << 16) | (q[3] << 24);
       }
-      *(uint32_t *)((uint8_t *)Q.lev + (size_t)p * Q.lpitch + c0) =
-          q[0] | (q[1] << 8) | (q[2] << 16) | (q[3] << 24);
     }
   }
   if (shared_hist) {

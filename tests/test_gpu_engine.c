@@ -155,8 +155,8 @@ static void describe(char *buf, size_t n, const es_image *img, const es_params *
 
 /* One random case: map (+stats half the time) against the reference; es_cpu_run too.
  * quad: the cases of the four-columns-a-thread kernel (square K <= 7, 8-bit, L <= 31), every
- * width modulo 4 and widths below 4 included; quad 2: widths of whole words across several
- * warps (the form that quantizes its own input in per-warp rings). */
+ * width modulo 4 and widths below 4 included; quad 2: widths of whole words (W % 4 == 0,
+ * the vector stores) across several warps and blocks. */
 static void one_case(es_gpu_worker *w, es_gpu_worker **pair, int big, int quad) {
   es_image img;
   es_params p;
