@@ -118,6 +118,18 @@ static int copy_cap(void) {
 
 /* ---- small helpers ---- */
 
+/* An A/B switch read from the environment once: 1 where `name` is set to "0" (the switch
+ * off). *cache starts at -1; several host threads may call at once (multi-GPU jobs). */
+static int env_switch_off(const char *name, int *cache) {
+  int v = __atomic_load_n(cache, __ATOMIC_RELAXED);
+  if (v < 0) {
+    const char *e = getenv(name);
+    v = e && e[0] == '0';
+    __atomic_store_n(cache, v, __ATOMIC_RELAXED);
+  }
+  return v;
+}
+
 static float es_bits_float(unsigned int u) {
   float f;
   memcpy(&f, &u, sizeof f);
@@ -533,15 +545,11 @@ static cudaError_t launch_quant(es_gpu_worker *w, const es_range *R, const es_jo
   if (p1 <= p0) return cudaSuccess;
   if (R->lt == 1) {
     grid.x = (unsigned)((Q.lpitch / 4 + 255) / 256);
-    static int unroll = -1; /* ES_QUNROLL=0: the row-by-row form, for A/B runs (R4) */
-    if (unroll < 0) {
-      const char *e = getenv("ES_QUNROLL");
-      unroll = !(e && e[0] == '0');
-    }
-    if (unroll)
-      k_quant4<true><<<grid, 256, 0, w->s_comp>>>(Q, p0, p1);
-    else
+    static int rowwise = -1; /* ES_QUNROLL=0: the row-by-row form, for A/B runs (R4) */
+    if (env_switch_off("ES_QUNROLL", &rowwise))
       k_quant4<false><<<grid, 256, 0, w->s_comp>>>(Q, p0, p1);
+    else
+      k_quant4<true><<<grid, 256, 0, w->s_comp>>>(Q, p0, p1);
   } else if (R->lt == 2) {
     k_quant<uint16_t><<<grid, 256, 0, w->s_comp>>>(Q, p0, p1);
   } else {
@@ -570,11 +578,7 @@ static const void *pick_shared_kernel(const es_range *R, int square, int K) {
  * counts), else NULL. ES_QUAD=0 turns it off, for A/B measurements (BENCHMARKS Q1). */
 static const void *pick_quad_kernel(const es_range *R, int square, int K) {
   static int off = -1;
-  if (off < 0) {
-    const char *e = getenv("ES_QUAD");
-    off = e && e[0] == '0';
-  }
-  if (off || R->lt != 1 || !square || R->hl != ES_HL_W32) return NULL;
+  if (env_switch_off("ES_QUAD", &off) || R->lt != 1 || !square || R->hl != ES_HL_W32) return NULL;
   if (K == 3) return (const void *)k_entropy4<3>;
   if (K == 5) return (const void *)k_entropy4<5>;
   if (K == 7) return (const void *)k_entropy4<7>;
