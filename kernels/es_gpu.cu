@@ -585,6 +585,22 @@ static const void *pick_quad_kernel(const es_range *R, int square, int K) {
   return NULL;
 }
 
+/* es_cfill's row of column counts, in bytes, where the generic shared kernel builds its
+ * first windows from column counts (gpu_kernels.cuh), else 0. Square windows only (a disk's
+ * columns differ in height); the compile-time windows (K <= 9, 8-bit) keep the pixel-by-pixel
+ * fill. It pays where K^2 increments a thread cost more than the L + 1 levels' prefix sums
+ * and lookups: K^2 > 2 (L + 1). The byte rows must fit in a row of counts and in a warp's
+ * 32 x 8 bytes. ES_CFILL=0 turns it off, for A/B measurements. */
+static int cfill_bytes(const es_range *R, int square, int K, int L) {
+  static int off = -1;
+  if (env_switch_off("ES_CFILL", &off) || !square || R->hl == ES_HL_GLOBAL) return 0;
+  if (R->lt == 1 && K <= 9) return 0; /* a compile-time window */
+  if ((long long)K * K <= 2LL * (L + 1)) return 0;
+  const int cs = (R->bx + K - 1 + 7) & ~7;
+  const int row = R->hl == ES_HL_W32 ? 4 * R->bx : 2 * R->bx;
+  return cs <= 256 && cs <= row ? cs : 0;
+}
+
 /* The global-histogram kernel (large L) for a range's level type. */
 static const void *pick_global_kernel(const es_range *R) {
   if (R->lt == 1) return (const void *)k_entropy<uint8_t, ES_HL_GLOBAL, 0>;
@@ -658,6 +674,8 @@ static cudaError_t launch_entropy(es_gpu_worker *w, const es_range *R, const es_
   E.binscale = stats ? es_stats_binscale(&job->params, bins) : 0.0;
   E.acc = w->d_acc;
   for (int i = 0; i < K; i++) E.hw[i] = R->win.hw[i];
+  static int sq_off = -1; /* ES_SQSLIDE=0: the generic slide for square windows too (A/B) */
+  E.square = job->params.shape == ES_SHAPE_SQUARE && !env_switch_off("ES_SQSLIDE", &sq_off);
   int bx = R->bx;
   int gx = (W + bx - 1) / bx;
   /* Strip height: the first window of a strip costs `area` updates, a slide 2K a row, so
@@ -680,6 +698,11 @@ static cudaError_t launch_entropy(es_gpu_worker *w, const es_range *R, const es_
   if (R->hl != ES_HL_GLOBAL) {
     smem += es_hist_bytes(R->hl, E.levels, bx);
     const void *kfn = pick_shared_kernel(R, job->params.shape == ES_SHAPE_SQUARE, K);
+    E.cfill = cfill_bytes(R, job->params.shape == ES_SHAPE_SQUARE, K, E.levels);
+    if (E.cfill) {
+      smem += (size_t)(bx / 32) * 512; /* a warp's prefix sums */
+      tmin = 16; /* the first window no longer costs `area` updates */
+    }
     return launch_strips(w, kfn, &E, gx, bx, rows, tmin, smem, 1);
   }
   /* Global histograms (large L): strips to fill the chip's threads. */

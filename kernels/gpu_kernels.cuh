@@ -224,6 +224,9 @@ struct es_eparams {
   int stats, bins;
   double binscale;
   es_dacc *acc;
+  int square;           /* the window is square (a run-time K takes the segment slide) */
+  int cfill;            /* square windows, KC == 0, shared counts: bytes of a level's row of
+                         * column counts (es_cfill), or 0: first windows pixel by pixel */
   int hw[ES_WINDOW_MAX]; /* per-row (= per-column: the shapes are symmetric) half widths */
 };
 
@@ -375,11 +378,102 @@ template <int HL, uint32_t U = 1> struct es_hist {
   }
 };
 
+/* Levels a thread loads before their moves in the run-time square slide (k_entropy). */
+#ifndef ES_SQU
+#define ES_SQU 4
+#endif
+
 /* Shared-memory bytes of the histograms of a block of bx threads for L levels. */
 __host__ __device__ inline size_t es_hist_bytes(int hl, int L, int bx) {
   if (hl == ES_HL_W32) return (size_t)(L + 1) * bx * 4;
   if (hl == ES_HL_S16) return (size_t)((L + 2) / 2) * bx * 4; /* whole words */
   return 0;
+}
+
+/* The first windows of a block's bx threads, built from column counts rather than pixel by
+ * pixel (large square windows; P.cfill = cs): a thread's window at row ys is the sum of K
+ * neighbouring columns' counts over K rows, and the block's windows share all but one of
+ * them. So instead of bx * K^2 increments:
+ *   A. each of the bx + K - 1 columns' K levels are counted once, as bytes (a column holds
+ *      at most K <= 255 pixels) in rows of cs bytes a level, at the start of the count area;
+ *   B. each warp takes a level at a time: a prefix sum of the row's column counts (8 a
+ *      lane, then across the warp), and window c's count is P[c + K - 1] - P[c - 1].
+ * The byte rows (cs <= the count row's bytes) lie below the count rows of the same level and
+ * above: rows are taken from the top level down in batches of one a warp, and a batch's
+ * count rows are written only once every warp has read its byte row (the __syncthreads);
+ * the count row of level v never overlaps a byte row below v. After B the count area holds
+ * each thread's window counts as the slide expects them. Block-uniform: every thread calls
+ * it. */
+template <int HL>
+__device__ __forceinline__ void es_cfill_rows(const es_eparams &P, unsigned int *h32, int K) {
+  const int tid = threadIdx.x, bx = blockDim.x, cs = P.cfill;
+  const int nlev = P.levels + 1, nw = bx >> 5, warp = tid >> 5, lane = tid & 31, tpl = bx >> 5;
+  const uint8_t *cc = (const uint8_t *)h32;
+  /* a warp's prefix sums (256 16-bit: P <= 256 * 255 fits), after the count area */
+  unsigned short *T = (unsigned short *)(h32 + es_hist_bytes(HL, P.levels, bx) / 4) + warp * 256;
+  for (int b = 0; b * nw < nlev; b++) {
+    const int v = nlev - 1 - (b * nw + warp);
+    uint32_t win[4] = {0u, 0u, 0u, 0u};
+    if (v >= 0) {
+      uint2 d = make_uint2(0u, 0u); /* 32-bit accesses: the count area is 4-byte aligned */
+      if (8 * lane < cs) {
+        const unsigned int *rw = (const unsigned int *)(cc + (size_t)v * cs + 8 * lane);
+        d = make_uint2(rw[0], rw[1]);
+      }
+      uint32_t p[8], s = 0;
+#pragma unroll
+      for (int k = 0; k < 8; k++) {
+        s += ((k < 4 ? d.x : d.y) >> (8 * (k & 3))) & 255u;
+        p[k] = s;
+      }
+      uint32_t incl = s;
+#pragma unroll
+      for (int o = 1; o < 32; o <<= 1) {
+        const uint32_t n = __shfl_up_sync(0xffffffffu, incl, o);
+        if (lane >= o) incl += n;
+      }
+      const uint32_t ex = incl - s;
+      unsigned int *tw = (unsigned int *)(T + 8 * lane);
+#pragma unroll
+      for (int k = 0; k < 4; k++) tw[k] = (ex + p[2 * k]) | ((ex + p[2 * k + 1]) << 16);
+      __syncwarp();
+#pragma unroll
+      for (int k = 0; k < 4; k++) {
+        const int t = lane * tpl + k;
+        if (k < tpl) win[k] = (uint32_t)T[t + K - 1] - (t ? (uint32_t)T[t - 1] : 0u);
+      }
+      __syncwarp();
+    }
+    __syncthreads();
+    if (v >= 0) {
+#pragma unroll
+      for (int k = 0; k < 4; k++) {
+        const int t = lane * tpl + k;
+        if (k < tpl) {
+          if (HL == ES_HL_W32)
+            h32[(size_t)v * bx + t] = win[k];
+          else
+            ((unsigned short *)h32)[(size_t)v * bx + t] = (unsigned short)win[k];
+        }
+      }
+    }
+  }
+  __syncthreads();
+}
+
+template <typename LT, int HL>
+__device__ __forceinline__ void es_cfill(const es_eparams &P, unsigned int *h32, int ys, int K) {
+  const int tid = threadIdx.x, bx = blockDim.x, cs = P.cfill;
+  const int xb = blockIdx.x * bx, pw = P.W + K - 1;
+  const size_t lp = P.lpitch;
+  for (int c = tid; c < bx + K - 1 && xb + c < pw; c += bx) {
+    const LT *p = (const LT *)P.lev + (size_t)ys * lp + xb + c;
+    unsigned int *cw = (unsigned int *)((uint8_t *)h32 + (c & ~3));
+    const uint32_t inc = 1u << (8 * (c & 3));
+    for (int dy = 0; dy < K; dy++) atomicAdd(cw + (uint32_t)p[(size_t)dy * lp] * (uint32_t)(cs / 4), inc);
+  }
+  __syncthreads();
+  es_cfill_rows<HL>(P, h32, K);
 }
 
 template <typename LT, int HL, int KC>
@@ -394,8 +488,8 @@ __global__ void __launch_bounds__(128) k_entropy(const es_eparams P) {
   es_hist<HL, HU> hist;
   const int tid = threadIdx.x, bx = blockDim.x;
   const int L = P.levels;
+  unsigned int *h32 = (unsigned int *)(sbins + ((nb + 1) & ~1));
   if (!GH) {
-    unsigned int *h32 = (unsigned int *)(sbins + ((nb + 1) & ~1));
     hist.base = HL == ES_HL_W32 ? (void *)(h32 + tid) : (void *)((unsigned short *)h32 + tid);
     hist.hs = (size_t)bx;
     hist.sa = (uint32_t)__cvta_generic_to_shared(hist.base);
@@ -431,14 +525,21 @@ __global__ void __launch_bounds__(128) k_entropy(const es_eparams P) {
   const int ye = min(ys + P.ty, P.y1);
   const int r = KC ? (KC - 1) / 2 : P.r, K = KC ? KC : 2 * r + 1;
   float vmin = __int_as_float(0x7f800000), vmax = 0.0f;
+  /* block-uniform: the whole block builds its first windows together */
+  const bool cf = KC == 0 && !GH && P.cfill && ys < ye;
+  if (cf) es_cfill<LT, HL>(P, h32, ys, K);
   if (x < P.W && ys < ye) {
     const LT *col = (const LT *)P.lev + x;
     const size_t lp = P.lpitch;
     unsigned long long S = 0;
-    for (int dy = 0; dy < K; dy++) {
-      const int h = P.hw[dy];
-      const LT *row = col + (size_t)(ys + dy) * lp;
-      for (int j = r - h; j <= r + h; j++) S += ES_DT(hist.inc(row[j]));
+    if (cf) {
+      for (int v = 0; v <= L; v++) S += __ldg(P.flog + hist.get((uint32_t)v));
+    } else {
+      for (int dy = 0; dy < K; dy++) {
+        const int h = P.hw[dy];
+        const LT *row = col + (size_t)(ys + dy) * lp;
+        for (int j = r - h; j <= r + h; j++) S += ES_DT(hist.inc(row[j]));
+      }
     }
     /* KC (8-bit levels): the word index of the row that leaves the window, moved a row a
      * step rather than computed from y (BENCHMARKS G16); the entering row is kw words
@@ -481,6 +582,37 @@ __global__ void __launch_bounds__(128) k_entropy(const es_eparams P) {
           hist.move(vo, vi, co, ci);
           S -= ES_DT(co - HU);
           S += ES_DT(ci);
+        }
+      } else if (P.square) {
+        /* Square window of run-time size: the leaving row y and the entering row y + K are
+         * whole segments, read through two row pointers at constant offsets, ES_SQU levels
+         * of each before their moves (the generic form below works out two 64-bit
+         * addresses and a half width a column). */
+        const LT *po = col + (size_t)y * lp, *pi = po + (size_t)K * lp;
+        int j = 0;
+        for (; j + ES_SQU <= K; j += ES_SQU) {
+          uint32_t vo[ES_SQU], vi[ES_SQU];
+#pragma unroll
+          for (int k = 0; k < ES_SQU; k++) {
+            vo[k] = __ldg(po + j + k);
+            vi[k] = __ldg(pi + j + k);
+          }
+#pragma unroll
+          for (int k = 0; k < ES_SQU; k++) {
+            if (vo[k] == vi[k]) continue;
+            uint32_t co, ci;
+            hist.move(vo[k], vi[k], co, ci);
+            S -= dt[(co - 1u) * ds];
+            S += dt[ci * ds];
+          }
+        }
+        for (; j < K; j++) {
+          const uint32_t vo = __ldg(po + j), vi = __ldg(pi + j);
+          if (vo == vi) continue;
+          uint32_t co, ci;
+          hist.move(vo, vi, co, ci);
+          S -= dt[(co - 1u) * ds];
+          S += dt[ci * ds];
         }
       } else {
       for (int j = 0; j < K; j++) {

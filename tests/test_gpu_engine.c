@@ -156,15 +156,21 @@ static void describe(char *buf, size_t n, const es_image *img, const es_params *
 /* One random case: map (+stats half the time) against the reference; es_cpu_run too.
  * quad: the cases of the four-columns-a-thread kernel (square K <= 7, 8-bit, L <= 31), every
  * width modulo 4 and widths below 4 included; quad 2: widths of whole words (W % 4 == 0,
- * the vector stores) across several warps and blocks. */
+ * the vector stores) across several warps and blocks; quad 3: large square windows (K 11..129)
+ * on several blocks across and several strips, where the generic kernel builds its first
+ * windows from column counts (es_cfill). */
 static void one_case(es_gpu_worker *w, es_gpu_worker **pair, int big, int quad) {
   es_image img;
   es_params p;
   char what[160], msg[256];
-  int depth = !quad && es_test_range(0, 3) == 0 ? 16 : 8;
+  int depth = (!quad || quad == 3) && es_test_range(0, 3) == 0 ? 16 : 8;
   int W = big ? es_test_range(2000, 4099) : es_test_range(1, g_small ? 23 : 97);
   int H = big ? es_test_range(2100, 2301) : es_test_range(1, g_small ? 19 : 83);
   if (quad == 2) W = 4 * (big ? es_test_range(500, 1024) : es_test_range(33, g_small ? 40 : 300));
+  if (quad == 3) { /* several blocks across (128 threads at L <= 380), several strips */
+    W = es_test_range(129, g_small ? 200 : 420);
+    H = es_test_range(17, g_small ? 40 : 90);
+  }
   if (!big && quad != 2 && es_test_range(0, 1)) {
     W |= 1;
     H |= 1;
@@ -176,7 +182,8 @@ static void one_case(es_gpu_worker *w, es_gpu_worker **pair, int big, int quad) 
   p.window = big ? (es_test_range(0, 1) ? 5 : 9) : ks[es_test_range(0, 10)];
   if (!big && es_test_range(0, 5) == 0) p.window = 2 * es_test_range(0, 127) + 1; /* up to 255 */
   if (g_small && p.window > 31) p.window = 31;
-  if (quad) p.window = 2 * es_test_range(1, 3) + 1;
+  if (quad && quad != 3) p.window = 2 * es_test_range(1, 3) + 1;
+  if (quad == 3) p.window = 2 * es_test_range(5, es_test_range(0, 3) ? 40 : 64) + 1; /* 11..129 */
   p.shape = quad ? ES_SHAPE_SQUARE : es_test_range(0, 1);
   p.border = es_test_range(0, 1);
   p.base = es_test_range(0, 1);
@@ -184,7 +191,13 @@ static void one_case(es_gpu_worker *w, es_gpu_worker **pair, int big, int quad) 
   int lc = es_test_range(0, 4);
   p.levels = lc == 0 ? 16 : lc == 1 ? lmax : lc == 2 ? 2 : es_test_range(2, lmax);
   if (depth == 16 && lc == 3 && es_test_range(0, 1)) p.levels = es_test_range(257, 5000);
-  if (quad) p.levels = es_test_range(0, 2) ? es_test_range(2, 31) : 16;
+  if (quad && quad != 3) p.levels = es_test_range(0, 2) ? es_test_range(2, 31) : 16;
+  if (quad == 3 && depth == 16 && es_test_range(0, 1)) p.levels = es_test_range(257, 1500);
+  if (quad == 3 && g_small) { /* the sanitizer runs: both count layouts, windows that pay */
+    static int n3;
+    p.levels = n3++ % 2 ? 256 : 16;
+    p.window = 2 * es_test_range(11, 40) + 1;
+  }
   describe(what, sizeof what, &img, &p);
 
   float *ref = malloc(sizeof *ref * (size_t)W * H);
@@ -397,6 +410,7 @@ int main(void) {
   int nquad = g_small ? 6 : 120;
   for (int i = 0; i < nquad; i++) one_case(w, (i % 3 == 0) ? pair : NULL, 0, 1);
   for (int i = 0; i < (g_small ? 2 : 30); i++) one_case(w, (i % 3 == 0) ? pair : NULL, 0, 2);
+  for (int i = 0; i < (g_small ? 4 : 40); i++) one_case(w, (i % 3 == 0) ? pair : NULL, 0, 3);
   int nrender = g_small ? 6 : 80;
   for (int i = 0; i < nrender; i++) render_case(w, (i % 4 == 0) ? pair : NULL, 0);
   if (!g_small) {
