@@ -292,7 +292,9 @@ static const void *const es_kernel_list[] = {
     ES_KSH(uint8_t, 5), ES_KSH(uint8_t, 7), ES_KSH(uint8_t, 9),
     (const void *)k_entropy<uint8_t, ES_HL_GLOBAL, 0>, (const void *)k_entropy<uint16_t, ES_HL_GLOBAL, 0>,
     (const void *)k_entropy<uint32_t, ES_HL_GLOBAL, 0>, (const void *)k_entropy4<3>,
-    (const void *)k_entropy4<5>, (const void *)k_entropy4<7>};
+    (const void *)k_entropy4<5>, (const void *)k_entropy4<7>, (const void *)k_entropy2<uint8_t, true>,
+    (const void *)k_entropy2<uint8_t, false>, (const void *)k_entropy2<uint16_t, true>,
+    (const void *)k_entropy2<uint16_t, false>};
 #undef ES_KSH
 
 static void host_thread_stop(es_gpu_worker *w);
@@ -462,6 +464,7 @@ struct es_range {
   size_t lpitch;    /* padded row, elements */
   int bx;           /* entropy block width */
   int hl;           /* histogram layout ES_HL_* (gpu_kernels.cuh); ES_HL_GLOBAL: global mode */
+  int pbx;          /* k_entropy2's block width, or 0: not that kernel (pair_bx) */
   es_window win;
   /* results of phase 1 */
   float hmin, hmax;
@@ -486,6 +489,34 @@ static int dshared_entries(int area) {
   return dshared_replicated(area) ? area * 32 : (area <= 1024 ? area : 0);
 }
 
+/* es_cfill's row of column counts, in bytes, where a square window's first windows are built
+ * from column counts (gpu_kernels.cuh), else 0: a block of bx threads of nw windows each,
+ * count rows of `row` bytes. Square windows only (a disk's columns differ in height); the
+ * compile-time windows (K <= 9, 8-bit) keep the pixel-by-pixel fill. It pays where K^2
+ * increments a thread cost more than the L + 1 levels' prefix sums and lookups: K^2 >
+ * 2 (L + 1) (C1/C4: even at K = 21-25, L = 256). The byte rows must fit in a row of counts
+ * and in a warp's 32 x 8 bytes. ES_CFILL=0 turns it off, for A/B measurements. */
+static int cfill_bytes(const es_range *R, int square, int K, int L, int bx, int nw, int row) {
+  static int off = -1;
+  if (env_switch_off("ES_CFILL", &off) || !square || R->hl == ES_HL_GLOBAL) return 0;
+  if (R->lt == 1 && K <= 9) return 0; /* a compile-time window */
+  if ((long long)K * K <= 2LL * (L + 1)) return 0;
+  const int cs = (nw * bx + K - 1 + 7) & ~7;
+  return cs <= 256 && cs <= row ? cs : 0;
+}
+
+/* k_entropy2's block width (its counts: L + 1 words a thread), or 0 where it does not apply:
+ * square windows of run-time size (K > 9 for 8-bit levels: the compile-time kernels take the
+ * rest) whose counts fit in shared memory. ES_PAIR=0 turns it off, for A/B measurements. */
+static int pair_bx(const es_range *R, int square, int K, int L) {
+  static int off = -1;
+  if (env_switch_off("ES_PAIR", &off) || !square || R->hl == ES_HL_GLOBAL || R->lt > 2) return 0;
+  if (R->lt == 1 && K >= 3 && K <= 9) return 0;
+  for (int bx = 64; bx >= 32; bx /= 2)
+    if ((size_t)(L + 1) * bx * 4 <= 96 * 1024) return bx;
+  return 0;
+}
+
 static void range_plan(es_range *R, const es_job *job, const es_gpu_worker *w) {
   es_window_make(&R->win, job->params.window, job->params.shape);
   R->r = R->win.r;
@@ -507,10 +538,12 @@ static void range_plan(es_range *R, const es_job *job, const es_gpu_worker *w) {
    * block), else global ones. */
   R->hl = ES_HL_GLOBAL;
   R->bx = 128;
+  R->pbx = 0;
   size_t fixed = (size_t)dshared_entries(R->area) * 4 + (ES_STATS_MAX_BINS + 2) * 4;
   if (es_hist_bytes(ES_HL_W32, L, ES_W32_BX) <= 16 * 1024) {
     R->bx = ES_W32_BX; /* the kernel's W32 addressing assumes it */
     R->hl = ES_HL_W32;
+    R->pbx = pair_bx(R, job->params.shape == ES_SHAPE_SQUARE, 2 * R->r + 1, L);
     return;
   }
   for (int bx = 128; bx >= 32; bx /= 2) {
@@ -521,6 +554,9 @@ static void range_plan(es_range *R, const es_job *job, const es_gpu_worker *w) {
       break;
     }
   }
+  if (R->hl == ES_HL_GLOBAL) return;
+  const int square = job->params.shape == ES_SHAPE_SQUARE, K = 2 * R->r + 1;
+  R->pbx = pair_bx(R, square, K, L);
 }
 
 /* Launches quantize for padded rows [p0, p1). */
@@ -541,7 +577,7 @@ static cudaError_t launch_quant(es_gpu_worker *w, const es_range *R, const es_jo
   Q.lev = w->d_lev;
   Q.lpitch = R->lpitch;
   Q.levhist = levhist ? w->d_acc->levhist : NULL;
-  dim3 grid((unsigned)((Q.W + 2 * Q.r + 255) / 256), (unsigned)((p1 - p0 + ES_QROWS - 1) / ES_QROWS));
+  dim3 grid((unsigned)((Q.lpitch + 255) / 256), (unsigned)((p1 - p0 + ES_QROWS - 1) / ES_QROWS));
   if (p1 <= p0) return cudaSuccess;
   if (R->lt == 1) {
     grid.x = (unsigned)((Q.lpitch / 4 + 255) / 256);
@@ -583,22 +619,6 @@ static const void *pick_quad_kernel(const es_range *R, int square, int K) {
   if (K == 5) return (const void *)k_entropy4<5>;
   if (K == 7) return (const void *)k_entropy4<7>;
   return NULL;
-}
-
-/* es_cfill's row of column counts, in bytes, where the generic shared kernel builds its
- * first windows from column counts (gpu_kernels.cuh), else 0. Square windows only (a disk's
- * columns differ in height); the compile-time windows (K <= 9, 8-bit) keep the pixel-by-pixel
- * fill. It pays where K^2 increments a thread cost more than the L + 1 levels' prefix sums
- * and lookups: K^2 > 2 (L + 1). The byte rows must fit in a row of counts and in a warp's
- * 32 x 8 bytes. ES_CFILL=0 turns it off, for A/B measurements. */
-static int cfill_bytes(const es_range *R, int square, int K, int L) {
-  static int off = -1;
-  if (env_switch_off("ES_CFILL", &off) || !square || R->hl == ES_HL_GLOBAL) return 0;
-  if (R->lt == 1 && K <= 9) return 0; /* a compile-time window */
-  if ((long long)K * K <= 2LL * (L + 1)) return 0;
-  const int cs = (R->bx + K - 1 + 7) & ~7;
-  const int row = R->hl == ES_HL_W32 ? 4 * R->bx : 2 * R->bx;
-  return cs <= 256 && cs <= row ? cs : 0;
 }
 
 /* The global-histogram kernel (large L) for a range's level type. */
@@ -695,10 +715,29 @@ static cudaError_t launch_entropy(es_gpu_worker *w, const es_range *R, const es_
      * 0.036 ms at K=5 (BENCHMARKS Q7). */
     return launch_strips(w, k4, &E, (W + 4 * bx - 1) / (4 * bx), bx, rows, 4, smem, 3);
   }
+  const int square = job->params.shape == ES_SHAPE_SQUARE;
+  const int pbx = R->pbx;
+  if (pbx) { /* two columns a thread */
+    /* the delta table: k_entropy2<., true>'s static shared copy up to ES_DT2_MAX entries */
+    const int st = R->area <= ES_DT2_MAX;
+    E.drep = 0;
+    E.dshared = 0;
+    smem = sbins + (size_t)(E.levels + 1) * pbx * 4;
+    E.cfill = cfill_bytes(R, square, K, E.levels, pbx, 2, 4 * pbx);
+    if (E.cfill) {
+      smem += (size_t)(pbx / 32) * 512;
+      tmin = 16;
+    }
+    const void *kfn = R->lt == 1 ? (st ? (const void *)k_entropy2<uint8_t, true>
+                                       : (const void *)k_entropy2<uint8_t, false>)
+                                 : (st ? (const void *)k_entropy2<uint16_t, true>
+                                       : (const void *)k_entropy2<uint16_t, false>);
+    return launch_strips(w, kfn, &E, (W + 2 * pbx - 1) / (2 * pbx), pbx, rows, tmin, smem, 1);
+  }
   if (R->hl != ES_HL_GLOBAL) {
     smem += es_hist_bytes(R->hl, E.levels, bx);
-    const void *kfn = pick_shared_kernel(R, job->params.shape == ES_SHAPE_SQUARE, K);
-    E.cfill = cfill_bytes(R, job->params.shape == ES_SHAPE_SQUARE, K, E.levels);
+    const void *kfn = pick_shared_kernel(R, square, K);
+    E.cfill = cfill_bytes(R, square, K, E.levels, bx, 1, R->hl == ES_HL_W32 ? 4 * bx : 2 * bx);
     if (E.cfill) {
       smem += (size_t)(bx / 32) * 512; /* a warp's prefix sums */
       tmin = 16; /* the first window no longer costs `area` updates */

@@ -62,10 +62,10 @@ __global__ void __launch_bounds__(256) k_quant(const es_qparams Q, int p0, int p
   int pw = Q.W + 2 * Q.r;
   int pb = p0 + blockIdx.y * ES_QROWS;
   int pe = min(pb + ES_QROWS, p1);
-  if (c < pw) {
+  if ((size_t)c < Q.lpitch) { /* the pitch's slack past pw: the sentinel (k_entropy2 reads it) */
     int j = c - Q.r;
     bool jin = j >= 0 && j < Q.W;
-    int jj = jin ? j : (Q.border == ES_BORDER_REFLECT ? es_reflect(j, Q.W) : -1);
+    int jj = c >= pw ? -1 : (jin ? j : (Q.border == ES_BORDER_REFLECT ? es_reflect(j, Q.W) : -1));
     for (int p = pb; p < pe; p++) {
       int i = Q.row0 + p - Q.r;
       bool iin = i >= 0 && i < Q.H;
@@ -378,9 +378,14 @@ template <int HL, uint32_t U = 1> struct es_hist {
   }
 };
 
-/* Levels a thread loads before their moves in the run-time square slide (k_entropy). */
+/* Levels a thread loads before their moves in the run-time square slides: k_entropy (8 was
+ * slower there, C3) and k_entropy2 (K=75 L=256: 0.403 ms at 4, 0.353 at 8, 0.335 at 16;
+ * C8, C9). */
 #ifndef ES_SQU
 #define ES_SQU 4
+#endif
+#ifndef ES_SQU2
+#define ES_SQU2 16
 #endif
 
 /* Shared-memory bytes of the histograms of a block of bx threads for L levels. */
@@ -390,31 +395,38 @@ __host__ __device__ inline size_t es_hist_bytes(int hl, int L, int bx) {
   return 0;
 }
 
-/* The first windows of a block's bx threads, built from column counts rather than pixel by
- * pixel (large square windows; P.cfill = cs): a thread's window at row ys is the sum of K
- * neighbouring columns' counts over K rows, and the block's windows share all but one of
- * them. So instead of bx * K^2 increments:
- *   A. each of the bx + K - 1 columns' K levels are counted once, as bytes (a column holds
- *      at most K <= 255 pixels) in rows of cs bytes a level, at the start of the count area;
+/* The first windows of a block's threads, built from column counts rather than pixel by
+ * pixel (large square windows; P.cfill = cs). A block's threads own NW windows each (NW *
+ * bx windows side by side, window u at the block's first column + u); a window at row ys
+ * is the sum of K neighbouring columns' counts over K rows, and the block's windows share
+ * all but one of them. So instead of NW * bx * K^2 increments:
+ *   A. each of the NW * bx + K - 1 columns' K levels are counted once, as bytes (a column
+ *      holds at most K <= 255 pixels) in rows of cs bytes a level, at the start of the
+ *      count area;
  *   B. each warp takes a level at a time: a prefix sum of the row's column counts (8 a
- *      lane, then across the warp), and window c's count is P[c + K - 1] - P[c - 1].
+ *      lane, then across the warp), and window u's count is P[u + K - 1] - P[u - 1].
  * The byte rows (cs <= the count row's bytes) lie below the count rows of the same level and
  * above: rows are taken from the top level down in batches of one a warp, and a batch's
  * count rows are written only once every warp has read its byte row (the __syncthreads);
  * the count row of level v never overlaps a byte row below v. After B the count area holds
- * each thread's window counts as the slide expects them. Block-uniform: every thread calls
- * it. */
-template <int HL>
-__device__ __forceinline__ void es_cfill_rows(const es_eparams &P, unsigned int *h32, int K) {
+ * each thread's window counts as the slide expects them: HL's element a level and thread
+ * (NW = 1), or one 32-bit word holding window 2t in its low and 2t + 1 in its high half
+ * (NW = 2, k_entropy2). hbytes: the count area's size (the prefix sums lie after it).
+ * Block-uniform: every thread calls it. */
+template <int HL, int NW>
+__device__ __forceinline__ void es_cfill_rows(const es_eparams &P, unsigned int *h32, int K,
+                                              size_t hbytes, uint32_t unit) {
   const int tid = threadIdx.x, bx = blockDim.x, cs = P.cfill;
   const int nlev = P.levels + 1, nw = bx >> 5, warp = tid >> 5, lane = tid & 31, tpl = bx >> 5;
+  const int top = nlev - 1;
   const uint8_t *cc = (const uint8_t *)h32;
   /* a warp's prefix sums (256 16-bit: P <= 256 * 255 fits), after the count area */
-  unsigned short *T = (unsigned short *)(h32 + es_hist_bytes(HL, P.levels, bx) / 4) + warp * 256;
-  for (int b = 0; b * nw < nlev; b++) {
-    const int v = nlev - 1 - (b * nw + warp);
-    uint32_t win[4] = {0u, 0u, 0u, 0u};
-    if (v >= 0) {
+  unsigned short *T = (unsigned short *)(h32 + hbytes / 4) + warp * 256;
+  for (int b = 0; b * nw <= top; b++) {
+    const int v = top - (b * nw + warp);
+    const bool vin = v >= 0 && v < nlev; /* warp-uniform */
+    uint32_t win[4] = {0u, 0u, 0u, 0u}; /* a lane's threads' counts (NW = 2: packed) */
+    if (vin) {
       uint2 d = make_uint2(0u, 0u); /* 32-bit accesses: the count area is 4-byte aligned */
       if (8 * lane < cs) {
         const unsigned int *rw = (const unsigned int *)(cc + (size_t)v * cs + 8 * lane);
@@ -440,17 +452,23 @@ __device__ __forceinline__ void es_cfill_rows(const es_eparams &P, unsigned int 
 #pragma unroll
       for (int k = 0; k < 4; k++) {
         const int t = lane * tpl + k;
-        if (k < tpl) win[k] = (uint32_t)T[t + K - 1] - (t ? (uint32_t)T[t - 1] : 0u);
+        if (k < tpl) {
+#pragma unroll
+          for (int h = 0; h < NW; h++) {
+            const int u = NW * t + h;
+            win[k] |= unit * ((uint32_t)T[u + K - 1] - (u ? (uint32_t)T[u - 1] : 0u)) << (16 * h);
+          }
+        }
       }
       __syncwarp();
     }
     __syncthreads();
-    if (v >= 0) {
+    if (vin) {
 #pragma unroll
       for (int k = 0; k < 4; k++) {
         const int t = lane * tpl + k;
         if (k < tpl) {
-          if (HL == ES_HL_W32)
+          if (NW == 2 || HL == ES_HL_W32)
             h32[(size_t)v * bx + t] = win[k];
           else
             ((unsigned short *)h32)[(size_t)v * bx + t] = (unsigned short)win[k];
@@ -461,19 +479,25 @@ __device__ __forceinline__ void es_cfill_rows(const es_eparams &P, unsigned int 
   __syncthreads();
 }
 
-template <typename LT, int HL>
-__device__ __forceinline__ void es_cfill(const es_eparams &P, unsigned int *h32, int ys, int K) {
+/* Phase A, then B (es_cfill_rows). Columns past the padded width are not counted: no window
+ * of the block's threads inside the image reaches them (NW = 2: one more column, the level
+ * image's slack holds the sentinel there). */
+template <typename LT, int HL, int NW>
+__device__ __forceinline__ void es_cfill(const es_eparams &P, unsigned int *h32, int ys, int K,
+                                         size_t hbytes, uint32_t unit = 1) {
   const int tid = threadIdx.x, bx = blockDim.x, cs = P.cfill;
-  const int xb = blockIdx.x * bx, pw = P.W + K - 1;
+  const int xb = blockIdx.x * bx * NW, pw = P.W + K - 1 + (NW - 1);
   const size_t lp = P.lpitch;
-  for (int c = tid; c < bx + K - 1 && xb + c < pw; c += bx) {
+  for (int c = tid; c < NW * bx + K - 1 && xb + c < pw; c += bx) {
     const LT *p = (const LT *)P.lev + (size_t)ys * lp + xb + c;
     unsigned int *cw = (unsigned int *)((uint8_t *)h32 + (c & ~3));
     const uint32_t inc = 1u << (8 * (c & 3));
-    for (int dy = 0; dy < K; dy++) atomicAdd(cw + (uint32_t)p[(size_t)dy * lp] * (uint32_t)(cs / 4), inc);
+    for (int dy = 0; dy < K; dy++) {
+      atomicAdd(cw + (uint32_t)p[(size_t)dy * lp] * (uint32_t)(cs / 4), inc);
+    }
   }
   __syncthreads();
-  es_cfill_rows<HL>(P, h32, K);
+  es_cfill_rows<HL, NW>(P, h32, K, hbytes, unit);
 }
 
 template <typename LT, int HL, int KC>
@@ -527,13 +551,14 @@ __global__ void __launch_bounds__(128) k_entropy(const es_eparams P) {
   float vmin = __int_as_float(0x7f800000), vmax = 0.0f;
   /* block-uniform: the whole block builds its first windows together */
   const bool cf = KC == 0 && !GH && P.cfill && ys < ye;
-  if (cf) es_cfill<LT, HL>(P, h32, ys, K);
+  if (cf) es_cfill<LT, HL, 1>(P, h32, ys, K, es_hist_bytes(HL, L, bx));
   if (x < P.W && ys < ye) {
     const LT *col = (const LT *)P.lev + x;
     const size_t lp = P.lpitch;
     unsigned long long S = 0;
     if (cf) {
-      for (int v = 0; v <= L; v++) S += __ldg(P.flog + hist.get((uint32_t)v));
+      for (int v = 0; v <= L; v++)
+        S += __ldg(P.flog + hist.get((uint32_t)v));
     } else {
       for (int dy = 0; dy < K; dy++) {
         const int h = P.hw[dy];
@@ -634,6 +659,160 @@ __global__ void __launch_bounds__(128) k_entropy(const es_eparams P) {
         const LT *row = col + (size_t)(ye - 1 + dy) * lp;
         for (int j = r - h; j <= r + h; j++) *hist.p16((uint32_t)row[j]) = 0;
       }
+    }
+  }
+  if (nb) es_block_stats(vmin, vmax, sbins, nb, P.acc);
+}
+
+/* A 32-bit global load at base[i], the index widened by one IMAD.WIDE.U32 (the compiler's
+ * own form of base + (c & 0xffff) took a shift, a mask and a 64-bit add). */
+__device__ __forceinline__ unsigned int es_ldg_at(const unsigned int *base, uint32_t i) {
+  unsigned int v;
+  asm("{\n\t.reg .u64 a;\n\tmad.wide.u32 a, %1, 4, %2;\n\tld.global.nc.u32 %0, [a];\n\t}"
+      : "=r"(v)
+      : "r"(i), "l"(base));
+  return v;
+}
+
+/* k_entropy2's delta table (ST: windows up to 1024 pixels): a static shared array, so a
+ * lookup is one shared load at a constant offset from the count word's half. */
+#define ES_DT2_MAX 1024
+
+/* One column move of k_entropy2: level vo leaves and vi enters the column's windows, W0
+ * (the thread's first window, the low half of a count word) and/or W1 (the second, the high
+ * half). ST: the halves hold 4c, the delta table's byte offset (at most 4 * 1024), and the
+ * table is the static shared one (tb = its shared address); else they hold c and the table
+ * is global (dfl). The halves never carry or borrow: a count is at most
+ * K^2 < 2^16 and never goes below 0. Both words are read before either is written, and vo
+ * == vi is handled in the arithmetic as in es_hist::move (ci then reads co - m, the deltas
+ * cancel, the second store puts the word back) rather than by a branch: a branch a column
+ * kept each column's table lookups from overlapping the next column's (C7). */
+template <bool W0, bool W1, bool ST>
+__device__ __forceinline__ void es_move2(uint32_t sa, uint32_t rs, uint32_t vo, uint32_t vi,
+                                         uint32_t tb, const unsigned int *dfl,
+                                         unsigned long long &S0, unsigned long long &S1) {
+  constexpr uint32_t U = ST ? 4u : 1u;
+  constexpr uint32_t m = (W0 ? U : 0u) | (W1 ? U << 16 : 0u);
+  const uint32_t ao = sa + vo * rs, ai = sa + vi * rs;
+  const uint32_t co = es_lds_v(ao), ci = es_lds_v(ai) - (ao == ai ? m : 0u);
+  es_sts_v(ao, co - m);
+  es_sts_v(ai, ci + m);
+  /* f(c) - f(c - 1) for the leaving level's count c, f(c + 1) - f(c) for the entering
+   * one's (ci: its count before the move) */
+#define ES_D2(h, out) (ST ? es_lds(tb + (h) - ((out) ? 4u : 0u)) : es_ldg_at(dfl - ((out) ? 1 : 0), (h)))
+  if (W0) {
+    S0 -= ES_D2(co & 0xffffu, 1);
+    S0 += ES_D2(ci & 0xffffu, 0);
+  }
+  if (W1) {
+    S1 -= ES_D2(co >> 16, 1);
+    S1 += ES_D2(ci >> 16, 0);
+  }
+#undef ES_D2
+}
+
+/* Two output columns a thread: square windows of run-time size, levels of type LT, counts in
+ * shared memory. The windows at x0 and x0 + 1 share K of their K + 1 columns, so one 32-bit
+ * word a level and thread holds both counts (low half: x0, high: x0 + 1) and a row of the
+ * slide moves K + 1 columns for two pixels, where the one-column kernel moved 2K - and a
+ * lane's words never share a bank with another lane's (the one-column kernel's 16-bit
+ * counts put two lanes in a bank). Same S sums as every engine, so the bits are the CPU's.
+ * Block: bx threads (64 or 32; pair_bx), words [level][thread]. The last thread of an odd
+ * width computes a second window at x = W that is not written (its last column is the
+ * level image's slack, the sentinel). ST: the window has at most ES_DT2_MAX pixels, its
+ * delta table is copied to static shared memory and the count halves hold 4c (es_move2). */
+template <typename LT, bool ST>
+__global__ void __launch_bounds__(64, 6) k_entropy2(const es_eparams P) {
+  __shared__ unsigned int s_dt2[ST ? ES_DT2_MAX : 1];
+  extern __shared__ unsigned long long es_smem[];
+  const int nb = P.stats ? P.bins : 0;
+  unsigned int *sbins = (unsigned int *)es_smem;
+  unsigned int *h32 = sbins + ((nb + 1) & ~1);
+  const int tid = threadIdx.x, bx = blockDim.x, L = P.levels, K = 2 * P.r + 1;
+  constexpr uint32_t U = ST ? 4u : 1u;
+  for (int k = tid; k < (L + 1) * bx; k += bx) h32[k] = 0u;
+  if (ST)
+    for (int k = tid; k < P.area; k += bx) s_dt2[k] = P.dfl[k];
+  for (int k = tid; k < nb; k += bx) sbins[k] = 0u;
+  __syncthreads();
+  const uint32_t tb = (uint32_t)__cvta_generic_to_shared(s_dt2);
+  const int x0 = 2 * (blockIdx.x * bx + tid);
+  const int ys = P.y0 + (P.strip0 + blockIdx.y) * P.ty;
+  const int ye = min(ys + P.ty, P.y1);
+  const size_t hbytes = (size_t)(L + 1) * bx * 4;
+  const bool cf = P.cfill && ys < ye; /* block-uniform */
+  if (cf) es_cfill<LT, ES_HL_W32, 2>(P, h32, ys, K, hbytes, U);
+  const uint32_t sa = (uint32_t)__cvta_generic_to_shared(h32 + tid), rs = 4u * (uint32_t)bx;
+  float vmin = __int_as_float(0x7f800000), vmax = 0.0f;
+  if (x0 < P.W && ys < ye) {
+    const size_t lp = P.lpitch;
+    const LT *col = (const LT *)P.lev + x0;
+    unsigned long long S0 = 0, S1 = 0;
+    if (cf) {
+      for (int v = 0; v <= L; v++) {
+        const uint32_t c = es_lds_v(sa + (uint32_t)v * rs);
+        S0 += __ldg(P.flog + (c & 0xffffu) / U);
+        S1 += __ldg(P.flog + (c >> 16) / U);
+      }
+    } else {
+      for (int dy = 0; dy < K; dy++) {
+        const LT *row = col + (size_t)(ys + dy) * lp;
+        for (int j = 0; j <= K; j++) {
+          const uint32_t a = sa + (uint32_t)__ldg(row + j) * rs;
+          const uint32_t m = (j < K ? U : 0u) | (j >= 1 ? U << 16 : 0u);
+          const uint32_t c = es_lds_v(a);
+          es_sts_v(a, c + m);
+          if (j < K) S0 += ST ? es_lds(tb + (c & 0xffffu)) : es_ldg_at(P.dfl, c & 0xffffu);
+          if (j >= 1) S1 += ST ? es_lds(tb + (c >> 16)) : es_ldg_at(P.dfl, c >> 16);
+        }
+      }
+    }
+    const bool two = x0 + 1 < P.W;
+    const bool vec = two && (P.mpitch & 1) == 0;
+    for (int y = ys;; y++) {
+      /* the clip sentinel's counts: N and its f, as k_entropy */
+      const uint32_t ws = es_lds_v(sa + (uint32_t)L * rs);
+      const int ns0 = (int)((ws & 0xffffu) / U), ns1 = (int)((ws >> 16) / U);
+      const int n0 = P.area - ns0, n1 = P.area - ns1;
+      const float h0 = es_entropy_value(S0 - __ldg(P.flog + ns0), P.log2n[n0], P.scale[n0], P.oscale);
+      const float h1 = es_entropy_value(S1 - __ldg(P.flog + ns1), P.log2n[n1], P.scale[n1], P.oscale);
+      if (P.map) {
+        float *mrow = P.map + (size_t)y * P.mpitch + x0;
+        if (vec) {
+          *(float2 *)mrow = make_float2(h0, h1);
+        } else {
+          mrow[0] = h0;
+          if (two) mrow[1] = h1;
+        }
+      }
+      if (nb) {
+        vmin = fminf(vmin, h0);
+        vmax = fmaxf(vmax, h0);
+        atomicAdd(&sbins[es_stats_bin(h0, P.binscale, nb)], 1u);
+        if (two) {
+          vmin = fminf(vmin, h1);
+          vmax = fmaxf(vmax, h1);
+          atomicAdd(&sbins[es_stats_bin(h1, P.binscale, nb)], 1u);
+        }
+      }
+      if (y + 1 >= ye) break;
+      /* the leaving row y and the entering row y + K: column 0 is window x0's only, column
+       * K window x0 + 1's only, the K - 1 between are both windows' */
+      const LT *po = col + (size_t)y * lp, *pi = po + (size_t)K * lp;
+      es_move2<true, false, ST>(sa, rs, __ldg(po), __ldg(pi), tb, P.dfl, S0, S1);
+      int j = 1;
+      for (; j + ES_SQU2 <= K; j += ES_SQU2) {
+        uint32_t vo[ES_SQU2], vi[ES_SQU2];
+#pragma unroll
+        for (int k = 0; k < ES_SQU2; k++) {
+          vo[k] = __ldg(po + j + k);
+          vi[k] = __ldg(pi + j + k);
+        }
+#pragma unroll
+        for (int k = 0; k < ES_SQU2; k++) es_move2<true, true, ST>(sa, rs, vo[k], vi[k], tb, P.dfl, S0, S1);
+      }
+      for (; j < K; j++) es_move2<true, true, ST>(sa, rs, __ldg(po + j), __ldg(pi + j), tb, P.dfl, S0, S1);
+      es_move2<false, true, ST>(sa, rs, __ldg(po + K), __ldg(pi + K), tb, P.dfl, S0, S1);
     }
   }
   if (nb) es_block_stats(vmin, vmax, sbins, nb, P.acc);
