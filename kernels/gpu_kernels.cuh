@@ -388,6 +388,18 @@ template <int HL, uint32_t U = 1> struct es_hist {
 #define ES_SQU2 16
 #endif
 
+/* N levels of the leaving row (po) and of the entering row (pi), all loaded before any is
+ * used, so N pairs of loads are in flight. */
+template <int N, typename LT>
+__device__ __forceinline__ void es_load_rows(const LT *po, const LT *pi, uint32_t (&vo)[N],
+                                             uint32_t (&vi)[N]) {
+#pragma unroll
+  for (int k = 0; k < N; k++) {
+    vo[k] = __ldg(po + k);
+    vi[k] = __ldg(pi + k);
+  }
+}
+
 /* Shared-memory bytes of the histograms of a block of bx threads for L levels. */
 __host__ __device__ inline size_t es_hist_bytes(int hl, int L, int bx) {
   if (hl == ES_HL_W32) return (size_t)(L + 1) * bx * 4;
@@ -617,11 +629,7 @@ __global__ void __launch_bounds__(128) k_entropy(const es_eparams P) {
         int j = 0;
         for (; j + ES_SQU <= K; j += ES_SQU) {
           uint32_t vo[ES_SQU], vi[ES_SQU];
-#pragma unroll
-          for (int k = 0; k < ES_SQU; k++) {
-            vo[k] = __ldg(po + j + k);
-            vi[k] = __ldg(pi + j + k);
-          }
+          es_load_rows<ES_SQU>(po + j, pi + j, vo, vi);
 #pragma unroll
           for (int k = 0; k < ES_SQU; k++) {
             if (vo[k] == vi[k]) continue;
@@ -803,11 +811,7 @@ __global__ void __launch_bounds__(64, 6) k_entropy2(const es_eparams P) {
       int j = 1;
       for (; j + ES_SQU2 <= K; j += ES_SQU2) {
         uint32_t vo[ES_SQU2], vi[ES_SQU2];
-#pragma unroll
-        for (int k = 0; k < ES_SQU2; k++) {
-          vo[k] = __ldg(po + j + k);
-          vi[k] = __ldg(pi + j + k);
-        }
+        es_load_rows<ES_SQU2>(po + j, pi + j, vo, vi);
 #pragma unroll
         for (int k = 0; k < ES_SQU2; k++) es_move2<true, true, ST>(sa, rs, vo[k], vi[k], tb, P.dfl, S0, S1);
       }
