@@ -489,20 +489,18 @@ static int dshared_entries(int area) {
   return dshared_replicated(area) ? area * 32 : (area <= 1024 ? area : 0);
 }
 
-/* es_cfill's row of column counts, in bytes, where a square window's first windows are built
- * from column counts (gpu_kernels.cuh), else 0: a block of bx threads of nw windows each,
- * count rows of `row` bytes. Square windows only (a disk's columns differ in height); the
- * compile-time windows (K <= 9, 8-bit) keep the pixel-by-pixel fill. It pays where K^2
- * increments a thread cost more than the L + 1 levels' prefix sums and lookups: K^2 >
- * 2 (L + 1) (C1/C4: even at K = 21-25, L = 256). The byte rows must fit in a row of counts
- * and in a warp's 32 x 8 bytes. ES_CFILL=0 turns it off, for A/B measurements. */
-static int cfill_bytes(const es_range *R, int square, int K, int L, int bx, int nw, int row) {
+/* es_cfill's row of column counts, in bytes, where k_entropy2 (bx threads of two windows,
+ * count rows of 4 bx bytes) builds its first windows from column counts (gpu_kernels.cuh),
+ * else 0. It pays where K^2 increments a thread cost more than the L + 1 levels' prefix sums
+ * and lookups: K^2 > 2 (L + 1) (C1/C4: even at K = 21-25, L = 256). The byte rows must fit
+ * in a row of counts and in a warp's 32 x 8 bytes. ES_CFILL=0 turns it off, for A/B
+ * measurements. */
+static int cfill_bytes(int K, int L, int bx) {
   static int off = -1;
-  if (env_switch_off("ES_CFILL", &off) || !square || R->hl == ES_HL_GLOBAL) return 0;
-  if (R->lt == 1 && K <= 9) return 0; /* a compile-time window */
+  if (env_switch_off("ES_CFILL", &off)) return 0;
   if ((long long)K * K <= 2LL * (L + 1)) return 0;
-  const int cs = (nw * bx + K - 1 + 7) & ~7;
-  return cs <= 256 && cs <= row ? cs : 0;
+  const int cs = (2 * bx + K - 1 + 7) & ~7;
+  return cs <= 256 && cs <= 4 * bx ? cs : 0;
 }
 
 /* k_entropy2's block width (its counts: L + 1 words a thread), or 0 where it does not apply:
@@ -723,7 +721,7 @@ static cudaError_t launch_entropy(es_gpu_worker *w, const es_range *R, const es_
     E.drep = 0;
     E.dshared = 0;
     smem = sbins + (size_t)(E.levels + 1) * pbx * 4;
-    E.cfill = cfill_bytes(R, square, K, E.levels, pbx, 2, 4 * pbx);
+    E.cfill = cfill_bytes(K, E.levels, pbx);
     if (E.cfill) {
       smem += (size_t)(pbx / 32) * 512;
       tmin = 16;
@@ -737,11 +735,6 @@ static cudaError_t launch_entropy(es_gpu_worker *w, const es_range *R, const es_
   if (R->hl != ES_HL_GLOBAL) {
     smem += es_hist_bytes(R->hl, E.levels, bx);
     const void *kfn = pick_shared_kernel(R, square, K);
-    E.cfill = cfill_bytes(R, square, K, E.levels, bx, 1, R->hl == ES_HL_W32 ? 4 * bx : 2 * bx);
-    if (E.cfill) {
-      smem += (size_t)(bx / 32) * 512; /* a warp's prefix sums */
-      tmin = 16; /* the first window no longer costs `area` updates */
-    }
     return launch_strips(w, kfn, &E, gx, bx, rows, tmin, smem, 1);
   }
   /* Global histograms (large L): strips to fill the chip's threads. */

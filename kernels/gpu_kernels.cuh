@@ -225,8 +225,8 @@ struct es_eparams {
   double binscale;
   es_dacc *acc;
   int square;           /* the window is square (a run-time K takes the segment slide) */
-  int cfill;            /* square windows, KC == 0, shared counts: bytes of a level's row of
-                         * column counts (es_cfill), or 0: first windows pixel by pixel */
+  int cfill;            /* k_entropy2: bytes of a level's row of column counts (es_cfill), or
+                         * 0: first windows pixel by pixel */
   int hw[ES_WINDOW_MAX]; /* per-row (= per-column: the shapes are symmetric) half widths */
 };
 
@@ -407,11 +407,11 @@ __host__ __device__ inline size_t es_hist_bytes(int hl, int L, int bx) {
   return 0;
 }
 
-/* The first windows of a block's threads, built from column counts rather than pixel by
- * pixel (large square windows; P.cfill = cs). A block's threads own NW windows each (NW *
- * bx windows side by side, window u at the block's first column + u); a window at row ys
- * is the sum of K neighbouring columns' counts over K rows, and the block's windows share
- * all but one of them. So instead of NW * bx * K^2 increments:
+/* k_entropy2's first windows, built from column counts rather than pixel by pixel (large
+ * square windows; P.cfill = cs). A block's threads own NW = 2 windows each (NW * bx windows
+ * side by side, window u at the block's first column + u); a window at row ys is the sum of
+ * K neighbouring columns' counts over K rows, and the block's windows share all but one of
+ * them. So instead of NW * bx * K^2 increments:
  *   A. each of the NW * bx + K - 1 columns' K levels are counted once, as bytes (a column
  *      holds at most K <= 255 pixels) in rows of cs bytes a level, at the start of the
  *      count area;
@@ -421,11 +421,12 @@ __host__ __device__ inline size_t es_hist_bytes(int hl, int L, int bx) {
  * above: rows are taken from the top level down in batches of one a warp, and a batch's
  * count rows are written only once every warp has read its byte row (the __syncthreads);
  * the count row of level v never overlaps a byte row below v. After B the count area holds
- * each thread's window counts as the slide expects them: HL's element a level and thread
- * (NW = 1), or one 32-bit word holding window 2t in its low and 2t + 1 in its high half
- * (NW = 2, k_entropy2). hbytes: the count area's size (the prefix sums lie after it).
- * Block-uniform: every thread calls it. */
-template <int HL, int NW>
+ * each thread's window counts as the slide expects them: one 32-bit word a level and thread,
+ * window 2t in its low and 2t + 1 in its high half, times `unit`. hbytes: the count area's
+ * size (the prefix sums lie after it). Block-uniform: every thread calls it. (The one-column
+ * kernel had this fill too, with NW = 1 (C1: K=75 L=256 0.97 -> 0.75 ms); since k_entropy2
+ * took its square windows it could only apply there with ES_PAIR=0, so it went.) */
+template <int NW>
 __device__ __forceinline__ void es_cfill_rows(const es_eparams &P, unsigned int *h32, int K,
                                               size_t hbytes, uint32_t unit) {
   const int tid = threadIdx.x, bx = blockDim.x, cs = P.cfill;
@@ -480,10 +481,7 @@ __device__ __forceinline__ void es_cfill_rows(const es_eparams &P, unsigned int 
       for (int k = 0; k < 4; k++) {
         const int t = lane * tpl + k;
         if (k < tpl) {
-          if (NW == 2 || HL == ES_HL_W32)
-            h32[(size_t)v * bx + t] = win[k];
-          else
-            ((unsigned short *)h32)[(size_t)v * bx + t] = (unsigned short)win[k];
+          h32[(size_t)v * bx + t] = win[k];
         }
       }
     }
@@ -494,9 +492,9 @@ __device__ __forceinline__ void es_cfill_rows(const es_eparams &P, unsigned int 
 /* Phase A, then B (es_cfill_rows). Columns past the padded width are not counted: no window
  * of the block's threads inside the image reaches them (NW = 2: one more column, the level
  * image's slack holds the sentinel there). */
-template <typename LT, int HL, int NW>
+template <typename LT, int NW>
 __device__ __forceinline__ void es_cfill(const es_eparams &P, unsigned int *h32, int ys, int K,
-                                         size_t hbytes, uint32_t unit = 1) {
+                                         size_t hbytes, uint32_t unit) {
   const int tid = threadIdx.x, bx = blockDim.x, cs = P.cfill;
   const int xb = blockIdx.x * bx * NW, pw = P.W + K - 1 + (NW - 1);
   const size_t lp = P.lpitch;
@@ -509,7 +507,7 @@ __device__ __forceinline__ void es_cfill(const es_eparams &P, unsigned int *h32,
     }
   }
   __syncthreads();
-  es_cfill_rows<HL, NW>(P, h32, K, hbytes, unit);
+  es_cfill_rows<NW>(P, h32, K, hbytes, unit);
 }
 
 template <typename LT, int HL, int KC>
@@ -561,22 +559,14 @@ __global__ void __launch_bounds__(128) k_entropy(const es_eparams P) {
   const int ye = min(ys + P.ty, P.y1);
   const int r = KC ? (KC - 1) / 2 : P.r, K = KC ? KC : 2 * r + 1;
   float vmin = __int_as_float(0x7f800000), vmax = 0.0f;
-  /* block-uniform: the whole block builds its first windows together */
-  const bool cf = KC == 0 && !GH && P.cfill && ys < ye;
-  if (cf) es_cfill<LT, HL, 1>(P, h32, ys, K, es_hist_bytes(HL, L, bx));
   if (x < P.W && ys < ye) {
     const LT *col = (const LT *)P.lev + x;
     const size_t lp = P.lpitch;
     unsigned long long S = 0;
-    if (cf) {
-      for (int v = 0; v <= L; v++)
-        S += __ldg(P.flog + hist.get((uint32_t)v));
-    } else {
-      for (int dy = 0; dy < K; dy++) {
-        const int h = P.hw[dy];
-        const LT *row = col + (size_t)(ys + dy) * lp;
-        for (int j = r - h; j <= r + h; j++) S += ES_DT(hist.inc(row[j]));
-      }
+    for (int dy = 0; dy < K; dy++) {
+      const int h = P.hw[dy];
+      const LT *row = col + (size_t)(ys + dy) * lp;
+      for (int j = r - h; j <= r + h; j++) S += ES_DT(hist.inc(row[j]));
     }
     /* KC (8-bit levels): the word index of the row that leaves the window, moved a row a
      * step rather than computed from y (BENCHMARKS G16); the entering row is kw words
@@ -749,7 +739,7 @@ __global__ void __launch_bounds__(64, 6) k_entropy2(const es_eparams P) {
   const int ye = min(ys + P.ty, P.y1);
   const size_t hbytes = (size_t)(L + 1) * bx * 4;
   const bool cf = P.cfill && ys < ye; /* block-uniform */
-  if (cf) es_cfill<LT, ES_HL_W32, 2>(P, h32, ys, K, hbytes, U);
+  if (cf) es_cfill<LT, 2>(P, h32, ys, K, hbytes, U);
   const uint32_t sa = (uint32_t)__cvta_generic_to_shared(h32 + tid), rs = 4u * (uint32_t)bx;
   float vmin = __int_as_float(0x7f800000), vmax = 0.0f;
   if (x0 < P.W && ys < ye) {

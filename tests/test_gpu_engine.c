@@ -157,8 +157,9 @@ static void describe(char *buf, size_t n, const es_image *img, const es_params *
  * quad: the cases of the four-columns-a-thread kernel (square K <= 7, 8-bit, L <= 31), every
  * width modulo 4 and widths below 4 included; quad 2: widths of whole words (W % 4 == 0,
  * the vector stores) across several warps and blocks; quad 3: large square windows (K 11..129)
- * on several blocks across and several strips, where the generic kernel builds its first
- * windows from column counts (es_cfill). */
+ * on several blocks across and several strips: the two-columns-a-thread kernel (k_entropy2),
+ * which builds its first windows from column counts (es_cfill) where K^2 > 2 (L + 1), and
+ * the one-column kernel where its counts do not fit (16-bit, L above 767). */
 static void one_case(es_gpu_worker *w, es_gpu_worker **pair, int big, int quad) {
   es_image img;
   es_params p;
