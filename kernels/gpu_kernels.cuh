@@ -1,7 +1,9 @@
 /*
  * gpu_kernels.cuh - the device kernels of the CUDA engine (included by es_gpu.cu only):
- * quantize+pad, the sliding-histogram entropy kernel (fused statistics), rendering, and the
- * naive baseline. Every result goes through es_math.h, so the bits equal the CPU engine's.
+ * quantize+pad, the sliding-histogram entropy kernels with fused statistics (k_entropy, one
+ * output column a thread, any window; k_entropy4, four columns, square K <= 7 and L <= 31;
+ * k_entropy2, two columns, square windows of run-time size), rendering, and the naive
+ * baseline. Every result goes through es_math.h, so the bits equal the CPU engine's.
  *
  * Geometry: a worker computes output rows [row0, row1) of the image (local row y = global
  * row row0 + y). The level image `lev` is padded by r on every side: padded (p, c) holds
