@@ -48,6 +48,34 @@ struct es_qparams {
   unsigned long long *levhist; /* or NULL: no level histogram */
 };
 
+/* A quantize block's count of the levels of its range's own pixels: in the block's 256
+ * shared words where L <= 256 (sh, zeroed here; flush adds them to levhist, one atomic a
+ * level), else straight into levhist. Block-uniform, as its __syncthreads need. */
+struct es_qhist {
+  unsigned int *sh;
+  bool shared;
+  __device__ __forceinline__ es_qhist(unsigned int *s, const es_qparams &Q)
+      : sh(s), shared(Q.levhist && Q.levels <= 256) {
+    if (shared) {
+      sh[threadIdx.x] = 0;
+      __syncthreads();
+    }
+  }
+  __device__ __forceinline__ void add(const es_qparams &Q, uint32_t q) const {
+    if (shared)
+      atomicAdd(&sh[q], 1u);
+    else
+      atomicAdd(&Q.levhist[q], 1ull);
+  }
+  __device__ __forceinline__ void flush(const es_qparams &Q) const {
+    if (shared) {
+      __syncthreads();
+      for (int k = threadIdx.x; k < Q.levels; k += blockDim.x)
+        if (sh[k]) atomicAdd(&Q.levhist[k], (unsigned long long)sh[k]);
+    }
+  }
+};
+
 /* Quantizes padded rows [p0, p1) into lev; counts the levels of the range's own pixels
  * (each image pixel once, whatever the halos) into levhist. Block: 256 threads along x,
  * QROWS rows per block. */
@@ -55,11 +83,7 @@ struct es_qparams {
 template <typename LT>
 __global__ void __launch_bounds__(256) k_quant(const es_qparams Q, int p0, int p1) {
   __shared__ unsigned int sh[256];
-  const bool shared_hist = Q.levhist && Q.levels <= 256;
-  if (shared_hist) {
-    sh[threadIdx.x] = 0;
-    __syncthreads();
-  }
+  const es_qhist lh(sh, Q);
   int c = blockIdx.x * blockDim.x + threadIdx.x;
   int pw = Q.W + 2 * Q.r;
   int pb = p0 + blockIdx.y * ES_QROWS;
@@ -81,20 +105,13 @@ __global__ void __launch_bounds__(256) k_quant(const es_qparams Q, int p0, int p
                                    : (uint32_t)((const uint8_t *)row)[jj];
         q = es_quantize(v, (uint32_t)Q.levels, Q.depth);
         if (Q.levhist && jin && i >= Q.row0 && i < Q.row0 + Q.nrows) {
-          if (shared_hist)
-            atomicAdd(&sh[q], 1u);
-          else
-            atomicAdd(&Q.levhist[q], 1ull);
+          lh.add(Q, q);
         }
       }
       ((LT *)Q.lev)[(size_t)p * Q.lpitch + c] = (LT)q;
     }
   }
-  if (shared_hist) {
-    __syncthreads();
-    for (int k = threadIdx.x; k < Q.levels; k += blockDim.x)
-      if (sh[k]) atomicAdd(&Q.levhist[k], (unsigned long long)sh[k]);
-  }
+  lh.flush(Q);
 }
 
 /* k_quant for 8-bit levels, four padded columns a thread and one 32-bit store a row (the
@@ -107,11 +124,7 @@ __global__ void __launch_bounds__(256) k_quant(const es_qparams Q, int p0, int p
 template <bool U>
 __global__ void __launch_bounds__(256) k_quant4(const es_qparams Q, int p0, int p1) {
   __shared__ unsigned int sh[256];
-  const bool shared_hist = Q.levhist && Q.levels <= 256;
-  if (shared_hist) {
-    sh[threadIdx.x] = 0;
-    __syncthreads();
-  }
+  const es_qhist lh(sh, Q);
   const int c0 = 4 * (blockIdx.x * blockDim.x + threadIdx.x);
   const int pw = Q.W + 2 * Q.r;
   const int pb = p0 + blockIdx.y * ES_QROWS;
@@ -149,12 +162,7 @@ __global__ void __launch_bounds__(256) k_quant4(const es_qparams Q, int p0, int 
         const int i = i0 + t;
         if (Q.levhist && i >= Q.row0 && i < Q.row0 + Q.nrows) {
 #pragma unroll
-          for (int k = 0; k < 4; k++) {
-            if (shared_hist)
-              atomicAdd(&sh[q[k]], 1u);
-            else
-              atomicAdd(&Q.levhist[q[k]], 1ull);
-          }
+          for (int k = 0; k < 4; k++) lh.add(Q, q[k]);
         }
         *(uint32_t *)((uint8_t *)Q.lev + (size_t)(pb + t) * Q.lpitch + c0) =
             q[0] | (q[1] << 8) | (q[2] << 16) | (q[3] << 24);
@@ -185,11 +193,7 @@ __global__ void __launch_bounds__(256) k_quant4(const es_qparams Q, int p0, int 
         if (Q.levhist && i >= Q.row0 && i < Q.row0 + Q.nrows) {
 #pragma unroll
           for (int k = 0; k < 4; k++) {
-            if (!jin[k]) continue;
-            if (shared_hist)
-              atomicAdd(&sh[q[k]], 1u);
-            else
-              atomicAdd(&Q.levhist[q[k]], 1ull);
+            if (jin[k]) lh.add(Q, q[k]);
           }
         }
         *(uint32_t *)((uint8_t *)Q.lev + (size_t)p * Q.lpitch + c0) =
@@ -197,11 +201,7 @@ __global__ void __launch_bounds__(256) k_quant4(const es_qparams Q, int p0, int 
       }
     }
   }
-  if (shared_hist) {
-    __syncthreads();
-    for (int k = threadIdx.x; k < Q.levels; k += blockDim.x)
-      if (sh[k]) atomicAdd(&Q.levhist[k], (unsigned long long)sh[k]);
-  }
+  lh.flush(Q);
 }
 
 struct es_eparams {
