@@ -536,25 +536,21 @@ static void range_plan(es_range *R, const es_job *job, const es_gpu_worker *w) {
    * block), else global ones. */
   R->hl = ES_HL_GLOBAL;
   R->bx = 128;
-  R->pbx = 0;
   size_t fixed = (size_t)dshared_entries(R->area) * 4 + (ES_STATS_MAX_BINS + 2) * 4;
   if (es_hist_bytes(ES_HL_W32, L, ES_W32_BX) <= 16 * 1024) {
     R->bx = ES_W32_BX; /* the kernel's W32 addressing assumes it */
     R->hl = ES_HL_W32;
-    R->pbx = pair_bx(R, job->params.shape == ES_SHAPE_SQUARE, 2 * R->r + 1, L);
-    return;
-  }
-  for (int bx = 128; bx >= 32; bx /= 2) {
-    size_t hb = es_hist_bytes(ES_HL_S16, L, bx);
-    if (fixed + hb <= w->smem_optin && hb <= 96 * 1024) {
-      R->bx = bx;
-      R->hl = ES_HL_S16;
-      break;
+  } else {
+    for (int bx = 128; bx >= 32; bx /= 2) {
+      size_t hb = es_hist_bytes(ES_HL_S16, L, bx);
+      if (fixed + hb <= w->smem_optin && hb <= 96 * 1024) {
+        R->bx = bx;
+        R->hl = ES_HL_S16;
+        break;
+      }
     }
   }
-  if (R->hl == ES_HL_GLOBAL) return;
-  const int square = job->params.shape == ES_SHAPE_SQUARE, K = 2 * R->r + 1;
-  R->pbx = pair_bx(R, square, K, L);
+  R->pbx = pair_bx(R, job->params.shape == ES_SHAPE_SQUARE, 2 * R->r + 1, L); /* 0 if global */
 }
 
 /* Launches quantize for padded rows [p0, p1). */
@@ -692,8 +688,9 @@ static cudaError_t launch_entropy(es_gpu_worker *w, const es_range *R, const es_
   E.binscale = stats ? es_stats_binscale(&job->params, bins) : 0.0;
   E.acc = w->d_acc;
   for (int i = 0; i < K; i++) E.hw[i] = R->win.hw[i];
+  const int square = job->params.shape == ES_SHAPE_SQUARE;
   static int sq_off = -1; /* ES_SQSLIDE=0: the generic slide for square windows too (A/B) */
-  E.square = job->params.shape == ES_SHAPE_SQUARE && !env_switch_off("ES_SQSLIDE", &sq_off);
+  E.square = square && !env_switch_off("ES_SQSLIDE", &sq_off);
   int bx = R->bx;
   int gx = (W + bx - 1) / bx;
   /* Strip height: the first window of a strip costs `area` updates, a slide 2K a row, so
@@ -703,7 +700,7 @@ static cudaError_t launch_entropy(es_gpu_worker *w, const es_range *R, const es_
   /* shared memory: the delta table, then the block's bins of H (whole pairs of words) */
   const size_t sbins = stats ? (size_t)((bins + 1) & ~1) * 4 : 0;
   size_t smem = (size_t)E.dshared * 4 + sbins;
-  const void *k4 = pick_quad_kernel(R, job->params.shape == ES_SHAPE_SQUARE, K);
+  const void *k4 = pick_quad_kernel(R, square, K);
   if (k4) { /* four columns a thread; the delta table is static shared memory */
     smem = sbins + es_hist_bytes(ES_HL_W32, E.levels, bx);
     const es_tables *t = es_tables_get();
@@ -713,7 +710,6 @@ static cudaError_t launch_entropy(es_gpu_worker *w, const es_range *R, const es_
      * 0.036 ms at K=5 (BENCHMARKS Q7). */
     return launch_strips(w, k4, &E, (W + 4 * bx - 1) / (4 * bx), bx, rows, 4, smem, 3);
   }
-  const int square = job->params.shape == ES_SHAPE_SQUARE;
   const int pbx = R->pbx;
   if (pbx) { /* two columns a thread */
     /* the delta table: k_entropy2<., true>'s static shared copy up to ES_DT2_MAX entries */
