@@ -291,8 +291,9 @@ static const void *const es_kernel_list[] = {
     ES_KSH(uint8_t, 0), ES_KSH(uint16_t, 0), ES_KSH(uint32_t, 0), ES_KSH(uint8_t, 3),
     ES_KSH(uint8_t, 5), ES_KSH(uint8_t, 7), ES_KSH(uint8_t, 9),
     (const void *)k_entropy<uint8_t, ES_HL_GLOBAL, 0>, (const void *)k_entropy<uint16_t, ES_HL_GLOBAL, 0>,
-    (const void *)k_entropy<uint32_t, ES_HL_GLOBAL, 0>, (const void *)k_entropy4<3>,
-    (const void *)k_entropy4<5>, (const void *)k_entropy4<7>, (const void *)k_entropy2<uint8_t, true>,
+    (const void *)k_entropy<uint32_t, ES_HL_GLOBAL, 0>, (const void *)k_entropy4<3, true>,
+    (const void *)k_entropy4<5, true>, (const void *)k_entropy4<7, false>, (const void *)k_entropy4<3, false>,
+    (const void *)k_entropy4<5, false>, (const void *)k_entropy2<uint8_t, true>,
     (const void *)k_entropy2<uint8_t, false>, (const void *)k_entropy2<uint16_t, true>,
     (const void *)k_entropy2<uint16_t, false>};
 #undef ES_KSH
@@ -606,12 +607,17 @@ static const void *pick_shared_kernel(const es_range *R, int square, int K) {
 
 /* The four-columns-a-thread kernel where it applies (square K <= 7, 8-bit levels, W32
  * counts), else NULL. ES_QUAD=0 turns it off, for A/B measurements (BENCHMARKS Q1). */
-static const void *pick_quad_kernel(const es_range *R, int square, int K) {
-  static int off = -1;
+static const void *pick_quad_kernel(const es_range *R, int square, int K, int L) {
+  static int off = -1, pt_off = -1;
   if (env_switch_off("ES_QUAD", &off) || R->lt != 1 || !square || R->hl != ES_HL_W32) return NULL;
-  if (K == 3) return (const void *)k_entropy4<3>;
-  if (K == 5) return (const void *)k_entropy4<5>;
-  if (K == 7) return (const void *)k_entropy4<7>;
+  /* The pair table T where its lookups spread over few banks: counts of random levels
+   * cluster near K^2 / L, so fewer levels spread the (c_o, c_i) pairs over more words
+   * (1.9 wavefronts a lookup at K = 5, L = 8, against dt's two; 1.5 at L = 12). ES_PAIRT=0
+   * turns it off, for A/B runs (BENCHMARKS D1). */
+  const int pt = !env_switch_off("ES_PAIRT", &pt_off) && L >= (K == 3 ? 8 : 12);
+  if (K == 3) return pt ? (const void *)k_entropy4<3, true> : (const void *)k_entropy4<3, false>;
+  if (K == 5) return pt ? (const void *)k_entropy4<5, true> : (const void *)k_entropy4<5, false>;
+  if (K == 7) return (const void *)k_entropy4<7, false>; /* T of 9.8 KB lost: 0.031 -> 0.035 ms */
   return NULL;
 }
 
@@ -700,7 +706,7 @@ static cudaError_t launch_entropy(es_gpu_worker *w, const es_range *R, const es_
   /* shared memory: the delta table, then the block's bins of H (whole pairs of words) */
   const size_t sbins = stats ? (size_t)((bins + 1) & ~1) * 4 : 0;
   size_t smem = (size_t)E.dshared * 4 + sbins;
-  const void *k4 = pick_quad_kernel(R, square, K);
+  const void *k4 = pick_quad_kernel(R, square, K, E.levels);
   if (k4) { /* four columns a thread; the delta table is static shared memory */
     smem = sbins + es_hist_bytes(ES_HL_W32, E.levels, bx);
     const es_tables *t = es_tables_get();

@@ -826,22 +826,38 @@ __global__ void __launch_bounds__(64, 6) k_entropy2(const es_eparams P) {
  * in 32 bits (at most G of them, each below (log2 49 + 1.5) * 2^26, so below 2^31) and
  * added to the 64-bit S once. Columns past the image read the sentinel level (k_quant fills
  * the row pitch) and are not written. */
-template <int KC>
+template <int KC, bool PT>
 __global__ void __launch_bounds__(ES_W32_BX) k_entropy4(const es_eparams P) {
   constexpr int NC = KC + 3, NW = (NC + 3) / 4, AREA = KC * KC;
   constexpr int G = KC <= 5 ? NC : 3; /* columns between two 64-bit flushes */
-  __shared__ unsigned int s_dt[AREA];
+  /* PT: a column move's two deltas for one window, f(ci + 1) - f(ci) - (f(co) - f(co - 1)),
+   * in one lookup of a table T[co][ci] (row stride AREA, co 0..AREA: 4 (AREA + 1) AREA
+   * bytes) instead of two of dt. The lanes' byte offsets 4c make the address 4c_o * AREA
+   * + 4c_i, one multiply-add. Row co = 1 is dt itself (f(1) - f(0) = 0): the first window
+   * reads it. The row stride AREA keeps the busiest entries (small counts) in distinct
+   * banks: 1.24 wavefronts a lookup on random L = 16 levels at K = 5 against 2 for the two
+   * dt lookups (BENCHMARKS D1). */
+  constexpr int NT = PT ? (AREA + 1) * AREA : AREA;
+  __shared__ unsigned int s_dt[NT];
   extern __shared__ unsigned long long es_smem[];
   const int nb = P.stats ? P.bins : 0;
   unsigned int *sbins = (unsigned int *)es_smem;
   unsigned int *h32 = sbins + ((nb + 1) & ~1);
   const int tid = threadIdx.x, L = P.levels;
   for (int k = tid; k < (L + 1) * ES_W32_BX; k += ES_W32_BX) h32[k] = 0u;
-  for (int k = tid; k < AREA; k += ES_W32_BX) s_dt[k] = P.dfl[k];
+  for (int k = tid; k < NT; k += ES_W32_BX) {
+    if (PT) {
+      const int co = k / AREA, ci = k - co * AREA;
+      s_dt[k] = P.dfl[ci] - (co > 0 ? P.dfl[co - 1] : 0u);
+    } else {
+      s_dt[k] = P.dfl[k];
+    }
+  }
   for (int k = tid; k < nb; k += ES_W32_BX) sbins[k] = 0u;
   __syncthreads();
   const uint32_t sa = (uint32_t)__cvta_generic_to_shared(h32 + tid);
-  const char *dtp = (const char *)s_dt; /* shared: lookups are LDS at a constant offset */
+  /* shared: lookups are LDS at a constant offset; dt is T's row 1 */
+  const char *dtp = (const char *)s_dt + (PT ? 4 * AREA : 0);
   const int x0 = 4 * (blockIdx.x * ES_W32_BX + tid);
   const int ys = P.y0 + (P.strip0 + blockIdx.y) * P.ty;
   const int ye = min(ys + P.ty, P.y1);
@@ -946,8 +962,11 @@ __global__ void __launch_bounds__(ES_W32_BX) k_entropy4(const es_eparams P) {
 #pragma unroll
         for (int w = 0; w < 4; w++)
           if (j >= w && j < w + KC)
-            acc[w] += *(const unsigned int *)(dtp + __byte_perm(ci, 0u, 0x4440u | w)) -
-                      *(const unsigned int *)(dtp - 4 + __byte_perm(co, 0u, 0x4440u | w));
+            acc[w] += PT ? *(const unsigned int *)((const char *)s_dt +
+                                                   __byte_perm(co, 0u, 0x4440u | w) * AREA +
+                                                   __byte_perm(ci, 0u, 0x4440u | w))
+                         : *(const unsigned int *)(dtp + __byte_perm(ci, 0u, 0x4440u | w)) -
+                               *(const unsigned int *)(dtp - 4 + __byte_perm(co, 0u, 0x4440u | w));
         if ((j + 1) % G == 0 || j == NC - 1) {
 #pragma unroll
           for (int w = 0; w < 4; w++) {
