@@ -58,7 +58,7 @@ ES_HD uint32_t es_quantize(uint32_t v, uint32_t levels, int depth) {
  * out_scale 1 (bits) or ln 2 (nats). Negative rounding residue is clamped to 0, after the
  * rounding to float: a positive h rounds to a positive float or +0, h <= 0 to a float <= 0,
  * so this is the float of the clamped h (NaN gives 0 both ways), with one single-precision
- * compare and select where a double clamp took six instructions (BENCHMARKS D4). */
+ * compare and select where a double clamp took six instructions (BENCHMARKS D3). */
 ES_HD float es_entropy_value(uint64_t S, double log2n, double scale, double out_scale) {
   double h = ES_DSUB(log2n, ES_DMUL(ES_U64_TO_D(S), scale));
   h = ES_DMUL(h, out_scale);
