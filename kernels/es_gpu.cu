@@ -62,6 +62,8 @@ static void es_gpu_msg(char *msg, size_t msglen, const char *fmt, const char *a,
   if (msg && msglen) snprintf(msg, msglen, fmt, a, b);
 }
 
+#define ES_OCC_CACHE 16
+
 struct es_gpu_worker {
   int device;                   /* CUDA ordinal; fixed */
   int nsm;                      /* multiprocessors, for launch sizing */
@@ -87,6 +89,10 @@ struct es_gpu_worker {
   uint8_t *h_out[ES_NSLOT]; size_t cap_hout; /* pinned staging, output */
   /* Geometry of the last run (es_gpu_bench_kernel re-runs its kernels). */
   int last_w, last_h, last_depth, last_row0, last_row1, last_in0, last_in1;
+  /* Blocks an SM holds, by kernel, block width and dynamic shared memory: the occupancy
+   * query costs the host microseconds before every launch (launch_strips; BENCHMARKS D6). */
+  struct { const void *k; int bx; size_t smem; int per_sm; } occ[ES_OCC_CACHE];
+  unsigned nocc;
   /* The host thread that runs this worker's share of multi-GPU jobs (es_gpu_run_multi),
    * started on first use and kept: its OpenMP team for the staging copies lives as long as
    * it does (a thread per call made a new team of copy threads per call and phase). */
@@ -651,10 +657,19 @@ static int strip_rows(int rows, int gx, long long cap, int tmin) {
  * 11% apart, and shorter strips let the early ones take more (BENCHMARKS Q6). */
 static cudaError_t launch_strips(es_gpu_worker *w, const void *kfn, es_eparams *E, int gx, int bx,
                                  int rows, int tmin, size_t smem, int waves) {
-  int per_sm = 0;
-  if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kfn, bx, smem) != cudaSuccess) {
-    cudaGetLastError();
-    per_sm = 2048 / bx;
+  int per_sm = -1;
+  for (unsigned i = 0; i < w->nocc && i < ES_OCC_CACHE; i++)
+    if (w->occ[i].k == kfn && w->occ[i].bx == bx && w->occ[i].smem == smem) per_sm = w->occ[i].per_sm;
+  if (per_sm < 0) {
+    if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kfn, bx, smem) != cudaSuccess) {
+      cudaGetLastError();
+      per_sm = 2048 / bx;
+    }
+    const unsigned i = w->nocc++ % ES_OCC_CACHE; /* the oldest entry goes once it is full */
+    w->occ[i].k = kfn;
+    w->occ[i].bx = bx;
+    w->occ[i].smem = smem;
+    w->occ[i].per_sm = per_sm;
   }
   int ty = strip_rows(rows, gx, (long long)w->nsm * (per_sm > 0 ? per_sm : 1) * waves, tmin);
   E->ty = ty;
@@ -766,6 +781,28 @@ static cudaError_t launch_entropy(es_gpu_worker *w, const es_range *R, const es_
   return cudaSuccess;
 }
 
+/* The last upload band (of brows input rows from in0) that padded rows [f, g) read, or -1
+ * if they read none (clip, all outside). The rows inside the image map in order, so only the
+ * border's rows (reflect) are looked at one by one: a loop over every padded row cost
+ * ~1 ns a row of host time before each band's first launch (BENCHMARKS D6). */
+static int band_need(const es_range *R, const es_job *job, int f, int g, int brows) {
+  const int H = job->in.height, lo = R->r - R->row0, hi = H - R->row0 + R->r; /* inside: [lo, hi) */
+  int smax = -1;
+  const int a = f > lo ? f : lo, b = g < hi ? g : hi;
+  if (a < b) smax = R->row0 + (b - 1) - R->r;
+  if (job->params.border == ES_BORDER_REFLECT) {
+    for (int p = f; p < g && p < lo; p++) {
+      const int s = range_src(R, job, p);
+      if (s > smax) smax = s;
+    }
+    for (int p = f > hi ? f : hi; p < g; p++) {
+      const int s = range_src(R, job, p);
+      if (s > smax) smax = s;
+    }
+  }
+  return smax >= 0 ? (smax - R->in0) / brows : -1;
+}
+
 /* Phase 1 of a worker: upload input rows [in0, in1) in bands through pinned slots, quantize
  * and compute bands as their rows arrive, and send map bands back (when the job wants the
  * map) while later bands compute. The map stays on the device for phase 2 (rendering).
@@ -834,11 +871,7 @@ static int range_compute(es_gpu_worker *w, es_range *R, const es_job *job, int k
     const int y0 = b * brows, y1 = y0 + brows < nrows ? y0 + brows : nrows;
     const int g = y1 + 2 * R->r < prow ? y1 + 2 * R->r : prow;
     if (g > f) {
-      int need = -1;
-      for (int p = f; p < g; p++) {
-        int s = range_src(R, job, p);
-        if (s >= 0 && (s - R->in0) / brows > need) need = (s - R->in0) / brows;
-      }
+      const int need = kernels_only ? -1 : band_need(R, job, f, g, brows);
       /* Upload through the band the rows need, and one band ahead to keep PCIe busy. */
       int target = need + 1 < nup - 1 ? need + 1 : nup - 1;
       while (up_next <= target) {
