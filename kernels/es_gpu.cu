@@ -158,31 +158,78 @@ static int is_pinned(const void *p) {
  * copies sometimes stall 6-30 ms (a preempted thread holds up the parallel region); one
  * thread per 256 KiB with 14 or 8 threads at most, or blocking-sync events, made 10240^2
  * 1.8-2.8x slower. Left as measured best; see tools/BENCHMARKS.md (GPU). */
+#define ES_COPY_PIECE ((size_t)256 << 10)
+
+/* The copy team's size on this host thread, adapted to the cores it actually gets: an
+ * OpenMP team ends in a barrier, so one member without a core holds a copy up for a
+ * scheduler time slice (ms). With four busy processes on a 16-core host, 16-thread teams
+ * took a 1080p map's copies from 0.57 to 16 ms and 10240^2 from 8.5 to 400 ms; 8-thread
+ * teams stayed at 0.57 and 10 ms (BENCHMARKS D8). A copy that ran below 0.5 GB/s a thread
+ * for over a millisecond halves the team; 32 copies in a row without one grow it by a
+ * thread again, up to the cap. */
+static __thread int tl_team;
+static __thread int tl_team_good;
+
+static double copy_now(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+static int copy_team(void) {
+#ifdef ES_HAVE_OPENMP
+  int cap = tl_copy_threads > 0 ? tl_copy_threads : omp_get_max_threads();
+#else
+  int cap = 1;
+#endif
+  if (cap > copy_cap()) cap = copy_cap();
+  return tl_team > 0 && tl_team < cap ? tl_team : cap;
+}
+
+static void copy_team_adapt(int nt, size_t bytes, double seconds) {
+  if (seconds > 1e-3 && (double)bytes < seconds * (double)nt * 0.5e9) {
+    tl_team = nt / 2 > 2 ? nt / 2 : 2;
+    tl_team_good = 0;
+    es_trace("staging copies: %zu bytes in %.2f ms on %d threads; now %d threads", bytes,
+             seconds * 1e3, nt, tl_team);
+  } else if (tl_team > 0 && ++tl_team_good >= 32) {
+    tl_team = nt + 1;
+    tl_team_good = 0;
+  }
+}
+
 static void copy_rows(void *dst, size_t dstride, const void *src, size_t sstride, size_t rowbytes,
                       int rows) {
-  if (dstride == rowbytes && sstride == rowbytes) {
-    size_t total = rowbytes * (size_t)rows;
+  const size_t total = rowbytes * (size_t)rows;
 #ifdef ES_HAVE_OPENMP
-    if (total >= ((size_t)1 << 20)) {
-      int nt = tl_copy_threads > 0 ? tl_copy_threads : omp_get_max_threads();
-      if (nt > copy_cap()) nt = copy_cap();
+  if (total >= ((size_t)1 << 20)) {
+    const int nt = copy_team();
+    const double t0 = copy_now();
+    if (dstride == rowbytes && sstride == rowbytes) {
+      /* Pieces of ES_COPY_PIECE bytes (or one a thread, when fewer), handed out as threads
+       * come free. */
       size_t chunk = (total + (size_t)nt - 1) / (size_t)nt;
-#pragma omp parallel for num_threads(nt) schedule(static)
-      for (int t = 0; t < nt; t++) {
+      if (chunk > ES_COPY_PIECE) chunk = ES_COPY_PIECE;
+      const long np = (long)((total + chunk - 1) / chunk);
+#pragma omp parallel for num_threads(nt) schedule(dynamic, 1)
+      for (long t = 0; t < np; t++) {
         size_t a = (size_t)t * chunk, b = a + chunk < total ? a + chunk : total;
-        if (a < b) es_copy_nt((char *)dst + a, (const char *)src + a, b - a);
+        es_copy_nt((char *)dst + a, (const char *)src + a, b - a);
       }
-      return;
+    } else {
+      const int per = rowbytes >= ES_COPY_PIECE ? 1 : (int)(ES_COPY_PIECE / rowbytes);
+#pragma omp parallel for num_threads(nt) schedule(dynamic, per)
+      for (int y = 0; y < rows; y++)
+        es_copy_nt((char *)dst + (size_t)y * dstride, (const char *)src + (size_t)y * sstride, rowbytes);
     }
+    copy_team_adapt(nt, total, copy_now() - t0);
+    return;
+  }
 #endif
+  if (dstride == rowbytes && sstride == rowbytes) {
     memcpy(dst, src, total);
     return;
   }
-#ifdef ES_HAVE_OPENMP
-  int nt = tl_copy_threads > 0 ? tl_copy_threads : omp_get_max_threads();
-  if (nt > copy_cap()) nt = copy_cap();
-#pragma omp parallel for num_threads(nt) schedule(static) if (rowbytes * (size_t)rows >= ((size_t)1 << 20))
-#endif
   for (int y = 0; y < rows; y++)
     es_copy_nt((char *)dst + (size_t)y * dstride, (const char *)src + (size_t)y * sstride, rowbytes);
 }
