@@ -164,9 +164,10 @@ static int is_pinned(const void *p) {
  * OpenMP team ends in a barrier, so one member without a core holds a copy up for a
  * scheduler time slice (ms). With four busy processes on a 16-core host, 16-thread teams
  * took a 1080p map's copies from 0.57 to 16 ms and 10240^2 from 8.5 to 400 ms; 8-thread
- * teams stayed at 0.57 and 10 ms (BENCHMARKS D8). A copy that ran below 0.5 GB/s a thread
- * for over a millisecond halves the team; 32 copies in a row without one grow it by a
- * thread again, up to the cap. */
+ * teams stayed at 0.57 and 10 ms (BENCHMARKS D8). A copy that ran below 0.25 GB/s a thread
+ * for over 3 ms (the stalls measured took 4-8 ms a copy; a first touch of fresh pages is
+ * slow too, but not that slow) halves the team; 32 copies in a row without one grow it by
+ * a thread again, up to the cap. ES_COPY_ADAPT=0 keeps the full team. */
 static __thread int tl_team;
 static __thread int tl_team_good;
 
@@ -187,7 +188,9 @@ static int copy_team(void) {
 }
 
 static void copy_team_adapt(int nt, size_t bytes, double seconds) {
-  if (seconds > 1e-3 && (double)bytes < seconds * (double)nt * 0.5e9) {
+  static int off = -1; /* ES_COPY_ADAPT=0: always the full team, for A/B runs */
+  if (env_switch_off("ES_COPY_ADAPT", &off)) return;
+  if (seconds > 3e-3 && (double)bytes < seconds * (double)nt * 0.25e9) {
     tl_team = nt / 2 > 2 ? nt / 2 : 2;
     tl_team_good = 0;
     es_trace("staging copies: %zu bytes in %.2f ms on %d threads; now %d threads", bytes,
