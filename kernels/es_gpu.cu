@@ -164,10 +164,9 @@ static int is_pinned(const void *p) {
  * OpenMP team ends in a barrier, so one member without a core holds a copy up for a
  * scheduler time slice (ms). With four busy processes on a 16-core host, 16-thread teams
  * took a 1080p map's copies from 0.57 to 16 ms and 10240^2 from 8.5 to 400 ms; 8-thread
- * teams stayed at 0.57 and 10 ms (BENCHMARKS D8). A copy that ran below 0.25 GB/s a thread
- * for over 3 ms (the stalls measured took 4-8 ms a copy; a first touch of fresh pages is
- * slow too, but not that slow) halves the team; 32 copies in a row without one grow it by
- * a thread again, up to the cap. ES_COPY_ADAPT=0 keeps the full team. */
+ * teams stayed at 0.57 and 10 ms (BENCHMARKS D8). es_copy_team_next (es_copy.h) has the
+ * rule: a stalled copy halves the team, 32 good ones grow it by a thread, up to the cap.
+ * ES_COPY_ADAPT=0 keeps the full team. */
 static __thread int tl_team;
 static __thread int tl_team_good;
 
@@ -190,15 +189,9 @@ static int copy_team(void) {
 static void copy_team_adapt(int nt, size_t bytes, double seconds) {
   static int off = -1; /* ES_COPY_ADAPT=0: always the full team, for A/B runs */
   if (env_switch_off("ES_COPY_ADAPT", &off)) return;
-  if (seconds > 3e-3 && (double)bytes < seconds * (double)nt * 0.25e9) {
-    tl_team = nt / 2 > 2 ? nt / 2 : 2;
-    tl_team_good = 0;
+  if (es_copy_team_next(&tl_team, &tl_team_good, nt, bytes, seconds))
     es_trace("staging copies: %zu bytes in %.2f ms on %d threads; now %d threads", bytes,
              seconds * 1e3, nt, tl_team);
-  } else if (tl_team > 0 && ++tl_team_good >= 32) {
-    tl_team = nt + 1;
-    tl_team_good = 0;
-  }
 }
 
 static void copy_rows(void *dst, size_t dstride, const void *src, size_t sstride, size_t rowbytes,
@@ -220,8 +213,9 @@ static void copy_rows(void *dst, size_t dstride, const void *src, size_t sstride
         es_copy_nt((char *)dst + a, (const char *)src + a, b - a);
       }
     } else {
-      const int per = rowbytes >= ES_COPY_PIECE ? 1 : (int)(ES_COPY_PIECE / rowbytes);
-#pragma omp parallel for num_threads(nt) schedule(dynamic, per)
+      /* rows in pieces of about ES_COPY_PIECE bytes */
+#pragma omp parallel for num_threads(nt) \
+    schedule(dynamic, rowbytes >= ES_COPY_PIECE ? 1 : (int)(ES_COPY_PIECE / rowbytes))
       for (int y = 0; y < rows; y++)
         es_copy_nt((char *)dst + (size_t)y * dstride, (const char *)src + (size_t)y * sstride, rowbytes);
     }

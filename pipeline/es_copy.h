@@ -2,7 +2,8 @@
  * es_copy.h - a large copy with non-temporal stores, for destinations the CPU does not read
  * back soon (a pinned buffer the GPU's DMA reads, a caller's map): skipping the
  * read-for-ownership of every destination line saves a third of the memory traffic. Used by
- * the GPU engine's staging copies and by the video reader's plane copies.
+ * the GPU engine's staging copies and by the video reader's plane copies. Also the rule that
+ * sizes the GPU engine's staging-copy teams (es_copy_team_next).
  */
 #ifndef ES_COPY_H
 #define ES_COPY_H
@@ -40,6 +41,26 @@ static inline void es_copy_nt(void *dst, const void *src, size_t n) {
 #else
   memcpy(dst, src, n);
 #endif
+}
+
+/* The size of a staging-copy team after a copy of `bytes` took `seconds` on `nt` threads,
+ * where *team is the current size (0: the cap) and *good counts copies since the last
+ * stall. An OpenMP team ends in a barrier, so one member without a core holds the copy up
+ * for a scheduler time slice: a copy below 0.25 GB/s a thread for over 3 ms (the stalls
+ * measured took 4-8 ms a copy; a first touch of fresh pages is slow too, but not that slow)
+ * halves the team, to 2 at the least; 32 copies in a row without one grow it by a thread
+ * (the caller caps it). Returns 1 where the copy counted as a stall (BENCHMARKS D8). */
+static inline int es_copy_team_next(int *team, int *good, int nt, size_t bytes, double seconds) {
+  if (seconds > 3e-3 && (double)bytes < seconds * (double)nt * 0.25e9) {
+    *team = nt / 2 > 2 ? nt / 2 : 2;
+    *good = 0;
+    return 1;
+  }
+  if (*team > 0 && ++*good >= 32) {
+    *team = nt + 1;
+    *good = 0;
+  }
+  return 0;
 }
 
 #endif /* ES_COPY_H */

@@ -3,6 +3,7 @@
  * staging copies and the video reader's plane copies: on random sizes (0 to 3 pages and
  * around its 256-byte and 64-byte thresholds) and every source and destination offset
  * within a 64-byte line, the destination equals memcpy's and no byte outside it changes.
+ * Also the rule that sizes the staging-copy teams (es_copy_team_next).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -31,6 +32,30 @@ static int one_case(unsigned n, unsigned so, unsigned dof) {
   return ok;
 }
 
+/* The staging-copy team's rule (es_copy_team_next) on the numbers of BENCHMARKS D8: a
+ * 1080p map's 8.3 MB copy that waited a 4 ms time slice on 16 threads halves the team, the
+ * same copy at its quiet pace (0.3 ms) does not, nor does a slow but short one; halving stops
+ * at 2; 32 good copies in a row grow the team by one thread, and a stall starts the count
+ * again; a full team (0) stays full while copies are good. */
+static void team_cases(void) {
+  const size_t mb8 = (size_t)1920 * 1080 * 4; /* a 1080p float map, 8.3 MB */
+  int team = 0, good = 0;
+  CHECK(!es_copy_team_next(&team, &good, 16, mb8, 0.3e-3) && team == 0 && good == 0,
+        "a quiet copy changed a full team: %d, %d", team, good);
+  CHECK(!es_copy_team_next(&team, &good, 16, (size_t)1 << 20, 2.9e-3) && team == 0,
+        "a short slow copy counted as a stall: %d", team);
+  CHECK(es_copy_team_next(&team, &good, 16, mb8, 4.0e-3) && team == 8 && good == 0,
+        "a 4 ms copy on 16 threads: team %d, good %d (8, 0 wanted)", team, good);
+  CHECK(!es_copy_team_next(&team, &good, 8, (size_t)16 << 20, 3.5e-3) && team == 8 && good == 1,
+        "16 MB in 3.5 ms on 8 threads (4.8 GB/s): team %d, good %d (8, 1 wanted)", team, good);
+  for (int i = 0; i < 30; i++) es_copy_team_next(&team, &good, 8, mb8, 0.3e-3);
+  CHECK(team == 8 && good == 31, "31 good copies: team %d, good %d (8, 31 wanted)", team, good);
+  es_copy_team_next(&team, &good, 8, mb8, 0.3e-3);
+  CHECK(team == 9 && good == 0, "32 good copies: team %d, good %d (9, 0 wanted)", team, good);
+  for (int i = 0; i < 10; i++) es_copy_team_next(&team, &good, team, mb8, 40e-3);
+  CHECK(team == 2, "repeated stalls: team %d (2 wanted)", team);
+}
+
 int main(void) {
   es_test_seed("test_pipeline_copy");
   static const unsigned edges[] = {0, 1, 15, 16, 63, 64, 65, 255, 256, 257, 319, 320, 4095, 4096, 4097};
@@ -48,6 +73,7 @@ int main(void) {
     CHECK(one_case(n, so, dof), "n %u, source offset %u, destination offset %u", n, so, dof);
     cases++;
   }
+  team_cases();
   printf("test_pipeline_copy: %d cases\n", cases);
   return es_test_done("test_pipeline_copy");
 }
