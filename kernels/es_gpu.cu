@@ -154,19 +154,18 @@ static int is_pinned(const void *p) {
 
 /* Host row copy, parallel for large copies: pageable <-> pinned staging is the host half of
  * the pipeline and must keep up with PCIe. Measured on the H100 machine (16 cores): 16
- * threads per copy gave 10240^2 pageable runs of 9.0-13.5 ms (PCIe floor 9.5), but 2-8 MB
- * copies sometimes stall 6-30 ms (a preempted thread holds up the parallel region); one
- * thread per 256 KiB with 14 or 8 threads at most, or blocking-sync events, made 10240^2
- * 1.8-2.8x slower. Left as measured best; see tools/BENCHMARKS.md (GPU). */
+ * threads per copy gave 10240^2 pageable runs of 9.0-13.5 ms (PCIe floor 9.5); a fixed team
+ * of 8 threads, or blocking-sync events, made 10240^2 slower (BENCHMARKS P1, D8). A copy is
+ * cut into pieces of ES_COPY_PIECE bytes handed out as threads come free, by a team sized
+ * to the cores this host thread actually gets: an OpenMP team ends in a barrier, so one
+ * member without a core holds a copy up for a scheduler time slice (ms). With four busy
+ * processes on a 16-core host, 16-thread teams took a 1080p map's copies from 0.57 to 16 ms
+ * and 10240^2 from 8.5 to 400 ms; 8-thread teams stayed at 0.57 and 10 ms (BENCHMARKS D8).
+ * es_copy_team_next (es_copy.h) has the rule: a stalled copy halves the team, 32 good ones
+ * grow it by a thread, up to the cap. ES_COPY_ADAPT=0 keeps the full team. */
 #define ES_COPY_PIECE ((size_t)256 << 10)
 
-/* The copy team's size on this host thread, adapted to the cores it actually gets: an
- * OpenMP team ends in a barrier, so one member without a core holds a copy up for a
- * scheduler time slice (ms). With four busy processes on a 16-core host, 16-thread teams
- * took a 1080p map's copies from 0.57 to 16 ms and 10240^2 from 8.5 to 400 ms; 8-thread
- * teams stayed at 0.57 and 10 ms (BENCHMARKS D8). es_copy_team_next (es_copy.h) has the
- * rule: a stalled copy halves the team, 32 good ones grow it by a thread, up to the cap.
- * ES_COPY_ADAPT=0 keeps the full team. */
+#ifdef ES_HAVE_OPENMP
 static __thread int tl_team;
 static __thread int tl_team_good;
 
@@ -177,11 +176,7 @@ static double copy_now(void) {
 }
 
 static int copy_team(void) {
-#ifdef ES_HAVE_OPENMP
   int cap = tl_copy_threads > 0 ? tl_copy_threads : omp_get_max_threads();
-#else
-  int cap = 1;
-#endif
   if (cap > copy_cap()) cap = copy_cap();
   return tl_team > 0 && tl_team < cap ? tl_team : cap;
 }
@@ -193,6 +188,7 @@ static void copy_team_adapt(int nt, size_t bytes, double seconds) {
     es_trace("staging copies: %zu bytes in %.2f ms on %d threads; now %d threads", bytes,
              seconds * 1e3, nt, tl_team);
 }
+#endif
 
 static void copy_rows(void *dst, size_t dstride, const void *src, size_t sstride, size_t rowbytes,
                       int rows) {
@@ -702,7 +698,7 @@ static int strip_rows(int rows, int gx, long long cap, int tmin) {
 static cudaError_t launch_strips(es_gpu_worker *w, const void *kfn, es_eparams *E, int gx, int bx,
                                  int rows, int tmin, size_t smem, int waves) {
   int per_sm = -1;
-  for (unsigned i = 0; i < w->nocc && i < ES_OCC_CACHE; i++)
+  for (unsigned i = 0; i < w->nocc && i < ES_OCC_CACHE && per_sm < 0; i++)
     if (w->occ[i].k == kfn && w->occ[i].bx == bx && w->occ[i].smem == smem) per_sm = w->occ[i].per_sm;
   if (per_sm < 0) {
     if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kfn, bx, smem) != cudaSuccess) {
@@ -827,8 +823,9 @@ static cudaError_t launch_entropy(es_gpu_worker *w, const es_range *R, const es_
 
 /* The last upload band (of brows input rows from in0) that padded rows [f, g) read, or -1
  * if they read none (clip, all outside). The rows inside the image map in order, so only the
- * border's rows (reflect) are looked at one by one: a loop over every padded row cost
- * ~1 ns a row of host time before each band's first launch (BENCHMARKS D6). */
+ * border's rows (reflect) are looked at one by one: a range_src call for every padded row
+ * was host time before each band's first launch (with the occupancy query, ~27 us at
+ * 10240^2; BENCHMARKS D6). */
 static int band_need(const es_range *R, const es_job *job, int f, int g, int brows) {
   const int H = job->in.height, lo = R->r - R->row0, hi = H - R->row0 + R->r; /* inside: [lo, hi) */
   int smax = -1;
@@ -1436,6 +1433,9 @@ extern "C" int es_gpu_bench_kernel(es_gpu_worker *w, const es_job *job, int reps
                                    char *msg, size_t msglen) {
   int rc = es_job_check(job, msg, msglen), dev = w ? w->device : -1;
   es_range R;
+  /* The end event is recorded inside range_compute, before the host's waits, unless a
+   * rendering follows (it needs the range's statistics on the host first). */
+  const int inner = job->render.format == ES_PIX_NONE;
   if (rc) return rc;
   if (job->in.width != w->last_w || job->in.height != w->last_h ||
       job->in.depth != w->last_depth || w->last_row0 != 0 || w->last_row1 != job->in.height) {
@@ -1457,12 +1457,9 @@ extern "C" int es_gpu_bench_kernel(es_gpu_worker *w, const es_job *job, int reps
   ES_CK(cudaSetDevice(w->device));
   for (int i = 0; i < reps; i++) {
     ES_CK(cudaEventRecord(w->ev_t0, w->s_comp));
-    /* The end event is recorded inside, before the host's waits, unless a rendering follows
-     * (it needs the range's statistics on the host first). */
-    const int inner = job->render.format == ES_PIX_NONE;
     rc = range_compute(w, &R, job, 1, inner ? w->ev_t1 : NULL, msg, msglen);
     if (rc) goto end;
-    if (job->render.format != ES_PIX_NONE) {
+    if (!inner) {
       double lo, inv;
       es_render_range(&job->params, &job->render, R.hmin, R.hmax, &lo, &inv);
       rc = range_render(w, &R, job, lo, inv, 1, msg, msglen);
