@@ -109,19 +109,6 @@ struct es_gpu_worker {
  * Tasks of a multi-GPU job run at once: each gets its share of the cores. */
 static __thread int tl_copy_threads;
 
-/* Most OpenMP threads one staging copy uses: 16, or ES_COPY_THREADS from the environment
- * (for measuring; read once). */
-static int copy_cap(void) {
-  static int cap = -1;
-  int c = __atomic_load_n(&cap, __ATOMIC_RELAXED);
-  if (c < 0) {
-    const char *e = getenv("ES_COPY_THREADS");
-    c = e && atoi(e) > 0 ? atoi(e) : 16;
-    __atomic_store_n(&cap, c, __ATOMIC_RELAXED);
-  }
-  return c;
-}
-
 /* ---- small helpers ---- */
 
 /* An A/B switch read from the environment once: 1 where `name` is set to "0" (the switch
@@ -166,6 +153,19 @@ static int is_pinned(const void *p) {
 #define ES_COPY_PIECE ((size_t)256 << 10)
 
 #ifdef ES_HAVE_OPENMP
+/* Most OpenMP threads one staging copy uses: 16, or ES_COPY_THREADS from the environment
+ * (for measuring; read once). */
+static int copy_cap(void) {
+  static int cap = -1;
+  int c = __atomic_load_n(&cap, __ATOMIC_RELAXED);
+  if (c < 0) {
+    const char *e = getenv("ES_COPY_THREADS");
+    c = e && atoi(e) > 0 ? atoi(e) : 16;
+    __atomic_store_n(&cap, c, __ATOMIC_RELAXED);
+  }
+  return c;
+}
+
 static __thread int tl_team;
 static __thread int tl_team_good;
 

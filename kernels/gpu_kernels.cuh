@@ -409,8 +409,11 @@ __host__ __device__ inline size_t es_hist_bytes(int hl, int L, int bx) {
   return 0;
 }
 
+/* Windows a thread of k_entropy2 owns: the column-count fill below is written for them. */
+#define ES_CFILL_NW 2
+
 /* k_entropy2's first windows, built from column counts rather than pixel by pixel (large
- * square windows; P.cfill = cs). A block's threads own NW = 2 windows each (NW * bx windows
+ * square windows; P.cfill = cs). A block's threads own NW = ES_CFILL_NW = 2 windows each (NW * bx windows
  * side by side, window u at the block's first column + u); a window at row ys is the sum of
  * K neighbouring columns' counts over K rows, and the block's windows share all but one of
  * them. So instead of NW * bx * K^2 increments:
@@ -428,12 +431,12 @@ __host__ __device__ inline size_t es_hist_bytes(int hl, int L, int bx) {
  * size (the prefix sums lie after it). Block-uniform: every thread calls it. (The one-column
  * kernel had this fill too, with NW = 1 (C1: K=75 L=256 0.97 -> 0.75 ms); since k_entropy2
  * took its square windows it could only apply there with ES_PAIR=0, so it went.) */
-template <int NW>
 __device__ __forceinline__ void es_cfill_rows(const es_eparams &P, unsigned int *h32, int K,
                                               size_t hbytes, uint32_t unit) {
   const int tid = threadIdx.x, bx = blockDim.x, cs = P.cfill;
   const int nlev = P.levels + 1, nw = bx >> 5, warp = tid >> 5, lane = tid & 31, tpl = bx >> 5;
   const int top = nlev - 1;
+  constexpr int NW = ES_CFILL_NW;
   const uint8_t *cc = (const uint8_t *)h32;
   /* a warp's prefix sums (256 16-bit: P <= 256 * 255 fits), after the count area */
   unsigned short *T = (unsigned short *)(h32 + hbytes / 4) + warp * 256;
@@ -494,10 +497,11 @@ __device__ __forceinline__ void es_cfill_rows(const es_eparams &P, unsigned int 
 /* Phase A, then B (es_cfill_rows). Columns past the padded width are not counted: no window
  * of the block's threads inside the image reaches them (NW = 2: one more column, the level
  * image's slack holds the sentinel there). */
-template <typename LT, int NW>
+template <typename LT>
 __device__ __forceinline__ void es_cfill(const es_eparams &P, unsigned int *h32, int ys, int K,
                                          size_t hbytes, uint32_t unit) {
   const int tid = threadIdx.x, bx = blockDim.x, cs = P.cfill;
+  constexpr int NW = ES_CFILL_NW;
   const int xb = blockIdx.x * bx * NW, pw = P.W + K - 1 + (NW - 1);
   const size_t lp = P.lpitch;
   for (int c = tid; c < NW * bx + K - 1 && xb + c < pw; c += bx) {
@@ -509,7 +513,20 @@ __device__ __forceinline__ void es_cfill(const es_eparams &P, unsigned int *h32,
     }
   }
   __syncthreads();
-  es_cfill_rows<NW>(P, h32, K, hbytes, unit);
+  es_cfill_rows(P, h32, K, hbytes, unit);
+}
+
+/* One column move of k_entropy's run-time windows: level vo leaves the window and vi enters
+ * it; S takes the leaving count's f delta out and adds the entering one's (dt: the delta
+ * table, ds its stride). vo == vi changes nothing and is skipped. */
+template <typename H>
+__device__ __forceinline__ void es_move1(H &hist, uint32_t vo, uint32_t vi,
+                                         const unsigned int *dt, int ds, unsigned long long &S) {
+  if (vo == vi) return;
+  uint32_t co, ci;
+  hist.move(vo, vi, co, ci);
+  S -= dt[(co - 1u) * ds];
+  S += dt[ci * ds];
 }
 
 template <typename LT, int HL, int KC>
@@ -624,31 +641,17 @@ __global__ void __launch_bounds__(128) k_entropy(const es_eparams P) {
           es_load_rows<ES_SQU>(po + j, pi + j, vo, vi);
 #pragma unroll
           for (int k = 0; k < ES_SQU; k++) {
-            if (vo[k] == vi[k]) continue;
-            uint32_t co, ci;
-            hist.move(vo[k], vi[k], co, ci);
-            S -= dt[(co - 1u) * ds];
-            S += dt[ci * ds];
+            es_move1(hist, vo[k], vi[k], dt, ds, S);
           }
         }
         for (; j < K; j++) {
-          const uint32_t vo = __ldg(po + j), vi = __ldg(pi + j);
-          if (vo == vi) continue;
-          uint32_t co, ci;
-          hist.move(vo, vi, co, ci);
-          S -= dt[(co - 1u) * ds];
-          S += dt[ci * ds];
+          es_move1(hist, __ldg(po + j), __ldg(pi + j), dt, ds, S);
         }
       } else {
       for (int j = 0; j < K; j++) {
         const int h = P.hw[j];
-        const uint32_t vo = col[(size_t)(y + r - h) * lp + j];
-        const uint32_t vi = col[(size_t)(y + r + h + 1) * lp + j];
-        if (vo == vi) continue;
-        uint32_t co, ci;
-        hist.move(vo, vi, co, ci);
-        S -= dt[(co - 1u) * ds];
-        S += dt[ci * ds];
+        es_move1(hist, col[(size_t)(y + r - h) * lp + j], col[(size_t)(y + r + h + 1) * lp + j],
+                 dt, ds, S);
       }
       }
     }
@@ -678,6 +681,13 @@ __device__ __forceinline__ unsigned int es_ldg_at(const unsigned int *base, uint
  * lookup is one shared load at a constant offset from the count word's half. */
 #define ES_DT2_MAX 1024
 
+/* k_entropy2's delta lookup for a count half h (es_move2): ST: the static shared table at
+ * shared address tb, h a byte offset (4c); else the global table dfl, h the count c. */
+template <bool ST>
+__device__ __forceinline__ unsigned int es_dt2(uint32_t tb, const unsigned int *dfl, uint32_t h) {
+  return ST ? es_lds(tb + h) : es_ldg_at(dfl, h);
+}
+
 /* One column move of k_entropy2: level vo leaves and vi enters the column's windows, W0
  * (the thread's first window, the low half of a count word) and/or W1 (the second, the high
  * half). ST: the halves hold 4c, the delta table's byte offset (at most 4 * 1024), and the
@@ -699,16 +709,14 @@ __device__ __forceinline__ void es_move2(uint32_t sa, uint32_t rs, uint32_t vo, 
   es_sts_v(ai, ci + m);
   /* f(c) - f(c - 1) for the leaving level's count c, f(c + 1) - f(c) for the entering
    * one's (ci: its count before the move) */
-#define ES_D2(h, out) (ST ? es_lds(tb + (h) - ((out) ? 4u : 0u)) : es_ldg_at(dfl - ((out) ? 1 : 0), (h)))
   if (W0) {
-    S0 -= ES_D2(co & 0xffffu, 1);
-    S0 += ES_D2(ci & 0xffffu, 0);
+    S0 -= es_dt2<ST>(tb - 4u, dfl - 1, co & 0xffffu);
+    S0 += es_dt2<ST>(tb, dfl, ci & 0xffffu);
   }
   if (W1) {
-    S1 -= ES_D2(co >> 16, 1);
-    S1 += ES_D2(ci >> 16, 0);
+    S1 -= es_dt2<ST>(tb - 4u, dfl - 1, co >> 16);
+    S1 += es_dt2<ST>(tb, dfl, ci >> 16);
   }
-#undef ES_D2
 }
 
 /* Two output columns a thread: square windows of run-time size, levels of type LT, counts in
@@ -741,7 +749,7 @@ __global__ void __launch_bounds__(64, 6) k_entropy2(const es_eparams P) {
   const int ye = min(ys + P.ty, P.y1);
   const size_t hbytes = (size_t)(L + 1) * bx * 4;
   const bool cf = P.cfill && ys < ye; /* block-uniform */
-  if (cf) es_cfill<LT, 2>(P, h32, ys, K, hbytes, U);
+  if (cf) es_cfill<LT>(P, h32, ys, K, hbytes, U);
   const uint32_t sa = (uint32_t)__cvta_generic_to_shared(h32 + tid), rs = 4u * (uint32_t)bx;
   float vmin = __int_as_float(0x7f800000), vmax = 0.0f;
   if (x0 < P.W && ys < ye) {
@@ -762,8 +770,8 @@ __global__ void __launch_bounds__(64, 6) k_entropy2(const es_eparams P) {
           const uint32_t m = (j < K ? U : 0u) | (j >= 1 ? U << 16 : 0u);
           const uint32_t c = es_lds_v(a);
           es_sts_v(a, c + m);
-          if (j < K) S0 += ST ? es_lds(tb + (c & 0xffffu)) : es_ldg_at(P.dfl, c & 0xffffu);
-          if (j >= 1) S1 += ST ? es_lds(tb + (c >> 16)) : es_ldg_at(P.dfl, c >> 16);
+          if (j < K) S0 += es_dt2<ST>(tb, P.dfl, c & 0xffffu);
+          if (j >= 1) S1 += es_dt2<ST>(tb, P.dfl, c >> 16);
         }
       }
     }
