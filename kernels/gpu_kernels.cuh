@@ -18,6 +18,11 @@
 
 #include "es_kernels.h"
 
+/* Waits until the host sets *flag (pinned, mapped): es_gpu_bench_kernel's ES_BENCH_GATE. */
+__global__ void k_gate(const volatile unsigned int *flag) {
+  while (*flag == 0u) __nanosleep(1000);
+}
+
 /* Device accumulators of the fused statistics (one set per worker, zeroed by k_acc_init). */
 struct es_dacc {
   unsigned int minbits, maxbits; /* float bits of min/max of H (H >= 0: int order = float order) */

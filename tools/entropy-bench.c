@@ -31,6 +31,7 @@ typedef struct bench_opts {
   int ncases;
   int cases[16][4]; /* --case WxHxKxL: only these (CPU and GPU rows, no naive ones) */
   int gpu_only;     /* --gpu-only: no CPU rows; the CPU map (for err) computed once */
+  int disk;         /* --disk: disk windows in every row (default square) */
 } bench_opts;
 
 static FILE *g_json;
@@ -441,6 +442,7 @@ static int run_case(const bench_opts *o, const char *group, gpu_set *g, int w, i
   es_params_default(&p);
   p.window = K;
   p.levels = L;
+  p.shape = o->disk ? ES_SHAPE_DISK : ES_SHAPE_SQUARE;
   if (o->gpu_only) {
     es_job job;
     char msg[256];
@@ -462,7 +464,8 @@ static void usage(void) {
   fprintf(stderr,
           "usage: entropy-bench [--quick] [--threads N] [--reps N] [--json FILE]\n"
           "                     [--case WxHxKxL ...]   (these cases only: CPU and GPU rows)\n"
-          "                     [--gpu-only]           (no CPU rows; errors still against the CPU)\n");
+          "                     [--gpu-only]           (no CPU rows; errors still against the CPU)\n"
+          "                     [--disk]               (disk windows in every row; default square)\n");
 }
 
 int main(int argc, char **argv) {
@@ -474,6 +477,8 @@ int main(int argc, char **argv) {
       o.quick = 1;
     } else if (!strcmp(a, "--gpu-only")) {
       o.gpu_only = 1;
+    } else if (!strcmp(a, "--disk")) {
+      o.disk = 1;
     } else if (!strcmp(a, "--threads") && i + 1 < argc) {
       o.threads = atoi(argv[++i]);
     } else if (!strcmp(a, "--reps") && i + 1 < argc) {
@@ -507,8 +512,9 @@ int main(int argc, char **argv) {
       fprintf(stderr, "entropy-bench: %s: cannot create\n", o.json);
       return 3;
     }
-    fprintf(g_json, "{\"tool\": \"entropy-bench\", \"version\": \"%s\", \"threads\": %d, \"rows\": [\n",
-            ES_VERSION_STRING, all_threads(&o));
+    fprintf(g_json, "{\"tool\": \"entropy-bench\", \"version\": \"%s\", \"threads\": %d, "
+            "\"shape\": \"%s\", \"rows\": [\n",
+            ES_VERSION_STRING, all_threads(&o), o.disk ? "disk" : "square");
   }
 
   gpu_set g;
@@ -521,9 +527,9 @@ int main(int argc, char **argv) {
     else
       fprintf(stderr, "entropy-bench: GPU %d: %s\n", d, msg);
   }
-  printf("entropy-bench %s: %d CPU thread(s), %d GPU(s); median of repetitions; err = max abs "
-         "error (against what in parentheses)\n",
-         ES_VERSION_STRING, all_threads(&o), g.n);
+  printf("entropy-bench %s: %d CPU thread(s), %d GPU(s); %s windows; median of repetitions; "
+         "err = max abs error (against what in parentheses)\n",
+         ES_VERSION_STRING, all_threads(&o), g.n, o.disk ? "disk" : "square");
   for (int d = 0; d < g.n; d++) {
     es_gpu_describe(es_gpu_worker_device(g.w[d]), msg, sizeof msg);
     printf("  %s\n", msg);
