@@ -8,13 +8,13 @@
 # FFmpeg: works with or without `source .device-deps/device-env.sh` (sourced here if present).
 # Env: ES_CHECK_BUILD (build dir, default build-check), ES_CHECK_JOBS (default 16),
 #      ES_CHECK_SKIP (space-separated stages to skip: ctest sanitizer bench entropy-bench
-#      skimage stream), ES_CHECK_FRAMES / ES_CHECK_REPS (streaming benchmark, 600 / 3),
+#      gate skimage stream), ES_CHECK_FRAMES / ES_CHECK_REPS (streaming benchmark, 600 / 3),
 #      ES_CHECK_STREAM_ARGS (more bench-stream.py options, e.g. --no-extras).
 # Four GPUs (the scaling issue), in one call:
 #   ES_CHECK_SKIP="sanitizer skimage bench ctest" ES_CHECK_STREAM_ARGS=--no-extras \
 #     bash tools/gpu-check.sh $OUT     # entropy-bench x1/x2/x4, streaming on 0 / 0,1 / 0,1,2,3
-# Files back: results.json, gpu-bench.json, bench.json, skimage.json, stream.json and
-# logs.tar.gz (every log).
+# Files back: results.json, gpu-bench.json, bench.json, bench-gate.json, skimage.json,
+# stream.json and logs.tar.gz (every log).
 set -u
 out=${1:?usage: gpu-check.sh OUTDIR}
 mkdir -p "$out"
@@ -96,6 +96,17 @@ if [[ $skip != *" entropy-bench "* ]] && [ -x "$bdir/tools/entropy-bench" ]; the
   res[entropy_bench]="rc $?"
 fi
 
+# The same sizes' kernel rows with every launch queued before the start event (ES_BENCH_GATE):
+# what of the kernel time is the device's own, and what the host's launch calls.
+res[gate]=skipped
+if [[ $skip != *" gate "* ]] && [ -x "$bdir/tools/entropy-bench" ]; then
+  stage "entropy-bench, launches queued first"
+  ES_BENCH_GATE=1 timeout 120 "$bdir/tools/entropy-bench" --gpu-only --json "$out/bench-gate.json" \
+    --case 400x400x5x16 --case 2560x2560x5x16 --case 10240x10240x5x16 --case 1920x1080x3x256 \
+    --case 1920x1080x75x256 >"$out/entropy-bench-gate.log" 2>&1
+  res[gate]="rc $?"
+fi
+
 # scikit-image on the same machine, same run (the CPU and window-sweep targets compare with it).
 res[skimage]=skipped
 if [[ $skip != *" skimage "* ]]; then
@@ -134,7 +145,7 @@ t_end=$(date +%s)
   printf '{\n  "seconds": %d,\n' $((t_end - t_start))
   printf '  "device": "%s",\n' "$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1)"
   first=1
-  for k in build ctest memcheck racecheck bench entropy_bench skimage stream; do
+  for k in build ctest memcheck racecheck bench entropy_bench gate skimage stream; do
     [ $first = 1 ] || printf ',\n'
     first=0
     printf '  "%s": "%s"' "$k" "$(echo "${res[$k]}" | tr -d '"\\')"
@@ -149,12 +160,15 @@ echo
 echo "== entropy-bench"
 grep -E "^case" "$out/entropy-bench.log" 2>/dev/null | cut -c1-150 | head -40
 echo
+echo "== entropy-bench kernel rows, launches queued first (ES_BENCH_GATE=1)"
+grep -E "x1 kernel" "$out/entropy-bench-gate.log" 2>/dev/null | cut -c1-150
+echo
 echo "== streaming"
 cat "$out/stream.log" 2>/dev/null | cut -c1-150
 # At most 8 files come back from the device: keep the JSONs and pack the logs.
 (cd "$out" && tar czf logs.tar.gz ./*.log 2>/dev/null && rm -f ./*.log)
 echo
 echo "== summary ($((t_end - t_start)) s)"
-for k in build ctest memcheck racecheck bench entropy_bench skimage stream; do
+for k in build ctest memcheck racecheck bench entropy_bench gate skimage stream; do
   printf '%-14s %s\n' "$k" "${res[$k]}"
 done
