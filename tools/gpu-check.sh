@@ -158,7 +158,7 @@ echo "== GPU benchmark (median; floor = device memory for kernel rows, PCIe for 
 grep -E "ms .*Gpx/s|PCIe" "$out/gpu-bench.log" 2>/dev/null | cut -c1-150
 echo
 echo "== entropy-bench"
-grep -E "^case" "$out/entropy-bench.log" 2>/dev/null | cut -c1-150 | head -40
+grep -E "^(size|window|case)" "$out/entropy-bench.log" 2>/dev/null | cut -c1-150 | head -40
 echo
 echo "== entropy-bench kernel rows, launches queued first (ES_BENCH_GATE=1)"
 grep -E "x1 kernel" "$out/entropy-bench-gate.log" 2>/dev/null | cut -c1-150
