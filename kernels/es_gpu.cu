@@ -156,6 +156,9 @@ static int is_pinned(const void *p) {
  * es_copy_team_next (es_copy.h) has the rule: a stalled copy halves the team, 32 good ones
  * grow it by a thread, up to the cap. ES_COPY_ADAPT=0 keeps the full team. */
 #define ES_COPY_PIECE ((size_t)256 << 10)
+/* Copies from this size on go to the team, below it to one thread (~8 GB/s): a team of 16
+ * copied a 0.5 MB band of a 1080p input in ~10 us (BENCHMARKS J5). */
+#define ES_COPY_TEAM_MIN ((size_t)256 << 10)
 
 #ifdef ES_HAVE_OPENMP
 /* Most OpenMP threads one staging copy uses: 16, or ES_COPY_THREADS from the environment
@@ -199,7 +202,7 @@ static void copy_rows(void *dst, size_t dstride, const void *src, size_t sstride
                       int rows) {
   const size_t total = rowbytes * (size_t)rows;
 #ifdef ES_HAVE_OPENMP
-  if (total >= ((size_t)1 << 20)) {
+  if (total >= ES_COPY_TEAM_MIN) {
     const int nt = copy_team();
     const double t0 = copy_now();
     if (dstride == rowbytes && sstride == rowbytes) {
@@ -871,12 +874,24 @@ static int range_compute(es_gpu_worker *w, es_range *R, const es_job *job, int k
    * overlap: always with pinned buffers both ways (the stream's frames: a 1080p map was one
    * band, pinned host-to-host 0.29 -> 0.25 ms; BENCHMARKS H1), and with pageable ones when
    * the output is more than one band (2560^2: 4 bands, where 16 MB bands make 2; BENCHMARKS
-   * P2). A pageable 1080p job stays one band: more, smaller ones measured no better there
-   * (their host copies are OpenMP teams, ~0.1 ms a band). */
+   * P2). A smaller pageable job (a 1080p map) is cut too, into up to ES_MIN_BANDS bands of
+   * at least 64 rows, 6K rows (every band's strips start with first windows: at K=75 four
+   * bands were slower than two) and ES_COPY_TEAM_MIN bytes of input (so that its copies go
+   * to the team): the host copies of one band then overlap the transfers and kernels of
+   * the next. Pageable host to host, 1080p K=3 0.555 -> 0.451 ms, K=75 0.795 -> 0.693 ms
+   * (two bands), 720p K=5 0.337 -> 0.229 ms (three; BENCHMARKS J5). */
   if ((in_pinned && (out_pinned || !want_map)) || (size_t)W * 4 * (size_t)nrows > ES_BAND_BYTES) {
     const int per = (nrows + ES_MIN_BANDS - 1) / ES_MIN_BANDS;
     const int bcap = per > 64 ? per : 64;
     if (brows > bcap) brows = bcap;
+  } else {
+    int least = 6 * (2 * R->r + 1);
+    if (least < 64) least = 64;
+    const int lin = (int)((ES_COPY_TEAM_MIN + inrow - 1) / inrow);
+    if (least < lin) least = lin;
+    int n = nrows / least;
+    if (n > ES_MIN_BANDS) n = ES_MIN_BANDS;
+    if (n > 1) brows = (nrows + n - 1) / n;
   }
   if (kernels_only) brows = nrows;
   if (brows > nrows) brows = nrows;
