@@ -878,8 +878,8 @@ static int range_compute(es_gpu_worker *w, es_range *R, const es_job *job, int k
    * at least 64 rows, 6K rows (every band's strips start with first windows: at K=75 four
    * bands were slower than two) and ES_COPY_TEAM_MIN bytes of input (so that its copies go
    * to the team): the host copies of one band then overlap the transfers and kernels of
-   * the next. Pageable host to host, 1080p K=3 0.555 -> 0.451 ms, K=75 0.795 -> 0.693 ms
-   * (two bands), 720p K=5 0.337 -> 0.229 ms (three; BENCHMARKS J5). */
+   * the next. Pageable host to host (BENCHMARKS J5, J7): 1080p K=3 0.582 -> 0.463 ms, K=75
+   * 0.803 -> 0.701 ms (two bands), 720p K=5 0.326 -> 0.260 ms (three). */
   if ((in_pinned && (out_pinned || !want_map)) || (size_t)W * 4 * (size_t)nrows > ES_BAND_BYTES) {
     const int per = (nrows + ES_MIN_BANDS - 1) / ES_MIN_BANDS;
     const int bcap = per > 64 ? per : 64;
