@@ -418,10 +418,10 @@ __host__ __device__ inline size_t es_hist_bytes(int hl, int L, int bx) {
 #define ES_CFILL_NW 2
 
 /* k_entropy2's first windows, built from column counts rather than pixel by pixel (large
- * square windows; P.cfill = cs). A block's threads own NW = ES_CFILL_NW = 2 windows each (NW * bx windows
- * side by side, window u at the block's first column + u); a window at row ys is the sum of
- * K neighbouring columns' counts over K rows, and the block's windows share all but one of
- * them. So instead of NW * bx * K^2 increments:
+ * square windows; P.cfill = cs). A block's threads own NW = ES_CFILL_NW = 2 windows each
+ * (NW * bx windows side by side, window u at the block's first column + u); a window at row
+ * ys is the sum of K neighbouring columns' counts over K rows, and the block's windows share
+ * all but one of them. So instead of NW * bx * K^2 increments:
  *   A. each of the NW * bx + K - 1 columns' K levels are counted once, as bytes (a column
  *      holds at most K <= 255 pixels) in rows of cs bytes a level, at the start of the
  *      count area;
