@@ -870,25 +870,30 @@ static int range_compute(es_gpu_worker *w, es_range *R, const es_job *job, int k
   const int out_pinned = want_map && is_pinned(job->map);
   int brows = (int)((ES_BAND_BYTES + (size_t)W * 4 - 1) / ((size_t)W * 4));
   if (brows < 16) brows = 16;
-  /* At least ES_MIN_BANDS bands of 64 rows or more, so that upload, kernels and download
-   * overlap: always with pinned buffers both ways (the stream's frames: a 1080p map was one
-   * band, pinned host-to-host 0.29 -> 0.25 ms; BENCHMARKS H1), and with pageable ones when
-   * the output is more than one band (2560^2: 4 bands, where 16 MB bands make 2; BENCHMARKS
-   * P2). A smaller pageable job (a 1080p map) is cut too, into up to ES_MIN_BANDS bands of
-   * at least 64 rows, 6K rows (every band's strips start with first windows: at K=75 four
-   * bands were slower than two) and ES_COPY_TEAM_MIN bytes of input (so that its copies go
-   * to the team): the host copies of one band then overlap the transfers and kernels of
-   * the next. Pageable host to host (BENCHMARKS J5, J7): 1080p K=3 0.582 -> 0.463 ms, K=75
-   * 0.803 -> 0.701 ms (two bands), 720p K=5 0.326 -> 0.260 ms (three). */
-  if ((in_pinned && (out_pinned || !want_map)) || (size_t)W * 4 * (size_t)nrows > ES_BAND_BYTES) {
+  /* A range whose output is more than one band takes at least ES_MIN_BANDS bands of 64 rows
+   * or more, so that upload, kernels and download overlap (2560^2: 4 bands, where 16 MB bands
+   * make 2; BENCHMARKS P2). A smaller one (a 1080p map) is cut into up to ES_MIN_BANDS bands
+   * of at least 64 rows and:
+   * - pinned buffers both ways (the stream's frames): 16K rows. A lone 1080p K=9 job went from
+   *   0.29 to 0.25 ms in 4 bands (BENCHMARKS H1), but in a stream other frames overlap a
+   *   frame's transfers anyway, and every band's strips start with first windows: y4m at K=51
+   *   ran 1848-1896 fps in 4 bands and 2162-2403 in one, K=75 1391-1637 against 1782-2187
+   *   (J10);
+   * - pageable buffers: 6K rows (at K=75 four bands were slower than two) and
+   *   ES_COPY_TEAM_MIN bytes of input (so that its copies go to the team): the host copies
+   *   of one band then overlap the transfers and kernels of the next. Host to host (J5, J7):
+   *   1080p K=3 0.582 -> 0.463 ms, K=75 0.803 -> 0.701 ms (two bands), 720p K=5 0.326 ->
+   *   0.260 ms (three). */
+  if ((size_t)W * 4 * (size_t)nrows > ES_BAND_BYTES) {
     const int per = (nrows + ES_MIN_BANDS - 1) / ES_MIN_BANDS;
     const int bcap = per > 64 ? per : 64;
     if (brows > bcap) brows = bcap;
   } else {
-    int least = 6 * (2 * R->r + 1);
+    const int pinned = in_pinned && (out_pinned || !want_map);
+    int least = (pinned ? 16 : 6) * (2 * R->r + 1);
     if (least < 64) least = 64;
     const int lin = (int)((ES_COPY_TEAM_MIN + inrow - 1) / inrow);
-    if (least < lin) least = lin;
+    if (!pinned && least < lin) least = lin;
     int n = nrows / least;
     if (n > ES_MIN_BANDS) n = ES_MIN_BANDS;
     if (n > 1) brows = (nrows + n - 1) / n;
