@@ -830,6 +830,13 @@ static cudaError_t launch_entropy(es_gpu_worker *w, const es_range *R, const es_
   return cudaSuccess;
 }
 
+/* ES_BENCH_GATE (es_gpu_bench_kernel): let a waiting k_gate end, if one was launched. */
+static void gate_release(es_gpu_worker *w) {
+  if (!w->gate_armed) return;
+  __atomic_store_n(w->gate, 1u, __ATOMIC_RELEASE);
+  w->gate_armed = 0;
+}
+
 /* The last upload band (of brows input rows from in0) that padded rows [f, g) read, or -1
  * if they read none (clip, all outside). The rows inside the image map in order, so only the
  * border's rows (reflect) are looked at one by one: a range_src call for every padded row
@@ -1013,10 +1020,7 @@ static int range_compute(es_gpu_worker *w, es_range *R, const es_job *job, int k
   /* Everything of this range is on s_comp now: the benchmark's end event goes here, before
    * the host's waits below (after them it timed the host's round trip too: BENCHMARKS R2). */
   if (done) ES_CK(cudaEventRecord(done, w->s_comp));
-  if (w->gate_armed) { /* every launch of the repetition is queued: let k_gate end */
-    __atomic_store_n(w->gate, 1u, __ATOMIC_RELEASE);
-    w->gate_armed = 0;
-  }
+  gate_release(w); /* every launch of the repetition is queued: let k_gate end */
   while (want_map && !kernels_only && !out_pinned && out_next < nb) {
     const int o = out_next, oy0 = o * brows, orr = (o * brows + brows < nrows ? brows : nrows - oy0);
     ES_CK(cudaEventSynchronize(w->ev_dn[o % ES_NSLOT]));
@@ -1463,6 +1467,7 @@ extern "C" int es_gpu_bench_kernel(es_gpu_worker *w, const es_job *job, int reps
                                    char *msg, size_t msglen) {
   int rc = es_job_check(job, msg, msglen), dev = w ? w->device : -1;
   es_range R;
+  unsigned int *dg = NULL; /* ES_BENCH_GATE: the gate's device address */
   /* The end event is recorded inside range_compute, before the host's waits, unless a
    * rendering follows (it needs the range's statistics on the host first). */
   const int inner = job->render.format == ES_PIX_NONE;
@@ -1490,16 +1495,17 @@ extern "C" int es_gpu_bench_kernel(es_gpu_worker *w, const es_job *job, int reps
     return ES_ERR_USAGE;
   }
   ES_CK(cudaSetDevice(w->device));
-  if (gate && !w->gate) {
-    void *g = NULL;
-    ES_CK(cudaHostAlloc(&g, sizeof(unsigned int), cudaHostAllocMapped));
-    w->gate = (volatile unsigned int *)g;
+  if (gate) {
+    if (!w->gate) {
+      void *g = NULL;
+      ES_CK(cudaHostAlloc(&g, sizeof(unsigned int), cudaHostAllocMapped));
+      w->gate = (volatile unsigned int *)g;
+    }
+    ES_CK(cudaHostGetDevicePointer((void **)&dg, (void *)w->gate, 0));
   }
   for (int i = 0; i < reps; i++) {
     if (gate) {
-      unsigned int *dg = NULL;
       *w->gate = 0u;
-      ES_CK(cudaHostGetDevicePointer((void **)&dg, (void *)w->gate, 0));
       k_gate<<<1, 1, 0, w->s_comp>>>(dg);
       ES_CKL("k_gate");
       w->gate_armed = 1;
@@ -1523,10 +1529,7 @@ extern "C" int es_gpu_bench_kernel(es_gpu_worker *w, const es_job *job, int reps
                        (size_t)job->in.width * 4, (size_t)job->in.height,
                        cudaMemcpyDeviceToHost));
 end:
-  if (w->gate_armed) { /* an error before range_compute raised it: do not leave k_gate waiting */
-    __atomic_store_n(w->gate, 1u, __ATOMIC_RELEASE);
-    w->gate_armed = 0;
-  }
+  gate_release(w); /* an error before range_compute raised it: do not leave k_gate waiting */
   return rc;
 }
 
