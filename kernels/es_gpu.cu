@@ -68,6 +68,8 @@ struct es_gpu_worker {
   int device;                   /* CUDA ordinal; fixed */
   int nsm;                      /* multiprocessors, for launch sizing */
   size_t smem_optin;            /* largest dynamic shared memory a block may ask for */
+  int pdl;                      /* entropy kernels launched programmatically after their
+                                 * quantize pass (launch_strips): cc 9.0 on, unless ES_PDL=0 */
   cudaStream_t s_up, s_comp, s_down; /* H2D, kernels, D2H: three engines that overlap */
   cudaEvent_t ev_up[ES_NSLOT], ev_dn[ES_NSLOT], ev_comp, ev_t0, ev_t1;
   /* Tables (uploaded once from es_tables_get; never recomputed here). */
@@ -345,9 +347,11 @@ static const void *const es_kernel_list[] = {
     ES_KSH(uint8_t, 0), ES_KSH(uint16_t, 0), ES_KSH(uint32_t, 0), ES_KSH(uint8_t, 3),
     ES_KSH(uint8_t, 5), ES_KSH(uint8_t, 7), ES_KSH(uint8_t, 9),
     (const void *)k_entropy<uint8_t, ES_HL_GLOBAL, 0>, (const void *)k_entropy<uint16_t, ES_HL_GLOBAL, 0>,
-    (const void *)k_entropy<uint32_t, ES_HL_GLOBAL, 0>, (const void *)k_entropy4<3, true>,
-    (const void *)k_entropy4<5, true>, (const void *)k_entropy4<7, false>, (const void *)k_entropy4<3, false>,
-    (const void *)k_entropy4<5, false>, (const void *)k_entropy2<uint8_t, true>,
+    (const void *)k_entropy<uint32_t, ES_HL_GLOBAL, 0>,
+#define ES_K4(KC, PT) (const void *)k_entropy4<KC, PT, false>, (const void *)k_entropy4<KC, PT, true>
+    ES_K4(3, true), ES_K4(5, true), ES_K4(7, false), ES_K4(3, false), ES_K4(5, false),
+#undef ES_K4
+    (const void *)k_entropy2<uint8_t, true>,
     (const void *)k_entropy2<uint8_t, false>, (const void *)k_entropy2<uint16_t, true>,
     (const void *)k_entropy2<uint16_t, false>};
 #undef ES_KSH
@@ -416,6 +420,8 @@ static int worker_create(es_gpu_worker **out, int device, int warm, char *msg, s
   ES_CK(cudaGetDeviceProperties(&pr, device));
   w->nsm = pr.multiProcessorCount;
   w->smem_optin = pr.sharedMemPerBlockOptin;
+  static int pdl_off = -1;
+  w->pdl = pr.major >= 9 && !env_switch_off("ES_PDL", &pdl_off);
   es_trace("GPU %d: properties read", device);
   ES_CK(cudaStreamCreateWithFlags(&w->s_up, cudaStreamNonBlocking));
   es_trace("GPU %d: first stream (context current)", device);
@@ -660,6 +666,10 @@ static const void *pick_shared_kernel(const es_range *R, int square, int K) {
   return shared_kernel<uint32_t, 0>(R->hl);
 }
 
+template <int KC, bool PT> static const void *quad_kernel(int fl) {
+  return fl ? (const void *)k_entropy4<KC, PT, true> : (const void *)k_entropy4<KC, PT, false>;
+}
+
 /* The four-columns-a-thread kernel where it applies (square K <= 7, 8-bit levels, W32
  * counts), else NULL. ES_QUAD=0 turns it off, for A/B measurements (BENCHMARKS Q1). */
 static const void *pick_quad_kernel(const es_range *R, int square, int K, int L) {
@@ -670,9 +680,14 @@ static const void *pick_quad_kernel(const es_range *R, int square, int K, int L)
    * (1.9 wavefronts a lookup at K = 5, L = 8, against dt's two; 1.5 at L = 12). ES_PAIRT=0
    * turns it off, for A/B runs (BENCHMARKS D1). */
   const int pt = !env_switch_off("ES_PAIRT", &pt_off) && L >= (K == 3 ? 8 : 12);
-  if (K == 3) return pt ? (const void *)k_entropy4<3, true> : (const void *)k_entropy4<3, false>;
-  if (K == 5) return pt ? (const void *)k_entropy4<5, true> : (const void *)k_entropy4<5, false>;
-  if (K == 7) return (const void *)k_entropy4<7, false>; /* T of 9.8 KB lost: 0.031 -> 0.035 ms */
+  /* First windows summed once a level where there are fewer levels than window pixels:
+   * 1080p K=7 L=16 0.0240 -> 0.0226 ms, 10240^2 -1% (BENCHMARKS V2). ES_FWL=0 turns it off,
+   * for A/B runs. */
+  static int fl_off = -1;
+  const int fl = !env_switch_off("ES_FWL", &fl_off) && L + 1 < K * K;
+  if (K == 3) return pt ? quad_kernel<3, true>(fl) : quad_kernel<3, false>(fl);
+  if (K == 5) return pt ? quad_kernel<5, true>(fl) : quad_kernel<5, false>(fl);
+  if (K == 7) return quad_kernel<7, false>(fl); /* T of 9.8 KB lost: 0.031 -> 0.035 ms */
   return NULL;
 }
 
@@ -725,6 +740,24 @@ static cudaError_t launch_strips(es_gpu_worker *w, const void *kfn, es_eparams *
   E->strip0 = 0;
   dim3 grid((unsigned)gx, (unsigned)((rows + ty - 1) / ty));
   void *args[] = {(void *)E};
+  if (w->pdl) {
+    /* After the quantize pass on the same stream (or the band before's entropy kernel,
+     * which does not trigger early): the kernel's set-up overlaps the pass's end, and it
+     * waits for the pass before it reads levels (es_pdl_wait). 2560^2 0.0418 -> 0.0392 ms,
+     * 400^2 0.0149 -> 0.0132 ms (BENCHMARKS V2). */
+    cudaLaunchConfig_t cfg;
+    cudaLaunchAttribute at[1];
+    memset(&cfg, 0, sizeof cfg);
+    cfg.gridDim = grid;
+    cfg.blockDim = dim3((unsigned)bx);
+    cfg.dynamicSmemBytes = smem;
+    cfg.stream = w->s_comp;
+    at[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    at[0].val.programmaticStreamSerializationAllowed = 1;
+    cfg.attrs = at;
+    cfg.numAttrs = 1;
+    return cudaLaunchKernelExC(&cfg, kfn, args);
+  }
   return cudaLaunchKernel(kfn, grid, dim3((unsigned)bx), args, smem, w->s_comp);
 }
 

@@ -18,6 +18,21 @@
 
 #include "es_kernels.h"
 
+/* Programmatic dependent launch (sm_90): a quantize pass lets the entropy kernel after it be
+ * scheduled once all its blocks have started; the entropy kernel sets up its shared memory,
+ * then waits for the pass to complete and its stores to be visible. Without the launch
+ * attribute (launch_strips) the wait returns at once. */
+__device__ __forceinline__ void es_pdl_trigger() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.launch_dependents;");
+#endif
+}
+__device__ __forceinline__ void es_pdl_wait() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+}
+
 /* Waits until the host sets *flag (pinned, mapped): es_gpu_bench_kernel's ES_BENCH_GATE. */
 __global__ void k_gate(const volatile unsigned int *flag) {
   while (*flag == 0u) __nanosleep(1000);
@@ -87,6 +102,7 @@ struct es_qhist {
 #define ES_QROWS 8
 template <typename LT>
 __global__ void __launch_bounds__(256) k_quant(const es_qparams Q, int p0, int p1) {
+  es_pdl_trigger();
   __shared__ unsigned int sh[256];
   const es_qhist lh(sh, Q);
   int c = blockIdx.x * blockDim.x + threadIdx.x;
@@ -128,6 +144,7 @@ __global__ void __launch_bounds__(256) k_quant(const es_qparams Q, int p0, int p
  * image's last one. */
 template <bool U>
 __global__ void __launch_bounds__(256) k_quant4(const es_qparams Q, int p0, int p1) {
+  es_pdl_trigger();
   __shared__ unsigned int sh[256];
   const es_qhist lh(sh, Q);
   const int c0 = 4 * (blockIdx.x * blockDim.x + threadIdx.x);
@@ -325,6 +342,11 @@ __device__ __forceinline__ uint32_t es_atoms_add(uint32_t a, uint32_t v) {
   uint32_t old;
   asm volatile("atom.shared.add.u32 %0, [%1], %2;" : "=r"(old) : "r"(a), "r"(v));
   return old;
+}
+/* Shared atomic add with no result (RED): k_entropy4's first-window counts when S is summed
+ * per level afterwards. */
+__device__ __forceinline__ void es_reds_add(uint32_t a, uint32_t v) {
+  asm volatile("red.shared.add.u32 [%0], %1;" ::"r"(a), "r"(v));
 }
 #ifndef ES_ATOMS
 #define ES_ATOMS 1
@@ -565,6 +587,7 @@ __global__ void __launch_bounds__(128) k_entropy(const es_eparams P) {
   for (int k = tid; k < P.dshared; k += bx) sd[k] = P.dfl[P.drep ? k >> 5 : k];
   for (int k = tid; k < nb; k += bx) sbins[k] = 0;
   __syncthreads();
+  es_pdl_wait(); /* the level image is the quantize pass's */
   const unsigned int *dt = P.dshared ? (P.drep ? sd + (tid & 31) : sd) : P.dfl;
   const int ds = P.drep ? 32 : 1;
   /* The compile-time windows (square, K <= 9) always have the table in shared memory,
@@ -748,6 +771,7 @@ __global__ void __launch_bounds__(64, 6) k_entropy2(const es_eparams P) {
     for (int k = tid; k < P.area; k += bx) s_dt2[k] = P.dfl[k];
   for (int k = tid; k < nb; k += bx) sbins[k] = 0u;
   __syncthreads();
+  es_pdl_wait(); /* the level image is the quantize pass's */
   const uint32_t tb = (uint32_t)__cvta_generic_to_shared(s_dt2);
   const int x0 = 2 * (blockIdx.x * bx + tid);
   const int ys = P.y0 + (P.strip0 + blockIdx.y) * P.ty;
@@ -838,8 +862,9 @@ __global__ void __launch_bounds__(64, 6) k_entropy2(const es_eparams P) {
  * permute and a shared load at a constant offset. A row's deltas of one window are summed
  * in 32 bits (at most G of them, each below (log2 49 + 1.5) * 2^26, so below 2^31) and
  * added to the 64-bit S once. Columns past the image read the sentinel level (k_quant fills
- * the row pitch) and are not written. */
-template <int KC, bool PT>
+ * the row pitch) and are not written. FL: the first window's S is summed once a level after
+ * its counts are in (fewer lookups where L + 1 < AREA); the same integer. */
+template <int KC, bool PT, bool FL>
 __global__ void __launch_bounds__(ES_W32_BX) k_entropy4(const es_eparams P) {
   constexpr int NC = KC + 3, NW = (NC + 3) / 4, AREA = KC * KC;
   constexpr int G = KC <= 5 ? NC : 3; /* columns between two 64-bit flushes */
@@ -852,6 +877,9 @@ __global__ void __launch_bounds__(ES_W32_BX) k_entropy4(const es_eparams P) {
    * dt lookups (BENCHMARKS D1). */
   constexpr int NT = PT ? (AREA + 1) * AREA : AREA;
   __shared__ unsigned int s_dt[NT];
+  /* FL: the first window's counts go in first, then S is summed once a level from this f
+   * table: 4 (L + 1) lookups instead of 4 AREA (the caller takes it where L + 1 < AREA). */
+  __shared__ unsigned long long s_f[FL ? AREA + 1 : 1];
   extern __shared__ unsigned long long es_smem[];
   const int nb = P.stats ? P.bins : 0;
   unsigned int *sbins = (unsigned int *)es_smem;
@@ -866,8 +894,11 @@ __global__ void __launch_bounds__(ES_W32_BX) k_entropy4(const es_eparams P) {
       s_dt[k] = P.dfl[k];
     }
   }
+  if (FL)
+    for (int k = tid; k <= AREA; k += ES_W32_BX) s_f[k] = P.flog[k];
   for (int k = tid; k < nb; k += ES_W32_BX) sbins[k] = 0u;
   __syncthreads();
+  es_pdl_wait(); /* the level image is the quantize pass's */
   const uint32_t sa = (uint32_t)__cvta_generic_to_shared(h32 + tid);
   /* shared: lookups are LDS at a constant offset; dt is T's row 1 */
   const char *dtp = (const char *)s_dt + (PT ? 4 * AREA : 0);
@@ -893,6 +924,10 @@ __global__ void __launch_bounds__(ES_W32_BX) k_entropy4(const es_eparams P) {
 #pragma unroll
         for (int w = 0; w < 4; w++)
           if (j >= w && j < w + KC) m |= 4u << (8 * w);
+        if (FL) {
+          es_reds_add(a, m);
+          continue;
+        }
         uint32_t c;
         if (ES_ATOMS) {
           c = es_atoms_add(a, m);
@@ -904,6 +939,16 @@ __global__ void __launch_bounds__(ES_W32_BX) k_entropy4(const es_eparams P) {
         for (int w = 0; w < 4; w++)
           if (j >= w && j < w + KC)
             S[w] += *(const unsigned int *)(dtp + __byte_perm(c, 0u, 0x4440u | w));
+      }
+    }
+    if (FL) { /* S = the sum of f(count) over the levels, the sentinel's included */
+      const char *fb = (const char *)s_f;
+#pragma unroll 4
+      for (int l = 0; l <= L; l++) {
+        const uint32_t c = es_lds_v(sa + (uint32_t)l * (4 * ES_W32_BX));
+#pragma unroll
+        for (int w = 0; w < 4; w++)
+          S[w] += *(const unsigned long long *)(fb + 2 * __byte_perm(c, 0u, 0x4440u | w));
       }
     }
     const double l2a = P.log2n_area, sca = P.scale_area;

@@ -155,7 +155,8 @@ static void describe(char *buf, size_t n, const es_image *img, const es_params *
 
 /* One random case: map (+stats half the time) against the reference; es_cpu_run too.
  * quad: the cases of the four-columns-a-thread kernel (square K <= 7, 8-bit, L <= 31), every
- * width modulo 4 and widths below 4 included; quad 2: widths of whole words (W % 4 == 0,
+ * width modulo 4 and widths below 4 included, first windows summed per level (L + 1 < K^2)
+ * and pixel by pixel; quad 2: widths of whole words (W % 4 == 0,
  * the vector stores) across several warps and blocks; quad 3: large square windows (K 11..129)
  * on several blocks across and several strips: the two-columns-a-thread kernel (k_entropy2),
  * which builds its first windows from column counts (es_cfill) where K^2 > 2 (L + 1), and
