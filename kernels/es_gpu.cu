@@ -69,7 +69,9 @@ struct es_gpu_worker {
   int nsm;                      /* multiprocessors, for launch sizing */
   size_t smem_optin;            /* largest dynamic shared memory a block may ask for */
   int pdl;                      /* entropy kernels launched programmatically after their
-                                 * quantize pass (launch_strips): cc 9.0 on, unless ES_PDL=0 */
+                                 * quantize pass (launch_strips): cc 9.0 on, unless ES_PDL=0;
+                                 * 2: ES_PDL=refuse, a test of the fallback (an attribute the
+                                 * runtime refuses) */
   cudaStream_t s_up, s_comp, s_down; /* H2D, kernels, D2H: three engines that overlap */
   cudaEvent_t ev_up[ES_NSLOT], ev_dn[ES_NSLOT], ev_comp, ev_t0, ev_t1;
   /* Tables (uploaded once from es_tables_get; never recomputed here). */
@@ -422,6 +424,7 @@ static int worker_create(es_gpu_worker **out, int device, int warm, char *msg, s
   w->smem_optin = pr.sharedMemPerBlockOptin;
   static int pdl_off = -1;
   w->pdl = pr.major >= 9 && !env_switch_off("ES_PDL", &pdl_off);
+  if (w->pdl && getenv("ES_PDL") && !strcmp(getenv("ES_PDL"), "refuse")) w->pdl = 2;
   es_trace("GPU %d: properties read", device);
   ES_CK(cudaStreamCreateWithFlags(&w->s_up, cudaStreamNonBlocking));
   es_trace("GPU %d: first stream (context current)", device);
@@ -752,11 +755,21 @@ static cudaError_t launch_strips(es_gpu_worker *w, const void *kfn, es_eparams *
     cfg.blockDim = dim3((unsigned)bx);
     cfg.dynamicSmemBytes = smem;
     cfg.stream = w->s_comp;
-    at[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    at[0].id = w->pdl == 2 ? (cudaLaunchAttributeID)0x7fff
+                           : cudaLaunchAttributeProgrammaticStreamSerialization;
     at[0].val.programmaticStreamSerializationAllowed = 1;
     cfg.attrs = at;
     cfg.numAttrs = 1;
-    return cudaLaunchKernelExC(&cfg, kfn, args);
+    if (cudaLaunchKernelExC(&cfg, kfn, args) == cudaSuccess) return cudaSuccess;
+    /* A runtime or platform that refuses the attribute: plain launches from now on, if a
+     * plain launch works (else its error is the one to report). */
+    cudaGetLastError();
+    const cudaError_t e = cudaLaunchKernel(kfn, grid, dim3((unsigned)bx), args, smem, w->s_comp);
+    if (e == cudaSuccess) {
+      w->pdl = 0;
+      es_trace("GPU %d: programmatic launches refused; plain launches", w->device);
+    }
+    return e;
   }
   return cudaLaunchKernel(kfn, grid, dim3((unsigned)bx), args, smem, w->s_comp);
 }
