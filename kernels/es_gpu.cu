@@ -738,7 +738,16 @@ static cudaError_t launch_strips(es_gpu_worker *w, const void *kfn, es_eparams *
     w->occ[i].smem = smem;
     w->occ[i].per_sm = per_sm;
   }
-  int ty = strip_rows(rows, gx, (long long)w->nsm * (per_sm > 0 ? per_sm : 1) * waves, tmin);
+  const long long wave = (long long)w->nsm * (per_sm > 0 ? per_sm : 1);
+  if (waves > 1) {
+    /* Strips sized for as many whole waves as tmin-row strips fill, where that is fewer than
+     * `waves`: 2560^2 made 3200 blocks of 4-row strips for 1584 places (two waves and a tail
+     * of 32 blocks, 39.5 us); sized for two waves it takes 5-row strips, 2560 blocks, 38.1
+     * us (BENCHMARKS V5, V6). */
+    const long long full = (long long)gx * (rows / tmin > 0 ? rows / tmin : 1) / wave;
+    if (full >= 1 && full < waves) waves = (int)full;
+  }
+  int ty = strip_rows(rows, gx, wave * waves, tmin);
   E->ty = ty;
   E->strip0 = 0;
   dim3 grid((unsigned)gx, (unsigned)((rows + ty - 1) / ty));
