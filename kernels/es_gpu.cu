@@ -640,6 +640,7 @@ static cudaError_t launch_quant(es_gpu_worker *w, const es_range *R, const es_jo
   if (p1 <= p0) return cudaSuccess;
   if (R->lt == 1) {
     grid.x = (unsigned)((Q.lpitch / 4 + 255) / 256);
+    grid.y = (unsigned)((p1 - p0 + ES_QROWS4 - 1) / ES_QROWS4);
     static int rowwise = -1; /* ES_QUNROLL=0: the row-by-row form, for A/B runs (R4) */
     if (env_switch_off("ES_QUNROLL", &rowwise))
       k_quant4<false><<<grid, 256, 0, w->s_comp>>>(Q, p0, p1);
@@ -972,7 +973,8 @@ static int range_compute(es_gpu_worker *w, es_range *R, const es_job *job, int k
 
   ES_CK(cudaSetDevice(w->device));
   if (!kernels_only) {
-    ES_CK(grow_dev(&w->d_in, &w->cap_in, inrow * (size_t)(nin > 0 ? nin : 1)));
+    /* 16 bytes of slack: k_quant4 reads the aligned words around its bytes */
+    ES_CK(grow_dev(&w->d_in, &w->cap_in, inrow * (size_t)(nin > 0 ? nin : 1) + 16));
     ES_CK(grow_dev(&w->d_lev, &w->cap_lev, R->lpitch * (size_t)prow * (size_t)R->lt));
     ES_CK(grow_dev((void **)&w->d_map, &w->cap_map, (size_t)W * (size_t)nrows * 4));
     if (R->hl == ES_HL_GLOBAL) {
@@ -1474,7 +1476,7 @@ extern "C" int es_gpu_naive(es_gpu_worker *w, const es_image *img, const es_para
   range_plan(&R, &job, w);
   inrow = (size_t)img->width * (img->depth == 16 ? 2 : 1);
   ES_CK(cudaSetDevice(w->device));
-  ES_CK(grow_dev(&w->d_in, &w->cap_in, inrow * (size_t)(R.in1 - R.in0)));
+  ES_CK(grow_dev(&w->d_in, &w->cap_in, inrow * (size_t)(R.in1 - R.in0) + 16));
   ES_CK(grow_dev(&w->d_lev, &w->cap_lev, R.lpitch * (size_t)(img->height + 2 * R.r) * (size_t)R.lt));
   ES_CK(grow_dev((void **)&w->d_map, &w->cap_map, (size_t)img->width * img->height * 4));
   ES_CK(cudaMemcpy2DAsync(w->d_in, inrow, (const char *)img->data + (size_t)R.in0 * img->stride,
