@@ -360,6 +360,14 @@ static const void *const es_kernel_list[] = {
 
 static void host_thread_stop(es_gpu_worker *w);
 
+/* es_gpu_worker.pdl for a GPU of compute capability major.x: ES_PDL=0 turns programmatic
+ * launches off, ES_PDL=refuse tests their fallback (test_gpu_pdl_fallback). */
+static int pdl_mode(int major) {
+  const char *e = getenv("ES_PDL");
+  if (major < 9 || (e && e[0] == '0')) return 0;
+  return e && !strcmp(e, "refuse") ? 2 : 1;
+}
+
 extern "C" void es_gpu_worker_destroy(es_gpu_worker **pw) {
   if (!pw || !*pw) return;
   es_gpu_worker *w = *pw;
@@ -422,9 +430,7 @@ static int worker_create(es_gpu_worker **out, int device, int warm, char *msg, s
   ES_CK(cudaGetDeviceProperties(&pr, device));
   w->nsm = pr.multiProcessorCount;
   w->smem_optin = pr.sharedMemPerBlockOptin;
-  static int pdl_off = -1;
-  w->pdl = pr.major >= 9 && !env_switch_off("ES_PDL", &pdl_off);
-  if (w->pdl && getenv("ES_PDL") && !strcmp(getenv("ES_PDL"), "refuse")) w->pdl = 2;
+  w->pdl = pdl_mode(pr.major);
   es_trace("GPU %d: properties read", device);
   ES_CK(cudaStreamCreateWithFlags(&w->s_up, cudaStreamNonBlocking));
   es_trace("GPU %d: first stream (context current)", device);
@@ -753,6 +759,7 @@ static cudaError_t launch_strips(es_gpu_worker *w, const void *kfn, es_eparams *
   E->strip0 = 0;
   dim3 grid((unsigned)gx, (unsigned)((rows + ty - 1) / ty));
   void *args[] = {(void *)E};
+  int refused = 0;
   if (w->pdl) {
     /* After the quantize pass on the same stream (or the band before's entropy kernel,
      * which does not trigger early): the kernel's set-up overlaps the pass's end, and it
@@ -771,17 +778,17 @@ static cudaError_t launch_strips(es_gpu_worker *w, const void *kfn, es_eparams *
     cfg.attrs = at;
     cfg.numAttrs = 1;
     if (cudaLaunchKernelExC(&cfg, kfn, args) == cudaSuccess) return cudaSuccess;
-    /* A runtime or platform that refuses the attribute: plain launches from now on, if a
-     * plain launch works (else its error is the one to report). */
     cudaGetLastError();
-    const cudaError_t e = cudaLaunchKernel(kfn, grid, dim3((unsigned)bx), args, smem, w->s_comp);
-    if (e == cudaSuccess) {
-      w->pdl = 0;
-      es_trace("GPU %d: programmatic launches refused; plain launches", w->device);
-    }
-    return e;
+    refused = 1;
   }
-  return cudaLaunchKernel(kfn, grid, dim3((unsigned)bx), args, smem, w->s_comp);
+  const cudaError_t e = cudaLaunchKernel(kfn, grid, dim3((unsigned)bx), args, smem, w->s_comp);
+  if (refused && e == cudaSuccess) {
+    /* A runtime or platform that refuses the attribute: plain launches from now on, since a
+     * plain launch works (else its error is the one to report). */
+    w->pdl = 0;
+    es_trace("GPU %d: programmatic launches refused; plain launches", w->device);
+  }
+  return e;
 }
 
 /* Launches the entropy kernel for local output rows [y0, y1). */
