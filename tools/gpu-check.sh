@@ -30,6 +30,8 @@ if [ -f .device-deps/device-env.sh ] && ! command -v ffmpeg >/dev/null 2>&1; the
 fi
 
 declare -A res
+# the stages, in the order results.json and the summary list them
+stages=(build ctest memcheck racecheck bench entropy_bench gate skimage stream)
 t_start=$(date +%s)
 stage() { echo "== $1 ($(date -u +%H:%M:%S))"; }
 
@@ -145,7 +147,7 @@ t_end=$(date +%s)
   printf '{\n  "seconds": %d,\n' $((t_end - t_start))
   printf '  "device": "%s",\n' "$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1)"
   first=1
-  for k in build ctest memcheck racecheck bench entropy_bench gate skimage stream; do
+  for k in "${stages[@]}"; do
     [ $first = 1 ] || printf ',\n'
     first=0
     printf '  "%s": "%s"' "$k" "$(echo "${res[$k]}" | tr -d '"\\')"
@@ -158,7 +160,7 @@ echo "== GPU benchmark (median; floor = device memory for kernel rows, PCIe for 
 grep -E "ms .*Gpx/s|PCIe" "$out/gpu-bench.log" 2>/dev/null | cut -c1-150
 echo
 echo "== entropy-bench"
-grep -E "^(size|window|case)" "$out/entropy-bench.log" 2>/dev/null | cut -c1-150 | head -40
+grep -E "^(size|window|case)" "$out/entropy-bench.log" 2>/dev/null | cut -c1-150
 echo
 echo "== entropy-bench kernel rows, launches queued first (ES_BENCH_GATE=1)"
 grep -E "x1 kernel" "$out/entropy-bench-gate.log" 2>/dev/null | cut -c1-150
@@ -169,6 +171,6 @@ cat "$out/stream.log" 2>/dev/null | cut -c1-150
 (cd "$out" && tar czf logs.tar.gz ./*.log 2>/dev/null && rm -f ./*.log)
 echo
 echo "== summary ($((t_end - t_start)) s)"
-for k in build ctest memcheck racecheck bench entropy_bench gate skimage stream; do
+for k in "${stages[@]}"; do
   printf '%-14s %s\n' "$k" "${res[$k]}"
 done
