@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #ifdef ES_HAVE_OPENMP
 #include <omp.h>
 #endif
@@ -90,7 +91,12 @@ struct es_gpu_worker {
   double *d_rows; size_t cap_rows;          /* per-row sums (k_rowstats) */
   uint8_t *h_rows; size_t cap_hrows;       /* pinned read-back of d_rows */
   uint8_t *h_in[ES_NSLOT]; size_t cap_hin;   /* pinned staging, input */
-  uint8_t *h_out[ES_NSLOT]; size_t cap_hout; /* pinned staging, output */
+  /* Pinned staging for downloads: one buffer cut into slots of the current band's size and
+   * used round robin across calls (out_seq), so that a slot is downloaded into again only
+   * after about the cores' L2 caches' worth of other downloads (out_prepare). */
+  uint8_t *h_out; size_t cap_hout, out_slot;
+  unsigned out_nslot, out_seq;
+  uint8_t *h_outp[ES_NSLOT];    /* the slot of each download in flight, by band % ES_NSLOT */
   /* Geometry of the last run (es_gpu_bench_kernel re-runs its kernels). */
   int last_w, last_h, last_depth, last_row0, last_row1, last_in0, last_in1;
   /* ES_BENCH_GATE=1 (es_gpu_bench_kernel): a pinned, mapped flag k_gate waits on, so that a
@@ -266,6 +272,65 @@ static cudaError_t grow_pinned(uint8_t **slots, int n, size_t *cap, size_t need)
   return cudaSuccess;
 }
 
+/* Bytes downloaded into other slots before a download staging slot is used again: the sum
+ * of the L2 caches of the cores a copy team may run on (16 x 2 MB on the H100 host), at most
+ * 64 MB. A download into lines that the last copy-out left in the cores' L2 caches runs at
+ * half speed (23 GB/s on the H100 host); after ~32 MB of downloads elsewhere, at the full 54
+ * GB/s (BENCHMARKS W1). ES_OUT_RING=0: 0, slots reused as soon as they are free. */
+static size_t out_reuse_bytes(void) {
+  static long long v = -1;
+  static int off = -1;
+  long long r = __atomic_load_n(&v, __ATOMIC_RELAXED);
+  if (r < 0) {
+    long l2 = sysconf(_SC_LEVEL2_CACHE_SIZE), n = sysconf(_SC_NPROCESSORS_ONLN);
+    if (l2 <= 0) l2 = 1L << 20;
+    if (n < 1) n = 1;
+#ifdef ES_HAVE_OPENMP
+    if (n > copy_cap()) n = copy_cap();
+#else
+    n = 1;
+#endif
+    r = (long long)l2 * n;
+    if (r > (64LL << 20)) r = 64LL << 20;
+    if (env_switch_off("ES_OUT_RING", &off)) r = 0;
+    __atomic_store_n(&v, r, __ATOMIC_RELAXED);
+  }
+  return (size_t)r;
+}
+
+/* Downloads of ES_OUT_RING_FROM bytes or more in all get the slots out_reuse_bytes asks for;
+ * smaller ones (the stream workers' warm-up render) only ES_NSLOT. */
+#define ES_OUT_RING_FROM ((size_t)1 << 20)
+
+/* Cut the download staging into slots of `slot` bytes for a download of `total` bytes,
+ * growing it where needed (nothing may be in flight). */
+static cudaError_t out_prepare(es_gpu_worker *w, size_t slot, size_t total) {
+  slot = (slot + 4095) & ~(size_t)4095;
+  size_t n = ES_NSLOT;
+  if (total >= ES_OUT_RING_FROM) {
+    size_t m = (out_reuse_bytes() + slot - 1) / slot + 1;
+    if (m > n) n = m < 64 ? m : 64;
+  }
+  if (slot * n > w->cap_hout) {
+    if (w->h_out) cudaFreeHost(w->h_out);
+    w->h_out = NULL;
+    w->cap_hout = 0;
+    cudaError_t e = cudaMallocHost((void **)&w->h_out, slot * n);
+    if (e != cudaSuccess) return e;
+    w->cap_hout = slot * n;
+  }
+  w->out_slot = slot;
+  w->out_nslot = (unsigned)(w->cap_hout / slot);
+  return cudaSuccess;
+}
+
+/* The next download staging slot, recorded as in-flight download k's. */
+static uint8_t *out_take(es_gpu_worker *w, int k) {
+  uint8_t *p = w->h_out + (size_t)(w->out_seq++ % w->out_nslot) * w->out_slot;
+  w->h_outp[k % ES_NSLOT] = p;
+  return p;
+}
+
 /* ---- identification ---- */
 
 extern "C" int es_gpu_built(void) { return 1; }
@@ -380,8 +445,8 @@ extern "C" void es_gpu_worker_destroy(es_gpu_worker **pw) {
     if (w->ev_up[i]) cudaEventDestroy(w->ev_up[i]);
     if (w->ev_dn[i]) cudaEventDestroy(w->ev_dn[i]);
     if (w->h_in[i]) cudaFreeHost(w->h_in[i]);
-    if (w->h_out[i]) cudaFreeHost(w->h_out[i]);
   }
+  if (w->h_out) cudaFreeHost(w->h_out);
   if (w->ev_comp) cudaEventDestroy(w->ev_comp);
   if (w->ev_t0) cudaEventDestroy(w->ev_t0);
   if (w->ev_t1) cudaEventDestroy(w->ev_t1);
@@ -993,7 +1058,8 @@ static int range_compute(es_gpu_worker *w, es_range *R, const es_job *job, int k
       }
     }
     if (!in_pinned) ES_CK(grow_pinned(w->h_in, ES_NSLOT, &w->cap_hin, inrow * (size_t)brows));
-    if (want_map && !out_pinned) ES_CK(grow_pinned(w->h_out, ES_NSLOT, &w->cap_hout, (size_t)W * 4 * (size_t)brows));
+    if (want_map && !out_pinned)
+      ES_CK(out_prepare(w, (size_t)W * 4 * (size_t)brows, (size_t)W * 4 * (size_t)nrows));
   }
   if (job->stats) {
     ES_CK(grow_dev((void **)&w->d_rows, &w->cap_rows, sizeof(double) * 2 * (size_t)nrows));
@@ -1044,7 +1110,7 @@ static int range_compute(es_gpu_worker *w, es_range *R, const es_job *job, int k
         const int o = out_next, oy0 = o * brows, orr = (o * brows + brows < nrows ? brows : nrows - oy0);
         ES_CK(cudaEventSynchronize(w->ev_dn[o % ES_NSLOT]));
         copy_rows(job->map + (size_t)(R->row0 + oy0) * job->map_stride, job->map_stride * 4,
-                  w->h_out[o % ES_NSLOT], (size_t)W * 4, (size_t)W * 4, orr);
+                  w->h_outp[o % ES_NSLOT], (size_t)W * 4, (size_t)W * 4, orr);
         out_next++;
       }
       ES_CK(cudaEventRecord(w->ev_comp, w->s_comp));
@@ -1055,7 +1121,7 @@ static int range_compute(es_gpu_worker *w, es_range *R, const es_job *job, int k
                                 job->map_stride * 4, dsrc, (size_t)W * 4, (size_t)W * 4,
                                 (size_t)(y1 - y0), cudaMemcpyDeviceToHost, w->s_down));
       else
-        ES_CK(cudaMemcpyAsync(w->h_out[b % ES_NSLOT], dsrc, (size_t)W * 4 * (size_t)(y1 - y0),
+        ES_CK(cudaMemcpyAsync(out_take(w, b), dsrc, (size_t)W * 4 * (size_t)(y1 - y0),
                               cudaMemcpyDeviceToHost, w->s_down));
       ES_CK(cudaEventRecord(w->ev_dn[b % ES_NSLOT], w->s_down));
       /* Copy out ES_OUT_LAG bands behind, while the engines work on the newer ones. */
@@ -1063,7 +1129,7 @@ static int range_compute(es_gpu_worker *w, es_range *R, const es_job *job, int k
         const int o = out_next, oy0 = o * brows, orr = (o * brows + brows < nrows ? brows : nrows - oy0);
         ES_CK(cudaEventSynchronize(w->ev_dn[o % ES_NSLOT]));
         copy_rows(job->map + (size_t)(R->row0 + oy0) * job->map_stride, job->map_stride * 4,
-                  w->h_out[o % ES_NSLOT], (size_t)W * 4, (size_t)W * 4, orr);
+                  w->h_outp[o % ES_NSLOT], (size_t)W * 4, (size_t)W * 4, orr);
         out_next++;
       }
     }
@@ -1089,7 +1155,7 @@ static int range_compute(es_gpu_worker *w, es_range *R, const es_job *job, int k
     const int o = out_next, oy0 = o * brows, orr = (o * brows + brows < nrows ? brows : nrows - oy0);
     ES_CK(cudaEventSynchronize(w->ev_dn[o % ES_NSLOT]));
     copy_rows(job->map + (size_t)(R->row0 + oy0) * job->map_stride, job->map_stride * 4,
-              w->h_out[o % ES_NSLOT], (size_t)W * 4, (size_t)W * 4, orr);
+              w->h_outp[o % ES_NSLOT], (size_t)W * 4, (size_t)W * 4, orr);
     out_next++;
   }
   ES_CK(cudaStreamSynchronize(w->s_comp));
@@ -1139,33 +1205,33 @@ static int download_rows(es_gpu_worker *w, void *dst, size_t dstride, const void
     goto end;
   }
   {
-    /* Chunks of one band at most, in staging no larger than this download needs (the
-     * warm-up's 37x23 render had grown it to ES_NSLOT whole bands). */
+    /* Chunks of one band at most, in slots no larger than this download needs (the
+     * warm-up's 37x23 render had grown the staging to ES_NSLOT whole bands); a download
+     * under ES_OUT_RING_FROM keeps to ES_NSLOT slots (out_prepare). */
     size_t total = rowbytes * (size_t)rows, want = total < ES_BAND_BYTES ? total : ES_BAND_BYTES;
-    if (want < rowbytes) want = rowbytes;
-    ES_CK(grow_pinned(w->h_out, ES_NSLOT, &w->cap_hout, want));
+    chunk = want < rowbytes ? 1 : (int)(want / rowbytes);
+    if (chunk > rows) chunk = rows;
+    ES_CK(out_prepare(w, rowbytes * (size_t)chunk, total));
   }
-  chunk = (int)(w->cap_hout / rowbytes);
-  if (chunk > rows) chunk = rows;
   nch = (rows + chunk - 1) / chunk;
   for (int c = 0; c <= nch; c++) {
     if (c < nch) {
       if (c >= ES_NSLOT) { /* the slot's previous chunk must be copied out first */
         int o = done, oy = o * chunk, orr = oy + chunk < rows ? chunk : rows - oy;
         ES_CK(cudaEventSynchronize(w->ev_dn[o % ES_NSLOT]));
-        copy_rows((char *)dst + (size_t)oy * dstride, dstride, w->h_out[o % ES_NSLOT], rowbytes,
+        copy_rows((char *)dst + (size_t)oy * dstride, dstride, w->h_outp[o % ES_NSLOT], rowbytes,
                   rowbytes, orr);
         done++;
       }
       int y = c * chunk, rr = y + chunk < rows ? chunk : rows - y;
-      ES_CK(cudaMemcpyAsync(w->h_out[c % ES_NSLOT], (const char *)dsrc + (size_t)y * rowbytes,
+      ES_CK(cudaMemcpyAsync(out_take(w, c), (const char *)dsrc + (size_t)y * rowbytes,
                             rowbytes * (size_t)rr, cudaMemcpyDeviceToHost, w->s_down));
       ES_CK(cudaEventRecord(w->ev_dn[c % ES_NSLOT], w->s_down));
     }
     while (done < c) { /* keep at most one chunk in flight behind the newest */
       int o = done, oy = o * chunk, orr = oy + chunk < rows ? chunk : rows - oy;
       ES_CK(cudaEventSynchronize(w->ev_dn[o % ES_NSLOT]));
-      copy_rows((char *)dst + (size_t)oy * dstride, dstride, w->h_out[o % ES_NSLOT], rowbytes,
+      copy_rows((char *)dst + (size_t)oy * dstride, dstride, w->h_outp[o % ES_NSLOT], rowbytes,
                 rowbytes, orr);
       done++;
     }
