@@ -276,7 +276,7 @@ static cudaError_t grow_pinned(uint8_t **slots, int n, size_t *cap, size_t need)
  * of the L2 caches of the cores a copy team may run on (16 x 2 MB on the H100 host), at most
  * 64 MB. A download into lines that the last copy-out left in the cores' L2 caches runs at
  * half speed (23 GB/s on the H100 host); after ~32 MB of downloads elsewhere, at the full 54
- * GB/s (BENCHMARKS W1). ES_OUT_RING=0: 0, slots reused as soon as they are free. */
+ * GB/s (BENCHMARKS W1). ES_OUT_RING=0: 0, so ES_NSLOT slots, as before (for A/B runs). */
 static size_t out_reuse_bytes(void) {
   static long long v = -1;
   static int off = -1;
