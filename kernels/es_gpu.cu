@@ -311,14 +311,8 @@ static cudaError_t out_prepare(es_gpu_worker *w, size_t slot, size_t total) {
     size_t m = (out_reuse_bytes() + slot - 1) / slot + 1;
     if (m > n) n = m < 64 ? m : 64;
   }
-  if (slot * n > w->cap_hout) {
-    if (w->h_out) cudaFreeHost(w->h_out);
-    w->h_out = NULL;
-    w->cap_hout = 0;
-    cudaError_t e = cudaMallocHost((void **)&w->h_out, slot * n);
-    if (e != cudaSuccess) return e;
-    w->cap_hout = slot * n;
-  }
+  const cudaError_t e = grow_pinned(&w->h_out, 1, &w->cap_hout, slot * n);
+  if (e != cudaSuccess) return e;
   w->out_slot = slot;
   w->out_nslot = (unsigned)(w->cap_hout / slot);
   return cudaSuccess;
@@ -707,11 +701,14 @@ static cudaError_t launch_quant(es_gpu_worker *w, const es_range *R, const es_jo
   Q.lev = w->d_lev;
   Q.lpitch = R->lpitch;
   Q.levhist = levhist ? w->d_acc->levhist : NULL;
-  dim3 grid((unsigned)((Q.lpitch + 255) / 256), (unsigned)((p1 - p0 + ES_QROWS - 1) / ES_QROWS));
   if (p1 <= p0) return cudaSuccess;
+  /* a block: 256 threads of four columns and ES_QROWS4 rows (k_quant4), or of one column and
+   * ES_QROWS rows (k_quant) */
+  const dim3 grid = R->lt == 1 ? dim3((unsigned)((Q.lpitch / 4 + 255) / 256),
+                                      (unsigned)((p1 - p0 + ES_QROWS4 - 1) / ES_QROWS4))
+                               : dim3((unsigned)((Q.lpitch + 255) / 256),
+                                      (unsigned)((p1 - p0 + ES_QROWS - 1) / ES_QROWS));
   if (R->lt == 1) {
-    grid.x = (unsigned)((Q.lpitch / 4 + 255) / 256);
-    grid.y = (unsigned)((p1 - p0 + ES_QROWS4 - 1) / ES_QROWS4);
     static int rowwise = -1; /* ES_QUNROLL=0: the row-by-row form, for A/B runs (R4) */
     if (env_switch_off("ES_QUNROLL", &rowwise))
       k_quant4<false><<<grid, 256, 0, w->s_comp>>>(Q, p0, p1);
@@ -992,6 +989,19 @@ static int band_need(const es_range *R, const es_job *job, int f, int g, int bro
  * and compute bands as their rows arrive, and send map bands back (when the job wants the
  * map) while later bands compute. The map stays on the device for phase 2 (rendering).
  * kernels_only: the input is already on the device (es_gpu_bench_kernel). */
+/* Band o (of brows map rows) of a range's pageable map: wait for its download, then copy it
+ * from its staging slot into the caller's map. */
+static cudaError_t copy_out_band(es_gpu_worker *w, const es_range *R, const es_job *job, int o,
+                                 int brows) {
+  const int W = job->in.width, nrows = R->row1 - R->row0, oy0 = o * brows;
+  const int orr = oy0 + brows < nrows ? brows : nrows - oy0;
+  const cudaError_t e = cudaEventSynchronize(w->ev_dn[o % ES_NSLOT]);
+  if (e != cudaSuccess) return e;
+  copy_rows(job->map + (size_t)(R->row0 + oy0) * job->map_stride, job->map_stride * 4,
+            w->h_outp[o % ES_NSLOT], (size_t)W * 4, (size_t)W * 4, orr);
+  return cudaSuccess;
+}
+
 static int range_compute(es_gpu_worker *w, es_range *R, const es_job *job, int kernels_only,
                          cudaEvent_t done, char *msg, size_t msglen) {
   int rc = ES_OK, dev = w->device;
@@ -1107,10 +1117,7 @@ static int range_compute(es_gpu_worker *w, es_range *R, const es_job *job, int k
     if (want_map && !kernels_only) {
       /* The out slot of band b was last used by band b - NSLOT: copied out already? */
       while (!out_pinned && out_next <= b - ES_NSLOT) {
-        const int o = out_next, oy0 = o * brows, orr = (o * brows + brows < nrows ? brows : nrows - oy0);
-        ES_CK(cudaEventSynchronize(w->ev_dn[o % ES_NSLOT]));
-        copy_rows(job->map + (size_t)(R->row0 + oy0) * job->map_stride, job->map_stride * 4,
-                  w->h_outp[o % ES_NSLOT], (size_t)W * 4, (size_t)W * 4, orr);
+        ES_CK(copy_out_band(w, R, job, out_next, brows));
         out_next++;
       }
       ES_CK(cudaEventRecord(w->ev_comp, w->s_comp));
@@ -1126,10 +1133,7 @@ static int range_compute(es_gpu_worker *w, es_range *R, const es_job *job, int k
       ES_CK(cudaEventRecord(w->ev_dn[b % ES_NSLOT], w->s_down));
       /* Copy out ES_OUT_LAG bands behind, while the engines work on the newer ones. */
       while (!out_pinned && out_next <= b - ES_OUT_LAG) {
-        const int o = out_next, oy0 = o * brows, orr = (o * brows + brows < nrows ? brows : nrows - oy0);
-        ES_CK(cudaEventSynchronize(w->ev_dn[o % ES_NSLOT]));
-        copy_rows(job->map + (size_t)(R->row0 + oy0) * job->map_stride, job->map_stride * 4,
-                  w->h_outp[o % ES_NSLOT], (size_t)W * 4, (size_t)W * 4, orr);
+        ES_CK(copy_out_band(w, R, job, out_next, brows));
         out_next++;
       }
     }
@@ -1152,10 +1156,7 @@ static int range_compute(es_gpu_worker *w, es_range *R, const es_job *job, int k
   if (done) ES_CK(cudaEventRecord(done, w->s_comp));
   gate_release(w); /* every launch of the repetition is queued: let k_gate end */
   while (want_map && !kernels_only && !out_pinned && out_next < nb) {
-    const int o = out_next, oy0 = o * brows, orr = (o * brows + brows < nrows ? brows : nrows - oy0);
-    ES_CK(cudaEventSynchronize(w->ev_dn[o % ES_NSLOT]));
-    copy_rows(job->map + (size_t)(R->row0 + oy0) * job->map_stride, job->map_stride * 4,
-              w->h_outp[o % ES_NSLOT], (size_t)W * 4, (size_t)W * 4, orr);
+    ES_CK(copy_out_band(w, R, job, out_next, brows));
     out_next++;
   }
   ES_CK(cudaStreamSynchronize(w->s_comp));
