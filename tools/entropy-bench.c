@@ -404,6 +404,18 @@ static void gpu_rows(const bench_opts *o, const char *group, gpu_set *g, const e
   /* Several GPUs: 2, 4, 8, ... and all of them, each with its scaling efficiency against
    * the one-GPU row: t1 / (n * tn). */
   if (full) multi_rows(group, g, &job, reps, h2h, map_cpu, "");
+  /* Pageable input as above, the map in page-locked memory the caller allocated once (as a
+   * caller does with es_host_pin): the input still passes through staging, the float32 map
+   * (four times the input's bytes) comes back by DMA with no host copy. */
+  if (full) {
+    float *pin_out = (float *)es_gpu_host_alloc(npx * sizeof *pin_out);
+    if (pin_out) {
+      es_job pj = job;
+      pj.map = pin_out;
+      multi_rows(group, g, &pj, reps, -1, map_cpu, ", pinned out");
+    }
+    es_gpu_host_free(pin_out);
+  }
   /* The same with page-locked input and output: no staging copies on the host, so these
    * rows show what the GPUs and their links scale to without the host's memory copies. */
   if (full && g->n > 1) {
