@@ -582,8 +582,13 @@ int es_video_in_open(es_video_in **out, const char *path, const es_video_in_opts
       snprintf(msg, len, "out of memory");
       goto end;
     }
+    /* The decoders' option takes at most INT_MAX (its default): a larger limit, such as
+     * --max-pixels's default of 2^31, is left to check_size, since setting it makes every
+     * decoder that find_stream_info opens fail, and the stream's size and depth unknown
+     * (H.264 in MPEG-TS or raw, HEVC: "invalid frame size 0x0"). */
     for (unsigned i = 0; i < nb_streams; i++)
-      if (max_pixels > 0) av_dict_set_int(&sopts[i], "max_pixels", max_pixels, 0);
+      if (max_pixels > 0 && max_pixels <= INT_MAX)
+        av_dict_set_int(&sopts[i], "max_pixels", max_pixels, 0);
   }
   /* Raw frames: the demuxer's options already say everything, and a y4m header does too
    * (find_stream_info would buffer frames that the reads below must see). */
@@ -626,7 +631,7 @@ int es_video_in_open(es_video_in **out, const char *path, const es_video_in_opts
   v->dec->pkt_timebase = st->time_base;
   v->dec->thread_count = opts && opts->threads > 0 ? opts->threads : 0;
   v->dec->thread_type = FF_THREAD_FRAME | FF_THREAD_SLICE;
-  if (max_pixels > 0) v->dec->max_pixels = max_pixels;
+  if (max_pixels > 0 && max_pixels <= INT_MAX) v->dec->max_pixels = max_pixels;
   /* Verify checksums where the codec has them (ffv1 slices, ...): a damaged frame is then
    * an error we skip and count instead of a picture with garbage in it. */
   v->dec->err_recognition |= AV_EF_CRCCHECK;

@@ -221,6 +221,28 @@ n=$("$PY" -c "import numpy as np; print(np.load('$T/cc.npy').shape[0])")
 case "$msg" in *"$n frames"*) ;; *) fail "summary does not give the $n frames written: $msg";; esac
 [ "$n" = 30 ] || case "$msg" in *corrupt*) ;; *) fail "frames lost but no corrupt count in the summary: $msg";; esac
 
+# Streams whose size is known only once a decoder has looked (H.264 in MPEG-TS, a raw H.264
+# stream) and deep video read at its own depth: the default --max-pixels (2^31) once went to
+# the decoders as an option they refuse (most 2^31 - 1), which left these "0x0" and 8-bit.
+if ff_has encoders libx264 && ff_has muxers mpegts && ff_has muxers h264; then
+  $FF -f lavfi -i "testsrc=size=${W}x${H}:rate=10" -frames:v $N -c:v libx264 "$T/p.ts" &&
+    $FF -i "$T/p.ts" -c copy "$T/p.h264" || fail "cannot make p.ts / p.h264"
+  for f in p.ts p.h264; do
+    msg=$("$BIN" -q "$T/$f" --stats "$T/$f.csv" 2>&1); rc=$?
+    [ $rc = 0 ] || fail "$f: exit $rc ($msg)"
+    [ "$(wc -l < "$T/$f.csv" 2>/dev/null)" = $((N + 1)) ] || fail "$f: $(wc -l < "$T/$f.csv") stats lines, want $((N + 1))"
+  done
+else
+  echo "H.264 in MPEG-TS: skipped (this ffmpeg lacks libx264, mpegts or h264)"
+fi
+if ff_has encoders ffv1; then
+  $FF -f lavfi -i "testsrc=size=${W}x${H}:rate=10" -frames:v 3 -pix_fmt gray16le -c:v ffv1 "$T/d16.mkv" ||
+    fail "cannot make d16.mkv"
+  msg=$("$BIN" -v "$T/d16.mkv" -L 1024 --stats "$T/d16.csv" 2>&1); rc=$?
+  [ $rc = 0 ] || fail "16-bit ffv1 with -L 1024: exit $rc ($msg)"
+  case "$msg" in *"16-bit"*) ;; *) fail "16-bit ffv1 not read as 16-bit: $msg";; esac
+fi
+
 # ES_TRACE=1: the phase lines on stderr (milliseconds since start, the thread), nothing on
 # stdout, and the run itself complete.
 tr=$(ES_TRACE=1 "$BIN" -q "$T/clip.mkv" --stats "$T/tr.csv" -y 2>&1 >/dev/null); rc=$?

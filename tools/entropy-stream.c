@@ -1534,9 +1534,14 @@ static int run_video(cli_opts *o, int out_kind) {
     goto end;
   }
   es_trace("video: input open");
-  if (o->verbose && !o->quiet)
-    err(in_name, "%dx%d, %d-bit, %d/%d fps, %" PRId64 " frames (estimate)", v.info.width,
-        v.info.height, v.info.depth, v.info.fps_num, v.info.fps_den, v.info.frames);
+  if (o->verbose && !o->quiet) {
+    if (v.info.frames > 0)
+      err(in_name, "%dx%d, %d-bit, %d/%d fps, %" PRId64 " frames (estimate)", v.info.width,
+          v.info.height, v.info.depth, v.info.fps_num, v.info.fps_den, v.info.frames);
+    else /* raw H.264, pipes: the container does not say */
+      err(in_name, "%dx%d, %d-bit, %d/%d fps, length unknown", v.info.width, v.info.height,
+          v.info.depth, v.info.fps_num, v.info.fps_den);
+  }
   rc = es_params_check(&o->cfg.params, v.info.depth, msg, sizeof msg);
   if (rc != ES_OK) {
     err(in_name, "%s", msg);
