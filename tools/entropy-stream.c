@@ -1436,6 +1436,9 @@ static void *decode_thread(void *arg) {
            "(%.1f of them copying planes out of decoded frames)",
            (long long)v->pushed, t_wait, t_read, es_video_in_copy_ms(v->vin));
   if (rc == ES_ERR_EOF) rc = ES_OK;
+  /* After a signal the stdin pump closes its pipe wherever the producer was, so the frame
+   * being read comes out short: that is the interruption, not a damaged input. */
+  if (rc == ES_ERR_INPUT && g_stop) rc = ES_ERR_INTERRUPTED;
   v->read_status = rc;
   es_stream_finish(v->st);
   return NULL;
@@ -1529,6 +1532,13 @@ static int run_video(cli_opts *o, int out_kind) {
   vio.unpin = es_host_unpin;
   rc = es_video_in_open(&v.vin, o->input, &vio, &v.info, msg, sizeof msg);
   if (rc != ES_OK) {
+    /* A signal while the header was awaited: the pump closed standard input, so the open
+     * saw an empty stream. That is an interruption, not bad input. */
+    if (g_stop) {
+      if (!o->quiet) err(in_name, "interrupted before the first frame");
+      code = 130;
+      goto end;
+    }
     err(in_name, "%s", *msg ? msg : es_strerror(rc));
     code = es_exit_code(rc);
     goto end;
