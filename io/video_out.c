@@ -43,6 +43,8 @@ struct es_video_out {
   struct SwsContext *sws;     /* want -> encoder format, when they differ */
   enum AVPixelFormat want_av; /* AVPixelFormat of want */
   AVRational in_tb;           /* time base of the pts the caller passes */
+  int counted;                /* the output counts frames: pts become frame numbers */
+  int64_t first_pts;          /* counted: the first pts passed (frame 0), or AV_NOPTS_VALUE */
   int64_t last_pts;           /* last pts sent (encoder time base), for monotonicity */
   int64_t frames;             /* frames written */
   int header_written;
@@ -107,6 +109,19 @@ static void choose_formats(const AVCodec *c, int format, int w, int h, enum AVPi
     *enc = avcodec_find_best_pix_fmt_of_list(c->pix_fmts, AV_PIX_FMT_RGB24, 0, NULL);
     *want = ES_PIX_RGB24;
   }
+}
+
+/* Whether the output counts frames instead of storing a time stamp per frame: its time base
+ * must then be one frame, or the rate it states is the input's time base. AVI's stream rate
+ * is its time base and gaps become empty frames (1/12800 made a 25 fps clip 600 fps, 1800
+ * frames; ffmpeg also names avi when it chooses frame timing); YUV4MPEG2 writes its F field
+ * from the time base; Ogg's VP8 header takes it as the frame rate, as libtheora does for
+ * Theora's headers in any container (12800 fps; decoders then read 7 frames of 75, in Ogg
+ * and in Matroska alike); a raw stream has no time stamps at all. */
+static int counts_frames(const AVOutputFormat *f, const AVCodec *c) {
+  return (f->flags & AVFMT_NOTIMESTAMPS) || !strcmp(f->name, "avi") ||
+         !strcmp(f->name, "yuv4mpegpipe") || !strcmp(f->name, "ogg") || !strcmp(f->name, "ogv") ||
+         c->id == AV_CODEC_ID_THEORA;
 }
 
 /* A temporary file next to final_path, created exclusively. */
@@ -211,6 +226,7 @@ int es_video_out_open(es_video_out **out, const char *path, const es_video_out_o
   v->width = o->width;
   v->height = o->height;
   v->last_pts = INT64_MIN;
+  v->first_pts = AV_NOPTS_VALUE;
   AVRational fps = {o->fps_num, o->fps_den};
   if (fps.num <= 0 || fps.den <= 0) fps = (AVRational){25, 1};
   v->in_tb = (AVRational){o->tb_num, o->tb_den};
@@ -353,11 +369,14 @@ int es_video_out_open(es_video_out **out, const char *path, const es_video_out_o
       goto end;
     }
   }
-  /* The input's time base first; where the encoder refuses it (mpeg4 takes denominators up
-   * to 65535 only, 1/90000 is common), one frame as the unit. */
+  /* The input's time base first, so that variable frame timing survives (MP4, Matroska);
+   * where the encoder refuses it (mpeg4 takes denominators up to 65535 only, 1/90000 is
+   * common), or where the output counts frames, one frame as the unit. */
   int global_header = !!(v->fmt->oformat->flags & AVFMT_GLOBALHEADER);
+  v->counted = counts_frames(v->fmt->oformat, codec);
   AVRational tbs[2] = {v->in_tb, av_inv_q(fps)};
   int ntb = av_cmp_q(tbs[0], tbs[1]) ? 2 : 1;
+  if (v->counted) tbs[0] = tbs[1], ntb = 1;
   err = AVERROR(EINVAL);
   for (int i = 0; i < ntb && err < 0; i++) {
     avcodec_free_context(&v->enc);
@@ -540,9 +559,14 @@ int es_video_out_write(es_video_out *v, const es_planes *pix, const float *map,
                           (int)pix->stride[p], bytes, h);
     }
   }
-  int64_t p = av_rescale_q(pts, v->in_tb, v->enc->time_base);
-  if (pts == INT64_MIN || pts == AV_NOPTS_VALUE)
+  int64_t p;
+  if (pts == INT64_MIN || pts == AV_NOPTS_VALUE) {
     p = v->last_pts == INT64_MIN ? 0 : v->last_pts + 1;
+  } else {
+    /* Counted frames start at frame 0: AVI would fill a late start with empty frames. */
+    if (v->counted && v->first_pts == AV_NOPTS_VALUE) v->first_pts = pts;
+    p = av_rescale_q(v->counted ? pts - v->first_pts : pts, v->in_tb, v->enc->time_base);
+  }
   if (v->last_pts != INT64_MIN && p <= v->last_pts) p = v->last_pts + 1; /* encoders need
                                                                              increasing pts */
   v->frame->pts = p;

@@ -48,6 +48,17 @@ ls -A "$T" | grep -q '^\.' && fail "temporaries left: $(ls -A "$T")"
 got=$(probe "$T/heat.mkv" codec_name,width,height,nb_read_frames)
 [ "$got" = "mpeg4,$W,$H,$N" ] || fail "heat.mkv: got '$got', want 'mpeg4,$W,$H,$N'"
 
+# .avi from Matroska (time base 1/1000): AVI counts frames at its time base, so the output's
+# must be one frame (a bug once gave 1000/1 fps and empty frames between the real ones).
+if ff_has muxers avi && ff_has demuxers avi; then
+  "$BIN" -q "$T/clip.mkv" -o "$T/heat.avi"; rc=$?
+  [ $rc = 0 ] || fail "clip -> avi: exit $rc"
+  got=$(probe "$T/heat.avi" avg_frame_rate,nb_frames,nb_read_frames)
+  [ "$got" = "10/1,$N,$N" ] || fail "heat.avi: got '$got', want '10/1,$N,$N'"
+else
+  echo "test_cli_video: avi case skipped: no avi muxer/demuxer in this FFmpeg"
+fi
+
 # .npy [T,H,W] against each frame extracted and computed as an image.
 K=$(( 3 + 2 * (SEED % 4) ))
 "$BIN" -q "$T/clip.mkv" -o "$T/v.npy" -w $K --border reflect; rc=$?
@@ -137,6 +148,9 @@ if [ $Y4M_OUT = 1 ]; then
   [ $rc = 0 ] || fail ".y4m file output: exit $rc"
   "$BIN" -q "$T/clip.mkv" -o - > "$T/stdout.y4m"
   cmp -s "$T/out.y4m" "$T/stdout.y4m" || fail ".y4m file differs from the y4m on stdout"
+  # The frame rate, not Matroska's time base 1/1000 (a bug once wrote F1000:1).
+  head -c 80 "$T/stdout.y4m" | head -n 1 | grep -q " F10:1 " ||
+    fail "y4m header: $(head -c 80 "$T/stdout.y4m" | head -n 1), want F10:1"
   if [ $Y4M_FF = 1 ]; then
     got=$(ffprobe -v error -count_frames -show_entries stream=width,height,nb_read_frames -of csv=p=0 "$T/out.y4m")
     [ "$got" = "$W,$H,$N" ] || fail ".y4m file: got '$got', want $W,$H,$N"
