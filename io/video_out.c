@@ -124,6 +124,36 @@ static int counts_frames(const AVOutputFormat *f, const AVCodec *c) {
          c->id == AV_CODEC_ID_THEORA;
 }
 
+/* Whether the muxer takes video of codec id, asked before anything is opened or written.
+ * avformat_query_codec first; where it says no, the muxer's own list of codec tags still
+ * counts (Matroska's query knows its native ids only, yet it writes any codec of that list,
+ * png, huffyuv, ..., as V_MS/VFW/FOURCC, as ffmpeg does). Where the muxer has neither query
+ * nor list (ogg, yuv4mpegpipe, mpegts, mpeg) its init is tried on a w x h stream of that
+ * codec, written into memory: ogg and yuv4mpegpipe refuse what they cannot hold there. */
+static int muxer_takes(const AVOutputFormat *ofmt, enum AVCodecID id, int w, int h) {
+  unsigned int tag;
+  int q = avformat_query_codec(ofmt, id, FF_COMPLIANCE_NORMAL);
+  if (q >= 0) return q == 1 || (ofmt->codec_tag && av_codec_get_tag2(ofmt->codec_tag, id, &tag));
+  AVFormatContext *f = NULL;
+  int ok = 0;
+  if (avformat_alloc_output_context2(&f, ofmt, NULL, NULL) < 0) return 0;
+  AVStream *st = avformat_new_stream(f, NULL);
+  if (st && avio_open_dyn_buf(&f->pb) >= 0) {
+    st->codecpar->codec_type = AVMEDIA_TYPE_VIDEO;
+    st->codecpar->codec_id = id;
+    st->codecpar->width = w;
+    st->codecpar->height = h;
+    st->time_base = (AVRational){1, 25};
+    ok = avformat_init_output(f, NULL) >= 0;
+    uint8_t *buf = NULL;
+    avio_close_dyn_buf(f->pb, &buf);
+    av_free(buf);
+    f->pb = NULL;
+  }
+  avformat_free_context(f);
+  return ok;
+}
+
 /* A temporary file next to final_path, created exclusively. */
 static int make_tmp(es_video_out *v, const char *final_path, char *msg, size_t len) {
   char *copy = strdup(final_path), *copy2 = strdup(final_path);
@@ -299,7 +329,7 @@ int es_video_out_open(es_video_out **out, const char *path, const es_video_out_o
         goto end;
       }
     }
-    if (avformat_query_codec(ofmt, codec->id, FF_COMPLIANCE_NORMAL) == 0) {
+    if (!muxer_takes(ofmt, codec->id, o->width, o->height)) {
       snprintf(msg, len, "the %s container cannot hold %s video", ofmt->name, codec->name);
       rc = ES_ERR_USAGE;
       goto end;
@@ -432,7 +462,20 @@ int es_video_out_open(es_video_out **out, const char *path, const es_video_out_o
     rc = ES_ERR_OUTPUT;
     goto end;
   }
-  if ((err = avformat_write_header(v->fmt, &mopts)) < 0) {
+  /* The muxer's checks of the stream come before its header is written, and write nothing:
+   * a refusal there is the container refusing this codec (mov and VP9 or AV1), a usage
+   * problem as above, not a failed write. */
+  if ((err = avformat_init_output(v->fmt, &mopts)) < 0) {
+    if (v->mode == MODE_ENCODE && err != AVERROR(ENOMEM)) {
+      snprintf(msg, len, "the %s container cannot hold %s video", ofmt->name, codec->name);
+      rc = ES_ERR_USAGE;
+    } else {
+      averr(msg, len, "cannot write the header", err);
+      rc = err == AVERROR(ENOMEM) ? ES_ERR_NOMEM : ES_ERR_OUTPUT;
+    }
+    goto end;
+  }
+  if ((err = avformat_write_header(v->fmt, NULL)) < 0) {
     averr(msg, len, "cannot write the header", err);
     rc = ES_ERR_OUTPUT;
     goto end;

@@ -59,6 +59,45 @@ else
   echo "test_cli_video: avi case skipped: no avi muxer/demuxer in this FFmpeg"
 fi
 
+# Container and codec, against the ffmpeg program: what ffmpeg writes is written (exit 0, the
+# same codec); what it refuses is a usage error (exit 1, one line "the MUXER container cannot
+# hold CODEC video"), nothing left behind. Bugs once refused png in Matroska (its query knows
+# native ids only) and let ogv, y4m and mov refuse at the header with exit 3.
+$FF -f lavfi -i "testsrc=size=64x48:rate=10" -frames:v 4 -pix_fmt yuv420p -c:v ffv1 "$T/even.mkv" \
+  || fail "cannot make even.mkv"
+pair() { # EXT MUXER CODEC
+  local ext=$1 mux=$2 codec=$3 ref="$T/pairs/ref.$1" out="$T/pairs/$3.$1" msg rc want
+  if ! ff_has muxers "$mux" || ! ff_has encoders "$codec"; then
+    echo "test_cli_video: .$ext with $codec skipped: no $mux muxer or $codec encoder in this FFmpeg"
+    return
+  fi
+  mkdir -p "$T/pairs"
+  if $FF -i "$T/even.mkv" -c:v "$codec" "$ref" 2>/dev/null; then
+    "$BIN" -q "$T/even.mkv" -o "$out" --codec "$codec"; rc=$?
+    [ $rc = 0 ] || fail ".$ext with $codec: exit $rc, ffmpeg writes it"
+    want=$(probe "$ref" codec_name,nb_read_frames)
+    got=$(probe "$out" codec_name,nb_read_frames)
+    [ "$got" = "$want" ] || fail ".$ext with $codec: got '$got', want '$want' (as ffmpeg's)"
+  else
+    msg=$("$BIN" -q "$T/even.mkv" -o "$out" --codec "$codec" 2>&1); rc=$?
+    [ $rc = 1 ] || fail ".$ext with $codec: exit $rc, want 1 ($msg)"
+    [ "$msg" = "entropy-stream: $out: the $mux container cannot hold $codec video" ] \
+      || fail ".$ext with $codec: message '$msg'"
+  fi
+  echo ".$ext with $codec: exit $rc"
+  rm -f "$T/pairs/ref.$ext" "$out"
+  [ -z "$(ls -A "$T/pairs")" ] || fail ".$ext with $codec left $(ls -A "$T/pairs")"
+}
+pair mkv matroska png
+pair ts mpegts libx264
+pair ogv ogv mpeg4
+pair ogv ogv libx264
+pair mov mov libvpx-vp9
+pair mp4 mp4 ffv1
+pair webm webm mpeg4
+[ $Y4M_OUT = 1 ] && pair y4m yuv4mpegpipe libx264
+[ $Y4M_OUT = 1 ] && pair y4m yuv4mpegpipe mpeg4
+
 # .npy [T,H,W] against each frame extracted and computed as an image.
 K=$(( 3 + 2 * (SEED % 4) ))
 "$BIN" -q "$T/clip.mkv" -o "$T/v.npy" -w $K --border reflect; rc=$?
