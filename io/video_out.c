@@ -2,11 +2,12 @@
  * video_out.c - encoded video files and standard output through libavcodec/libavformat.
  *
  * A file name with a container extension becomes encoded video (libx264 where present,
- * else MPEG-4 part 2), written to a temporary name in the same directory and renamed at
- * close, so a failure never leaves a partial file under the final name. "-" is standard
- * output: YUV4MPEG2 through libavformat's yuv4mpegpipe muxer on pipe:1, or raw
- * little-endian float32 maps (f32). The writer says which rendering it wants
- * (es_video_out_pixfmt) so frames reach the encoder without a conversion where possible.
+ * else MPEG-4 part 2; a container that holds neither gets its own default codec), written
+ * to a temporary name in the same directory and renamed at close, so a failure never
+ * leaves a partial file under the final name. "-" is standard output: YUV4MPEG2 through
+ * libavformat's yuv4mpegpipe muxer on pipe:1, or raw little-endian float32 maps (f32). The
+ * writer says which rendering it wants (es_video_out_pixfmt) so frames reach the encoder
+ * without a conversion where possible.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -321,11 +322,37 @@ int es_video_out_open(es_video_out **out, const char *path, const es_video_out_o
         goto end;
       }
     } else {
-      codec = avcodec_find_encoder_by_name("libx264");
-      if (!codec) codec = avcodec_find_encoder(AV_CODEC_ID_MPEG4);
+      /* SPEC: libx264 where present, else MPEG-4 part 2, where the container holds them; a
+       * container that holds neither (webm, ogv) gets its muxer's own default, as ffmpeg
+       * picks it (libvpx-vp9, libtheora). */
+      const AVCodec *cand[3] = {avcodec_find_encoder_by_name("libx264"),
+                                avcodec_find_encoder(AV_CODEC_ID_MPEG4), NULL};
+      const AVCodec *own = avcodec_find_encoder(ofmt->video_codec);
+      if (own != cand[0] && own != cand[1]) cand[2] = own;
+      char refused[128] = "";
+      int nref = 0;
+      for (int i = 0; i < 3 && !codec; i++) {
+        if (!cand[i] || (i == 1 && cand[1] == cand[0])) continue;
+        if (muxer_takes(ofmt, cand[i]->id, o->width, o->height))
+          codec = cand[i];
+        else
+          av_strlcatf(refused, sizeof refused, "%s%s", nref++ ? " or " : "", cand[i]->name);
+      }
       if (!codec) {
-        snprintf(msg, len, "libavcodec has neither libx264 nor mpeg4");
-        rc = ES_ERR_OUTPUT;
+        /* The container's own codec, where this libavcodec has no encoder for it. */
+        const char *lack = ofmt->video_codec != AV_CODEC_ID_NONE && !own
+                               ? avcodec_get_name(ofmt->video_codec)
+                               : NULL;
+        if (!nref) { /* none of them in this libavcodec: it cannot write video */
+          snprintf(msg, len, "libavcodec has neither libx264 nor mpeg4%s%s%s",
+                   lack ? " nor a " : "", lack ? lack : "", lack ? " encoder" : "");
+          rc = ES_ERR_OUTPUT;
+        } else {
+          snprintf(msg, len, "the %s container cannot hold %s video%s%s%s", ofmt->name, refused,
+                   lack ? ", and libavcodec has no " : "", lack ? lack : "",
+                   lack ? " encoder" : "");
+          rc = ES_ERR_USAGE;
+        }
         goto end;
       }
     }

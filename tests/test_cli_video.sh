@@ -97,6 +97,31 @@ pair mp4 mp4 ffv1
 pair webm webm mpeg4
 [ $Y4M_OUT = 1 ] && pair y4m yuv4mpegpipe libx264
 [ $Y4M_OUT = 1 ] && pair y4m yuv4mpegpipe mpeg4
+# No --codec, a container that holds neither libx264 nor mpeg4: its own default codec, as
+# ffmpeg picks it (a bug once refused .webm and failed .ogv at the header); where this
+# FFmpeg has no encoder for it, a usage error in one line.
+default_for() { # EXT MUXER
+  local ext=$1 mux=$2 ref="$T/pairs/ref.$1" out="$T/pairs/default.$1" msg rc want got
+  ff_has muxers "$mux" || { echo "test_cli_video: default .$ext skipped: no $mux muxer"; return; }
+  mkdir -p "$T/pairs"
+  msg=$("$BIN" -q "$T/even.mkv" -o "$out" 2>&1); rc=$?
+  if $FF -i "$T/even.mkv" "$ref" 2>/dev/null; then
+    [ $rc = 0 ] || fail "default .$ext: exit $rc, ffmpeg writes it ($msg)"
+    want=$(probe "$ref" codec_name,nb_read_frames)
+    got=$(probe "$out" codec_name,nb_read_frames)
+    [ "$got" = "$want" ] || fail "default .$ext: got '$got', want '$want' (as ffmpeg's)"
+  else
+    [ $rc = 1 ] || fail "default .$ext: exit $rc, want 1 ($msg)"
+    case "$msg" in "entropy-stream: $out: the $mux container cannot hold "*" video"*) ;;
+      *) fail "default .$ext: message '$msg'";; esac
+    [ "$(printf '%s\n' "$msg" | wc -l)" = 1 ] || fail "default .$ext: want one line, got: $msg"
+  fi
+  echo "default .$ext: exit $rc ${got:-$msg}"
+  rm -f "$ref" "$out"
+  [ -z "$(ls -A "$T/pairs")" ] || fail "default .$ext left $(ls -A "$T/pairs")"
+}
+default_for webm webm
+default_for ogv ogv
 
 # .npy [T,H,W] against each frame extracted and computed as an image.
 K=$(( 3 + 2 * (SEED % 4) ))

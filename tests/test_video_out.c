@@ -458,6 +458,16 @@ static void failure_cases(void) {
   snprintf(path, sizeof path, "%s/u.nosuchext", sub);
   rc = write_seq(path, &o, 1, pts, &pf, msg, sizeof msg);
   CHECK(rc == ES_ERR_USAGE, "extension: %d %s", rc, msg);
+  /* No --codec and a container that holds no video at all (WAV has no default video codec):
+   * every encoder tried is named, in one line. */
+  if (tv_lavf_has_muxer("wav")) {
+    snprintf(path, sizeof path, "%s/u.wav", sub);
+    rc = write_seq(path, &o, 1, pts, &pf, msg, sizeof msg);
+    const char *want = tv_lavc_has_encoder("libx264")
+                           ? "the wav container cannot hold libx264 or mpeg4 video"
+                           : "the wav container cannot hold mpeg4 video";
+    CHECK(rc == ES_ERR_USAGE && !strcmp(msg, want), "wav: %d '%s', want '%s'", rc, msg, want);
+  }
   CHECK(tv_dir_entries(sub) == 2, "files left behind: %d", tv_dir_entries(sub));
 }
 
