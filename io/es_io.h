@@ -139,7 +139,7 @@ typedef struct es_video_out_opts {
   int fps_num, fps_den, tb_num, tb_den; /* from the input */
   int format;        /* what is written: ES_PIX_RGB24 (heat), ES_PIX_GRAY8, ES_PIX_GRAY16 */
   int f32;           /* stdout only: raw little-endian float32 frames */
-  const char *codec; /* NULL: libx264 if present else mpeg4 */
+  const char *codec; /* NULL: libx264 if present else mpeg4, else the container's own */
   int crf;           /* <0: encoder default */
   const char *preset; /* NULL: encoder default */
   int overwrite;

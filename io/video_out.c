@@ -2,11 +2,12 @@
  * video_out.c - encoded video files and standard output through libavcodec/libavformat.
  *
  * A file name with a container extension becomes encoded video (libx264 where present,
- * else MPEG-4 part 2), written to a temporary name in the same directory and renamed at
- * close, so a failure never leaves a partial file under the final name. "-" is standard
- * output: YUV4MPEG2 through libavformat's yuv4mpegpipe muxer on pipe:1, or raw
- * little-endian float32 maps (f32). The writer says which rendering it wants
- * (es_video_out_pixfmt) so frames reach the encoder without a conversion where possible.
+ * else MPEG-4 part 2; a container that holds neither gets its own default codec), written
+ * to a temporary name in the same directory and renamed at close, so a failure never
+ * leaves a partial file under the final name. "-" is standard output: YUV4MPEG2 through
+ * libavformat's yuv4mpegpipe muxer on pipe:1, or raw little-endian float32 maps (f32). The
+ * writer says which rendering it wants (es_video_out_pixfmt) so frames reach the encoder
+ * without a conversion where possible.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -43,6 +44,8 @@ struct es_video_out {
   struct SwsContext *sws;     /* want -> encoder format, when they differ */
   enum AVPixelFormat want_av; /* AVPixelFormat of want */
   AVRational in_tb;           /* time base of the pts the caller passes */
+  int counted;                /* the output counts frames: pts become frame numbers */
+  int64_t first_pts;          /* counted: the first pts passed (frame 0), or AV_NOPTS_VALUE */
   int64_t last_pts;           /* last pts sent (encoder time base), for monotonicity */
   int64_t frames;             /* frames written */
   int header_written;
@@ -107,6 +110,49 @@ static void choose_formats(const AVCodec *c, int format, int w, int h, enum AVPi
     *enc = avcodec_find_best_pix_fmt_of_list(c->pix_fmts, AV_PIX_FMT_RGB24, 0, NULL);
     *want = ES_PIX_RGB24;
   }
+}
+
+/* Whether the output counts frames instead of storing a time stamp per frame: its time base
+ * must then be one frame, or the rate it states is the input's time base. AVI's stream rate
+ * is its time base and gaps become empty frames (1/12800 made a 25 fps clip 600 fps, 1800
+ * frames; ffmpeg also names avi when it chooses frame timing); YUV4MPEG2 writes its F field
+ * from the time base; Ogg's VP8 header takes it as the frame rate, as libtheora does for
+ * Theora's headers in any container (12800 fps; decoders then read 7 frames of 75, in Ogg
+ * and in Matroska alike); a raw stream has no time stamps at all. */
+static int counts_frames(const AVOutputFormat *f, const AVCodec *c) {
+  return (f->flags & AVFMT_NOTIMESTAMPS) || !strcmp(f->name, "avi") ||
+         !strcmp(f->name, "yuv4mpegpipe") || !strcmp(f->name, "ogg") || !strcmp(f->name, "ogv") ||
+         c->id == AV_CODEC_ID_THEORA;
+}
+
+/* Whether the muxer takes video of codec id, asked before anything is opened or written.
+ * avformat_query_codec first; where it says no, the muxer's own list of codec tags still
+ * counts (Matroska's query knows its native ids only, yet it writes any codec of that list,
+ * png, huffyuv, ..., as V_MS/VFW/FOURCC, as ffmpeg does). Where the muxer has neither query
+ * nor list (ogg, yuv4mpegpipe, mpegts, mpeg) its init is tried on a w x h stream of that
+ * codec, written into memory: ogg and yuv4mpegpipe refuse what they cannot hold there. */
+static int muxer_takes(const AVOutputFormat *ofmt, enum AVCodecID id, int w, int h) {
+  unsigned int tag;
+  int q = avformat_query_codec(ofmt, id, FF_COMPLIANCE_NORMAL);
+  if (q >= 0) return q == 1 || (ofmt->codec_tag && av_codec_get_tag2(ofmt->codec_tag, id, &tag));
+  AVFormatContext *f = NULL;
+  int ok = 0;
+  if (avformat_alloc_output_context2(&f, ofmt, NULL, NULL) < 0) return 0;
+  AVStream *st = avformat_new_stream(f, NULL);
+  if (st && avio_open_dyn_buf(&f->pb) >= 0) {
+    st->codecpar->codec_type = AVMEDIA_TYPE_VIDEO;
+    st->codecpar->codec_id = id;
+    st->codecpar->width = w;
+    st->codecpar->height = h;
+    st->time_base = (AVRational){1, 25};
+    ok = avformat_init_output(f, NULL) >= 0;
+    uint8_t *buf = NULL;
+    avio_close_dyn_buf(f->pb, &buf);
+    av_free(buf);
+    f->pb = NULL;
+  }
+  avformat_free_context(f);
+  return ok;
 }
 
 /* A temporary file next to final_path, created exclusively. */
@@ -211,6 +257,7 @@ int es_video_out_open(es_video_out **out, const char *path, const es_video_out_o
   v->width = o->width;
   v->height = o->height;
   v->last_pts = INT64_MIN;
+  v->first_pts = AV_NOPTS_VALUE;
   AVRational fps = {o->fps_num, o->fps_den};
   if (fps.num <= 0 || fps.den <= 0) fps = (AVRational){25, 1};
   v->in_tb = (AVRational){o->tb_num, o->tb_den};
@@ -275,15 +322,41 @@ int es_video_out_open(es_video_out **out, const char *path, const es_video_out_o
         goto end;
       }
     } else {
-      codec = avcodec_find_encoder_by_name("libx264");
-      if (!codec) codec = avcodec_find_encoder(AV_CODEC_ID_MPEG4);
+      /* SPEC: libx264 where present, else MPEG-4 part 2, where the container holds them; a
+       * container that holds neither (webm, ogv) gets its muxer's own default, as ffmpeg
+       * picks it (libvpx-vp9, libtheora). */
+      const AVCodec *cand[3] = {avcodec_find_encoder_by_name("libx264"),
+                                avcodec_find_encoder(AV_CODEC_ID_MPEG4), NULL};
+      const AVCodec *own = avcodec_find_encoder(ofmt->video_codec);
+      if (own != cand[0] && own != cand[1]) cand[2] = own;
+      char refused[128] = "";
+      int nref = 0;
+      for (int i = 0; i < 3 && !codec; i++) {
+        if (!cand[i] || (i == 1 && cand[1] == cand[0])) continue;
+        if (muxer_takes(ofmt, cand[i]->id, o->width, o->height))
+          codec = cand[i];
+        else
+          av_strlcatf(refused, sizeof refused, "%s%s", nref++ ? " or " : "", cand[i]->name);
+      }
       if (!codec) {
-        snprintf(msg, len, "libavcodec has neither libx264 nor mpeg4");
-        rc = ES_ERR_OUTPUT;
+        /* The container's own codec, where this libavcodec has no encoder for it. */
+        const char *lack = ofmt->video_codec != AV_CODEC_ID_NONE && !own
+                               ? avcodec_get_name(ofmt->video_codec)
+                               : NULL;
+        if (!nref) { /* none of them in this libavcodec: it cannot write video */
+          snprintf(msg, len, "libavcodec has neither libx264 nor mpeg4%s%s%s",
+                   lack ? " nor a " : "", lack ? lack : "", lack ? " encoder" : "");
+          rc = ES_ERR_OUTPUT;
+        } else {
+          snprintf(msg, len, "the %s container cannot hold %s video%s%s%s", ofmt->name, refused,
+                   lack ? ", and libavcodec has no " : "", lack ? lack : "",
+                   lack ? " encoder" : "");
+          rc = ES_ERR_USAGE;
+        }
         goto end;
       }
     }
-    if (avformat_query_codec(ofmt, codec->id, FF_COMPLIANCE_NORMAL) == 0) {
+    if (!muxer_takes(ofmt, codec->id, o->width, o->height)) {
       snprintf(msg, len, "the %s container cannot hold %s video", ofmt->name, codec->name);
       rc = ES_ERR_USAGE;
       goto end;
@@ -353,11 +426,14 @@ int es_video_out_open(es_video_out **out, const char *path, const es_video_out_o
       goto end;
     }
   }
-  /* The input's time base first; where the encoder refuses it (mpeg4 takes denominators up
-   * to 65535 only, 1/90000 is common), one frame as the unit. */
+  /* The input's time base first, so that variable frame timing survives (MP4, Matroska);
+   * where the encoder refuses it (mpeg4 takes denominators up to 65535 only, 1/90000 is
+   * common), or where the output counts frames, one frame as the unit. */
   int global_header = !!(v->fmt->oformat->flags & AVFMT_GLOBALHEADER);
+  v->counted = counts_frames(v->fmt->oformat, codec);
   AVRational tbs[2] = {v->in_tb, av_inv_q(fps)};
   int ntb = av_cmp_q(tbs[0], tbs[1]) ? 2 : 1;
+  if (v->counted) tbs[0] = tbs[1], ntb = 1;
   err = AVERROR(EINVAL);
   for (int i = 0; i < ntb && err < 0; i++) {
     avcodec_free_context(&v->enc);
@@ -413,7 +489,20 @@ int es_video_out_open(es_video_out **out, const char *path, const es_video_out_o
     rc = ES_ERR_OUTPUT;
     goto end;
   }
-  if ((err = avformat_write_header(v->fmt, &mopts)) < 0) {
+  /* The muxer's checks of the stream come before its header is written, and write nothing:
+   * a refusal there is the container refusing this codec (mov and VP9 or AV1), a usage
+   * problem as above, not a failed write. */
+  if ((err = avformat_init_output(v->fmt, &mopts)) < 0) {
+    if (v->mode == MODE_ENCODE && err != AVERROR(ENOMEM)) {
+      snprintf(msg, len, "the %s container cannot hold %s video", ofmt->name, codec->name);
+      rc = ES_ERR_USAGE;
+    } else {
+      averr(msg, len, "cannot write the header", err);
+      rc = err == AVERROR(ENOMEM) ? ES_ERR_NOMEM : ES_ERR_OUTPUT;
+    }
+    goto end;
+  }
+  if ((err = avformat_write_header(v->fmt, NULL)) < 0) {
     averr(msg, len, "cannot write the header", err);
     rc = ES_ERR_OUTPUT;
     goto end;
@@ -540,9 +629,14 @@ int es_video_out_write(es_video_out *v, const es_planes *pix, const float *map,
                           (int)pix->stride[p], bytes, h);
     }
   }
-  int64_t p = av_rescale_q(pts, v->in_tb, v->enc->time_base);
-  if (pts == INT64_MIN || pts == AV_NOPTS_VALUE)
+  int64_t p;
+  if (pts == INT64_MIN || pts == AV_NOPTS_VALUE) {
     p = v->last_pts == INT64_MIN ? 0 : v->last_pts + 1;
+  } else {
+    /* Counted frames start at frame 0: AVI would fill a late start with empty frames. */
+    if (v->counted && v->first_pts == AV_NOPTS_VALUE) v->first_pts = pts;
+    p = av_rescale_q(v->counted ? pts - v->first_pts : pts, v->in_tb, v->enc->time_base);
+  }
   if (v->last_pts != INT64_MIN && p <= v->last_pts) p = v->last_pts + 1; /* encoders need
                                                                              increasing pts */
   v->frame->pts = p;

@@ -68,9 +68,14 @@ static inline int tv_lavf_has_muxer(const char *name) {
 static inline int tv_lavf_has_demuxer(const char *name) {
   return av_find_input_format(name) != NULL;
 }
+/* 1 when the libavcodec the library is linked with has the encoder `name`. */
+static inline int tv_lavc_has_encoder(const char *name) {
+  return avcodec_find_encoder_by_name(name) != NULL;
+}
 #else
 static inline int tv_lavf_has_muxer(const char *name) { return name && 0; }
 static inline int tv_lavf_has_demuxer(const char *name) { return name && 0; }
+static inline int tv_lavc_has_encoder(const char *name) { return name && 0; }
 #endif
 
 /* Runs a shell command built like printf; returns its exit status (-1 on failure). */

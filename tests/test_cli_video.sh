@@ -48,6 +48,81 @@ ls -A "$T" | grep -q '^\.' && fail "temporaries left: $(ls -A "$T")"
 got=$(probe "$T/heat.mkv" codec_name,width,height,nb_read_frames)
 [ "$got" = "mpeg4,$W,$H,$N" ] || fail "heat.mkv: got '$got', want 'mpeg4,$W,$H,$N'"
 
+# .avi from Matroska (time base 1/1000): AVI counts frames at its time base, so the output's
+# must be one frame (a bug once gave 1000/1 fps and empty frames between the real ones).
+if ff_has muxers avi && ff_has demuxers avi; then
+  "$BIN" -q "$T/clip.mkv" -o "$T/heat.avi"; rc=$?
+  [ $rc = 0 ] || fail "clip -> avi: exit $rc"
+  got=$(probe "$T/heat.avi" avg_frame_rate,nb_frames,nb_read_frames)
+  [ "$got" = "10/1,$N,$N" ] || fail "heat.avi: got '$got', want '10/1,$N,$N'"
+else
+  echo "test_cli_video: avi case skipped: no avi muxer/demuxer in this FFmpeg"
+fi
+
+# Container and codec, against the ffmpeg program: what ffmpeg writes is written (exit 0, the
+# same codec); what it refuses is a usage error (exit 1, one line "the MUXER container cannot
+# hold CODEC video"), nothing left behind. Bugs once refused png in Matroska (its query knows
+# native ids only) and let ogv, y4m and mov refuse at the header with exit 3.
+$FF -f lavfi -i "testsrc=size=64x48:rate=10" -frames:v 4 -pix_fmt yuv420p -c:v ffv1 "$T/even.mkv" \
+  || fail "cannot make even.mkv"
+pair() { # EXT MUXER CODEC
+  local ext=$1 mux=$2 codec=$3 ref="$T/pairs/ref.$1" out="$T/pairs/$3.$1" msg rc want
+  if ! ff_has muxers "$mux" || ! ff_has encoders "$codec"; then
+    echo "test_cli_video: .$ext with $codec skipped: no $mux muxer or $codec encoder in this FFmpeg"
+    return
+  fi
+  mkdir -p "$T/pairs"
+  if $FF -i "$T/even.mkv" -c:v "$codec" "$ref" 2>/dev/null; then
+    "$BIN" -q "$T/even.mkv" -o "$out" --codec "$codec"; rc=$?
+    [ $rc = 0 ] || fail ".$ext with $codec: exit $rc, ffmpeg writes it"
+    want=$(probe "$ref" codec_name,nb_read_frames)
+    got=$(probe "$out" codec_name,nb_read_frames)
+    [ "$got" = "$want" ] || fail ".$ext with $codec: got '$got', want '$want' (as ffmpeg's)"
+  else
+    msg=$("$BIN" -q "$T/even.mkv" -o "$out" --codec "$codec" 2>&1); rc=$?
+    [ $rc = 1 ] || fail ".$ext with $codec: exit $rc, want 1 ($msg)"
+    [ "$msg" = "entropy-stream: $out: the $mux container cannot hold $codec video" ] \
+      || fail ".$ext with $codec: message '$msg'"
+  fi
+  echo ".$ext with $codec: exit $rc"
+  rm -f "$T/pairs/ref.$ext" "$out"
+  [ -z "$(ls -A "$T/pairs")" ] || fail ".$ext with $codec left $(ls -A "$T/pairs")"
+}
+pair mkv matroska png
+pair ts mpegts libx264
+pair ogv ogv mpeg4
+pair ogv ogv libx264
+pair mov mov libvpx-vp9
+pair mp4 mp4 ffv1
+pair webm webm mpeg4
+[ $Y4M_OUT = 1 ] && pair y4m yuv4mpegpipe libx264
+[ $Y4M_OUT = 1 ] && pair y4m yuv4mpegpipe mpeg4
+# No --codec, a container that holds neither libx264 nor mpeg4: its own default codec, as
+# ffmpeg picks it (a bug once refused .webm and failed .ogv at the header); where this
+# FFmpeg has no encoder for it, a usage error in one line.
+default_for() { # EXT MUXER
+  local ext=$1 mux=$2 ref="$T/pairs/ref.$1" out="$T/pairs/default.$1" msg rc want got
+  ff_has muxers "$mux" || { echo "test_cli_video: default .$ext skipped: no $mux muxer"; return; }
+  mkdir -p "$T/pairs"
+  msg=$("$BIN" -q "$T/even.mkv" -o "$out" 2>&1); rc=$?
+  if $FF -i "$T/even.mkv" "$ref" 2>/dev/null; then
+    [ $rc = 0 ] || fail "default .$ext: exit $rc, ffmpeg writes it ($msg)"
+    want=$(probe "$ref" codec_name,nb_read_frames)
+    got=$(probe "$out" codec_name,nb_read_frames)
+    [ "$got" = "$want" ] || fail "default .$ext: got '$got', want '$want' (as ffmpeg's)"
+  else
+    [ $rc = 1 ] || fail "default .$ext: exit $rc, want 1 ($msg)"
+    case "$msg" in "entropy-stream: $out: the $mux container cannot hold "*" video"*) ;;
+      *) fail "default .$ext: message '$msg'";; esac
+    [ "$(printf '%s\n' "$msg" | wc -l)" = 1 ] || fail "default .$ext: want one line, got: $msg"
+  fi
+  echo "default .$ext: exit $rc ${got:-$msg}"
+  rm -f "$ref" "$out"
+  [ -z "$(ls -A "$T/pairs")" ] || fail "default .$ext left $(ls -A "$T/pairs")"
+}
+default_for webm webm
+default_for ogv ogv
+
 # .npy [T,H,W] against each frame extracted and computed as an image.
 K=$(( 3 + 2 * (SEED % 4) ))
 "$BIN" -q "$T/clip.mkv" -o "$T/v.npy" -w $K --border reflect; rc=$?
@@ -137,6 +212,9 @@ if [ $Y4M_OUT = 1 ]; then
   [ $rc = 0 ] || fail ".y4m file output: exit $rc"
   "$BIN" -q "$T/clip.mkv" -o - > "$T/stdout.y4m"
   cmp -s "$T/out.y4m" "$T/stdout.y4m" || fail ".y4m file differs from the y4m on stdout"
+  # The frame rate, not Matroska's time base 1/1000 (a bug once wrote F1000:1).
+  head -c 80 "$T/stdout.y4m" | head -n 1 | grep -q " F10:1 " ||
+    fail "y4m header: $(head -c 80 "$T/stdout.y4m" | head -n 1), want F10:1"
   if [ $Y4M_FF = 1 ]; then
     got=$(ffprobe -v error -count_frames -show_entries stream=width,height,nb_read_frames -of csv=p=0 "$T/out.y4m")
     [ "$got" = "$W,$H,$N" ] || fail ".y4m file: got '$got', want $W,$H,$N"
