@@ -168,6 +168,35 @@ mkdir "$T/selfdir"; cp "$T/good.png" "$T/selfdir/"
 msg=$("$BIN" -q -y "$T/selfdir" -o "$T/selfdir/" 2>&1); rc=$?
 [ $rc = 1 ] || fail "output dir = input dir: exit $rc, want 1 ($msg)"
 cmp -s "$T/good.png" "$T/selfdir/good.png" || fail "output dir = input dir: the input was modified"
+# ... and so is an output named inside a directory that lands on the input: an image into
+# its own directory, a batch whose input is a symlink into the output directory, the
+# statistics file, a frame of a video written into the video's own directory.
+mkdir "$T/own"; cp "$T/good.png" "$T/own/"
+msg=$(cd "$T/own" && "$BIN" -q good.png -o . -y 2>&1); rc=$?
+[ $rc = 1 ] || fail "image into its own directory: exit $rc, want 1 ($msg)"
+[ "$msg" = "entropy-stream: ./good.png: is the input good.png itself (choose another output)" ] || fail "image into its own directory: message: $msg"
+cmp -s "$T/good.png" "$T/own/good.png" || fail "image into its own directory: the input was modified"
+mkdir "$T/lin" "$T/lout"; cp "$T/good.png" "$T/lout/l.png"; ln -s ../lout/l.png "$T/lin/l.png"
+msg=$("$BIN" -q -y "$T/lin" -o "$T/lout" 2>&1); rc=$?
+[ $rc = 1 ] || fail "batch input linked into the output: exit $rc, want 1 ($msg)"
+case "$msg" in "entropy-stream: $T/lout/l.png: is the input $T/lin/l.png itself"*) ;; *) fail "batch self message: $msg";; esac
+cmp -s "$T/good.png" "$T/lout/l.png" || fail "batch input linked into the output: the input was modified"
+mkdir "$T/vself"
+"$PY" -c "import sys; open(sys.argv[1], 'wb').write(b'YUV4MPEG2 W8 H4 F25:1 Ip A1:1 Cmono\n' + 3 * (b'FRAME\n' + bytes(range(32))))" "$T/vself.y4m"
+cp "$T/vself.y4m" "$T/vself/frame_000001.npy"
+cp "$T/vself.y4m" "$T/vself/v.csv"
+msg=$("$BIN" -q -y "$T/vself/frame_000001.npy" --format f32 -o "$T/vself" 2>&1); rc=$?
+if [ $rc = 2 ]; then
+  echo "note: this libavformat does not read y4m files: video cases not tested ($msg)"
+else
+  [ $rc = 1 ] || fail "video frames into the video's directory: exit $rc, want 1 ($msg)"
+  case "$msg" in *"$T/vself/frame_000001.npy: is the input itself"*) ;; *) fail "video frame self message: $msg";; esac
+  cmp -s "$T/vself.y4m" "$T/vself/frame_000001.npy" || fail "video frames into the video's directory: the input was modified"
+  msg=$("$BIN" -q -y "$T/vself/v.csv" --stats "$T/vself/v.csv" 2>&1); rc=$?
+  [ $rc = 1 ] || fail "--stats onto the input: exit $rc, want 1 ($msg)"
+  [ "$msg" = "entropy-stream: $T/vself/v.csv: is the input itself (choose another output)" ] || fail "--stats onto the input: message: $msg"
+  cmp -s "$T/vself.y4m" "$T/vself/v.csv" || fail "--stats onto the input: the input was modified"
+fi
 
 # Binary output to a terminal is refused (script(1) gives the run a pty).
 if command -v script >/dev/null; then

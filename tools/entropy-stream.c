@@ -546,6 +546,14 @@ static int path_exists(const char *path) {
   return lstat(path, &st) == 0;
 }
 
+/* 1 when `out` exists and is the file `in` (same device and inode, links followed): writing
+ * it would replace the input. The -o guard in main compares only the -o path; the names
+ * made inside an output directory are known later and checked with this. */
+static int same_file(const char *in, const char *out) {
+  struct stat a, b;
+  return stat(in, &a) == 0 && stat(out, &b) == 0 && a.st_dev == b.st_dev && a.st_ino == b.st_ino;
+}
+
 static int is_video_ext(const char *e) {
   static const char *const exts[] = {"mp4", "mkv", "avi", "mov", "nut", "y4m", "webm",
                                      "m4v", "ts",  "flv", "mpg", "mpeg", "ogv", "wmv"};
@@ -1088,6 +1096,20 @@ static int run_images(cli_opts *o, int in_kind, int out_kind) {
     }
   }
 
+  /* Never let an output replace its own input: an image written into a directory (the
+   * input's own, or one a symlinked input points into) and the statistics file. */
+  for (size_t i = 0; i < n; i++) {
+    const char *bad = NULL;
+    if (jobs[i].out && b.out_kind != OUT_STDOUT && same_file(jobs[i].in, jobs[i].out))
+      bad = jobs[i].out;
+    else if (o->stats_path && strcmp(o->stats_path, "-") && same_file(jobs[i].in, o->stats_path))
+      bad = o->stats_path;
+    if (bad) {
+      err(bad, "is the input %s itself (choose another output)", jobs[i].in);
+      code = 1;
+      goto end;
+    }
+  }
   /* The statistics file first: a bad name creates no output directory. */
   rc = stats_file_check(o);
   if (rc == STATS_REFUSED) {
@@ -1515,6 +1537,11 @@ static int run_video(cli_opts *o, int out_kind) {
       return 3;
     }
   }
+  if (o->stats_path && strcmp(o->stats_path, "-") && strcmp(o->input, "-") &&
+      same_file(o->input, o->stats_path)) {
+    err(o->stats_path, "is the input itself (choose another output)");
+    return 1;
+  }
   rc = stats_file_check(o);
   if (rc == STATS_REFUSED) return 3;
   if (rc == STATS_SKIPPED && out_kind == OUT_NONE) return 0;
@@ -1691,6 +1718,9 @@ static int run_video(cli_opts *o, int out_kind) {
           what = path ? path : out_name;
           if (!path) {
             rc = ES_ERR_NOMEM;
+          } else if (strcmp(o->input, "-") && same_file(o->input, path)) {
+            snprintf(msg, sizeof msg, "is the input itself (choose another output)");
+            rc = ES_ERR_USAGE;
           } else if (o->skip && path_exists(path)) {
             rc = ES_OK;
           } else if (!o->overwrite && path_exists(path)) {
