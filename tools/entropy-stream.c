@@ -721,8 +721,12 @@ typedef struct img_batch {
   int show_progress;
 } img_batch;
 
+/* Lists the *.png files under root/rel into jobs. The top directory unreadable is an error
+ * (msg); a subdirectory unreadable is a failure of the batch, as a file that cannot be read
+ * is (SPEC 3: the other files are still done): reported here and counted in *unreadable. */
 static int collect_pngs(const char *root, const char *rel, int recursive, const char *skip_dir,
-                        img_job **jobs, size_t *n, size_t *cap, char *msg, size_t len) {
+                        img_job **jobs, size_t *n, size_t *cap, size_t *unreadable, char *msg,
+                        size_t len) {
   char *dirpath = *rel ? join(root, rel) : strdup(root);
   DIR *d = NULL;
   struct dirent *e;
@@ -730,6 +734,11 @@ static int collect_pngs(const char *root, const char *rel, int recursive, const 
   if (!dirpath) return ES_ERR_NOMEM;
   d = opendir(dirpath);
   if (!d) {
+    if (*rel) {
+      err(dirpath, "cannot read directory: %s", strerror(errno));
+      (*unreadable)++;
+      goto end;
+    }
     snprintf(msg, len, "cannot read directory %s: %s", dirpath, strerror(errno));
     rc = ES_ERR_INPUT;
     goto end;
@@ -751,7 +760,7 @@ static int collect_pngs(const char *root, const char *rel, int recursive, const 
       char real[PATH_MAX];
       int is_out = skip_dir && realpath(full, real) && !strcmp(real, skip_dir);
       if (recursive && !is_out)
-        rc = collect_pngs(root, relname, recursive, skip_dir, jobs, n, cap, msg, len);
+        rc = collect_pngs(root, relname, recursive, skip_dir, jobs, n, cap, unreadable, msg, len);
       free(relname);
       free(full);
       if (rc) goto end;
@@ -998,7 +1007,7 @@ static int start_threads(pthread_t *th, int n, void *(*fn)(void *), void *arg) {
 static int run_images(cli_opts *o, int in_kind, int out_kind) {
   img_batch b;
   img_job *jobs = NULL;
-  size_t n = 0, cap = 0;
+  size_t n = 0, cap = 0, unreadable = 0; /* unreadable: subdirectories that failed */
   es_stats_writer *sw = NULL;
   pthread_t *th = NULL;
   int nworkers = 0, ndec = 0, nenc = 0, code = 0, rc;
@@ -1019,7 +1028,8 @@ static int run_images(cli_opts *o, int in_kind, int out_kind) {
       goto end;
     }
     if (o->output && realpath(o->output, outreal)) skip_dir = outreal;
-    rc = collect_pngs(o->input, "", o->recursive, skip_dir, &jobs, &n, &cap, msg, sizeof msg);
+    rc = collect_pngs(o->input, "", o->recursive, skip_dir, &jobs, &n, &cap, &unreadable, msg,
+                      sizeof msg);
     if (rc != ES_OK) {
       err(o->input, "%s", *msg ? msg : es_strerror(rc));
       code = es_exit_code(rc);
@@ -1246,6 +1256,7 @@ static int run_images(cli_opts *o, int in_kind, int out_kind) {
         }
       }
     }
+    if (unreadable) code = worse(code, 2); /* each was reported when the list was made */
     if (sw) {
       rc = es_stats_writer_close(&sw, 1, msg, sizeof msg);
       if (rc != ES_OK) {
@@ -1263,6 +1274,8 @@ static int run_images(cli_opts *o, int in_kind, int out_kind) {
       pthread_mutex_unlock(&g_err_lock);
       /* One file's failure was already said in its own line. */
       if (failed && n > 1) err(NULL, "%zu of %zu files failed", failed, n);
+      if (unreadable)
+        err(NULL, "%zu director%s could not be read", unreadable, unreadable == 1 ? "y" : "ies");
       {
         if (n == 1 && !failed && !skipped)
           err(NULL, "1 file, %dx%d, %.2f s, %s", jobs[0].width, jobs[0].height, el,
