@@ -108,9 +108,13 @@ typedef struct es_render {
   int format;    /* enum es_pixfmt */
   int colormap;  /* enum es_colormap; used by RGB24 and YUV formats */
   int range_auto; /* 0: divide by hmax (fixed); 1: by each frame's min..max */
-  float overlay;  /* 0..1: blend weight of the heat over the source grey (0 = heat only) */
+  float overlay;  /* 0..1: opacity of the heat over the source grey (1: the heat alone, 0: the
+                   * grey alone), where overlay_on is set or overlay > 0; otherwise (a zeroed
+                   * struct) no overlay: the heat alone. GRAY16 ignores it. */
+  int overlay_on; /* 1: blend by overlay even where it is 0. Kept apart from overlay so that a
+                   * zeroed es_render still means no overlay, as it always did. */
 } es_render;
-void es_render_default(es_render *r); /* RGB24, inferno, fixed, overlay 0 */
+void es_render_default(es_render *r); /* RGB24, inferno, fixed, no overlay */
 
 /* Library-wide configuration of a context. */
 typedef struct es_config {

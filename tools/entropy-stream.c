@@ -158,7 +158,8 @@ static void usage(FILE *f) {
     "      --format F        heat|gray8|gray16|f32 (default heat)\n"
     "      --colormap C      inferno|viridis|magma|turbo|gray (default inferno)\n"
     "      --range R         fixed|auto (default fixed: divide by log2(min(|W|, L)))\n"
-    "      --overlay A       0..1: blend the heat over the source grey (default 0)\n"
+    "      --overlay A       0..1: opacity of the heat over the source grey (0: the grey\n"
+    "                        alone; default: the heat alone); not with --format gray16\n"
     "Statistics:\n"
     "      --stats FILE      one record per image or frame: .csv, .jsonl, or - (stdout CSV)\n"
     "      --stats-bins B    histogram bins, 1..%d (default 16)\n"
@@ -359,6 +360,7 @@ static int parse_args(int argc, char **argv, cli_opts *o) {
         return 1;
       }
       o->render.overlay = (float)d;
+      o->render.overlay_on = 1; /* 0 too: the grey alone, not "no overlay" */
       break;
     }
     case OPT_STATS:
@@ -520,6 +522,11 @@ static int parse_args(int argc, char **argv, cli_opts *o) {
       err(NULL, "%s", msg);
       return 1;
     }
+  }
+  if (o->render.overlay_on && o->format == FMT_GRAY16) {
+    /* The blend is 8-bit (the renderers' es_blend): rather refused than silently ignored. */
+    err(NULL, "--overlay: not with --format gray16 (use heat or gray8)");
+    return 1;
   }
   if (o->stats_path && o->output && !strcmp(o->stats_path, "-") && !strcmp(o->output, "-")) {
     err(NULL, "--stats - and -o -: both would write to standard output");
