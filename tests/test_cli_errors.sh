@@ -139,6 +139,11 @@ bad_opt "--crf 99: " "0..63" --crf 99
 bad_opt "--max-pixels 0: " "1.." --max-pixels 0
 bad_opt "--bogus: " "unknown option" --bogus
 bad_opt "-Z: " "unknown option" -Z
+# A value given to an option that takes none: said so (it was "unknown option").
+for o in help recursive quiet verbose progress no-progress version; do
+  bad_opt "--$o: " "takes no value" "--$o=x"
+done
+bad_opt "--verbose: " "takes no value" --verb=1
 # Checked against the 8-bit input once it is read: the message may name the file too.
 msg=$("$BIN" -L 300 "$T/good.png" -o "$T/u.npy" 2>&1); rc=$?
 [ $rc = 1 ] || fail "-L 300 on 8-bit input: exit $rc, want 1 ($msg)"

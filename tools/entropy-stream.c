@@ -486,6 +486,16 @@ static int parse_args(int argc, char **argv, cli_opts *o) {
       /* getopt_long sets optopt for long options too: name what the user typed. */
       const char *arg = argv[optind - 1];
       char name[128];
+      /* "--help=x": glibc returns '?' with optopt set to the option's value (0 for an
+       * unknown name); name it in full, even where an abbreviation was typed. */
+      if (c == '?' && optopt && !strncmp(arg, "--", 2) && strchr(arg, '=')) {
+        for (const struct option *lo = longopts; lo->name; lo++) {
+          if (lo->val == optopt && lo->has_arg == no_argument) {
+            err(NULL, "--%s: takes no value", lo->name);
+            return 1;
+          }
+        }
+      }
       if (!strncmp(arg, "--", 2))
         snprintf(name, sizeof name, "%.*s", (int)strcspn(arg, "="), arg);
       else
