@@ -149,7 +149,8 @@ typedef struct es_context es_context;
 
 /* Creates a context: checks the configuration, opens the GPUs asked for and warms them up
  * (module load, tables, staging buffers). With device auto and no GPU, uses the CPU.
- * With device gpu and no usable GPU returns ES_ERR_DEVICE. On failure *out is NULL and,
+ * With device gpu and no usable GPU, or a gpus[] ordinal that is not visible, returns
+ * ES_ERR_DEVICE. On failure *out is NULL and,
  * where msg is not NULL, a one-line reason is written there. */
 int es_context_create(es_context **out, const es_config *cfg, char *msg, size_t msglen);
 void es_context_destroy(es_context **ctx);

@@ -130,6 +130,9 @@ bad_opt "--stats-bins 1025: " "1..1024" --stats-bins 1025
 bad_opt "--device tpu: " "auto, gpu or cpu" --device tpu
 bad_opt "--gpus 0,x: " "0..63" --gpus 0,x
 bad_opt "--gpus 64: " "0..63" --gpus 64
+bad_opt "--gpus 0,: " "0..63" --gpus 0,
+bad_opt "--gpus ,0: " "0..63" --gpus ,0
+bad_opt "--gpus 0,,1: " "0..63" --gpus 0,,1
 bad_opt "--cpu-below -1: " "0.." --cpu-below -1
 bad_opt "--threads -2: " "0..4096" --threads -2
 bad_opt "--queue 0: " "1..1024" --queue 0
@@ -233,6 +236,11 @@ else
   [ "$(printf '%s\n' "$msg" | wc -l)" = 1 ] || fail "--device gpu: want one line, got: $msg"
   [ -e "$T/gpu.npy" ] && fail "--device gpu without GPU wrote an output"
   echo "--device gpu -> $rc: $msg"
+  # A GPU asked for by number is as missing: exit 4 too (it was 1, a usage error).
+  msg=$("$BIN" -q --device auto --gpus 0 "$T/good.png" -o "$T/gpu.npy" 2>&1); rc=$?
+  [ $rc = 4 ] || fail "--gpus 0 without GPU: exit $rc, want 4 ($msg)"
+  [ "$msg" = "entropy-stream: --gpus 0: no GPU visible" ] || fail "--gpus 0 without GPU: message: $msg"
+  [ -e "$T/gpu.npy" ] && fail "--gpus 0 without GPU wrote an output"
 fi
 
 if [ $FAIL -ne 0 ]; then

@@ -387,8 +387,13 @@ static int parse_args(int argc, char **argv, cli_opts *o) {
       o->cfg.ngpus = 0;
       if (strcmp(a, "all")) {
         char buf[512], *tok, *save = NULL;
+        size_t len = strlen(a);
         snprintf(buf, sizeof buf, "%s", a);
-        for (tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+        /* strtok_r skips empty fields: "0," and ",0" would pass for "0". */
+        if (!len || len >= sizeof buf || a[0] == ',' || a[len - 1] == ',' || strstr(a, ",,"))
+          o->cfg.ngpus = -1;
+        for (tok = o->cfg.ngpus < 0 ? NULL : strtok_r(buf, ",", &save); tok;
+             tok = strtok_r(NULL, ",", &save)) {
           if (o->cfg.ngpus >= ES_MAX_GPUS || parse_int(tok, 0, ES_MAX_GPUS - 1, &v)) {
             o->cfg.ngpus = -1;
             break;
