@@ -270,6 +270,12 @@ msg=$("$BIN" -q "$T/g8.png" -o "$T/exists.npy" 2>&1); rc=$?
 [ "$(cat "$T/exists.npy")" = precious ] || fail "refused output was modified"
 "$BIN" -q -n "$T/g8.png" -o "$T/exists.npy"; rc=$?
 [ $rc = 0 ] || fail "-n: exit $rc, want 0"
+# Without -q, the skip is told (as for a video output); it used to be silent.
+msg=$("$BIN" -n "$T/g8.png" -o "$T/exists.npy" 2>&1); rc=$?
+[ $rc = 0 ] || fail "-n, not quiet: exit $rc, want 0"
+[ "$msg" = "entropy-stream: $T/exists.npy: exists, skipped" ] || fail "-n message: $msg"
+msg=$("$BIN" -q -n "$T/g8.png" -o "$T/exists.npy" 2>&1)
+[ -z "$msg" ] || fail "-q -n printed: $msg"
 [ "$(cat "$T/exists.npy")" = precious ] || fail "-n modified the existing output"
 "$BIN" -q -y "$T/g8.png" -o "$T/exists.npy"; rc=$?
 [ $rc = 0 ] || fail "-y: exit $rc"

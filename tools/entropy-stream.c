@@ -730,6 +730,7 @@ typedef struct img_batch {
   es_context *ctx;
   es_stream *st;
   int out_kind; /* of each job's output: OUT_PNG, OUT_NPY, OUT_STDOUT or OUT_NONE */
+  int single;   /* one PNG input, not a directory: no summary counts its skip, so it is told */
   int pixfmt;   /* the rendering the stream makes (ES_PIX_NONE: none, or the map) */
   img_job *jobs; /* sorted by name; set before the workers start */
   size_t njobs;
@@ -881,7 +882,7 @@ static int decode_image(img_batch *b, img_job *j) {
   j->t0 = now_s();
   if (j->out && b->out_kind != OUT_STDOUT && path_exists(j->out)) {
     if (o->skip) {
-      if (o->verbose) err(j->out, "exists, skipped");
+      if ((b->single || o->verbose) && !o->quiet) err(j->out, "exists, skipped");
       return JOB_SKIPPED;
     }
     if (!o->overwrite) {
@@ -1222,6 +1223,7 @@ static int run_images(cli_opts *o, int in_kind, int out_kind) {
     }
   }
   b.o = o;
+  b.single = in_kind != IN_DIR;
   b.jobs = jobs;
   b.njobs = n;
   b.t0 = now_s();
@@ -1537,7 +1539,8 @@ static int run_video(cli_opts *o, int out_kind) {
   es_video_in_opts vio;
   pthread_t th;
   int th_started = 0, code = 0, rc, write_failed = 0;
-  int64_t written = 0;
+  int64_t written = 0; /* frames through the output stage, skipped ones (-n) included */
+  int64_t skipped = 0; /* frame files that existed, kept by -n */
   char msg[MSG_LEN] = "";
   const char *out_name = o->output;
   const char *in_name = o->input;
@@ -1757,6 +1760,7 @@ static int run_video(cli_opts *o, int out_kind) {
             snprintf(msg, sizeof msg, "is the input itself (choose another output)");
             rc = ES_ERR_USAGE;
           } else if (o->skip && path_exists(path)) {
+            skipped++;
             rc = ES_OK;
           } else if (!o->overwrite && path_exists(path)) {
             snprintf(msg, sizeof msg, "exists (use -y to overwrite, -n to skip)");
@@ -1854,7 +1858,9 @@ static int run_video(cli_opts *o, int out_kind) {
   {
     double el = now_s() - t0;
     int64_t corrupt = es_video_in_corrupt(v.vin);
-    char d[64], extra[96] = "";
+    char d[64], extra[96] = "", skips[64] = "";
+    if (skipped > 0) /* not claimed as written */
+      snprintf(skips, sizeof skips, " (%" PRId64 " skipped: exist)", skipped);
     if (corrupt > 0)
       snprintf(extra, sizeof extra, ", %" PRId64 " corrupt packet%s skipped", corrupt,
                corrupt == 1 ? "" : "s");
@@ -1862,9 +1868,10 @@ static int run_video(cli_opts *o, int out_kind) {
     clear_progress_locked();
     pthread_mutex_unlock(&g_err_lock);
     if (!o->quiet || corrupt > 0)
-      err(NULL, "%" PRId64 " frame%s, %dx%d, %.2f s, %.1f fps, %s%s%s", written,
-          written == 1 ? "" : "s", v.info.width, v.info.height, el, el > 0 ? written / el : 0.0,
-          device_desc(ctx, d, sizeof d), extra, code == 130 ? ", interrupted" : "");
+      err(NULL, "%" PRId64 " frame%s%s, %dx%d, %.2f s, %.1f fps, %s%s%s", written,
+          written == 1 ? "" : "s", skips, v.info.width, v.info.height, el,
+          el > 0 ? written / el : 0.0, device_desc(ctx, d, sizeof d), extra,
+          code == 130 ? ", interrupted" : "");
   }
 
 end:
