@@ -120,6 +120,11 @@ bad_opt "--shape round: " "square or disk" --shape round
 bad_opt "--border wrap: " "clip or reflect" --border wrap
 bad_opt "--base 10: " "2 or e" --base 10
 bad_opt "--format jpg: " "heat" --format jpg
+# A .npy is float32 whatever --format says: another format was silently ignored.
+bad_opt "--format gray8: " "always float32" --format gray8
+bad_opt "--format gray16: " "always float32" --format gray16
+bad_opt "--format heat: " "always float32" --format heat
+"$BIN" -q "$T/good.png" -o "$T/f32.npy" --format f32 || fail "--format f32 -o x.npy: exit $?"
 bad_opt "--colormap jet: " "inferno" --colormap jet
 bad_opt "--range x: " "fixed or auto" --range x
 bad_opt "--overlay 1.5: " "0..1" --overlay 1.5

@@ -37,6 +37,7 @@
 
 /* ---- Output formats and kinds. */
 enum fmt { FMT_HEAT = 0, FMT_GRAY8, FMT_GRAY16, FMT_F32 };
+static const char *const fmt_names[] = {"heat", "gray8", "gray16", "f32"}; /* by enum fmt */
 enum out_kind {
   OUT_NONE = 0, /* no -o: only --stats */
   OUT_PNG,      /* x.png */
@@ -53,6 +54,7 @@ typedef struct cli_opts {
   es_config cfg;
   es_render render;
   int format; /* enum fmt */
+  int format_set; /* --format given */
   const char *stats_path;
   const char *raw;
   const char *codec;
@@ -282,7 +284,6 @@ static int parse_args(int argc, char **argv, cli_opts *o) {
     {0, 0, 0, 0}};
   static const char *const shapes[] = {"square", "disk"};
   static const char *const borders[] = {"clip", "reflect"};
-  static const char *const formats[] = {"heat", "gray8", "gray16", "f32"};
   static const char *const cmaps[] = {"inferno", "viridis", "magma", "turbo", "gray"};
   static const char *const ranges[] = {"fixed", "auto"};
   static const char *const devices[] = {"auto", "gpu", "cpu"};
@@ -330,11 +331,12 @@ static int parse_args(int argc, char **argv, cli_opts *o) {
       }
       break;
     case OPT_FORMAT:
-      if ((v = pick(a, formats, 4)) < 0) {
+      if ((v = pick(a, fmt_names, 4)) < 0) {
         err(NULL, "--format %s: must be heat, gray8, gray16 or f32", a);
         return 1;
       }
       o->format = v;
+      o->format_set = 1;
       break;
     case OPT_COLORMAP:
       if ((v = pick(a, cmaps, 5)) < 0) {
@@ -1937,6 +1939,12 @@ int main(int argc, char **argv) {
   out_kind = out_kind_of(o.output);
   if (out_kind < 0) {
     err(o.output, "unknown output type (use .png, .npy, a video extension, a directory or -)");
+    return 1;
+  }
+  if (out_kind == OUT_NPY && o.format_set && o.format != FMT_F32) {
+    /* It would be ignored: a .npy holds the float32 map whatever --format says. */
+    err(NULL, "--format %s: a .npy output is always float32 (use f32, or a .png output)",
+        fmt_names[o.format]);
     return 1;
   }
   if (o.raw && in_kind != IN_VIDEO) {
