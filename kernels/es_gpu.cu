@@ -1282,10 +1282,7 @@ static int range_render(es_gpu_worker *w, const es_range *R, const es_job *job, 
   P.fmt = fmt;
   P.lo = lo;
   P.inv = inv;
-  {
-    long a = lround((double)job->render.overlay * 256.0);
-    P.a256 = a < 0 ? 0 : (a > 256 ? 256 : (int)a);
-  }
+  P.a256 = es_render_a256(&job->render);
   P.lut = w->d_lut;
   {
     int tx = fmt == ES_PIX_YUV420P ? (W + 1) / 2 : W;

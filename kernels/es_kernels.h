@@ -119,6 +119,9 @@ const char *es_colormap_name(int colormap);
  * source image (for overlays). */
 void es_render_range(const es_params *p, const es_render *r, float min, float max, double *lo,
                      double *inv);
+/* The overlay weight the renderers take: -1 for no overlay, else round(overlay * 256)
+ * clamped to 0..256 (0: the source grey alone, 256: the heat alone). */
+int es_render_a256(const es_render *r);
 int es_cpu_render(const float *map, size_t map_stride, const es_image *src,
                   const es_params *p, const es_render *r, float min, float max,
                   const es_planes *pix, int threads);

@@ -1098,7 +1098,7 @@ struct es_rparams {
 __device__ __forceinline__ void es_dev_rgb(const es_rparams &R, int x, int y, uint8_t rgb[3]) {
   int i = es_render_index8(R.map[(size_t)y * R.mpitch + x], R.lo, R.inv);
   const uint8_t *e = R.lut + 3 * i;
-  if (R.a256 > 0) {
+  if (R.a256 >= 0) {
     const char *row = (const char *)R.in + (size_t)(R.row0 + y - R.in0) * R.in_pitch;
     uint32_t v = R.depth == 16 ? (uint32_t)((const uint16_t *)row)[x] : (uint32_t)((const uint8_t *)row)[x];
     uint8_t g = es_grey8(v, R.depth);
@@ -1148,7 +1148,7 @@ __global__ void k_render(const es_rparams R) {
   }
   case ES_PIX_GRAY8: {
     uint8_t i = (uint8_t)es_render_index8(h, R.lo, R.inv);
-    if (R.a256 > 0) {
+    if (R.a256 >= 0) {
       const char *row = (const char *)R.in + (size_t)(R.row0 + y - R.in0) * R.in_pitch;
       uint32_t v = R.depth == 16 ? (uint32_t)((const uint16_t *)row)[x] : (uint32_t)((const uint8_t *)row)[x];
       i = es_blend(i, es_grey8(v, R.depth), R.a256);

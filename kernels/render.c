@@ -5,8 +5,10 @@
  *   range:   fixed: lo = 0, inv = 1/hmax (es_params_hmax), inv = 0 if hmax == 0.
  *            auto:  lo = min, inv = 1/(max - min) (double), inv = 0 if max == min
  *                   (min/max: the frame's float min and max of H, converted to double).
- *   a256   = (int)lround(overlay * 256.0) (overlay as double); overlay applies when a256 > 0.
- *   g      = es_grey8(source sample, depth) (only used when a256 > 0).
+ *   a256   = es_render_a256(r): -1 (no overlay) unless overlay_on or overlay > 0, else
+ *            (int)lround(overlay * 256.0) (overlay as double) clamped to 0..256; overlay
+ *            applies when a256 >= 0 (a256 == 0: the source grey alone).
+ *   g      = es_grey8(source sample, depth) (only used when a256 >= 0).
  *   RGB24:   i = es_render_index8(h, lo, inv); (R,G,B) = lut[3*i .. 3*i+2]
  *            (lut = es_colormap_lut(colormap)); with overlay each channel c becomes
  *            es_blend(c, g, a256).
@@ -43,6 +45,13 @@ void es_render_range(const es_params *p, const es_render *r, float min, float ma
   }
 }
 
+int es_render_a256(const es_render *r) {
+  /* overlay > 0 without overlay_on: callers from before overlay_on keep their overlay. */
+  if (!r->overlay_on && !(r->overlay > 0.0f)) return -1;
+  long a = lround((double)r->overlay * 256.0);
+  return a < 0 ? 0 : a > 256 ? 256 : (int)a;
+}
+
 typedef struct render_ctx {
   const float *map;
   size_t map_stride;
@@ -62,7 +71,7 @@ static inline uint8_t render_grey(const render_ctx *c, int x, int y) {
 static inline void render_rgb(const render_ctx *c, int x, int y, uint8_t rgb[3]) {
   int i = es_render_index8(c->map[(size_t)y * c->map_stride + x], c->lo, c->inv);
   const uint8_t *e = c->lut + 3 * i;
-  if (c->a256 > 0) {
+  if (c->a256 >= 0) {
     uint8_t g = render_grey(c, x, y);
     for (int k = 0; k < 3; k++) rgb[k] = es_blend(e[k], g, c->a256);
   } else {
@@ -84,7 +93,7 @@ static void render_row(const render_ctx *c, int fmt, int w, int y, const es_plan
     uint8_t *d = pix->plane[0] + (size_t)y * pix->stride[0];
     for (int x = 0; x < w; x++) {
       uint8_t i = (uint8_t)es_render_index8(m[x], c->lo, c->inv);
-      d[x] = c->a256 > 0 ? es_blend(i, render_grey(c, x, y), c->a256) : i;
+      d[x] = c->a256 >= 0 ? es_blend(i, render_grey(c, x, y), c->a256) : i;
     }
     break;
   }
@@ -157,9 +166,7 @@ int es_cpu_render(const float *map, size_t map_stride, const es_image *src,
   c.map_stride = map_stride;
   c.src = src;
   es_render_range(p, r, min, max, &c.lo, &c.inv);
-  c.a256 = (int)lround((double)r->overlay * 256.0);
-  if (c.a256 < 0) c.a256 = 0;
-  if (c.a256 > 256) c.a256 = 256;
+  c.a256 = es_render_a256(r);
   if (fmt != ES_PIX_GRAY8 && fmt != ES_PIX_GRAY16) {
     c.lut = es_colormap_lut(r->colormap);
     if (!c.lut) return ES_ERR_USAGE;

@@ -144,6 +144,7 @@ void es_render_default(es_render *r) {
   r->colormap = ES_CMAP_INFERNO;
   r->range_auto = 0;
   r->overlay = 0.0f;
+  r->overlay_on = 0;
 }
 
 int es_pix_planes(int fmt) {

@@ -160,12 +160,14 @@ static int gpus_choose(const es_config *c, int visible, int *ord, int *n, char *
     for (int i = 0; i < c->ngpus; i++) {
       int g = c->gpus[i];
       if (g < 0 || g >= visible) {
+        /* A GPU asked for that is not there: a device problem, as --device gpu without
+         * one is (ES_ERR_DEVICE), not a bad value. */
         if (visible == 0)
           snprintf(msg, len, "--gpus %d: no GPU visible", g);
         else
           snprintf(msg, len, "--gpus %d: only %d GPU%s visible (0..%d)", g, visible,
                    visible == 1 ? "" : "s", visible - 1);
-        return ES_ERR_USAGE;
+        return g < 0 ? ES_ERR_USAGE : ES_ERR_DEVICE;
       }
       for (int j = 0; j < i; j++) {
         if (c->gpus[j] == g) {

@@ -108,9 +108,13 @@ typedef struct es_render {
   int format;    /* enum es_pixfmt */
   int colormap;  /* enum es_colormap; used by RGB24 and YUV formats */
   int range_auto; /* 0: divide by hmax (fixed); 1: by each frame's min..max */
-  float overlay;  /* 0..1: blend weight of the heat over the source grey (0 = heat only) */
+  float overlay;  /* 0..1: opacity of the heat over the source grey (1: the heat alone, 0: the
+                   * grey alone), where overlay_on is set or overlay > 0; otherwise (a zeroed
+                   * struct) no overlay: the heat alone. GRAY16 ignores it. */
+  int overlay_on; /* 1: blend by overlay even where it is 0. Kept apart from overlay so that a
+                   * zeroed es_render still means no overlay, as it always did. */
 } es_render;
-void es_render_default(es_render *r); /* RGB24, inferno, fixed, overlay 0 */
+void es_render_default(es_render *r); /* RGB24, inferno, fixed, no overlay */
 
 /* Library-wide configuration of a context. */
 typedef struct es_config {
@@ -145,7 +149,8 @@ typedef struct es_context es_context;
 
 /* Creates a context: checks the configuration, opens the GPUs asked for and warms them up
  * (module load, tables, staging buffers). With device auto and no GPU, uses the CPU.
- * With device gpu and no usable GPU returns ES_ERR_DEVICE. On failure *out is NULL and,
+ * With device gpu and no usable GPU, or a gpus[] ordinal that is not visible, returns
+ * ES_ERR_DEVICE. On failure *out is NULL and,
  * where msg is not NULL, a one-line reason is written there. */
 int es_context_create(es_context **out, const es_config *cfg, char *msg, size_t msglen);
 void es_context_destroy(es_context **ctx);

@@ -149,6 +149,26 @@ fi
 "$BIN" -q -r -y "$T/in" -o "$T/in/maps" --stats "$T/s2.csv" || fail "output inside input, again: exit $?"
 [ "$(tail -n +2 "$T/s2.csv" | wc -l)" = 14 ] || fail "second run inside input read its own outputs: $(tail -n +2 "$T/s2.csv" | wc -l) rows"
 
+# An unreadable subdirectory under -r is one failure of the batch, not its end: the other
+# files are done, the directory is named, the summary counts it, exit 2. Root reads every
+# directory, so as root the run is made as nobody.
+UNPRIV=
+if [ "$(id -u)" = 0 ]; then
+  command -v setpriv >/dev/null && UNPRIV="setpriv --reuid=65534 --regid=65534 --clear-groups"
+fi
+if [ "$(id -u)" = 0 ] && [ -z "$UNPRIV" ]; then
+  echo "note: root without setpriv: unreadable subdirectory not tested"
+else
+  mkdir -p "$T/np/sub" "$T/np/ok"; cp "$T/in/a.png" "$T/np/a.png"; cp "$T/in/b.png" "$T/np/ok/b.png"
+  chmod 755 "$T"; chmod 000 "$T/np/sub"
+  out=$($UNPRIV "$BIN" --no-progress -r "$T/np" --stats - 2>"$T/np.err"); rc=$?
+  chmod 755 "$T/np/sub"
+  [ $rc = 2 ] || fail "unreadable subdirectory: exit $rc, want 2 ($(cat "$T/np.err"))"
+  [ "$(printf '%s\n' "$out" | tail -n +2 | cut -d, -f1 | tr '\n' ' ')" = "a.png ok/b.png " ] || fail "unreadable subdirectory: the other files were not all done: $out"
+  grep -qx "entropy-stream: $T/np/sub: cannot read directory: Permission denied" "$T/np.err" || fail "unreadable subdirectory not named: $(cat "$T/np.err")"
+  grep -qx "entropy-stream: 1 directory could not be read" "$T/np.err" || fail "unreadable subdirectory not in the summary: $(cat "$T/np.err")"
+fi
+
 if [ $FAIL -ne 0 ]; then
   echo "test_cli_batch: $FAIL failure(s)"
   exit 1

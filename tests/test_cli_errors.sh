@@ -120,15 +120,24 @@ bad_opt "--shape round: " "square or disk" --shape round
 bad_opt "--border wrap: " "clip or reflect" --border wrap
 bad_opt "--base 10: " "2 or e" --base 10
 bad_opt "--format jpg: " "heat" --format jpg
+# A .npy is float32 whatever --format says: another format was silently ignored.
+bad_opt "--format gray8: " "always float32" --format gray8
+bad_opt "--format gray16: " "always float32" --format gray16
+bad_opt "--format heat: " "always float32" --format heat
+"$BIN" -q "$T/good.png" -o "$T/f32.npy" --format f32 || fail "--format f32 -o x.npy: exit $?"
 bad_opt "--colormap jet: " "inferno" --colormap jet
 bad_opt "--range x: " "fixed or auto" --range x
 bad_opt "--overlay 1.5: " "0..1" --overlay 1.5
 bad_opt "--overlay -0.1: " "0..1" --overlay -0.1
+bad_opt "--overlay: " "not with --format gray16" --overlay 0.5 --format gray16
 bad_opt "--stats-bins 0: " "1..1024" --stats-bins 0
 bad_opt "--stats-bins 1025: " "1..1024" --stats-bins 1025
 bad_opt "--device tpu: " "auto, gpu or cpu" --device tpu
 bad_opt "--gpus 0,x: " "0..63" --gpus 0,x
 bad_opt "--gpus 64: " "0..63" --gpus 64
+bad_opt "--gpus 0,: " "0..63" --gpus 0,
+bad_opt "--gpus ,0: " "0..63" --gpus ,0
+bad_opt "--gpus 0,,1: " "0..63" --gpus 0,,1
 bad_opt "--cpu-below -1: " "0.." --cpu-below -1
 bad_opt "--threads -2: " "0..4096" --threads -2
 bad_opt "--queue 0: " "1..1024" --queue 0
@@ -138,6 +147,11 @@ bad_opt "--crf 99: " "0..63" --crf 99
 bad_opt "--max-pixels 0: " "1.." --max-pixels 0
 bad_opt "--bogus: " "unknown option" --bogus
 bad_opt "-Z: " "unknown option" -Z
+# A value given to an option that takes none: said so (it was "unknown option").
+for o in help recursive quiet verbose progress no-progress version; do
+  bad_opt "--$o: " "takes no value" "--$o=x"
+done
+bad_opt "--verbose: " "takes no value" --verb=1
 # Checked against the 8-bit input once it is read: the message may name the file too.
 msg=$("$BIN" -L 300 "$T/good.png" -o "$T/u.npy" 2>&1); rc=$?
 [ $rc = 1 ] || fail "-L 300 on 8-bit input: exit $rc, want 1 ($msg)"
@@ -168,6 +182,35 @@ mkdir "$T/selfdir"; cp "$T/good.png" "$T/selfdir/"
 msg=$("$BIN" -q -y "$T/selfdir" -o "$T/selfdir/" 2>&1); rc=$?
 [ $rc = 1 ] || fail "output dir = input dir: exit $rc, want 1 ($msg)"
 cmp -s "$T/good.png" "$T/selfdir/good.png" || fail "output dir = input dir: the input was modified"
+# ... and so is an output named inside a directory that lands on the input: an image into
+# its own directory, a batch whose input is a symlink into the output directory, the
+# statistics file, a frame of a video written into the video's own directory.
+mkdir "$T/own"; cp "$T/good.png" "$T/own/"
+msg=$(cd "$T/own" && "$BIN" -q good.png -o . -y 2>&1); rc=$?
+[ $rc = 1 ] || fail "image into its own directory: exit $rc, want 1 ($msg)"
+[ "$msg" = "entropy-stream: ./good.png: is the input good.png itself (choose another output)" ] || fail "image into its own directory: message: $msg"
+cmp -s "$T/good.png" "$T/own/good.png" || fail "image into its own directory: the input was modified"
+mkdir "$T/lin" "$T/lout"; cp "$T/good.png" "$T/lout/l.png"; ln -s ../lout/l.png "$T/lin/l.png"
+msg=$("$BIN" -q -y "$T/lin" -o "$T/lout" 2>&1); rc=$?
+[ $rc = 1 ] || fail "batch input linked into the output: exit $rc, want 1 ($msg)"
+case "$msg" in "entropy-stream: $T/lout/l.png: is the input $T/lin/l.png itself"*) ;; *) fail "batch self message: $msg";; esac
+cmp -s "$T/good.png" "$T/lout/l.png" || fail "batch input linked into the output: the input was modified"
+mkdir "$T/vself"
+"$PY" -c "import sys; open(sys.argv[1], 'wb').write(b'YUV4MPEG2 W8 H4 F25:1 Ip A1:1 Cmono\n' + 3 * (b'FRAME\n' + bytes(range(32))))" "$T/vself.y4m"
+cp "$T/vself.y4m" "$T/vself/frame_000001.npy"
+cp "$T/vself.y4m" "$T/vself/v.csv"
+msg=$("$BIN" -q -y "$T/vself/frame_000001.npy" --format f32 -o "$T/vself" 2>&1); rc=$?
+if [ $rc = 2 ]; then
+  echo "note: this libavformat does not read y4m files: video cases not tested ($msg)"
+else
+  [ $rc = 1 ] || fail "video frames into the video's directory: exit $rc, want 1 ($msg)"
+  case "$msg" in *"$T/vself/frame_000001.npy: is the input itself"*) ;; *) fail "video frame self message: $msg";; esac
+  cmp -s "$T/vself.y4m" "$T/vself/frame_000001.npy" || fail "video frames into the video's directory: the input was modified"
+  msg=$("$BIN" -q -y "$T/vself/v.csv" --stats "$T/vself/v.csv" 2>&1); rc=$?
+  [ $rc = 1 ] || fail "--stats onto the input: exit $rc, want 1 ($msg)"
+  [ "$msg" = "entropy-stream: $T/vself/v.csv: is the input itself (choose another output)" ] || fail "--stats onto the input: message: $msg"
+  cmp -s "$T/vself.y4m" "$T/vself/v.csv" || fail "--stats onto the input: the input was modified"
+fi
 
 # Binary output to a terminal is refused (script(1) gives the run a pty).
 if command -v script >/dev/null; then
@@ -198,6 +241,11 @@ else
   [ "$(printf '%s\n' "$msg" | wc -l)" = 1 ] || fail "--device gpu: want one line, got: $msg"
   [ -e "$T/gpu.npy" ] && fail "--device gpu without GPU wrote an output"
   echo "--device gpu -> $rc: $msg"
+  # A GPU asked for by number is as missing: exit 4 too (it was 1, a usage error).
+  msg=$("$BIN" -q --device auto --gpus 0 "$T/good.png" -o "$T/gpu.npy" 2>&1); rc=$?
+  [ $rc = 4 ] || fail "--gpus 0 without GPU: exit $rc, want 4 ($msg)"
+  [ "$msg" = "entropy-stream: --gpus 0: no GPU visible" ] || fail "--gpus 0 without GPU: message: $msg"
+  [ -e "$T/gpu.npy" ] && fail "--gpus 0 without GPU wrote an output"
 fi
 
 if [ $FAIL -ne 0 ]; then

@@ -235,6 +235,23 @@ sys.exit(0 if a.min() == 0 and a.max() == 255 else 1)
 PYEOF2
 "$BIN" -q "$T/g8.png" -o "$T/overlay.png" --overlay 0.5 || fail "--overlay: exit $?"
 cmp -s "$T/heat.png" "$T/overlay.png" && fail "--overlay 0.5 gives the same PNG as no overlay"
+# --overlay A is the heat's opacity: 0 is the source grey alone (it was taken for "off" and
+# gave the heat, as 1 does), 1 the heat alone, as without --overlay.
+"$BIN" -q "$T/g8.png" -o "$T/ov0.png" --overlay 0 || fail "--overlay 0: exit $?"
+"$BIN" -q "$T/g8.png" -o "$T/ov0g.png" --overlay 0 --format gray8 || fail "--overlay 0 gray8: exit $?"
+"$BIN" -q "$T/g8.png" -o "$T/ov1.png" --overlay 1 || fail "--overlay 1: exit $?"
+cmp -s "$T/heat.png" "$T/ov1.png" || fail "--overlay 1 differs from no overlay"
+"$PY" - "$T/h.py" "$T/g8.png" "$T/ov0.png" "$T/ov0g.png" <<'PYEOF3' || fail "--overlay 0 is not the source grey"
+import sys, importlib.util
+import numpy as np
+spec = importlib.util.spec_from_file_location('h', sys.argv[1]); h = importlib.util.module_from_spec(spec); spec.loader.exec_module(h)
+src = h.png_read(sys.argv[2])[4]
+rgb = h.png_read(sys.argv[3])[4]
+grey = h.png_read(sys.argv[4])[4]
+ok = rgb.shape == src.shape + (3,) and (rgb == src[..., None]).all() and (grey == src).all()
+print('overlay 0 is the source grey:', ok)
+sys.exit(0 if ok else 1)
+PYEOF3
 
 # Stats: CSV and JSONL, one record, consistent with the map; stats only (no -o).
 B=$(( 5 + SEED % 20 ))
@@ -253,6 +270,12 @@ msg=$("$BIN" -q "$T/g8.png" -o "$T/exists.npy" 2>&1); rc=$?
 [ "$(cat "$T/exists.npy")" = precious ] || fail "refused output was modified"
 "$BIN" -q -n "$T/g8.png" -o "$T/exists.npy"; rc=$?
 [ $rc = 0 ] || fail "-n: exit $rc, want 0"
+# Without -q, the skip is told (as for a video output); it used to be silent.
+msg=$("$BIN" -n "$T/g8.png" -o "$T/exists.npy" 2>&1); rc=$?
+[ $rc = 0 ] || fail "-n, not quiet: exit $rc, want 0"
+[ "$msg" = "entropy-stream: $T/exists.npy: exists, skipped" ] || fail "-n message: $msg"
+msg=$("$BIN" -q -n "$T/g8.png" -o "$T/exists.npy" 2>&1)
+[ -z "$msg" ] || fail "-q -n printed: $msg"
 [ "$(cat "$T/exists.npy")" = precious ] || fail "-n modified the existing output"
 "$BIN" -q -y "$T/g8.png" -o "$T/exists.npy"; rc=$?
 [ $rc = 0 ] || fail "-y: exit $rc"

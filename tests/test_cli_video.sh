@@ -154,6 +154,13 @@ EOF
   || fail "frame names: $(ls "$T/frames" | tr '\n' ' ')"
 got=$(probe "$T/frames/frame_000000.png" width,height,pix_fmt)
 case "$got" in "$W,$H,gray16"*) ;; *) fail "frame_000000.png: $got";; esac
+# Again with -n, one frame file gone: that one written, the others kept, and the summary
+# counts them apart instead of claiming it wrote them all.
+rm "$T/frames/frame_000001.png"
+msg=$("$BIN" --no-progress -n "$T/clip.mkv" -o "$T/frames" --format gray16 2>&1); rc=$?
+[ $rc = 0 ] || fail "-n into the frame directory: exit $rc ($msg)"
+[ -f "$T/frames/frame_000001.png" ] || fail "-n did not write the missing frame"
+case "$msg" in "entropy-stream: $N frames ($((N - 1)) skipped: exist), ${W}x${H}, "*) ;; *) fail "-n frame summary: $msg";; esac
 
 # Stats per frame: N records, index 0..N-1, pts 0, 0.1, ...
 "$BIN" -q "$T/clip.mkv" --stats "$T/v.csv" -w $K --border reflect; rc=$?

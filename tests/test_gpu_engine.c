@@ -305,9 +305,11 @@ static void render_case(es_gpu_worker *w, es_gpu_worker **pair, int big_fmt) {
   r.colormap = es_test_range(0, 4);
   r.range_auto = es_test_range(0, 1);
   r.overlay = es_test_range(0, 1) ? 0.0f : (float)es_test_range(0, 1000) / 1000.0f;
+  r.overlay_on = es_test_range(0, 1); /* overlay 0 and on: the source grey alone */
   describe(what, sizeof what, &img, &p);
-  snprintf(what + strlen(what), sizeof what - strlen(what), " fmt %d cmap %d auto %d overlay %g",
-           r.format, r.colormap, r.range_auto, r.overlay);
+  snprintf(what + strlen(what), sizeof what - strlen(what),
+           " fmt %d cmap %d auto %d overlay %g on %d", r.format, r.colormap, r.range_auto,
+           r.overlay, r.overlay_on);
   float *ref = malloc(sizeof *ref * (size_t)W * H);
   es_stats rst;
   if (big_fmt) {

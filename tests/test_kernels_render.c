@@ -48,7 +48,8 @@ static void expected(const float *map, size_t ms, const es_image *src, const es_
     lo = 0;
     inv = hm > 0 ? 1.0 / hm : 0.0;
   }
-  int a = (int)lround(r->overlay * 256.0);
+  /* No overlay (-1) unless overlay_on or overlay > 0 (a zeroed es_render: the heat alone). */
+  int a = r->overlay_on || r->overlay > 0.0f ? (int)lround(r->overlay * 256.0) : -1;
   const uint8_t *lut = es_colormap_lut(r->colormap);
   uint8_t *rgb = malloc((size_t)w * h * 3);
   int *u = malloc((size_t)w * h * sizeof *u), *v = malloc((size_t)w * h * sizeof *v);
@@ -59,14 +60,14 @@ static void expected(const float *map, size_t ms, const es_image *src, const es_
       int i8 = es_render_index8(hv, lo, inv);
       uint8_t *c = rgb + 3 * ((size_t)y * w + x);
       for (int k = 0; k < 3; k++) c[k] = lut ? lut[3 * i8 + k] : 0;
-      if (a > 0)
+      if (a >= 0)
         for (int k = 0; k < 3; k++) c[k] = es_blend(c[k], g, a);
       u[(size_t)y * w + x] = es_rgb_to_u(c[0], c[1], c[2]);
       v[(size_t)y * w + x] = es_rgb_to_v(c[0], c[1], c[2]);
       uint8_t *p0 = e->pl.plane[0] + (size_t)y * e->pl.stride[0];
       switch (fmt) {
       case ES_PIX_RGB24: memcpy(p0 + 3 * (size_t)x, c, 3); break;
-      case ES_PIX_GRAY8: p0[x] = a > 0 ? es_blend((uint8_t)i8, g, a) : (uint8_t)i8; break;
+      case ES_PIX_GRAY8: p0[x] = a >= 0 ? es_blend((uint8_t)i8, g, a) : (uint8_t)i8; break;
       case ES_PIX_GRAY16: {
         uint16_t s = (uint16_t)es_render_index16(hv, lo, inv);
         memcpy(p0 + 2 * (size_t)x, &s, 2);
@@ -136,6 +137,56 @@ int main(void) {
 
   int have_lut = es_colormap_lut(ES_CMAP_INFERNO) != NULL;
   if (!have_lut) printf("colormaps not available: RGB/YUV formats not checked\n");
+
+  /* The overlay is continuous: 0 (with overlay_on) is the source grey alone, 1 the heat
+   * alone, the same as no overlay (a zeroed or default es_render: overlay 0, off). It once
+   * took 0 for "off", so 0 and 1 gave the same picture. */
+  {
+    enum { W = 7, H = 3 };
+    es_params p;
+    es_params_default(&p);
+    float map[W * H];
+    uint8_t sbuf[W * H];
+    for (int i = 0; i < W * H; i++) {
+      map[i] = (float)(es_params_hmax(&p) * i / (W * H - 1));
+      sbuf[i] = (uint8_t)(37 * i + 11);
+    }
+    es_image src = {sbuf, W, H, W, 8};
+    for (int fmt = ES_PIX_RGB24; fmt <= ES_PIX_GRAY8; fmt++) {
+      if (!have_lut && fmt == ES_PIX_RGB24) continue;
+      int bpp = fmt == ES_PIX_RGB24 ? 3 : 1;
+      uint8_t off[W * H * 3] = {0}, grey[W * H * 3] = {0}, one[W * H * 3] = {0};
+      es_planes pl;
+      memset(&pl, 0, sizeof pl);
+      pl.stride[0] = (size_t)W * bpp;
+      es_render r;
+      es_render_default(&r);
+      r.format = fmt;
+      pl.plane[0] = off;
+      CHECK(es_cpu_render(map, W, &src, &p, &r, 0, 0, &pl, 1) == ES_OK, "render, no overlay");
+      r.overlay_on = 1;
+      pl.plane[0] = grey;
+      CHECK(es_cpu_render(map, W, &src, &p, &r, 0, 0, &pl, 1) == ES_OK, "render, overlay 0");
+      r.overlay = 1.0f;
+      pl.plane[0] = one;
+      CHECK(es_cpu_render(map, W, &src, &p, &r, 0, 0, &pl, 1) == ES_OK, "render, overlay 1");
+      int grey_ok = 1;
+      for (int i = 0; i < W * H * bpp; i++)
+        grey_ok &= grey[i] == sbuf[i / bpp];
+      CHECK(grey_ok, "%s: overlay 0 is not the source grey", fmt_name(fmt));
+      CHECK(!memcmp(off, one, (size_t)W * H * bpp), "%s: overlay 1 differs from no overlay",
+            fmt_name(fmt));
+      CHECK(memcmp(off, grey, (size_t)W * H * bpp), "%s: overlay 0 is the heat", fmt_name(fmt));
+    }
+    es_render r;
+    memset(&r, 0, sizeof r);
+    CHECK(es_render_a256(&r) == -1, "a zeroed es_render has an overlay");
+    r.overlay = 0.5f;
+    CHECK(es_render_a256(&r) == 128, "overlay 0.5 without overlay_on: a256 %d", es_render_a256(&r));
+    r.overlay = 0.0f;
+    r.overlay_on = 1;
+    CHECK(es_render_a256(&r) == 0, "overlay 0, on: a256 %d", es_render_a256(&r));
+  }
   static const float overlays[] = {0.0f, 0.37f, 1.0f};
   for (int iter = 0; iter < 60; iter++) {
     int w = es_test_range(1, 37), h = es_test_range(1, 29);
@@ -178,6 +229,7 @@ int main(void) {
       r.colormap = es_test_range(ES_CMAP_INFERNO, ES_CMAP_GRAY);
       r.range_auto = es_test_range(0, 1);
       r.overlay = overlays[es_test_range(0, 2)];
+      r.overlay_on = es_test_range(0, 1);
       planes_buf got, got3, want;
       planes_alloc(&got, fmt, w, h);
       got3 = got;
@@ -196,8 +248,9 @@ int main(void) {
       int rc3 = es_cpu_render(map, ms, &src, &p, &r, mn, mx, &got3.pl, 3);
       expected(map, ms, &src, &p, &r, mn, mx, &want);
       CHECK(rc == ES_OK && rc3 == ES_OK, "es_cpu_render %d %d", rc, rc3);
-      CHECK(same_planes(&got, &want, fmt), "%s %dx%d d%d auto=%d overlay=%g cmap %d: differs from the rules",
-            fmt_name(fmt), w, h, depth, r.range_auto, r.overlay, r.colormap);
+      CHECK(same_planes(&got, &want, fmt),
+            "%s %dx%d d%d auto=%d overlay=%g on=%d cmap %d: differs from the rules", fmt_name(fmt),
+            w, h, depth, r.range_auto, r.overlay, r.overlay_on, r.colormap);
       CHECK(same_planes(&got, &got3, fmt), "%s %dx%d: 1 and 3 threads differ", fmt_name(fmt), w, h);
       planes_free(&got);
       planes_free(&got3);
@@ -224,6 +277,7 @@ int main(void) {
       job.render.format = es_test_range(ES_PIX_RGB24, ES_PIX_YUV420P);
       job.render.range_auto = es_test_range(0, 1);
       job.render.overlay = overlays[es_test_range(0, 2)];
+      job.render.overlay_on = es_test_range(0, 1);
       float *map = malloc((size_t)w * h * sizeof *map);
       es_stats st;
       job.map = map;

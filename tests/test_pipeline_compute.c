@@ -26,6 +26,7 @@ static void one_case(es_context *ctx, const es_params *p, int depth, int bins, i
   r.colormap = es_test_range(0, 4);
   r.range_auto = es_test_range(0, 1);
   r.overlay = es_test_range(0, 2) == 0 ? 0.0f : (float)es_test_range(0, 100) / 100.0f;
+  r.overlay_on = es_test_range(0, 1);
 
   pt_result ref, got;
   char msg[256] = "";

@@ -128,7 +128,7 @@ int main(void) {
     snprintf(want, sizeof want, "--gpus %d: no GPU visible", visible + 2);
   else
     snprintf(want, sizeof want, "--gpus %d: only %d GPU", visible + 2, visible);
-  expect(&b, ES_ERR_USAGE, want, "--gpus beyond the visible ones");
+  expect(&b, ES_ERR_DEVICE, want, "--gpus beyond the visible ones");
   /* --device cpu ignores the GPU list. */
   b.device = ES_DEVICE_CPU;
   expect(&b, ES_OK, NULL, "--device cpu with a GPU list");

@@ -220,6 +220,7 @@ static void run_stream(int round, const char *fault, int64_t n) {
   sc.render.colormap = es_test_range(0, 4);
   sc.render.range_auto = es_test_range(0, 1);
   sc.render.overlay = es_test_range(0, 1) ? 0.0f : 0.5f;
+  sc.render.overlay_on = es_test_range(0, 1);
   int fixed = es_test_range(0, 1);
   int lend = es_test_range(0, 2) == 0;
   int maxw = 0, maxh = 0;

@@ -37,6 +37,7 @@
 
 /* ---- Output formats and kinds. */
 enum fmt { FMT_HEAT = 0, FMT_GRAY8, FMT_GRAY16, FMT_F32 };
+static const char *const fmt_names[] = {"heat", "gray8", "gray16", "f32"}; /* by enum fmt */
 enum out_kind {
   OUT_NONE = 0, /* no -o: only --stats */
   OUT_PNG,      /* x.png */
@@ -53,6 +54,7 @@ typedef struct cli_opts {
   es_config cfg;
   es_render render;
   int format; /* enum fmt */
+  int format_set; /* --format given */
   const char *stats_path;
   const char *raw;
   const char *codec;
@@ -158,7 +160,8 @@ static void usage(FILE *f) {
     "      --format F        heat|gray8|gray16|f32 (default heat)\n"
     "      --colormap C      inferno|viridis|magma|turbo|gray (default inferno)\n"
     "      --range R         fixed|auto (default fixed: divide by log2(min(|W|, L)))\n"
-    "      --overlay A       0..1: blend the heat over the source grey (default 0)\n"
+    "      --overlay A       0..1: opacity of the heat over the source grey (0: the grey\n"
+    "                        alone; default: the heat alone); not with --format gray16\n"
     "Statistics:\n"
     "      --stats FILE      one record per image or frame: .csv, .jsonl, or - (stdout CSV)\n"
     "      --stats-bins B    histogram bins, 1..%d (default 16)\n"
@@ -282,7 +285,6 @@ static int parse_args(int argc, char **argv, cli_opts *o) {
     {0, 0, 0, 0}};
   static const char *const shapes[] = {"square", "disk"};
   static const char *const borders[] = {"clip", "reflect"};
-  static const char *const formats[] = {"heat", "gray8", "gray16", "f32"};
   static const char *const cmaps[] = {"inferno", "viridis", "magma", "turbo", "gray"};
   static const char *const ranges[] = {"fixed", "auto"};
   static const char *const devices[] = {"auto", "gpu", "cpu"};
@@ -330,11 +332,12 @@ static int parse_args(int argc, char **argv, cli_opts *o) {
       }
       break;
     case OPT_FORMAT:
-      if ((v = pick(a, formats, 4)) < 0) {
+      if ((v = pick(a, fmt_names, 4)) < 0) {
         err(NULL, "--format %s: must be heat, gray8, gray16 or f32", a);
         return 1;
       }
       o->format = v;
+      o->format_set = 1;
       break;
     case OPT_COLORMAP:
       if ((v = pick(a, cmaps, 5)) < 0) {
@@ -360,6 +363,7 @@ static int parse_args(int argc, char **argv, cli_opts *o) {
         return 1;
       }
       o->render.overlay = (float)d;
+      o->render.overlay_on = 1; /* 0 too: the grey alone, not "no overlay" */
       break;
     }
     case OPT_STATS:
@@ -386,8 +390,13 @@ static int parse_args(int argc, char **argv, cli_opts *o) {
       o->cfg.ngpus = 0;
       if (strcmp(a, "all")) {
         char buf[512], *tok, *save = NULL;
+        size_t len = strlen(a);
         snprintf(buf, sizeof buf, "%s", a);
-        for (tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+        /* strtok_r skips empty fields: "0," and ",0" would pass for "0". */
+        if (!len || len >= sizeof buf || a[0] == ',' || a[len - 1] == ',' || strstr(a, ",,"))
+          o->cfg.ngpus = -1;
+        for (tok = o->cfg.ngpus < 0 ? NULL : strtok_r(buf, ",", &save); tok;
+             tok = strtok_r(NULL, ",", &save)) {
           if (o->cfg.ngpus >= ES_MAX_GPUS || parse_int(tok, 0, ES_MAX_GPUS - 1, &v)) {
             o->cfg.ngpus = -1;
             break;
@@ -485,6 +494,16 @@ static int parse_args(int argc, char **argv, cli_opts *o) {
       /* getopt_long sets optopt for long options too: name what the user typed. */
       const char *arg = argv[optind - 1];
       char name[128];
+      /* "--help=x": glibc returns '?' with optopt set to the option's value (0 for an
+       * unknown name); name it in full, even where an abbreviation was typed. */
+      if (c == '?' && optopt && !strncmp(arg, "--", 2) && strchr(arg, '=')) {
+        for (const struct option *lo = longopts; lo->name; lo++) {
+          if (lo->val == optopt && lo->has_arg == no_argument) {
+            err(NULL, "--%s: takes no value", lo->name);
+            return 1;
+          }
+        }
+      }
       if (!strncmp(arg, "--", 2))
         snprintf(name, sizeof name, "%.*s", (int)strcspn(arg, "="), arg);
       else
@@ -522,6 +541,11 @@ static int parse_args(int argc, char **argv, cli_opts *o) {
       return 1;
     }
   }
+  if (o->render.overlay_on && o->format == FMT_GRAY16) {
+    /* The blend is 8-bit (the renderers' es_blend): rather refused than silently ignored. */
+    err(NULL, "--overlay: not with --format gray16 (use heat or gray8)");
+    return 1;
+  }
   if (o->stats_path && o->output && !strcmp(o->stats_path, "-") && !strcmp(o->output, "-")) {
     err(NULL, "--stats - and -o -: both would write to standard output");
     return 1;
@@ -545,6 +569,14 @@ static int is_dir(const char *path) {
 static int path_exists(const char *path) {
   struct stat st;
   return lstat(path, &st) == 0;
+}
+
+/* 1 when `out` exists and is the file `in` (same device and inode, links followed): writing
+ * it would replace the input. The -o guard in main compares only the -o path; the names
+ * made inside an output directory are known later and checked with this. */
+static int same_file(const char *in, const char *out) {
+  struct stat a, b;
+  return stat(in, &a) == 0 && stat(out, &b) == 0 && a.st_dev == b.st_dev && a.st_ino == b.st_ino;
 }
 
 static int is_video_ext(const char *e) {
@@ -701,6 +733,7 @@ typedef struct img_batch {
   es_context *ctx;
   es_stream *st;
   int out_kind; /* of each job's output: OUT_PNG, OUT_NPY, OUT_STDOUT or OUT_NONE */
+  int single;   /* one PNG input, not a directory: no summary counts its skip, so it is told */
   int pixfmt;   /* the rendering the stream makes (ES_PIX_NONE: none, or the map) */
   img_job *jobs; /* sorted by name; set before the workers start */
   size_t njobs;
@@ -714,8 +747,12 @@ typedef struct img_batch {
   int show_progress;
 } img_batch;
 
+/* Lists the *.png files under root/rel into jobs. The top directory unreadable is an error
+ * (msg); a subdirectory unreadable is a failure of the batch, as a file that cannot be read
+ * is (SPEC 3: the other files are still done): reported here and counted in *unreadable. */
 static int collect_pngs(const char *root, const char *rel, int recursive, const char *skip_dir,
-                        img_job **jobs, size_t *n, size_t *cap, char *msg, size_t len) {
+                        img_job **jobs, size_t *n, size_t *cap, size_t *unreadable, char *msg,
+                        size_t len) {
   char *dirpath = *rel ? join(root, rel) : strdup(root);
   DIR *d = NULL;
   struct dirent *e;
@@ -723,6 +760,11 @@ static int collect_pngs(const char *root, const char *rel, int recursive, const 
   if (!dirpath) return ES_ERR_NOMEM;
   d = opendir(dirpath);
   if (!d) {
+    if (*rel) {
+      err(dirpath, "cannot read directory: %s", strerror(errno));
+      (*unreadable)++;
+      goto end;
+    }
     snprintf(msg, len, "cannot read directory %s: %s", dirpath, strerror(errno));
     rc = ES_ERR_INPUT;
     goto end;
@@ -744,7 +786,7 @@ static int collect_pngs(const char *root, const char *rel, int recursive, const 
       char real[PATH_MAX];
       int is_out = skip_dir && realpath(full, real) && !strcmp(real, skip_dir);
       if (recursive && !is_out)
-        rc = collect_pngs(root, relname, recursive, skip_dir, jobs, n, cap, msg, len);
+        rc = collect_pngs(root, relname, recursive, skip_dir, jobs, n, cap, unreadable, msg, len);
       free(relname);
       free(full);
       if (rc) goto end;
@@ -843,7 +885,7 @@ static int decode_image(img_batch *b, img_job *j) {
   j->t0 = now_s();
   if (j->out && b->out_kind != OUT_STDOUT && path_exists(j->out)) {
     if (o->skip) {
-      if (o->verbose) err(j->out, "exists, skipped");
+      if ((b->single || o->verbose) && !o->quiet) err(j->out, "exists, skipped");
       return JOB_SKIPPED;
     }
     if (!o->overwrite) {
@@ -991,7 +1033,7 @@ static int start_threads(pthread_t *th, int n, void *(*fn)(void *), void *arg) {
 static int run_images(cli_opts *o, int in_kind, int out_kind) {
   img_batch b;
   img_job *jobs = NULL;
-  size_t n = 0, cap = 0;
+  size_t n = 0, cap = 0, unreadable = 0; /* unreadable: subdirectories that failed */
   es_stats_writer *sw = NULL;
   pthread_t *th = NULL;
   int nworkers = 0, ndec = 0, nenc = 0, code = 0, rc;
@@ -1012,7 +1054,8 @@ static int run_images(cli_opts *o, int in_kind, int out_kind) {
       goto end;
     }
     if (o->output && realpath(o->output, outreal)) skip_dir = outreal;
-    rc = collect_pngs(o->input, "", o->recursive, skip_dir, &jobs, &n, &cap, msg, sizeof msg);
+    rc = collect_pngs(o->input, "", o->recursive, skip_dir, &jobs, &n, &cap, &unreadable, msg,
+                      sizeof msg);
     if (rc != ES_OK) {
       err(o->input, "%s", *msg ? msg : es_strerror(rc));
       code = es_exit_code(rc);
@@ -1089,6 +1132,20 @@ static int run_images(cli_opts *o, int in_kind, int out_kind) {
     }
   }
 
+  /* Never let an output replace its own input: an image written into a directory (the
+   * input's own, or one a symlinked input points into) and the statistics file. */
+  for (size_t i = 0; i < n; i++) {
+    const char *bad = NULL;
+    if (jobs[i].out && b.out_kind != OUT_STDOUT && same_file(jobs[i].in, jobs[i].out))
+      bad = jobs[i].out;
+    else if (o->stats_path && strcmp(o->stats_path, "-") && same_file(jobs[i].in, o->stats_path))
+      bad = o->stats_path;
+    if (bad) {
+      err(bad, "is the input %s itself (choose another output)", jobs[i].in);
+      code = 1;
+      goto end;
+    }
+  }
   /* The statistics file first: a bad name creates no output directory. */
   rc = stats_file_check(o);
   if (rc == STATS_REFUSED) {
@@ -1169,6 +1226,7 @@ static int run_images(cli_opts *o, int in_kind, int out_kind) {
     }
   }
   b.o = o;
+  b.single = in_kind != IN_DIR;
   b.jobs = jobs;
   b.njobs = n;
   b.t0 = now_s();
@@ -1225,6 +1283,7 @@ static int run_images(cli_opts *o, int in_kind, int out_kind) {
         }
       }
     }
+    if (unreadable) code = worse(code, 2); /* each was reported when the list was made */
     if (sw) {
       rc = es_stats_writer_close(&sw, 1, msg, sizeof msg);
       if (rc != ES_OK) {
@@ -1242,6 +1301,8 @@ static int run_images(cli_opts *o, int in_kind, int out_kind) {
       pthread_mutex_unlock(&g_err_lock);
       /* One file's failure was already said in its own line. */
       if (failed && n > 1) err(NULL, "%zu of %zu files failed", failed, n);
+      if (unreadable)
+        err(NULL, "%zu director%s could not be read", unreadable, unreadable == 1 ? "y" : "ies");
       {
         if (n == 1 && !failed && !skipped)
           err(NULL, "1 file, %dx%d, %.2f s, %s", jobs[0].width, jobs[0].height, el,
@@ -1484,7 +1545,8 @@ static int run_video(cli_opts *o, int out_kind) {
   es_video_in_opts vio;
   pthread_t th;
   int th_started = 0, code = 0, rc, write_failed = 0;
-  int64_t written = 0;
+  int64_t written = 0; /* frames through the output stage, skipped ones (-n) included */
+  int64_t skipped = 0; /* frame files that existed, kept by -n */
   char msg[MSG_LEN] = "";
   const char *out_name = o->output;
   const char *in_name = o->input;
@@ -1518,6 +1580,11 @@ static int run_video(cli_opts *o, int out_kind) {
       err(o->output, "exists (use -y to overwrite, -n to skip)");
       return 3;
     }
+  }
+  if (o->stats_path && strcmp(o->stats_path, "-") && strcmp(o->input, "-") &&
+      same_file(o->input, o->stats_path)) {
+    err(o->stats_path, "is the input itself (choose another output)");
+    return 1;
   }
   rc = stats_file_check(o);
   if (rc == STATS_REFUSED) return 3;
@@ -1707,7 +1774,11 @@ static int run_video(cli_opts *o, int out_kind) {
           what = path ? path : out_name;
           if (!path) {
             rc = ES_ERR_NOMEM;
+          } else if (strcmp(o->input, "-") && same_file(o->input, path)) {
+            snprintf(msg, sizeof msg, "is the input itself (choose another output)");
+            rc = ES_ERR_USAGE;
           } else if (o->skip && path_exists(path)) {
+            skipped++;
             rc = ES_OK;
           } else if (!o->overwrite && path_exists(path)) {
             snprintf(msg, sizeof msg, "exists (use -y to overwrite, -n to skip)");
@@ -1805,7 +1876,9 @@ static int run_video(cli_opts *o, int out_kind) {
   {
     double el = now_s() - t0;
     int64_t corrupt = es_video_in_corrupt(v.vin);
-    char d[64], extra[96] = "";
+    char d[64], extra[96] = "", skips[64] = "";
+    if (skipped > 0) /* not claimed as written */
+      snprintf(skips, sizeof skips, " (%" PRId64 " skipped: exist)", skipped);
     if (corrupt > 0)
       snprintf(extra, sizeof extra, ", %" PRId64 " corrupt packet%s skipped", corrupt,
                corrupt == 1 ? "" : "s");
@@ -1813,9 +1886,10 @@ static int run_video(cli_opts *o, int out_kind) {
     clear_progress_locked();
     pthread_mutex_unlock(&g_err_lock);
     if (!o->quiet || corrupt > 0)
-      err(NULL, "%" PRId64 " frame%s, %dx%d, %.2f s, %.1f fps, %s%s%s", written,
-          written == 1 ? "" : "s", v.info.width, v.info.height, el, el > 0 ? written / el : 0.0,
-          device_desc(ctx, d, sizeof d), extra, code == 130 ? ", interrupted" : "");
+      err(NULL, "%" PRId64 " frame%s%s, %dx%d, %.2f s, %.1f fps, %s%s%s", written,
+          written == 1 ? "" : "s", skips, v.info.width, v.info.height, el,
+          el > 0 ? written / el : 0.0, device_desc(ctx, d, sizeof d), extra,
+          code == 130 ? ", interrupted" : "");
   }
 
 end:
@@ -1881,6 +1955,12 @@ int main(int argc, char **argv) {
   out_kind = out_kind_of(o.output);
   if (out_kind < 0) {
     err(o.output, "unknown output type (use .png, .npy, a video extension, a directory or -)");
+    return 1;
+  }
+  if (out_kind == OUT_NPY && o.format_set && o.format != FMT_F32) {
+    /* It would be ignored: a .npy holds the float32 map whatever --format says. */
+    err(NULL, "--format %s: a .npy output is always float32 (use f32, or a .png output)",
+        fmt_names[o.format]);
     return 1;
   }
   if (o.raw && in_kind != IN_VIDEO) {
