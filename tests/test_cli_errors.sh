@@ -130,6 +130,7 @@ bad_opt "--range x: " "fixed or auto" --range x
 bad_opt "--overlay 1.5: " "0..1" --overlay 1.5
 bad_opt "--overlay -0.1: " "0..1" --overlay -0.1
 bad_opt "--overlay: " "not with --format gray16" --overlay 0.5 --format gray16
+bad_opt "--overlay: " "not float32 maps" --overlay 0.5
 bad_opt "--stats-bins 0: " "1..1024" --stats-bins 0
 bad_opt "--stats-bins 1025: " "1..1024" --stats-bins 1025
 bad_opt "--device tpu: " "auto, gpu or cpu" --device tpu

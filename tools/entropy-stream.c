@@ -1963,6 +1963,11 @@ int main(int argc, char **argv) {
         fmt_names[o.format]);
     return 1;
   }
+  if (o.render.overlay_on && (out_kind == OUT_NPY || o.format == FMT_F32)) {
+    /* It would be ignored too: float32 maps are the values, never a picture. */
+    err(NULL, "--overlay: only for pictures (heat or gray8), not float32 maps");
+    return 1;
+  }
   if (o.raw && in_kind != IN_VIDEO) {
     err(o.input, "--raw applies to standard input (-) only");
     return 1;
