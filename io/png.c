@@ -275,9 +275,9 @@ static int es_png_decode(es_png_rd *rd, es_image *img, es_png_info *pinfo) {
         if (depth == 8) {
           for (png_uint_32 k = 0; k < cols; k++) dst[PNG_COL_FROM_PASS_COL(k, pass)] = grey[k];
         } else {
-          const uint16_t *g16 = (const uint16_t *)grey;
-          uint16_t *d16 = (uint16_t *)dst;
-          for (png_uint_32 k = 0; k < cols; k++) d16[PNG_COL_FROM_PASS_COL(k, pass)] = g16[k];
+          /* the destination's stride may leave its rows unaligned */
+          for (png_uint_32 k = 0; k < cols; k++)
+            memcpy(dst + 2 * (size_t)PNG_COL_FROM_PASS_COL(k, pass), grey + 2 * (size_t)k, 2);
         }
       }
     }
@@ -433,10 +433,11 @@ static int es_png_encode(es_png_wr *wr, int width, int height, int pixfmt, const
   for (int y = 0; y < height; y++) {
     const uint8_t *src = data + (size_t)y * stride;
     if (depth == 16) {
-      const uint16_t *s = (const uint16_t *)src;
       for (int x = 0; x < width; x++) { /* PNG stores 16-bit samples big-endian */
-        wr->row[2 * x] = (uint8_t)(s[x] >> 8);
-        wr->row[2 * x + 1] = (uint8_t)s[x];
+        uint16_t s; /* rows may be unaligned (the caller's stride) */
+        memcpy(&s, src + 2 * (size_t)x, 2);
+        wr->row[2 * x] = (uint8_t)(s >> 8);
+        wr->row[2 * x + 1] = (uint8_t)s;
       }
       png_write_row(wr->png, wr->row);
     } else {

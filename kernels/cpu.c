@@ -309,7 +309,6 @@ int es_cpu_naive(const es_image *img, const es_params *p, float *out, size_t out
         } else {
           yy = es_reflect(yy, h);
         }
-        const uint8_t *row = (const uint8_t *)img->data + (size_t)yy * img->stride;
         for (int dx = -hw; dx <= hw; dx++) {
           int xx = x + dx;
           if (p->border == ES_BORDER_CLIP) {
@@ -317,7 +316,7 @@ int es_cpu_naive(const es_image *img, const es_params *p, float *out, size_t out
           } else {
             xx = es_reflect(xx, w);
           }
-          uint32_t v = img->depth == 16 ? ((const uint16_t *)(const void *)row)[xx] : row[xx];
+          uint32_t v = es_image_sample(img, xx, yy); /* 16-bit rows may be unaligned */
           uint32_t q = es_quantize(v, (uint32_t)L, img->depth);
           hist[q]++;
           lv[n++] = q;

@@ -24,9 +24,14 @@ static int ES_FN(ring_fill)(const cpu_ctx *c, ES_LT *dst, int v) {
   if (c->depth == 8) {
     for (int x = 0; x < w; x++) mid[x] = (ES_LT)c->lut8[row[x]];
   } else {
-    const uint16_t *r16 = (const uint16_t *)(const void *)row;
+    /* Rows need not be 2-byte aligned (an odd stride or data pointer is allowed): each
+     * sample by memcpy, which compiles to a plain load where that is legal. */
     uint32_t L = (uint32_t)c->levels;
-    for (int x = 0; x < w; x++) mid[x] = (ES_LT)es_quantize(r16[x], L, 16);
+    for (int x = 0; x < w; x++) {
+      uint16_t s;
+      memcpy(&s, row + 2 * (size_t)x, 2);
+      mid[x] = (ES_LT)es_quantize(s, L, 16);
+    }
   }
   if (c->border == ES_BORDER_CLIP) {
     for (int i = 0; i < R; i++) dst[i] = (ES_LT)c->levels;

@@ -62,9 +62,7 @@ typedef struct render_ctx {
 } render_ctx;
 
 static inline uint8_t render_grey(const render_ctx *c, int x, int y) {
-  const uint8_t *row = (const uint8_t *)c->src->data + (size_t)y * c->src->stride;
-  uint32_t v = c->src->depth == 16 ? ((const uint16_t *)(const void *)row)[x] : row[x];
-  return es_grey8(v, c->src->depth);
+  return es_grey8(es_image_sample(c->src, x, y), c->src->depth); /* rows may be unaligned */
 }
 
 /* The (blended) RGB of pixel (x, y): the rule at the top of this file. */

@@ -72,6 +72,10 @@ int es_params_check(const es_params *p, int depth, char *msg, size_t msglen) {
     msg = tmp;
     msglen = sizeof tmp;
   }
+  if (!p) {
+    snprintf(msg, msglen, "no parameters");
+    return ES_ERR_USAGE;
+  }
   if (p->window < 1 || p->window > ES_WINDOW_MAX || p->window % 2 == 0) {
     snprintf(msg, msglen, "--window %d: must be odd, 1..%d", p->window, ES_WINDOW_MAX);
     return ES_ERR_USAGE;
@@ -103,6 +107,10 @@ int es_params_check(const es_params *p, int depth, char *msg, size_t msglen) {
 
 double es_params_hmax(const es_params *p) {
   es_window w;
+  /* Public: a window es_params_check refuses (even, < 1, > ES_WINDOW_MAX) has no maximum;
+   * es_window_make would write past its half-width table for K > ES_WINDOW_MAX. */
+  if (!p || p->window < 1 || p->window > ES_WINDOW_MAX || p->window % 2 == 0 || p->levels < 2)
+    return 0.0;
   es_window_make(&w, p->window, p->shape);
   int m = w.area < p->levels ? w.area : p->levels;
   return log2((double)m) * es_out_scale(p->base);
@@ -122,7 +130,9 @@ void es_stats_finish(es_stats *st, const es_stats_acc *acc, const uint64_t *leve
     double n = (double)acc->count;
     st->mean = acc->sum / n;
     double var = acc->sumsq / n - st->mean * st->mean;
-    st->std = var > 0.0 ? sqrt(var) : 0.0;
+    /* min == max: every value is the same and the spread exactly 0, where sumsq / n -
+     * mean^2 leaves a rounding residue (1e-7 on a constant 1200 x 900 map). */
+    st->std = var > 0.0 && acc->min != acc->max ? sqrt(var) : 0.0;
   } else {
     st->mean = st->std = 0.0;
   }

@@ -66,7 +66,11 @@ void es_config_default(es_config *c) {
  * es_compute on one context (the CLI's batch) each read back their own message, not whatever
  * another thread failed with in between. */
 static _Thread_local const es_context *tl_err_ctx; /* this thread's */
+static _Thread_local unsigned long long tl_err_serial; /* this thread's: tl_err_ctx's serial */
 static _Thread_local char tl_err[ES_ERRLEN];       /* this thread's */
+/* Context serials: the address alone would match a later context created where a destroyed
+ * one was, and hand it a message another thread got from the old one. */
+static atomic_ullong g_ctx_serial;
 
 void es_ctx_set_error(es_context *ctx, const char *fmt, ...) {
   char tmp[ES_ERRLEN];
@@ -79,6 +83,7 @@ void es_ctx_set_error(es_context *ctx, const char *fmt, ...) {
   pthread_mutex_unlock(&ctx->lock);
   memcpy(tl_err, tmp, sizeof tmp);
   tl_err_ctx = ctx;
+  tl_err_serial = ctx->serial;
 }
 
 static int online_cores(void) {
@@ -112,7 +117,7 @@ static int config_check(const es_config *c, char *msg, size_t len) {
     return ES_ERR_USAGE;
   }
   if (c->queue < 0 || c->queue > ES_QUEUE_MAX) {
-    snprintf(msg, len, "--queue %d: must be 1..%d", c->queue, ES_QUEUE_MAX);
+    snprintf(msg, len, "--queue %d: must be 1..%d (0: the default)", c->queue, ES_QUEUE_MAX);
     return ES_ERR_USAGE;
   }
   return ES_OK;
@@ -359,7 +364,7 @@ int es_context_create(es_context **out, const es_config *cfg, char *msg, size_t 
   char tmp[ES_ERRLEN];
   es_context *ctx = NULL;
   int rc = ES_OK;
-  if (!msg) {
+  if (!msg || !msglen) { /* no room for even the terminator: messages go nowhere */
     msg = tmp;
     msglen = sizeof tmp;
   }
@@ -382,6 +387,7 @@ int es_context_create(es_context **out, const es_config *cfg, char *msg, size_t 
     rc = ES_ERR_NOMEM;
     goto end;
   }
+  ctx->serial = atomic_fetch_add(&g_ctx_serial, 1) + 1;
   ctx->cfg = *cfg;
   ctx->cfg.queue = es_config_queue(cfg);
   pthread_mutex_init(&ctx->lock, NULL);
@@ -440,7 +446,8 @@ void es_context_destroy(es_context **pctx) {
 const char *es_context_error(const es_context *ctx) {
   static _Thread_local char copy[ES_ERRLEN];
   if (!ctx) return "";
-  if (tl_err_ctx == ctx) return tl_err; /* this thread's own last error on ctx */
+  if (tl_err_ctx == ctx && tl_err_serial == ctx->serial)
+    return tl_err; /* this thread's own last error on ctx */
   es_context *c = (es_context *)ctx; /* the lock is not part of the logical state */
   pthread_mutex_lock(&c->lock);
   memcpy(copy, c->err, sizeof copy);

@@ -80,6 +80,8 @@ struct es_context {
   atomic_llong compute_calls;      /* es_compute call counter (fault injection index) */
   es_fault fault;                  /* faults of es_compute calls */
   char err[ES_ERRLEN];             /* guarded by lock: last error message */
+  unsigned long long serial;       /* immutable: unique among the process's contexts (a
+                                    * destroyed context's address may be reused) */
 };
 
 /* Waits until the context's GPUs are open (at once unless cfg.gpu_background); after it

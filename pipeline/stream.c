@@ -290,6 +290,11 @@ int es_stream_open(es_context *ctx, const es_stream_config *sc, es_stream **out)
     es_ctx_set_error(ctx, "bad rendering format or colormap");
     return ES_ERR_USAGE;
   }
+  /* Checked here as es_compute checks it, rather than failing every frame later. */
+  if (fmt != ES_PIX_NONE && !(sc->render.overlay >= 0.0f && sc->render.overlay <= 1.0f)) {
+    es_ctx_set_error(ctx, "--overlay %g: must be 0..1", sc->render.overlay);
+    return ES_ERR_USAGE;
+  }
   if (sc->max_width < 0 || sc->max_height < 0 || (sc->max_width > 0) != (sc->max_height > 0) ||
       (sc->max_width > 0 && sc->depth != 8 && sc->depth != 16)) {
     es_ctx_set_error(ctx, "stream frame size %dx%d depth %d: bad", sc->max_width,
@@ -467,8 +472,11 @@ int es_stream_push(es_stream *s, es_frame *f) {
     return ES_ERR_USAGE;
   }
   size_t row = (size_t)f->width * bytes_per_sample(f->depth);
+  /* stride * (height - 1) + row <= data_cap, written so that no product can wrap (a huge
+   * stride once passed and the workers read far outside the buffer). */
   if (f->stride < row ||
-      (!f->lend && f->stride * (size_t)(f->height - 1) + row > sl->data_cap)) {
+      (!f->lend && (row > sl->data_cap ||
+                    (f->height > 1 && f->stride > (sl->data_cap - row) / (size_t)(f->height - 1))))) {
     es_ctx_set_error(s->ctx, "frame %dx%d stride %zu: larger than its buffer", f->width,
                      f->height, f->stride);
     return ES_ERR_USAGE;

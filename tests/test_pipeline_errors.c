@@ -2,10 +2,18 @@
  * test_pipeline_errors.c - threads sharing one context each read back their own error.
  * Two threads call es_compute on one context, failing in different ways at the same time;
  * after every failure each must see its own message in es_context_error (the CLI's batch
- * reports a file's error that way). Also: a thread that got no error sees the context's.
+ * reports a file's error that way). Also: a thread that got no error sees the context's,
+ * and a thread's error on a destroyed context is not handed to a new one at its address.
+ * Then the library's edges (each a bug found by a hunt through the API, session 14):
+ * es_params_hmax and es_params_check on bad or missing parameters, es_context_create with
+ * no room for a message, a pushed frame whose stride overflows its size check, a stream
+ * opened with an overlay out of range, 16-bit input on unaligned rows (UBSan in the
+ * sanitizer build; the same map and rendering as aligned rows in every build), and the
+ * std of a constant map exactly 0.
  */
 #include <pthread.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "entropy_stream.h"
@@ -41,6 +49,132 @@ static void *other_thread_reads(void *p) {
   const char *m = es_context_error((es_context *)p);
   return (void *)(intptr_t)(strcmp(m, "no image") == 0 ||
                   strcmp(m, "a rendering was asked for without planes") == 0);
+}
+
+/* A thread that fails on context A, then (after main destroyed A and created B, likely at
+ * A's address) reads B's error: B never failed, so it must read "". */
+typedef struct reuse_arg {
+  es_context **ctx;
+  pthread_barrier_t *bar;
+  char seen[256];
+} reuse_arg;
+
+static void *fail_then_read(void *p) {
+  reuse_arg *a = p;
+  es_compute(*a->ctx, NULL, NULL, 0, NULL, NULL, NULL); /* "no image" on A */
+  pthread_barrier_wait(a->bar); /* main: destroy A, create B */
+  pthread_barrier_wait(a->bar);
+  snprintf(a->seen, sizeof a->seen, "%s", es_context_error(*a->ctx));
+  return NULL;
+}
+
+static void edges(es_context *ctx) {
+  char msg[256];
+  es_params p;
+  /* es_params_hmax: windows es_params_check refuses have no maximum (K = 257 wrote past the
+   * half-width table). */
+  es_params_default(&p);
+  const int bad_k[] = {257, 4001, 0, -5, 4};
+  for (int i = 0; i < 5; i++) {
+    p.window = bad_k[i];
+    CHECK(es_params_hmax(&p) == 0.0, "es_params_hmax(window %d) = %g", bad_k[i], es_params_hmax(&p));
+  }
+  p.window = 255;
+  CHECK(es_params_hmax(&p) > 0.0, "es_params_hmax(window 255) not positive");
+  CHECK(es_params_check(NULL, 8, msg, sizeof msg) == ES_ERR_USAGE, "es_params_check(NULL)");
+
+  /* es_context_create with msglen 0 writes nothing at msg. */
+  char *m = malloc(17);
+  if (m) {
+    m[16] = 'X';
+    es_config cfg;
+    es_config_default(&cfg);
+    cfg.device = ES_DEVICE_CPU;
+    cfg.threads = -3; /* refused: a message the call has no room for */
+    es_context *c2 = NULL;
+    int rc = es_context_create(&c2, &cfg, m + 16, 0);
+    CHECK(rc == ES_ERR_USAGE && !c2, "context with threads -3: %d", rc);
+    CHECK(m[16] == 'X', "es_context_create wrote into a message of length 0");
+    es_context_destroy(&c2);
+    free(m);
+  }
+
+  /* A stream: a frame whose stride makes stride * (height - 1) wrap is refused; a stream
+   * with an overlay out of range is refused at open. */
+  es_stream_config sc;
+  memset(&sc, 0, sizeof sc);
+  sc.want_stats = 1;
+  sc.render.format = ES_PIX_NONE;
+  es_stream *st = NULL;
+  CHECK(es_stream_open(ctx, &sc, &st) == ES_OK && st, "stream: %s", es_context_error(ctx));
+  if (st) {
+    es_frame *f = NULL;
+    if (es_stream_acquire(st, &f) == ES_OK && es_stream_reserve(st, f, 10, 10, 8) == ES_OK) {
+      memset(f->data, 7, 100);
+      f->stride = (size_t)1 << 63;
+      f->height = 3;
+      CHECK(es_stream_push(st, f) == ES_ERR_USAGE, "a frame of stride 2^63 was pushed");
+      es_stream_release(st, f);
+    }
+    es_stream_destroy(&st);
+  }
+  es_render_default(&sc.render);
+  sc.render.overlay = 2.0f;
+  st = NULL;
+  CHECK(es_stream_open(ctx, &sc, &st) == ES_ERR_USAGE && !st, "a stream with overlay 2 opened");
+  es_stream_destroy(&st);
+
+  /* 16-bit samples on odd addresses and an odd stride: the same map, stats and rendering
+   * (with an overlay, which reads the source) as from aligned rows. */
+  const int W = 37, H = 23;
+  const size_t ostride = 2 * (size_t)W + 3; /* odd */
+  uint8_t *raw = malloc(ostride * H + 1);
+  uint16_t *al = malloc(sizeof(uint16_t) * W * H);
+  float *m1 = malloc(sizeof(float) * W * H), *m2 = malloc(sizeof(float) * W * H);
+  uint8_t *px1 = malloc(3 * W * H), *px2 = malloc(3 * W * H);
+  if (raw && al && m1 && m2 && px1 && px2) {
+    for (int i = 0; i < W * H; i++) {
+      al[i] = (uint16_t)es_test_rand();
+      memcpy(raw + 1 + (size_t)(i / W) * ostride + 2 * (size_t)(i % W), &al[i], 2);
+    }
+    es_params_default(&p);
+    es_render r;
+    es_render_default(&r);
+    r.overlay = 0.5f;
+    r.overlay_on = 1;
+    es_stats s1, s2;
+    es_planes pl1 = {{px1, NULL, NULL}, {3 * (size_t)W, 0, 0}};
+    es_planes pl2 = {{px2, NULL, NULL}, {3 * (size_t)W, 0, 0}};
+    es_image a = {al, W, H, 2 * (size_t)W, 16}, u = {raw + 1, W, H, ostride, 16};
+    int r1 = es_compute(ctx, &a, m1, W, &s1, &r, &pl1);
+    int r2 = es_compute(ctx, &u, m2, W, &s2, &r, &pl2);
+    CHECK(r1 == ES_OK && r2 == ES_OK, "16-bit: %d %d %s", r1, r2, es_context_error(ctx));
+    CHECK(!memcmp(m1, m2, sizeof(float) * W * H), "16-bit unaligned rows: another map");
+    CHECK(!memcmp(px1, px2, 3 * (size_t)W * H), "16-bit unaligned rows: another rendering");
+    CHECK(s1.mean == s2.mean && s1.std == s2.std, "16-bit unaligned rows: other stats");
+  }
+  free(raw);
+  free(al);
+  free(m1);
+  free(m2);
+  free(px1);
+  free(px2);
+
+  /* A constant image: H is the same everywhere, so its std is exactly 0 (sumsq / n -
+   * mean^2 left 1.3e-7 at 1200 x 900). */
+  const int CW = 1200, CH = 900;
+  uint8_t *c8 = malloc((size_t)CW * CH);
+  if (c8) {
+    memset(c8, 77, (size_t)CW * CH);
+    es_image ci = {c8, CW, CH, CW, 8};
+    es_stats cs;
+    es_params_default(&p);
+    CHECK(es_compute(ctx, &ci, NULL, 0, &cs, NULL, NULL) == ES_OK, "constant: %s",
+          es_context_error(ctx));
+    CHECK(cs.min == cs.max && cs.std == 0.0, "constant image: min %g max %g std %g", cs.min,
+          cs.max, cs.std);
+    free(c8);
+  }
 }
 
 int main(void) {
@@ -79,5 +213,29 @@ int main(void) {
   CHECK(ctx && es_context_error(ctx)[0] == '\0', "a new context reports an old error: '%s'",
         ctx ? es_context_error(ctx) : "");
   es_context_destroy(&ctx);
+
+  /* The same from another thread: its error on A must not come back from B. */
+  rc = es_context_create(&ctx, &cfg, msg, sizeof msg);
+  CHECK(rc == ES_OK && ctx, "third context: %s", msg);
+  if (ctx) {
+    pthread_barrier_t bar;
+    pthread_barrier_init(&bar, NULL, 2);
+    reuse_arg ra = {&ctx, &bar, ""};
+    pthread_t t4;
+    pthread_create(&t4, NULL, fail_then_read, &ra);
+    pthread_barrier_wait(&bar);
+    const void *old = ctx;
+    es_context_destroy(&ctx);
+    rc = es_context_create(&ctx, &cfg, msg, sizeof msg);
+    CHECK(rc == ES_OK && ctx, "fourth context: %s", msg);
+    printf("new context %s the old one's address\n", (const void *)ctx == old ? "at" : "not at");
+    pthread_barrier_wait(&bar);
+    pthread_join(t4, NULL);
+    CHECK(ra.seen[0] == '\0', "another thread read its error on a destroyed context from a "
+          "new one: '%s'", ra.seen);
+    pthread_barrier_destroy(&bar);
+    if (ctx) edges(ctx);
+    es_context_destroy(&ctx);
+  }
   return es_test_done("test_pipeline_errors");
 }
