@@ -3,6 +3,7 @@
  * 2^-26 / n), window geometry, and small helpers on parameters, statistics and pixel
  * formats. The tables are built once per process; the GPU engine uploads these arrays.
  */
+#include <limits.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -190,6 +191,14 @@ int es_job_check(const es_job *job, char *msg, size_t msglen) {
   if (!job->in.data || job->in.width < 1 || job->in.height < 1) {
     snprintf(msg, msglen, "empty image");
     return ES_ERR_USAGE;
+  }
+  /* The engines pad rows and columns by up to a window (int arithmetic): a side within
+   * 2 * ES_WINDOW_MAX of INT_MAX would overflow. Only a 1-row image of 2^31 pixels comes
+   * near, and --max-pixels's default allows it. */
+  if (job->in.width > INT_MAX - 2 * ES_WINDOW_MAX || job->in.height > INT_MAX - 2 * ES_WINDOW_MAX) {
+    snprintf(msg, msglen, "image %d x %d: a side above %d is not supported", job->in.width,
+             job->in.height, INT_MAX - 2 * ES_WINDOW_MAX);
+    return ES_ERR_INPUT;
   }
   size_t bps = job->in.depth == 16 ? 2 : 1;
   if (job->in.stride < (size_t)job->in.width * bps) {

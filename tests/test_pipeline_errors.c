@@ -160,6 +160,16 @@ static void edges(es_context *ctx) {
   free(px1);
   free(px2);
 
+  /* A side within two windows of INT_MAX is refused before anything is read (the engines'
+   * padded widths are ints). */
+  {
+    static const uint8_t one = 0;
+    es_image huge = {&one, INT32_MAX - 100, 1, (size_t)INT32_MAX, 8};
+    es_params_default(&p);
+    CHECK(es_compute(ctx, &huge, NULL, 0, NULL, NULL, NULL) == ES_ERR_INPUT,
+          "an image %d pixels wide was not refused", huge.width);
+  }
+
   /* A constant image: H is the same everywhere, so its std is exactly 0 (sumsq / n -
    * mean^2 left 1.3e-7 at 1200 x 900). */
   const int CW = 1200, CH = 900;
