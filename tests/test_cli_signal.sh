@@ -19,6 +19,18 @@ cleanup() {
 trap cleanup EXIT
 FAIL=0
 fail() { echo "FAIL: $*"; FAIL=$((FAIL + 1)); }
+# interrupt SIG SECONDS LABEL: sends SIG to the run $BPID, which must end on its own within
+# SECONDS (frames in flight finished, outputs closed); sets rc to its exit code.
+interrupt() {
+  kill -"$1" "$BPID"
+  for _ in $(seq 1 $(( $2 * 10 ))); do kill -0 "$BPID" 2>/dev/null || break; sleep 0.1; done
+  if kill -0 "$BPID" 2>/dev/null; then
+    fail "$3: still running $2 s after SIG$1"
+    kill -KILL "$BPID"
+  fi
+  wait "$BPID"; rc=$?
+  BPID=
+}
 
 # ---- Video: ffmpeg -re feeds y4m at 25 fps for 60 s; the CLI gets SIGINT after ~2.5 s.
 if [ "${ES_HAVE_FFMPEG:-0}" = 1 ] && command -v ffmpeg >/dev/null && command -v ffprobe >/dev/null; then
@@ -41,15 +53,7 @@ if [ "${ES_HAVE_FFMPEG:-0}" = 1 ] && command -v ffmpeg >/dev/null && command -v 
     "$BIN" --no-progress "${RAW1[@]}" - -o "$T/out.mp4" < "$T/fifo" 2> "$T/err" &
     BPID=$!
     sleep 2.5
-    kill -$sig $BPID
-    # The run must end on its own, promptly (frames in flight finished, file closed).
-    for _ in $(seq 1 100); do kill -0 $BPID 2>/dev/null || break; sleep 0.1; done
-    if kill -0 $BPID 2>/dev/null; then
-      fail "SIG$sig: still running 10 s after the signal"
-      kill -KILL $BPID
-    fi
-    wait $BPID; rc=$?
-    BPID=
+    interrupt $sig 10 "a video on stdin"
     kill $FPID 2>/dev/null; wait $FPID 2>/dev/null; FPID=
     echo "SIG$sig: exit $rc; stderr: $(cat "$T/err")"
     [ $rc = 130 ] || fail "SIG$sig on a video: exit $rc, want 130"
@@ -69,10 +73,7 @@ if [ "${ES_HAVE_FFMPEG:-0}" = 1 ] && command -v ffmpeg >/dev/null && command -v 
     -f rawvideo - 2>/dev/null | "$BIN" --no-progress --raw gray8:640x480@25 - -o "$T/big.npy" 2> "$T/err" &
   BPID=$!
   sleep 2
-  kill -INT $BPID # $! of a pipeline: its last command, entropy-stream
-  for _ in $(seq 1 100); do kill -0 $BPID 2>/dev/null || break; sleep 0.1; done
-  wait $BPID; rc=$?
-  BPID=
+  interrupt INT 10 "640x480 raw frames" # $! of a pipeline: its last command, entropy-stream
   echo "SIGINT on 640x480 raw frames: exit $rc; stderr: $(cat "$T/err")"
   [ $rc = 130 ] || fail "SIGINT on 640x480 raw frames: exit $rc, want 130"
   grep -q "is short" "$T/err" && fail "SIGINT on 640x480 raw frames reported as a short frame: $(cat "$T/err")"
@@ -83,14 +84,7 @@ if [ "${ES_HAVE_FFMPEG:-0}" = 1 ] && command -v ffmpeg >/dev/null && command -v 
     sleep 8 | "$BIN" --no-progress - -o "$T/hdr.npy" 2> "$T/err" &
     BPID=$!
     sleep 1
-    kill -INT $BPID
-    for _ in $(seq 1 50); do kill -0 $BPID 2>/dev/null || break; sleep 0.1; done
-    if kill -0 $BPID 2>/dev/null; then
-      fail "header wait: still running 5 s after SIGINT"
-      kill -KILL $BPID
-    fi
-    wait $BPID; rc=$?
-    BPID=
+    interrupt INT 5 "header wait"
     echo "SIGINT before the header: exit $rc; stderr: $(cat "$T/err")"
     [ $rc = 130 ] || fail "SIGINT before the header: exit $rc, want 130"
     grep -q "cannot open" "$T/err" && fail "SIGINT before the header reported as bad input"
@@ -105,14 +99,7 @@ if [ "${ES_HAVE_FFMPEG:-0}" = 1 ] && command -v ffmpeg >/dev/null && command -v 
   "$BIN" --no-progress "${RAW2[@]}" - -o "$T/stall.npy" < "$T/fifo" 2> "$T/err" &
   BPID=$!
   sleep 3
-  kill -INT $BPID
-  for _ in $(seq 1 50); do kill -0 $BPID 2>/dev/null || break; sleep 0.1; done
-  if kill -0 $BPID 2>/dev/null; then
-    fail "stalled stdin: still running 5 s after SIGINT"
-    kill -KILL $BPID
-  fi
-  wait $BPID; rc=$?
-  BPID=
+  interrupt INT 5 "stalled stdin"
   kill $FPID 2>/dev/null; wait $FPID 2>/dev/null; FPID=
   echo "stalled stdin: exit $rc; stderr: $(cat "$T/err")"
   [ $rc = 130 ] || fail "stalled stdin: exit $rc, want 130"

@@ -93,6 +93,16 @@ static int has_line(const char *text, const char *line) {
 }
 
 /* Encodes a sequence, probes it, decodes it back and compares the grey/Y plane. */
+/* The file just written, opened for reading back (NULL, with a failed check, if it cannot). */
+static es_video_in *reopen(const char *path, const char *name, es_video_info *info) {
+  es_video_in_opts io = {.raw = NULL};
+  es_video_in *in = NULL;
+  char msg[256];
+  int rc = es_video_in_open(&in, path, &io, info, msg, sizeof msg);
+  CHECK(rc == ES_OK, "%s: reopen %d %s", name, rc, msg);
+  return rc == ES_OK ? in : NULL;
+}
+
 static void encode_case(const char *name, const char *codec, int format, int w, int h,
                         int want_pixfmt, const char *want_codec, const char *want_avpix,
                         double max_mad, int crf, int gray_limited) {
@@ -132,12 +142,9 @@ static void encode_case(const char *name, const char *codec, int format, int w, 
   }
 
   /* Decode back: time stamps and planes. */
-  es_video_in_opts io = {.raw = NULL};
   es_video_info info;
-  es_video_in *in = NULL;
-  rc = es_video_in_open(&in, path, &io, &info, msg, sizeof msg);
-  CHECK(rc == ES_OK, "%s: reopen %d %s", name, rc, msg);
-  if (rc != ES_OK) return;
+  es_video_in *in = reopen(path, name, &info);
+  if (!in) return;
   int depth = format == ES_PIX_GRAY16 ? 16 : 8;
   CHECK(info.width == w && info.height == h && info.depth == depth, "%s: read back %dx%d/%d",
         name, info.width, info.height, info.depth);
@@ -216,12 +223,9 @@ static void counted_case(const char *name, const char *codec, const char *want_c
   CHECK(has_line(p, line), "%s: %s not in\n%s", name, line, p);
   free(p);
 
-  es_video_in_opts io = {.raw = NULL};
   es_video_info info;
-  es_video_in *in = NULL;
-  rc = es_video_in_open(&in, path, &io, &info, msg, sizeof msg);
-  CHECK(rc == ES_OK, "%s: reopen %d %s", name, rc, msg);
-  if (rc != ES_OK) return;
+  es_video_in *in = reopen(path, name, &info);
+  if (!in) return;
   CHECK(info.fps_num == 25 && info.fps_den == 1, "%s: read back %d/%d fps", name, info.fps_num,
         info.fps_den);
   uint8_t *buf = malloc((size_t)w * h);
