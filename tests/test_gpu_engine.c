@@ -234,7 +234,7 @@ static void one_case(es_gpu_worker *w, es_gpu_worker **pair, int big, int quad) 
     es_job cj = job;
     cj.map = cm;
     cj.map_stride = (size_t)W;
-    es_stats cst;
+    es_stats cst = {0}; /* filled by es_cpu_run; zeroed for the analysers */
     cj.stats = want_stats ? &cst : NULL;
     rc = es_cpu_run(&cj, 2, msg, sizeof msg);
     CHECK(rc == ES_OK, "%s: es_cpu_run: %s", what, msg);
