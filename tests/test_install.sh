@@ -56,5 +56,23 @@ else
   tail -20 "$T/cm.log"
   fail "find_package(EntropyStream) consumer did not build"
 fi
-[ $FAIL = 0 ] && echo "test_install: 2 consumers built and ran" || echo "test_install: $FAIL failure(s)"
+# A C-only project linking the static library: the CUDA objects in it need the C++ runtime,
+# which the package's link interface must bring (a C linker does not add it).
+mkdir -p "$T/cstatic"
+cat >"$T/cstatic/CMakeLists.txt" <<CM
+cmake_minimum_required(VERSION 3.22)
+project(cstatic C)
+find_package(EntropyStream REQUIRED)
+add_executable(oneshot "$ES_SRC/samples/oneshot.c")
+target_link_libraries(oneshot EntropyStream::entropy-stream-static)
+CM
+if cmake -S "$T/cstatic" -B "$T/cstatic/b" -DCMAKE_PREFIX_PATH="$T/prefix" >"$T/cs.log" 2>&1 &&
+   cmake --build "$T/cstatic/b" >>"$T/cs.log" 2>&1; then
+  out=$("$T/cstatic/b/oneshot") || fail "oneshot (C project, static) exit $?"
+  echo "$out" | grep -q "histogram of H" || fail "oneshot (C project, static) printed: $out"
+else
+  tail -20 "$T/cs.log"
+  fail "a C-only find_package(EntropyStream) consumer of the static library did not build"
+fi
+[ $FAIL = 0 ] && echo "test_install: 3 consumers built and ran" || echo "test_install: $FAIL failure(s)"
 exit $((FAIL > 0))

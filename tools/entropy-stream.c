@@ -169,7 +169,7 @@ static void usage(FILE *f) {
     "      --device D        auto|gpu|cpu (default auto)\n"
     "      --gpus LIST       all|0,2,... GPU ordinals 0..%d (default all)\n"
     "      --cpu-below N     under auto, frames of fewer pixels go to the CPU, 0..2^62\n"
-    "                        (default: measured, or 163840)\n"
+    "                        (default 163840)\n"
     "      --threads N       CPU worker threads, 0..4096 (default 0 = all cores)\n"
     "      --queue N         frames in flight per stage, 1..1024 (default 8, or 4 a GPU\n"
     "                        with more than two GPUs)\n"
