@@ -161,7 +161,7 @@ static void usage(FILE *f) {
     "      --colormap C      inferno|viridis|magma|turbo|gray (default inferno)\n"
     "      --range R         fixed|auto (default fixed: divide by log2(min(|W|, L)))\n"
     "      --overlay A       0..1: opacity of the heat over the source grey (0: the grey\n"
-    "                        alone; default: the heat alone); not with --format gray16\n"
+    "                        alone; default: the heat alone); pictures only (heat, gray8)\n"
     "Statistics:\n"
     "      --stats FILE      one record per image or frame: .csv, .jsonl, or - (stdout CSV)\n"
     "      --stats-bins B    histogram bins, 1..%d (default 16)\n"
