@@ -954,6 +954,9 @@ static int y4m_next_frame(es_video_in *v, char *msg, size_t len) {
     if (l == Y4M_BAD && ++bad < ES_VIDEO_MAX_DEMUX_ERRORS) {
       v->corrupt++;
       v->packets++;
+      /* The skipped frame keeps its place in time: later frames keep their own time stamps
+       * (read straight, a frame's pts is next_pts; through the decoder, the packet count). */
+      v->next_pts += v->step;
       if (in_bytes(v, NULL, fsize, &err) == fsize) continue;
       return ES_ERR_EOF;
     }

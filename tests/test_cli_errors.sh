@@ -144,6 +144,8 @@ bad_opt "--threads -2: " "0..4096" --threads -2
 bad_opt "--queue 0: " "1..1024" --queue 0
 bad_opt "--raw gray8:10: " "gray8:WxH" --raw gray8:10
 bad_opt "--raw rgb24:4x4: " "gray16le:WxH" --raw rgb24:4x4
+bad_opt "--raw gray8:4x4@2000: " "at most 1000" --raw gray8:4x4@2000
+bad_opt "--raw gray8:4x4@30/0: " "30000/1001" --raw gray8:4x4@30/0
 bad_opt "--crf 99: " "0..63" --crf 99
 bad_opt "--max-pixels 0: " "1.." --max-pixels 0
 bad_opt "--bogus: " "unknown option" --bogus

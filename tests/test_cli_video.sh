@@ -266,6 +266,13 @@ sys.exit(0 if a.shape == ($RN, $RH, $RW) else 1)" || fail "short raw frame: earl
 head -c $(( RW * RH * RN )) "$T/raw.bin" | "$BIN" -q - --raw gray8:${RW}x${RH} -o "$T/raw2.npy"; rc=$?
 [ $rc = 0 ] || fail "whole raw frames: exit $rc"
 cmp -s "$T/raw.npy" "$T/raw2.npy" || fail "raw frames give different maps with and without a short tail"
+# A rate as FFmpeg writes it (30000/1001, 30000:1001): frame 2 at 2002/30000 s.
+for rate in 30000/1001 30000:1001; do
+  t2=$(head -c $(( RW * RH * 3 )) "$T/raw.bin" | "$BIN" -q - --raw gray8:${RW}x${RH}@$rate --stats - |
+       awk -F, 'NR == 4 { print $3 }')
+  "$PY" -c "import sys; sys.exit(0 if abs(float('${t2:-nan}') - 2002 / 30000) < 1e-6 else 1)" ||
+    fail "--raw @$rate: frame 2 at '$t2' s, want $(( 2002 ))/30000"
+done
 # 16-bit raw.
 head -c $(( RW * RH * 2 * 2 )) /dev/urandom | "$BIN" -q - --raw gray16le:${RW}x${RH} -L 4096 -o "$T/raw16.npy"; rc=$?
 [ $rc = 0 ] || fail "raw gray16le: exit $rc"
@@ -326,6 +333,25 @@ if ff_has encoders ffv1; then
   msg=$("$BIN" -v "$T/d16.mkv" -L 1024 --stats "$T/d16.csv" 2>&1); rc=$?
   [ $rc = 0 ] || fail "16-bit ffv1 with -L 1024: exit $rc ($msg)"
   case "$msg" in *"16-bit"*) ;; *) fail "16-bit ffv1 not read as 16-bit: $msg";; esac
+fi
+
+# A damaged FRAME line in a y4m stream: that frame skipped and counted, every later frame
+# keeps its own time stamp (they came one frame early), from a file and through a pipe.
+if [ $Y4M_IN = 1 ]; then
+  "$PY" - "$T/dmg.y4m" <<'EOF2'
+import sys
+out = bytearray(b"YUV4MPEG2 W8 H6 F25:1 Ip A1:1 Cmono\n")
+for i in range(10):
+    out += (b"FRAMX\n" if i == 3 else b"FRAME\n") + bytes([(i * 37 + k) % 256 for k in range(48)])
+open(sys.argv[1], "wb").write(bytes(out))
+EOF2
+  for how in file pipe; do
+    if [ $how = file ]; then got=$("$BIN" -q - --stats - < "$T/dmg.y4m" 2>/dev/null)
+    else got=$(cat "$T/dmg.y4m" | "$BIN" -q - --stats - 2>/dev/null); fi
+    pts=$(printf '%s\n' "$got" | awk -F, 'NR > 1 { printf "%s ", $3 }')
+    [ "$pts" = "0 0.04 0.08 0.16 0.2 0.24 0.28 0.32 0.36 " ] ||
+      fail "damaged y4m FRAME line ($how): pts '$pts', want 0 0.04 0.08 0.16 ... 0.36"
+  done
 fi
 
 # ES_TRACE=1: the phase lines on stderr (milliseconds since start, the thread), nothing on

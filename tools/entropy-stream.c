@@ -243,9 +243,16 @@ static int raw_spec_ok(const char *s) {
   h = strtol(p, &end, 10);
   if (errno || end == p || h < 1 || h > 1 << 20) return 0;
   if (*end == '@') {
+    /* A number (25, 29.97) or a ratio as FFmpeg writes rates (30000/1001, 30000:1001). */
     double fps;
     p = end + 1;
     fps = strtod(p, &end);
+    if (end != p && (*end == '/' || *end == ':') && end[1] >= '0' && end[1] <= '9') {
+      const char *q = end + 1;
+      double den = strtod(q, &end);
+      if (end == q || !(den > 0)) return 0;
+      fps /= den;
+    }
     if (end == p || *end || !(fps > 0 && fps <= 1000)) return 0;
   } else if (*end) {
     return 0;
@@ -434,7 +441,8 @@ static int parse_args(int argc, char **argv, cli_opts *o) {
       break;
     case OPT_RAW:
       if (!raw_spec_ok(a)) {
-        err(NULL, "--raw %s: must be gray8:WxH[@FPS] or gray16le:WxH[@FPS]", a);
+        err(NULL, "--raw %s: must be gray8:WxH[@FPS] or gray16le:WxH[@FPS], W and H 1..%d, FPS "
+            "above 0 and at most 1000 (25, 29.97 or 30000/1001)", a, 1 << 20);
         return 1;
       }
       o->raw = a;
