@@ -107,6 +107,11 @@ typedef struct es_video_info {
   int fps_num, fps_den;     /* frame rate (25/1 if unknown) */
   int tb_num, tb_den;       /* time base of pts */
   int64_t frames;           /* estimate, 0 if unknown */
+  /* The stream's display matrix (rotation / flip metadata, AV_PKT_DATA_DISPLAYMATRIX), if it
+   * has one: frames are delivered as stored, and a video output can carry it so that players
+   * show the heat map as they show the source. */
+  int has_display_matrix;
+  int32_t display_matrix[9];
 } es_video_info;
 /* path "-" = standard input (y4m recognised by its header, or raw with opts->raw). */
 int es_video_in_open(es_video_in **out, const char *path, const es_video_in_opts *opts,
@@ -143,6 +148,8 @@ typedef struct es_video_out_opts {
   int crf;           /* <0: encoder default */
   const char *preset; /* NULL: encoder default */
   int overwrite;
+  const int32_t *display_matrix; /* NULL, or 9 values written as the stream's rotation
+                                  * metadata where the container keeps it */
 } es_video_out_opts;
 /* path "-" = stdout YUV4MPEG2 (heat as 4:4:4, gray8 as mono) or raw f32; a path with a
  * container extension = encoded video (written atomically: temp name, renamed at close). */

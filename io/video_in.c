@@ -710,6 +710,22 @@ int es_video_in_open(es_video_in **out, const char *path, const es_video_in_opts
       info->frames = av_rescale_q(st->duration, st->time_base, av_inv_q(fps));
     else if (v->fmt->duration > 0 && v->fmt->duration != AV_NOPTS_VALUE)
       info->frames = av_rescale_q(v->fmt->duration, AV_TIME_BASE_Q, av_inv_q(fps));
+    const uint8_t *dm = NULL;
+    size_t dmsize = 0;
+#if LIBAVCODEC_VERSION_INT >= AV_VERSION_INT(60, 31, 102) /* FFmpeg 6.1: side data in codecpar */
+    const AVPacketSideData *sd = av_packet_side_data_get(
+        st->codecpar->coded_side_data, st->codecpar->nb_coded_side_data, AV_PKT_DATA_DISPLAYMATRIX);
+    if (sd) {
+      dm = sd->data;
+      dmsize = sd->size;
+    }
+#else
+    dm = av_stream_get_side_data(st, AV_PKT_DATA_DISPLAYMATRIX, &dmsize);
+#endif
+    if (dm && dmsize >= sizeof info->display_matrix) {
+      memcpy(info->display_matrix, dm, sizeof info->display_matrix);
+      info->has_display_matrix = 1;
+    }
   }
   *out = v;
   v = NULL;

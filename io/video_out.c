@@ -480,6 +480,25 @@ int es_video_out_open(es_video_out **out, const char *path, const es_video_out_o
     rc = ES_ERR_OUTPUT;
     goto end;
   }
+  /* The input's rotation metadata: the map is in the stored orientation, as the source's
+   * frames are, so players turn both alike. Containers without it (y4m, AVI) drop it. */
+  if (o->display_matrix && v->mode == MODE_ENCODE) {
+    const size_t dmsize = 9 * sizeof(int32_t);
+#if LIBAVCODEC_VERSION_INT >= AV_VERSION_INT(60, 31, 102) /* FFmpeg 6.1: side data in codecpar */
+    AVPacketSideData *sd = av_packet_side_data_new(&v->st->codecpar->coded_side_data,
+                                                   &v->st->codecpar->nb_coded_side_data,
+                                                   AV_PKT_DATA_DISPLAYMATRIX, dmsize, 0);
+    uint8_t *dm = sd ? sd->data : NULL;
+#else
+    uint8_t *dm = av_stream_new_side_data(v->st, AV_PKT_DATA_DISPLAYMATRIX, dmsize);
+#endif
+    if (!dm) {
+      rc = ES_ERR_NOMEM;
+      snprintf(msg, len, "out of memory");
+      goto end;
+    }
+    memcpy(dm, o->display_matrix, dmsize);
+  }
   /* 16-bit grey is "Cmono16", which FFmpeg's y4m muxer counts as an extension (-strict -1);
    * ffmpeg reads it back. */
   if (!strcmp(v->fmt->oformat->name, "yuv4mpegpipe"))

@@ -354,6 +354,20 @@ EOF2
   done
 fi
 
+# Rotation metadata (a display matrix) goes to the heat video, so players turn it as they
+# turn the source; the map itself is in the stored orientation (SPEC: the Y plane as stored).
+if ff_has encoders libx264 && ff_has muxers mp4; then
+  $FF -f lavfi -i "testsrc=size=${W}x${H}:rate=10" -frames:v 3 -c:v libx264 "$T/r0.mp4" &&
+    $FF -i "$T/r0.mp4" -c copy -metadata:s:v:0 rotate=90 "$T/rot.mp4" || fail "cannot make rot.mp4"
+  rot() { ffprobe -v error -select_streams v:0 -show_entries stream_side_data=rotation -of csv=p=0 "$1" | tr -d ' \n'; }
+  want=$(rot "$T/rot.mp4")
+  "$BIN" -q "$T/rot.mp4" -o "$T/rot-heat.mp4" || fail "rot.mp4 -> mp4: exit $?"
+  [ -n "$want" ] && [ "$(rot "$T/rot-heat.mp4")" = "$want" ] ||
+    fail "rotation: source '$want', heat video '$(rot "$T/rot-heat.mp4")'"
+  got=$(probe "$T/rot-heat.mp4" width,height | head -1 | cut -d, -f1,2)
+  [ "$got" = "$W,$H" ] || fail "rotated heat video is $got, want the stored $W,$H"
+fi
+
 # ES_TRACE=1: the phase lines on stderr (milliseconds since start, the thread), nothing on
 # stdout, and the run itself complete.
 tr=$(ES_TRACE=1 "$BIN" -q "$T/clip.mkv" --stats "$T/tr.csv" -y 2>&1 >/dev/null); rc=$?
