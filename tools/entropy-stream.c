@@ -106,18 +106,47 @@ static void clear_progress_locked(void) {
   }
 }
 
+/* Appends s to dst[*at..cap) with control bytes escaped (\n, \t, \r, \e, \xHH): a file name
+ * or a library's text may hold a newline or an ESC, and a message must stay one line that
+ * cannot move the cursor. Bytes >= 0x80 pass unchanged, so UTF-8 names read as they are.
+ * Stops before an escape that would not fit; dst stays terminated. */
+static void escape_into(char *dst, size_t cap, size_t *at, const char *s) {
+  for (; *s; s++) {
+    unsigned char c = (unsigned char)*s;
+    char e[5] = {(char)c, 0};
+    size_t k;
+    if (c < 0x20 || c == 0x7f) {
+      const char *named = c == '\n' ? "\\n" : c == '\t' ? "\\t" : c == '\r' ? "\\r"
+                        : c == 0x1b ? "\\e" : NULL;
+      if (named)
+        memcpy(e, named, 3);
+      else
+        snprintf(e, sizeof e, "\\x%02x", c);
+    }
+    k = strlen(e);
+    if (*at + k >= cap) break;
+    memcpy(dst + *at, e, k);
+    *at += k;
+  }
+  dst[*at] = 0;
+}
+
 static void err(const char *what, const char *fmt, ...) {
   va_list ap;
   char line[1024];
+  char out[4 * (PATH_MAX + sizeof line) + 8]; /* every byte escaped as \xHH still fits */
+  size_t at = 0;
   va_start(ap, fmt);
   vsnprintf(line, sizeof line, fmt, ap);
   va_end(ap);
+  if (what) {
+    escape_into(out, sizeof out, &at, what);
+    escape_into(out, sizeof out, &at, ": ");
+  }
+  escape_into(out, sizeof out, &at, line);
   pthread_mutex_lock(&g_err_lock);
   clear_progress_locked();
-  if (what)
-    fprintf(stderr, PROG ": %s: %s\n", what, line);
-  else
-    fprintf(stderr, PROG ": %s\n", line);
+  fprintf(stderr, PROG ": %s\n", out);
   pthread_mutex_unlock(&g_err_lock);
 }
 
