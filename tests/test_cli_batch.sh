@@ -169,6 +169,18 @@ else
   grep -qx "entropy-stream: 1 directory could not be read" "$T/np.err" || fail "unreadable subdirectory not in the summary: $(cat "$T/np.err")"
 fi
 
+# A FIFO (or socket, device) named *.png is not opened: a worker would block in open() until a
+# writer came, and a SIGTERM would not stop the run. It is a failure of the batch, named and
+# counted; the other files are written. timeout: before the fix this hung.
+mkdir "$T/ff"; cp "$T/in/a.png" "$T/ff/a.png"; mkfifo "$T/ff/p.png"
+ln -s a.png "$T/ff/link.png"  # a symlink to a regular file is still taken
+timeout -k 5 20 "$BIN" --no-progress "$T/ff" -o "$T/ffo" 2> "$T/ff.err"; rc=$?
+[ $rc = 2 ] || fail "FIFO in a batch: exit $rc, want 2 ($(cat "$T/ff.err"))"
+[ -f "$T/ffo/a.png" ] && [ -f "$T/ffo/link.png" ] || fail "FIFO in a batch: the regular files were not written"
+[ -e "$T/ffo/p.png" ] && fail "FIFO in a batch: an output was made for it"
+grep -qx "entropy-stream: $T/ff/p.png: not a regular file" "$T/ff.err" || fail "FIFO in a batch not named: $(cat "$T/ff.err")"
+grep -qx "entropy-stream: 1 of 3 files failed" "$T/ff.err" || fail "FIFO in a batch not in the summary: $(cat "$T/ff.err")"
+
 if [ $FAIL -ne 0 ]; then
   echo "test_cli_batch: $FAIL failure(s)"
   exit 1

@@ -752,6 +752,8 @@ typedef struct img_job {
   char *name; /* name in messages and stats: relative to the input directory (owned) */
   char *out;  /* output path or NULL (owned) */
   int status; /* ES_OK, an es_status, or JOB_SKIPPED (-n); set by job_done */
+  int failed;  /* set before the workers start: a failure already reported (not a regular file,
+                  no output directory), the job's status; it is counted, never opened */
   int width, height;
   double t0;       /* when its decode began (-v) */
   es_stats *stats; /* when --stats: copied from its frame (owned) */
@@ -778,7 +780,10 @@ typedef struct img_batch {
 
 /* Lists the *.png files under root/rel into jobs. The top directory unreadable is an error
  * (msg); a subdirectory unreadable is a failure of the batch, as a file that cannot be read
- * is (SPEC 3: the other files are still done): reported here and counted in *unreadable. */
+ * is (SPEC 3: the other files are still done): reported here and counted in *unreadable.
+ * A *.png that is not a regular file (links followed) is listed as a failed job, reported
+ * here: opening a FIFO blocks a worker until a writer comes, which may be never, and a
+ * thread blocked in open() does not see SIGINT. */
 static int collect_pngs(const char *root, const char *rel, int recursive, const char *skip_dir,
                         img_job **jobs, size_t *n, size_t *cap, size_t *unreadable, char *msg,
                         size_t len) {
@@ -801,6 +806,7 @@ static int collect_pngs(const char *root, const char *rel, int recursive, const 
   while ((e = readdir(d))) {
     char *relname, *full;
     struct stat st;
+    int not_regular;
     if (e->d_name[0] == '.') continue; /* ., .., hidden files and our temporaries */
     relname = *rel ? join(rel, e->d_name) : strdup(e->d_name);
     full = relname ? join(root, relname) : NULL;
@@ -826,6 +832,10 @@ static int collect_pngs(const char *root, const char *rel, int recursive, const 
       free(full);
       continue;
     }
+    /* stat, not the lstat above: a symlink to a regular file is taken, as it always was (a
+     * dangling one fails at open, with its reason). */
+    not_regular = stat(full, &st) == 0 && !S_ISREG(st.st_mode);
+    if (not_regular) err(full, "not a regular file");
     if (*n == *cap) {
       size_t nc = *cap ? *cap * 2 : 64;
       img_job *nj = realloc(*jobs, nc * sizeof *nj);
@@ -841,6 +851,7 @@ static int collect_pngs(const char *root, const char *rel, int recursive, const 
     memset(&(*jobs)[*n], 0, sizeof **jobs);
     (*jobs)[*n].in = full;
     (*jobs)[*n].name = relname;
+    if (not_regular) (*jobs)[*n].failed = ES_ERR_INPUT;
     (*n)++;
   }
 end:
@@ -912,6 +923,7 @@ static int decode_image(img_batch *b, img_job *j) {
   int rc;
 
   j->t0 = now_s();
+  if (j->failed) return j->failed; /* reported when it was found */
   if (j->out && b->out_kind != OUT_STDOUT && path_exists(j->out)) {
     if (o->skip) {
       if ((b->single || o->verbose) && !o->quiet) err(j->out, "exists, skipped");
@@ -1977,6 +1989,13 @@ int main(int argc, char **argv) {
   } else if (S_ISDIR(st.st_mode)) {
     in_kind = IN_DIR;
   } else if (!strcasecmp(ext_of(o.input), "png")) {
+    /* A FIFO, socket or device named *.png is refused, as in a directory: open() would block
+     * a worker until a writer comes, beyond the reach of SIGINT, and a PNG is decoded whole,
+     * so a pipe brings nothing a file does not. */
+    if (!S_ISREG(st.st_mode)) {
+      err(o.input, "not a regular file");
+      return 2;
+    }
     in_kind = IN_PNG;
   } else {
     in_kind = IN_VIDEO;
