@@ -1211,17 +1211,29 @@ static int run_images(cli_opts *o, int in_kind, int out_kind) {
       code = 3;
       goto end;
     }
-    /* Subdirectories of a recursive batch. */
-    for (size_t i = 0; i < n; i++) {
-      char *slash = jobs[i].out ? strrchr(jobs[i].out, '/') : NULL;
-      if (slash && slash != jobs[i].out) {
+    /* Subdirectories of a recursive batch. One that cannot be made is a failure of the
+     * files under it, as an unwritable output file is (SPEC 3: the others are still done,
+     * the summary counts them, exit 3). Reported once: jobs are sorted, so the files of one
+     * directory are neighbours. */
+    {
+      const char *bad_dir = NULL; /* the last directory that could not be made */
+      size_t bad_len = 0;
+      for (size_t i = 0; i < n; i++) {
+        char *slash = jobs[i].out ? strrchr(jobs[i].out, '/') : NULL;
+        if (!slash || slash == jobs[i].out || jobs[i].failed) continue;
+        if (bad_dir && (size_t)(slash - jobs[i].out) == bad_len &&
+            !strncmp(jobs[i].out, bad_dir, bad_len)) {
+          jobs[i].failed = ES_ERR_OUTPUT;
+          continue;
+        }
         *slash = 0;
         rc = make_dirs(jobs[i].out, msg, sizeof msg);
         if (rc != ES_OK) err(jobs[i].out, "%s", msg);
         *slash = '/';
         if (rc != ES_OK) {
-          code = 3;
-          goto end;
+          jobs[i].failed = ES_ERR_OUTPUT;
+          bad_dir = jobs[i].out;
+          bad_len = (size_t)(slash - jobs[i].out);
         }
       }
     }
