@@ -169,6 +169,32 @@ else
   grep -qx "entropy-stream: 1 directory could not be read" "$T/np.err" || fail "unreadable subdirectory not in the summary: $(cat "$T/np.err")"
 fi
 
+# A FIFO (or socket, device) named *.png is not opened: a worker would block in open() until a
+# writer came, and a SIGTERM would not stop the run. It is a failure of the batch, named and
+# counted; the other files are written. timeout: before the fix this hung.
+mkdir "$T/ff"; cp "$T/in/a.png" "$T/ff/a.png"; mkfifo "$T/ff/p.png"
+ln -s a.png "$T/ff/link.png"  # a symlink to a regular file is still taken
+timeout -k 5 20 "$BIN" --no-progress "$T/ff" -o "$T/ffo" 2> "$T/ff.err"; rc=$?
+[ $rc = 2 ] || fail "FIFO in a batch: exit $rc, want 2 ($(cat "$T/ff.err"))"
+[ -f "$T/ffo/a.png" ] && [ -f "$T/ffo/link.png" ] || fail "FIFO in a batch: the regular files were not written"
+[ -e "$T/ffo/p.png" ] && fail "FIFO in a batch: an output was made for it"
+grep -qx "entropy-stream: $T/ff/p.png: not a regular file" "$T/ff.err" || fail "FIFO in a batch not named: $(cat "$T/ff.err")"
+grep -qx "entropy-stream: 1 of 3 files failed" "$T/ff.err" || fail "FIFO in a batch not in the summary: $(cat "$T/ff.err")"
+
+# An output subdirectory that cannot be made (a file is in the way) fails the files under it,
+# named once; the other files are still written, the summary counts them, exit 3 (an output
+# error, as an unwritable output file in a batch). Before, the run stopped at once.
+mkdir -p "$T/sd/a" "$T/sd/b" "$T/sd/c" "$T/sdo"
+for d in a b c; do cp "$T/in/a.png" "$T/sd/$d/x.png"; done
+cp "$T/in/b.png" "$T/sd/b/y.png"
+: > "$T/sdo/b"
+"$BIN" --no-progress -r -y "$T/sd" -o "$T/sdo" 2> "$T/sd.err"; rc=$?
+[ $rc = 3 ] || fail "subdirectory not made: exit $rc, want 3 ($(cat "$T/sd.err"))"
+[ -f "$T/sdo/a/x.png" ] && [ -f "$T/sdo/c/x.png" ] || fail "subdirectory not made: the other files were not written"
+[ "$(grep -c "^entropy-stream: $T/sdo/b: cannot create directory" "$T/sd.err")" = 1 ] || fail "subdirectory not made: not named once: $(cat "$T/sd.err")"
+grep -qx "entropy-stream: 2 of 4 files failed" "$T/sd.err" || fail "subdirectory not made: no '2 of 4 files failed': $(cat "$T/sd.err")"
+grep -q "^entropy-stream: 4 files, 2 written, 0 skipped, 2 failed" "$T/sd.err" || fail "subdirectory not made: no summary: $(cat "$T/sd.err")"
+
 if [ $FAIL -ne 0 ]; then
   echo "test_cli_batch: $FAIL failure(s)"
   exit 1

@@ -251,6 +251,26 @@ else
   [ -e "$T/gpu.npy" ] && fail "--gpus 0 without GPU wrote an output"
 fi
 
+# Control bytes in a file name (a newline, an ESC) are escaped: every message stays one line
+# and cannot move the terminal's cursor; UTF-8 names pass unchanged (SPEC 3).
+mkdir "$T/ctl"
+printf junk > "$T/ctl/"$'bad\nname.png'
+printf junk > "$T/ctl/"$'esc\033[31m\ttab.png'
+printf junk > "$T/ctl/"$'caf\xc3\xa9.png'
+"$BIN" --no-progress "$T/ctl" -o "$T/ctlo" 2> "$T/ctl.err"; rc=$?
+[ $rc = 2 ] || fail "control bytes in names: exit $rc, want 2"
+[ "$(wc -l < "$T/ctl.err")" = 5 ] || fail "control bytes in names: want 5 lines: $(cat -A "$T/ctl.err")"
+grep -qv "^entropy-stream: " "$T/ctl.err" && fail "control bytes in names: a line is not a message: $(cat -A "$T/ctl.err")"
+LC_ALL=C grep -q $'[\x01-\x1f\x7f]' "$T/ctl.err" && fail "control bytes printed raw: $(cat -A "$T/ctl.err")"
+grep -qF "entropy-stream: $T/ctl/bad\nname.png: " "$T/ctl.err" || fail "newline not escaped as \\n: $(cat -A "$T/ctl.err")"
+grep -qF "entropy-stream: $T/ctl/esc\e[31m\ttab.png: " "$T/ctl.err" || fail "ESC/tab not escaped: $(cat -A "$T/ctl.err")"
+grep -qF "entropy-stream: $T/ctl/"$'caf\xc3\xa9.png: ' "$T/ctl.err" || fail "UTF-8 name changed: $(cat -A "$T/ctl.err")"
+# Other control bytes as \xHH, in a single input's name too.
+printf junk > "$T/"$'x\x01y.png'
+msg=$("$BIN" -q "$T/"$'x\x01y.png' -o "$T/xy.npy" 2>&1); rc=$?
+[ $rc = 2 ] || fail "\\x01 in a name: exit $rc, want 2"
+[ "$msg" = "entropy-stream: $T/x\x01y.png: not a PNG file" ] || fail "\\x01 in a name: $(printf '%s' "$msg" | cat -A)"
+
 if [ $FAIL -ne 0 ]; then
   echo "test_cli_errors: $FAIL failure(s)"
   exit 1

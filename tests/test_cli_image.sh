@@ -300,6 +300,14 @@ grep -qx "entropy-stream: $T/keep.csv: exists, skipped" "$T/e2" || fail "-n stat
 "$BIN" -q "$T/g8.png" --stats "$T/keep.csv" -n; rc=$?
 [ $rc = 0 ] || fail "-n, stats only, existing file: exit $rc, want 0"
 
+# A FIFO named *.png is refused at once (exit 2, one line), as in a batch: opening it would
+# block until a writer came, beyond the reach of SIGINT. Before the fix this hung.
+mkfifo "$T/pipe.png"
+msg=$(timeout -k 5 20 "$BIN" "$T/pipe.png" -o "$T/pipe.npy" 2>&1); rc=$?
+[ $rc = 2 ] || fail "FIFO input: exit $rc, want 2 ($msg)"
+[ "$msg" = "entropy-stream: $T/pipe.png: not a regular file" ] || fail "FIFO input: message: $msg"
+[ -e "$T/pipe.npy" ] && fail "FIFO input wrote an output"
+
 if [ $FAIL -ne 0 ]; then
   echo "test_cli_image: $FAIL failure(s)"
   exit 1

@@ -106,18 +106,47 @@ static void clear_progress_locked(void) {
   }
 }
 
+/* Appends s to dst[*at..cap) with control bytes escaped (\n, \t, \r, \e, \xHH): a file name
+ * or a library's text may hold a newline or an ESC, and a message must stay one line that
+ * cannot move the cursor. Bytes >= 0x80 pass unchanged, so UTF-8 names read as they are.
+ * Stops before an escape that would not fit; dst stays terminated. */
+static void escape_into(char *dst, size_t cap, size_t *at, const char *s) {
+  for (; *s; s++) {
+    unsigned char c = (unsigned char)*s;
+    char e[5] = {(char)c, 0};
+    size_t k;
+    if (c < 0x20 || c == 0x7f) {
+      const char *named = c == '\n' ? "\\n" : c == '\t' ? "\\t" : c == '\r' ? "\\r"
+                        : c == 0x1b ? "\\e" : NULL;
+      if (named)
+        memcpy(e, named, 3);
+      else
+        snprintf(e, sizeof e, "\\x%02x", c);
+    }
+    k = strlen(e);
+    if (*at + k >= cap) break;
+    memcpy(dst + *at, e, k);
+    *at += k;
+  }
+  dst[*at] = 0;
+}
+
 static void err(const char *what, const char *fmt, ...) {
   va_list ap;
   char line[1024];
+  char out[4 * (PATH_MAX + sizeof line) + 8]; /* every byte escaped as \xHH still fits */
+  size_t at = 0;
   va_start(ap, fmt);
   vsnprintf(line, sizeof line, fmt, ap);
   va_end(ap);
+  if (what) {
+    escape_into(out, sizeof out, &at, what);
+    escape_into(out, sizeof out, &at, ": ");
+  }
+  escape_into(out, sizeof out, &at, line);
   pthread_mutex_lock(&g_err_lock);
   clear_progress_locked();
-  if (what)
-    fprintf(stderr, PROG ": %s: %s\n", what, line);
-  else
-    fprintf(stderr, PROG ": %s\n", line);
+  fprintf(stderr, PROG ": %s\n", out);
   pthread_mutex_unlock(&g_err_lock);
 }
 
@@ -731,6 +760,8 @@ typedef struct img_job {
   char *name; /* name in messages and stats: relative to the input directory (owned) */
   char *out;  /* output path or NULL (owned) */
   int status; /* ES_OK, an es_status, or JOB_SKIPPED (-n); set by job_done */
+  int failed;  /* set before the workers start: a failure already reported (not a regular file,
+                  no output directory), the job's status; it is counted, never opened */
   int width, height;
   double t0;       /* when its decode began (-v) */
   es_stats *stats; /* when --stats: copied from its frame (owned) */
@@ -757,7 +788,10 @@ typedef struct img_batch {
 
 /* Lists the *.png files under root/rel into jobs. The top directory unreadable is an error
  * (msg); a subdirectory unreadable is a failure of the batch, as a file that cannot be read
- * is (SPEC 3: the other files are still done): reported here and counted in *unreadable. */
+ * is (SPEC 3: the other files are still done): reported here and counted in *unreadable.
+ * A *.png that is not a regular file (links followed) is listed as a failed job, reported
+ * here: opening a FIFO blocks a worker until a writer comes, which may be never, and a
+ * thread blocked in open() does not see SIGINT. */
 static int collect_pngs(const char *root, const char *rel, int recursive, const char *skip_dir,
                         img_job **jobs, size_t *n, size_t *cap, size_t *unreadable, char *msg,
                         size_t len) {
@@ -780,6 +814,7 @@ static int collect_pngs(const char *root, const char *rel, int recursive, const 
   while ((e = readdir(d))) {
     char *relname, *full;
     struct stat st;
+    int not_regular;
     if (e->d_name[0] == '.') continue; /* ., .., hidden files and our temporaries */
     relname = *rel ? join(rel, e->d_name) : strdup(e->d_name);
     full = relname ? join(root, relname) : NULL;
@@ -805,6 +840,10 @@ static int collect_pngs(const char *root, const char *rel, int recursive, const 
       free(full);
       continue;
     }
+    /* stat, not the lstat above: a symlink to a regular file is taken, as it always was (a
+     * dangling one fails at open, with its reason). */
+    not_regular = stat(full, &st) == 0 && !S_ISREG(st.st_mode);
+    if (not_regular) err(full, "not a regular file");
     if (*n == *cap) {
       size_t nc = *cap ? *cap * 2 : 64;
       img_job *nj = realloc(*jobs, nc * sizeof *nj);
@@ -820,6 +859,7 @@ static int collect_pngs(const char *root, const char *rel, int recursive, const 
     memset(&(*jobs)[*n], 0, sizeof **jobs);
     (*jobs)[*n].in = full;
     (*jobs)[*n].name = relname;
+    if (not_regular) (*jobs)[*n].failed = ES_ERR_INPUT;
     (*n)++;
   }
 end:
@@ -891,6 +931,7 @@ static int decode_image(img_batch *b, img_job *j) {
   int rc;
 
   j->t0 = now_s();
+  if (j->failed) return j->failed; /* reported when it was found */
   if (j->out && b->out_kind != OUT_STDOUT && path_exists(j->out)) {
     if (o->skip) {
       if ((b->single || o->verbose) && !o->quiet) err(j->out, "exists, skipped");
@@ -1178,17 +1219,29 @@ static int run_images(cli_opts *o, int in_kind, int out_kind) {
       code = 3;
       goto end;
     }
-    /* Subdirectories of a recursive batch. */
-    for (size_t i = 0; i < n; i++) {
-      char *slash = jobs[i].out ? strrchr(jobs[i].out, '/') : NULL;
-      if (slash && slash != jobs[i].out) {
+    /* Subdirectories of a recursive batch. One that cannot be made is a failure of the
+     * files under it, as an unwritable output file is (SPEC 3: the others are still done,
+     * the summary counts them, exit 3). Reported once: jobs are sorted, so the files of one
+     * directory are neighbours. */
+    {
+      const char *bad_dir = NULL; /* the last directory that could not be made */
+      size_t bad_len = 0;
+      for (size_t i = 0; i < n; i++) {
+        char *slash = jobs[i].out ? strrchr(jobs[i].out, '/') : NULL;
+        if (!slash || slash == jobs[i].out || jobs[i].failed) continue;
+        if (bad_dir && (size_t)(slash - jobs[i].out) == bad_len &&
+            !strncmp(jobs[i].out, bad_dir, bad_len)) {
+          jobs[i].failed = ES_ERR_OUTPUT;
+          continue;
+        }
         *slash = 0;
         rc = make_dirs(jobs[i].out, msg, sizeof msg);
         if (rc != ES_OK) err(jobs[i].out, "%s", msg);
         *slash = '/';
         if (rc != ES_OK) {
-          code = 3;
-          goto end;
+          jobs[i].failed = ES_ERR_OUTPUT;
+          bad_dir = jobs[i].out;
+          bad_len = (size_t)(slash - jobs[i].out);
         }
       }
     }
@@ -1957,6 +2010,13 @@ int main(int argc, char **argv) {
   } else if (S_ISDIR(st.st_mode)) {
     in_kind = IN_DIR;
   } else if (!strcasecmp(ext_of(o.input), "png")) {
+    /* A FIFO, socket or device named *.png is refused, as in a directory: open() would block
+     * a worker until a writer comes, beyond the reach of SIGINT, and a PNG is decoded whole,
+     * so a pipe brings nothing a file does not. */
+    if (!S_ISREG(st.st_mode)) {
+      err(o.input, "not a regular file");
+      return 2;
+    }
     in_kind = IN_PNG;
   } else {
     in_kind = IN_VIDEO;
