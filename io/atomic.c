@@ -33,6 +33,27 @@ static mode_t es_atomic_mode(void) {
   return 0666 & ~mask;
 }
 
+char *es_tmp_template(const char *final_path, const char *tag) {
+  const char *slash = strrchr(final_path, '/');
+  const char *base = slash ? slash + 1 : final_path;
+  size_t dirlen = (size_t)(base - final_path);
+  /* At most ES_TMP_NAME_KEEP bytes of the name, so that "." NAME "." TAG "-XXXXXX" stays
+   * within NAME_MAX (255) whenever the final name does; cut before a UTF-8 continuation
+   * byte so the kept part is still whole characters. */
+  size_t keep = strlen(base);
+  if (keep > ES_TMP_NAME_KEEP) {
+    keep = ES_TMP_NAME_KEEP;
+    while (keep > 0 && ((unsigned char)base[keep] & 0xC0) == 0x80)
+      keep--;
+  }
+  size_t cap = dirlen + 1 + keep + 1 + strlen(tag) + 8;
+  char *t = malloc(cap);
+  if (!t) return NULL;
+  memcpy(t, final_path, dirlen);
+  snprintf(t + dirlen, cap - dirlen, ".%.*s.%s-XXXXXX", (int)keep, base, tag);
+  return t;
+}
+
 /* rename(), or without overwrite one that fails with EEXIST instead of replacing a file
  * another process created since the open: renameat2(RENAME_NOREPLACE), else (filesystems
  * without it) link + unlink, else plain rename where hard links are not supported. */
@@ -70,19 +91,12 @@ int es_atomic_open(es_atomic *a, const char *final_path, int overwrite, char *ms
     }
   }
   a->final_path = strdup(final_path);
-  size_t n = strlen(final_path);
-  a->tmp_path = malloc(n + 16);
+  a->tmp_path = es_tmp_template(final_path, "tmp");
   if (!a->final_path || !a->tmp_path) {
     snprintf(msg, len, "out of memory");
     status = ES_ERR_NOMEM;
     goto end;
   }
-  const char *slash = strrchr(final_path, '/');
-  size_t dirlen = slash ? (size_t)(slash - final_path) + 1 : 0;
-  memcpy(a->tmp_path, final_path, dirlen);
-  /* at most 200 bytes of the name, so the temporary stays under NAME_MAX (255) whenever the
-   * final name does */
-  snprintf(a->tmp_path + dirlen, n + 16 - dirlen, ".%.200s.tmp-XXXXXX", final_path + dirlen);
   fd = mkostemp(a->tmp_path, O_CLOEXEC);
   if (fd < 0) {
     snprintf(msg, len, "cannot create: %s", strerror(errno));

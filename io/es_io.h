@@ -21,6 +21,12 @@ extern "C" {
 int es_path_is_y4m(const char *path);
 
 /* ---- Atomic outputs: write to a temporary name in the same directory, rename at the end. */
+/* "DIR/.NAME.TAG-XXXXXX" for mkstemp next to final_path (malloc'd, NULL: out of memory).
+ * NAME is at most ES_TMP_NAME_KEEP bytes of the final name, so the temporary fits NAME_MAX
+ * whenever the final name does; mkstemp's six letters keep it unique. */
+enum { ES_TMP_NAME_KEEP = 200 };
+char *es_tmp_template(const char *final_path, const char *tag);
+
 typedef struct es_atomic {
   char *final_path; /* owned */
   char *tmp_path;   /* owned */

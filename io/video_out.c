@@ -12,7 +12,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
-#include <libgen.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -155,29 +154,18 @@ static int muxer_takes(const AVOutputFormat *ofmt, enum AVCodecID id, int w, int
   return ok;
 }
 
-/* A temporary file next to final_path, created exclusively. */
-static int make_tmp(es_video_out *v, const char *final_path, char *msg, size_t len) {
-  char *copy = strdup(final_path), *copy2 = strdup(final_path);
-  int rc = ES_OK;
-  if (!copy || !copy2) {
-    rc = ES_ERR_NOMEM;
+/* A temporary file next to v->final_path, created exclusively. */
+static int make_tmp(es_video_out *v, char *msg, size_t len) {
+  if (!(v->tmp_path = es_tmp_template(v->final_path, "es"))) {
     snprintf(msg, len, "out of memory");
-    goto end;
-  }
-  const char *dir = dirname(copy), *base = basename(copy2);
-  if (asprintf(&v->tmp_path, "%s/.%s.es-XXXXXX", dir, base) < 0) {
-    v->tmp_path = NULL;
-    rc = ES_ERR_NOMEM;
-    snprintf(msg, len, "out of memory");
-    goto end;
+    return ES_ERR_NOMEM;
   }
   int fd = mkstemp(v->tmp_path);
   if (fd < 0) {
-    snprintf(msg, len, "cannot create a file in %s: %s", dir, strerror(errno));
+    snprintf(msg, len, "cannot create: %s", strerror(errno));
     free(v->tmp_path);
     v->tmp_path = NULL;
-    rc = ES_ERR_OUTPUT;
-    goto end;
+    return ES_ERR_OUTPUT;
   }
   /* mkstemp makes 0600; the result should have the permissions any new file gets. */
   mode_t um = umask(0);
@@ -185,10 +173,7 @@ static int make_tmp(es_video_out *v, const char *final_path, char *msg, size_t l
   if (fchmod(fd, 0666 & ~um) < 0) { /* not fatal: the file is still ours */
   }
   close(fd);
-end:
-  free(copy);
-  free(copy2);
-  return rc;
+  return ES_OK;
 }
 
 /* Allocates, sets up and opens an encoder. tuning: apply --crf/--preset (or mpeg4's
@@ -377,7 +362,7 @@ int es_video_out_open(es_video_out **out, const char *path, const es_video_out_o
       snprintf(msg, len, "out of memory");
       goto end;
     }
-    if ((rc = make_tmp(v, path, msg, len)) < 0) goto end;
+    if ((rc = make_tmp(v, msg, len)) < 0) goto end;
     url = av_asprintf("file:%s", v->tmp_path);
   }
   if (!url) {

@@ -1,7 +1,7 @@
 #!/bin/bash
 # test_cli_image.sh - one PNG through the CLI: .npy against a numpy reference (clip/reflect,
 # square/disk, grey/RGB/16-bit, bits/nats), heat/gray8/gray16 PNGs, --stats CSV and JSONL
-# consistent with the map, and -y / -n / refusing an existing output.
+# consistent with the map, -y / -n / refusing an existing output, and names up to NAME_MAX.
 set -u
 BIN=${ES_BIN:?ES_BIN not set}
 PY=${ES_PYTHON3:-/usr/bin/python3}
@@ -299,6 +299,17 @@ echo keep > "$T/keep.csv"
 grep -qx "entropy-stream: $T/keep.csv: exists, skipped" "$T/e2" || fail "-n stats message: $(cat "$T/e2")"
 "$BIN" -q "$T/g8.png" --stats "$T/keep.csv" -n; rc=$?
 [ $rc = 0 ] || fail "-n, stats only, existing file: exit $rc, want 0"
+
+# Names of 251..255 bytes: the temporary keeps a prefix of the name, within NAME_MAX.
+for n in 251 255; do
+  base=$(head -c $((n - 4)) /dev/zero | tr '\0' c)
+  for ext in png npy; do
+    "$BIN" -q "$T/g8.png" -o "$T/$base.$ext" -y; rc=$?
+    [ $rc = 0 ] && [ -f "$T/$base.$ext" ] || fail "$n-byte .$ext name: exit $rc"
+    rm -f "$T/$base.$ext"
+  done
+done
+[ -z "$(ls -A "$T" | grep '^\.')" ] || fail "temporaries left: $(ls -A "$T" | grep '^\.')"
 
 if [ $FAIL -ne 0 ]; then
   echo "test_cli_image: $FAIL failure(s)"

@@ -5,6 +5,7 @@
 # y4m stdout into ffmpeg, --format f32 to stdout, --stats per frame, and raw gray8 stdin with
 # a short last frame (exit 2, frame number named, earlier frames kept). Without y4m in this
 # FFmpeg (a minimal build): raw frames on stdin instead, and -o - / .y4m must fail in one line.
+# Also: names up to NAME_MAX.
 set -u
 BIN=${ES_BIN:?ES_BIN not set}
 PY=${ES_PYTHON3:-/usr/bin/python3}
@@ -338,6 +339,16 @@ done
 printf '%s\n' "$tr" | grep -v '^es-trace  *[0-9.]* ms \[[0-9a-f]*\] ' && fail "ES_TRACE: a line not in the trace format"
 [ "$(wc -l < "$T/tr.csv")" = $((N + 1)) ] || fail "ES_TRACE run: $(wc -l < "$T/tr.csv") stats lines, want $((N + 1))"
 [ -z "$(ES_TRACE=0 "$BIN" -q "$T/clip.mkv" --stats "$T/tr.csv" -y 2>&1)" ] || fail "ES_TRACE=0 printed"
+
+# Video names of 245..255 bytes: the temporary's ".NAME.es-XXXXXX" went past NAME_MAX (exit 3,
+# "File name too long"); it now keeps a prefix of the name.
+for n in 245 251 255; do
+  long="$T/$(head -c $((n - 4)) /dev/zero | tr '\0' v).mp4"
+  msg=$("$BIN" -q "$T/clip.mkv" -o "$long" -y 2>&1); rc=$?
+  [ $rc = 0 ] && [ -f "$long" ] || fail "$n-byte .mp4 name: exit $rc: $msg"
+  rm -f "$long"
+done
+[ -z "$(ls -A "$T" | grep '^\.')" ] || fail "temporaries left: $(ls -A "$T" | grep '^\.')"
 
 if [ $FAIL -ne 0 ]; then
   echo "test_cli_video: $FAIL failure(s)"

@@ -109,6 +109,31 @@ int main(void) {
     unlink(longname);
   }
 
+  /* the temporary's name keeps a prefix of a long final name: within NAME_MAX (255) for
+   * every tag, hidden, in the same directory (video's ".NAME.es-XXXXXX" was 9 bytes over) */
+  for (int n = 1; n <= 255; n += 127) {
+    char longname[1024];
+    int k = snprintf(longname, sizeof longname, "%s/", dir);
+    memset(longname + k, 'v', (size_t)n);
+    longname[k + n] = 0;
+    char *t = es_tmp_template(longname, "es");
+    CHECK(t && strlen(t + k) <= 255 && t[k] == '.' && !strncmp(t, longname, (size_t)k) &&
+              !strcmp(t + strlen(t) - 10, ".es-XXXXXX"),
+          "%d-byte name: temporary %s", n, t ? t + k : "(null)");
+    free(t);
+  }
+  /* a cut inside a UTF-8 character moves back to its first byte */
+  {
+    char name[300];
+    memset(name, 'u', ES_TMP_NAME_KEEP - 1);
+    memcpy(name + ES_TMP_NAME_KEEP - 1, "\xc3\xa9tail.png", 11);
+    char *t = es_tmp_template(name, "tmp");
+    CHECK(t && strlen(t) == 1 + ES_TMP_NAME_KEEP - 1 + 11 && t[ES_TMP_NAME_KEEP] == '.',
+          "UTF-8 cut: %s", t ? t : "(null)");
+    free(t);
+  }
+
+
   /* a directory as the output name */
   CHECK(es_atomic_open(&a, dir, 1, msg, sizeof msg) == ES_ERR_OUTPUT && strstr(msg, "directory"),
         "directory: %s", msg);
