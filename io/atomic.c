@@ -2,7 +2,11 @@
  * atomic.c - atomic outputs: every file is written under a temporary name in the directory
  * of its final name (".NAME.tmp-XXXXXX", so rename() stays within one filesystem) and renamed
  * into place only when complete. A failure at any step removes the temporary, so a final
- * name never holds a partial file (SPEC section 3).
+ * name never holds a partial file (SPEC section 3). Two kinds of name are not replaced: a
+ * symbolic link is followed and the file it names is written (temporary in that file's
+ * directory), and an existing FIFO or device is opened and written in place, as ffmpeg and
+ * ImageMagick do: replacing it would cut off its reader, and a stream has no partial file
+ * to protect.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -33,6 +37,96 @@ static mode_t es_atomic_mode(void) {
   return 0666 & ~mask;
 }
 
+enum { ES_LINK_HOPS = 40 }; /* as the kernel's limit on links followed (ELOOP) */
+
+int es_output_resolve(const char *path, char **target, char *msg, size_t len) {
+  char *cur = strdup(path), *link = NULL;
+  int status = ES_ERR_NOMEM;
+  struct stat st;
+  *target = NULL;
+  if (!cur) goto nomem;
+  for (int hops = 0;; hops++) {
+    if (lstat(cur, &st) != 0) {
+      if (errno != ENOENT) {
+        snprintf(msg, len, "cannot create: %s", strerror(errno));
+        status = ES_ERR_OUTPUT;
+        goto end;
+      }
+      status = ES_OUT_NEW; /* a new name, or a link to one: created in its directory */
+      break;
+    }
+    if (!S_ISLNK(st.st_mode)) {
+      status = S_ISFIFO(st.st_mode) || S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode) ? ES_OUT_STREAM
+                                                                                  : ES_OUT_FILE;
+      break;
+    }
+    if (hops == ES_LINK_HOPS) {
+      snprintf(msg, len, "cannot create: %s", strerror(ELOOP));
+      status = ES_ERR_OUTPUT;
+      goto end;
+    }
+    /* The link's target, relative to the link's directory unless absolute. */
+    size_t cap = st.st_size > 0 ? (size_t)st.st_size + 1 : 4096;
+    if (!(link = malloc(cap))) goto nomem;
+    ssize_t n = readlink(cur, link, cap);
+    if (n < 0 || (size_t)n >= cap) {
+      snprintf(msg, len, "cannot read the link: %s", strerror(n < 0 ? errno : ENAMETOOLONG));
+      status = ES_ERR_OUTPUT;
+      goto end;
+    }
+    link[n] = 0;
+    const char *slash = strrchr(cur, '/');
+    size_t dirlen = link[0] == '/' || !slash ? 0 : (size_t)(slash - cur) + 1;
+    char *next = malloc(dirlen + (size_t)n + 1);
+    if (!next) goto nomem;
+    memcpy(next, cur, dirlen);
+    memcpy(next + dirlen, link, (size_t)n + 1);
+    free(cur);
+    free(link);
+    link = NULL;
+    cur = next;
+  }
+  *target = cur;
+  cur = NULL;
+  goto end;
+nomem:
+  snprintf(msg, len, "out of memory");
+  status = ES_ERR_NOMEM;
+end:
+  free(cur);
+  free(link);
+  return status;
+}
+
+int es_output_exists(const char *path) {
+  char *target = NULL, msg[8];
+  int kind = es_output_resolve(path, &target, msg, sizeof msg);
+  free(target);
+  /* an unresolvable name counts as there: the write reports why */
+  return kind != ES_OUT_NEW && kind != ES_OUT_STREAM;
+}
+
+char *es_tmp_template(const char *final_path, const char *tag) {
+  const char *slash = strrchr(final_path, '/');
+  const char *base = slash ? slash + 1 : final_path;
+  size_t dirlen = (size_t)(base - final_path);
+  /* At most ES_TMP_NAME_KEEP bytes of the name, so that "." NAME "." TAG "-XXXXXX" stays
+   * within NAME_MAX (255) whenever the final name does; cut before a UTF-8 continuation
+   * byte so the kept part is still whole characters. */
+  size_t keep = strlen(base);
+  if (keep > ES_TMP_NAME_KEEP) {
+    keep = ES_TMP_NAME_KEEP;
+    while (keep > 0 && ((unsigned char)base[keep] & 0xC0) == 0x80)
+      keep--;
+  }
+  size_t cap = dirlen + 1 + keep + 1 + strlen(tag) + 8;
+  char *t = malloc(cap);
+  if (!t) return NULL;
+  memcpy(t, final_path, dirlen);
+  snprintf(t + dirlen, cap - dirlen, ".%.*s.%s-XXXXXX", (int)keep, base, tag);
+  return t;
+}
+
 /* rename(), or without overwrite one that fails with EEXIST instead of replacing a file
  * another process created since the open: renameat2(RENAME_NOREPLACE), else (filesystems
  * without it) link + unlink, else plain rename where hard links are not supported. */
@@ -59,7 +153,24 @@ int es_atomic_open(es_atomic *a, const char *final_path, int overwrite, char *ms
     snprintf(msg, len, "empty output file name");
     return ES_ERR_USAGE;
   }
-  if (stat(final_path, &st) == 0) {
+  int kind = es_output_resolve(final_path, &a->final_path, msg, len);
+  if (kind < 0) {
+    status = kind;
+    goto end;
+  }
+  if (kind == ES_OUT_STREAM) {
+    /* Written in place, -y or not: writing into a FIFO or device is what naming it asks
+     * for, and nothing is replaced. No O_TRUNC: it means nothing there. */
+    fd = open(a->final_path, O_WRONLY | O_CLOEXEC);
+    if (fd < 0 || !(a->fp = fdopen(fd, "wb"))) {
+      snprintf(msg, len, "cannot open: %s", strerror(errno));
+      if (fd >= 0) close(fd);
+      goto end;
+    }
+    a->stream = 1;
+    return ES_OK;
+  }
+  if (kind == ES_OUT_FILE && stat(a->final_path, &st) == 0) {
     if (S_ISDIR(st.st_mode)) {
       snprintf(msg, len, "is a directory");
       goto end;
@@ -69,20 +180,12 @@ int es_atomic_open(es_atomic *a, const char *final_path, int overwrite, char *ms
       goto end;
     }
   }
-  a->final_path = strdup(final_path);
-  size_t n = strlen(final_path);
-  a->tmp_path = malloc(n + 16);
-  if (!a->final_path || !a->tmp_path) {
+  a->tmp_path = es_tmp_template(a->final_path, "tmp");
+  if (!a->tmp_path) {
     snprintf(msg, len, "out of memory");
     status = ES_ERR_NOMEM;
     goto end;
   }
-  const char *slash = strrchr(final_path, '/');
-  size_t dirlen = slash ? (size_t)(slash - final_path) + 1 : 0;
-  memcpy(a->tmp_path, final_path, dirlen);
-  /* at most 200 bytes of the name, so the temporary stays under NAME_MAX (255) whenever the
-   * final name does */
-  snprintf(a->tmp_path + dirlen, n + 16 - dirlen, ".%.200s.tmp-XXXXXX", final_path + dirlen);
   fd = mkostemp(a->tmp_path, O_CLOEXEC);
   if (fd < 0) {
     snprintf(msg, len, "cannot create: %s", strerror(errno));
@@ -105,7 +208,7 @@ end:
 
 int es_atomic_commit(es_atomic *a, char *msg, size_t len) {
   int status = ES_ERR_OUTPUT;
-  if (!a->fp || !a->tmp_path || !a->final_path) {
+  if (!a->fp || (!a->tmp_path && !a->stream) || !a->final_path) {
     snprintf(msg, len, "output was not open");
     status = ES_ERR_INTERNAL;
     goto end;
@@ -120,6 +223,12 @@ int es_atomic_commit(es_atomic *a, char *msg, size_t len) {
   if (fclose(fp) != 0) {
     snprintf(msg, len, "cannot write: %s", strerror(errno));
     goto end;
+  }
+  if (a->stream) { /* written in place: nothing to rename */
+    free(a->final_path);
+    a->final_path = NULL;
+    a->stream = 0;
+    return ES_OK;
   }
   if (es_atomic_rename(a->tmp_path, a->final_path, a->overwrite) != 0) {
     if (errno == EEXIST)
@@ -147,4 +256,5 @@ void es_atomic_abort(es_atomic *a) {
   a->tmp_path = NULL;
   free(a->final_path);
   a->final_path = NULL;
+  a->stream = 0;
 }

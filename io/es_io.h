@@ -21,14 +21,37 @@ extern "C" {
 int es_path_is_y4m(const char *path);
 
 /* ---- Atomic outputs: write to a temporary name in the same directory, rename at the end. */
+
+/* What an output name is, links followed (es_output_resolve). */
+enum {
+  ES_OUT_NEW,   /* nothing there yet (or a link to a name not there): created */
+  ES_OUT_FILE,  /* something to replace: a regular file (or a directory: refused) */
+  ES_OUT_STREAM /* a FIFO or a device: opened and written in place, never replaced */
+};
+/* Follows symbolic links at the end of path to the name actually written: *target
+ * (malloc'd, the caller frees it) is path itself or the name its links lead to, whose
+ * directory holds the temporary, so a link stays a link. Returns an ES_OUT_* kind, or a
+ * negative es_status with msg set (*target NULL): a loop of links, out of memory. */
+int es_output_resolve(const char *path, char **target, char *msg, size_t len);
+/* 1 when writing path would replace something (what -y and -n are about): not for a new
+ * name, nor for a FIFO or device, which are written into. */
+int es_output_exists(const char *path);
+/* "DIR/.NAME.TAG-XXXXXX" for mkstemp next to final_path (malloc'd, NULL: out of memory).
+ * NAME is at most ES_TMP_NAME_KEEP bytes of the final name, so the temporary fits NAME_MAX
+ * whenever the final name does; mkstemp's six letters keep it unique. */
+enum { ES_TMP_NAME_KEEP = 200 };
+char *es_tmp_template(const char *final_path, const char *tag);
+
 typedef struct es_atomic {
-  char *final_path; /* owned */
+  char *final_path; /* owned; links followed (es_output_resolve) */
   char *tmp_path;   /* owned */
-  FILE *fp;         /* open for writing on tmp_path */
+  FILE *fp;         /* open for writing on tmp_path, or on final_path when stream */
+  int stream;       /* final_path is a FIFO or device written in place: no temporary */
   int overwrite;    /* as given to es_atomic_open; 0: commit does not replace a file that
                      * appeared after the open either (ES_ERR_OUTPUT "exists ...") */
 } es_atomic;
-/* overwrite: 0 = ES_ERR_OUTPUT if final_path exists ("exists (use -y to overwrite)"). */
+/* overwrite: 0 = ES_ERR_OUTPUT if final_path exists ("exists (use -y to overwrite)"). An
+ * existing FIFO or device is opened for writing in place whatever overwrite says. */
 int es_atomic_open(es_atomic *a, const char *final_path, int overwrite, char *msg, size_t len);
 /* fflush + fsync-free close + rename; on any failure unlinks the temporary, ES_ERR_OUTPUT. */
 int es_atomic_commit(es_atomic *a, char *msg, size_t len);

@@ -1,12 +1,13 @@
 /*
  * npy.c - .npy output (NumPy format version 1.0): float32 little-endian ('<f4'), C order,
  * shape [H, W] for one map, or [T, H, W] streamed frame by frame with T rewritten into the
- * header at close. Files are written atomically (es_atomic).
+ * header at close. Files are written atomically (es_atomic); a FIFO or device in place.
  */
 #include <errno.h>
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "es_io.h"
 
@@ -129,6 +130,13 @@ int es_npy_stream_open(es_npy_stream **out, const char *path, int overwrite, int
   s->header_size = es_npy_header(hdr, sizeof hdr, 0, shape);
   status = es_atomic_open(&s->at, path, overwrite, msg, len);
   if (status) goto end;
+  /* T is known only at close, when the header is rewritten: a pipe cannot go back to it.
+   * Refused before any frame is computed (a device such as /dev/null can seek). */
+  if (s->at.stream && lseek(fileno(s->at.fp), 0, SEEK_CUR) < 0) {
+    snprintf(msg, len, "cannot write frames into a pipe (.npy's frame count is written last)");
+    status = ES_ERR_OUTPUT;
+    goto end;
+  }
   es_npy_stream_header(s, hdr, sizeof hdr, s->header_size, 0);
   if (fwrite(hdr, 1, s->header_size, s->at.fp) != s->header_size) {
     snprintf(msg, len, "cannot write: %s", strerror(errno));

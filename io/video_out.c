@@ -4,15 +4,15 @@
  * A file name with a container extension becomes encoded video (libx264 where present,
  * else MPEG-4 part 2; a container that holds neither gets its own default codec), written
  * to a temporary name in the same directory and renamed at close, so a failure never
- * leaves a partial file under the final name. "-" is standard output: YUV4MPEG2 through
- * libavformat's yuv4mpegpipe muxer on pipe:1, or raw little-endian float32 maps (f32). The
- * writer says which rendering it wants (es_video_out_pixfmt) so frames reach the encoder
- * without a conversion where possible.
+ * leaves a partial file under the final name (a link is followed; a FIFO or device is
+ * written in place, and needs a container that can be streamed, such as y4m). "-" is standard
+ * output: YUV4MPEG2 through libavformat's yuv4mpegpipe muxer on pipe:1, or raw little-endian
+ * float32 maps (f32). The writer says which rendering it wants (es_video_out_pixfmt) so frames
+ * reach the encoder without a conversion where possible.
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
-#include <libgen.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -50,8 +50,8 @@ struct es_video_out {
   int64_t frames;             /* frames written */
   int header_written;
   int failed;                 /* a write failed: close may not commit */
-  char *final_path;           /* encode: the name renamed into at commit */
-  char *tmp_path;             /* encode: the temporary written to */
+  char *final_path;           /* encode: the name renamed into at commit (links followed) */
+  char *tmp_path;             /* encode: the temporary written to; NULL for a FIFO/device */
   float *f32_row;             /* f32 on a big-endian host: one byte-swapped row */
 };
 
@@ -155,29 +155,18 @@ static int muxer_takes(const AVOutputFormat *ofmt, enum AVCodecID id, int w, int
   return ok;
 }
 
-/* A temporary file next to final_path, created exclusively. */
-static int make_tmp(es_video_out *v, const char *final_path, char *msg, size_t len) {
-  char *copy = strdup(final_path), *copy2 = strdup(final_path);
-  int rc = ES_OK;
-  if (!copy || !copy2) {
-    rc = ES_ERR_NOMEM;
+/* A temporary file next to v->final_path, created exclusively. */
+static int make_tmp(es_video_out *v, char *msg, size_t len) {
+  if (!(v->tmp_path = es_tmp_template(v->final_path, "es"))) {
     snprintf(msg, len, "out of memory");
-    goto end;
-  }
-  const char *dir = dirname(copy), *base = basename(copy2);
-  if (asprintf(&v->tmp_path, "%s/.%s.es-XXXXXX", dir, base) < 0) {
-    v->tmp_path = NULL;
-    rc = ES_ERR_NOMEM;
-    snprintf(msg, len, "out of memory");
-    goto end;
+    return ES_ERR_NOMEM;
   }
   int fd = mkstemp(v->tmp_path);
   if (fd < 0) {
-    snprintf(msg, len, "cannot create a file in %s: %s", dir, strerror(errno));
+    snprintf(msg, len, "cannot create: %s", strerror(errno));
     free(v->tmp_path);
     v->tmp_path = NULL;
-    rc = ES_ERR_OUTPUT;
-    goto end;
+    return ES_ERR_OUTPUT;
   }
   /* mkstemp makes 0600; the result should have the permissions any new file gets. */
   mode_t um = umask(0);
@@ -185,10 +174,7 @@ static int make_tmp(es_video_out *v, const char *final_path, char *msg, size_t l
   if (fchmod(fd, 0666 & ~um) < 0) { /* not fatal: the file is still ours */
   }
   close(fd);
-end:
-  free(copy);
-  free(copy2);
-  return rc;
+  return ES_OK;
 }
 
 /* Allocates, sets up and opens an encoder. tuning: apply --crf/--preset (or mpeg4's
@@ -366,19 +352,21 @@ int es_video_out_open(es_video_out **out, const char *path, const es_video_out_o
     else
       choose_formats(codec, o->format, o->width, o->height, &enc_fmt, &v->want);
     v->want_av = av_of(v->want);
+    /* A link is followed (the temporary goes next to what it names); a FIFO or device is
+     * written in place without -y, as es_atomic_open does: nothing is replaced. */
+    int kind = es_output_resolve(path, &v->final_path, msg, len);
+    if (kind < 0) {
+      rc = kind;
+      goto end;
+    }
     struct stat sb;
-    if (!o->overwrite && stat(path, &sb) == 0) {
+    if (kind == ES_OUT_FILE && !o->overwrite && stat(v->final_path, &sb) == 0) {
       snprintf(msg, len, "exists (use -y to overwrite)");
       rc = ES_ERR_OUTPUT;
       goto end;
     }
-    if (!(v->final_path = strdup(path))) {
-      rc = ES_ERR_NOMEM;
-      snprintf(msg, len, "out of memory");
-      goto end;
-    }
-    if ((rc = make_tmp(v, path, msg, len)) < 0) goto end;
-    url = av_asprintf("file:%s", v->tmp_path);
+    if (kind != ES_OUT_STREAM && (rc = make_tmp(v, msg, len)) < 0) goto end;
+    url = av_asprintf("file:%s", kind == ES_OUT_STREAM ? v->final_path : v->tmp_path);
   }
   if (!url) {
     rc = ES_ERR_NOMEM;
@@ -512,7 +500,14 @@ int es_video_out_open(es_video_out **out, const char *path, const es_video_out_o
    * a refusal there is the container refusing this codec (mov and VP9 or AV1), a usage
    * problem as above, not a failed write. */
   if ((err = avformat_init_output(v->fmt, &mopts)) < 0) {
-    if (v->mode == MODE_ENCODE && err != AVERROR(ENOMEM)) {
+    if (v->mode == MODE_ENCODE && !v->tmp_path && err != AVERROR(ENOMEM) &&
+        !(v->fmt->pb->seekable & AVIO_SEEKABLE_NORMAL)) {
+      /* a FIFO: muxer_takes has accepted the codec, so it is the seeking (mp4, mov) */
+      snprintf(msg, len,
+               "the %s container cannot be written into a pipe (it seeks; try .y4m, .nut or .mkv)",
+               ofmt->name);
+      rc = ES_ERR_OUTPUT;
+    } else if (v->mode == MODE_ENCODE && err != AVERROR(ENOMEM)) {
       snprintf(msg, len, "the %s container cannot hold %s video", ofmt->name, codec->name);
       rc = ES_ERR_USAGE;
     } else {

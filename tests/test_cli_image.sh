@@ -1,7 +1,8 @@
 #!/bin/bash
 # test_cli_image.sh - one PNG through the CLI: .npy against a numpy reference (clip/reflect,
 # square/disk, grey/RGB/16-bit, bits/nats), heat/gray8/gray16 PNGs, --stats CSV and JSONL
-# consistent with the map, and -y / -n / refusing an existing output.
+# consistent with the map, -y / -n / refusing an existing output, FIFO/device/link outputs
+# (written into, written through), and names up to NAME_MAX.
 set -u
 BIN=${ES_BIN:?ES_BIN not set}
 PY=${ES_PYTHON3:-/usr/bin/python3}
@@ -307,6 +308,62 @@ msg=$(timeout -k 5 20 "$BIN" "$T/pipe.png" -o "$T/pipe.npy" 2>&1); rc=$?
 [ $rc = 2 ] || fail "FIFO input: exit $rc, want 2 ($msg)"
 [ "$msg" = "entropy-stream: $T/pipe.png: not a regular file" ] || fail "FIFO input: message: $msg"
 [ -e "$T/pipe.npy" ] && fail "FIFO input wrote an output"
+
+# Outputs that are not regular files. A FIFO is written into (no temporary, no rename), -y or
+# not, and stays a FIFO; so does a device. A link is written through: its target gets the
+# file, the link stays a link (these were replaced by a regular file).
+fifo_read() { # FIFO OUT: a reader in the background, as `cat f > out` would be
+  (timeout 20 cat "$1" > "$2") &
+}
+mkfifo "$T/f.png" "$T/f.npy" "$T/f.csv"
+for out in f.png f.npy; do
+  fifo_read "$T/$out" "$T/got-$out"; rd=$!
+  msg=$("$BIN" -q "$T/g8.png" -o "$T/$out" 2>&1); rc=$?
+  wait $rd
+  [ $rc = 0 ] && [ -z "$msg" ] || fail "-o FIFO $out: exit $rc: $msg"
+  [ -p "$T/$out" ] || fail "-o FIFO $out: no longer a FIFO"
+  "$BIN" -q "$T/g8.png" -o "$T/ref-$out"
+  cmp -s "$T/got-$out" "$T/ref-$out" || fail "-o FIFO $out: the reader did not get the file"
+done
+fifo_read "$T/f.csv" "$T/got.csv"; rd=$!
+msg=$("$BIN" -q "$T/g8.png" --stats "$T/f.csv" -y 2>&1); rc=$?
+wait $rd
+[ $rc = 0 ] && [ -p "$T/f.csv" ] || fail "--stats FIFO -y: exit $rc, $(ls -l "$T/f.csv"): $msg"
+head -1 "$T/got.csv" | grep -q '^name,index,' || fail "--stats FIFO: the reader got '$(head -c 80 "$T/got.csv")'"
+[ "$(wc -l < "$T/got.csv")" = 2 ] || fail "--stats FIFO: $(wc -l < "$T/got.csv") lines, want 2"
+if [ "$(id -u)" = 0 ] && mknod "$T/null.npy" c 1 3 2>/dev/null; then # a device: as /dev/null
+  "$BIN" -q "$T/g8.png" -o "$T/null.npy" -y; rc=$?
+  [ $rc = 0 ] && [ -c "$T/null.npy" ] || fail "-o device -y: exit $rc, $(ls -l "$T/null.npy")"
+else
+  echo "test_cli_image: device case skipped (mknod needs root)"
+fi
+mkdir "$T/real"
+ln -s real/t.png "$T/lnk.png"            # not there yet: created through the link
+"$BIN" -q "$T/g8.png" -o "$T/lnk.png"; rc=$?
+[ $rc = 0 ] && [ -L "$T/lnk.png" ] && [ -f "$T/real/t.png" ] || fail "-o dangling link: exit $rc, $(ls -l "$T/lnk.png")"
+msg=$("$BIN" -q "$T/g8.png" -o "$T/lnk.png" 2>&1); rc=$?
+[ $rc = 3 ] && [ "$msg" = "entropy-stream: $T/lnk.png: exists (use -y to overwrite, -n to skip)" ] \
+  || fail "-o link to an existing file without -y: exit $rc: $msg"
+"$BIN" -q "$T/g8.png" -o "$T/lnk.png" --format gray8 -y; rc=$?
+[ $rc = 0 ] && [ -L "$T/lnk.png" ] || fail "-o link -y: exit $rc, $(ls -l "$T/lnk.png")"
+"$BIN" -q "$T/g8.png" -o "$T/ref8.png" --format gray8
+cmp -s "$T/real/t.png" "$T/ref8.png" || fail "-o link -y: the target was not rewritten"
+[ "$(ls -A "$T/real")" = t.png ] || fail "-o link: left $(ls -A "$T/real")"
+ln -s loop2.npy "$T/loop1.npy"; ln -s loop1.npy "$T/loop2.npy"
+msg=$("$BIN" -q "$T/g8.png" -o "$T/loop1.npy" -y 2>&1); rc=$?
+[ $rc = 3 ] && [ "$(printf '%s\n' "$msg" | wc -l)" = 1 ] && [ -L "$T/loop1.npy" ] \
+  || fail "-o loop of links: exit $rc: $msg"
+
+# Names of 251..255 bytes: the temporary keeps a prefix of the name, within NAME_MAX.
+for n in 251 255; do
+  base=$(head -c $((n - 4)) /dev/zero | tr '\0' c)
+  for ext in png npy; do
+    "$BIN" -q "$T/g8.png" -o "$T/$base.$ext" -y; rc=$?
+    [ $rc = 0 ] && [ -f "$T/$base.$ext" ] || fail "$n-byte .$ext name: exit $rc"
+    rm -f "$T/$base.$ext"
+  done
+done
+[ -z "$(ls -A "$T" | grep '^\.')" ] || fail "temporaries left: $(ls -A "$T" | grep '^\.')"
 
 if [ $FAIL -ne 0 ]; then
   echo "test_cli_image: $FAIL failure(s)"

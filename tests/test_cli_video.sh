@@ -5,6 +5,7 @@
 # y4m stdout into ffmpeg, --format f32 to stdout, --stats per frame, and raw gray8 stdin with
 # a short last frame (exit 2, frame number named, earlier frames kept). Without y4m in this
 # FFmpeg (a minimal build): raw frames on stdin instead, and -o - / .y4m must fail in one line.
+# Also: a FIFO or a link as -o (written into, written through) and names up to NAME_MAX.
 set -u
 BIN=${ES_BIN:?ES_BIN not set}
 PY=${ES_PYTHON3:-/usr/bin/python3}
@@ -378,6 +379,51 @@ done
 printf '%s\n' "$tr" | grep -v '^es-trace  *[0-9.]* ms \[[0-9a-f]*\] ' && fail "ES_TRACE: a line not in the trace format"
 [ "$(wc -l < "$T/tr.csv")" = $((N + 1)) ] || fail "ES_TRACE run: $(wc -l < "$T/tr.csv") stats lines, want $((N + 1))"
 [ -z "$(ES_TRACE=0 "$BIN" -q "$T/clip.mkv" --stats "$T/tr.csv" -y 2>&1)" ] || fail "ES_TRACE=0 printed"
+
+# Video into a FIFO: written in place, without -y, the FIFO kept (a regular file replaced it
+# with -y; without, it was refused as existing). y4m streams; mp4 seeks: one line, exit 3.
+# A link to a video is written through; the link stays.
+mkfifo "$T/f.y4m" "$T/f.mp4"
+if [ $Y4M_OUT = 1 ] && [ $Y4M_FF = 1 ]; then
+  (timeout 30 cat "$T/f.y4m" > "$T/got.y4m") & rd=$!
+  msg=$("$BIN" -q "$T/clip.mkv" -o "$T/f.y4m" 2>&1); rc=$?
+  wait $rd
+  [ $rc = 0 ] && [ -z "$msg" ] && [ -p "$T/f.y4m" ] || fail "-o FIFO .y4m: exit $rc, $(ls -l "$T/f.y4m"): $msg"
+  got=$(probe "$T/got.y4m" width,height,nb_read_frames)
+  [ "$got" = "$W,$H,$N" ] || fail "-o FIFO .y4m: the reader got '$got', want $W,$H,$N"
+else
+  echo "test_cli_video: FIFO .y4m case skipped: no y4m muxer/demuxer"
+fi
+(timeout 30 cat "$T/f.mp4" > /dev/null) & rd=$!
+msg=$("$BIN" -q "$T/clip.mkv" -o "$T/f.mp4" -y 2>&1); rc=$?
+wait $rd
+[ $rc = 3 ] && [ "$(printf '%s\n' "$msg" | wc -l)" = 1 ] && [ -p "$T/f.mp4" ] \
+  || fail "-o FIFO .mp4: exit $rc (want 3, one line), $(ls -l "$T/f.mp4"): $msg"
+mkfifo "$T/f.npy"
+(timeout 30 cat "$T/f.npy" > /dev/null) & rd=$!
+msg=$("$BIN" -q "$T/clip.mkv" -o "$T/f.npy" 2>&1); rc=$?
+wait $rd
+[ $rc = 3 ] && [ "$(printf '%s\n' "$msg" | wc -l)" = 1 ] && [ -p "$T/f.npy" ] \
+  || fail "-o FIFO .npy [T,H,W]: exit $rc (want 3, one line): $msg"
+mkdir "$T/real"
+ln -s real/v.mp4 "$T/v.mp4"
+"$BIN" -q "$T/clip.mkv" -o "$T/v.mp4"; rc=$?
+[ $rc = 0 ] && [ -L "$T/v.mp4" ] && [ -f "$T/real/v.mp4" ] || fail "-o link .mp4: exit $rc, $(ls -l "$T/v.mp4")"
+"$BIN" -q "$T/clip.mkv" -o "$T/v.mp4" 2>/dev/null; rc=$?
+[ $rc = 3 ] || fail "-o link to an existing .mp4 without -y: exit $rc, want 3"
+"$BIN" -q "$T/clip.mkv" -o "$T/v.mp4" -y; rc=$?
+[ $rc = 0 ] && [ -L "$T/v.mp4" ] && [ "$(ls -A "$T/real")" = v.mp4 ] || fail "-o link .mp4 -y: exit $rc, $(ls -l "$T/v.mp4")"
+[ "$(probe "$T/v.mp4" nb_read_frames)" = $N ] || fail "-o link .mp4: $(probe "$T/v.mp4" nb_read_frames) frames, want $N"
+
+# Video names of 245..255 bytes: the temporary's ".NAME.es-XXXXXX" went past NAME_MAX (exit 3,
+# "File name too long"); it now keeps a prefix of the name.
+for n in 245 251 255; do
+  long="$T/$(head -c $((n - 4)) /dev/zero | tr '\0' v).mp4"
+  msg=$("$BIN" -q "$T/clip.mkv" -o "$long" -y 2>&1); rc=$?
+  [ $rc = 0 ] && [ -f "$long" ] || fail "$n-byte .mp4 name: exit $rc: $msg"
+  rm -f "$long"
+done
+[ -z "$(ls -A "$T" | grep '^\.')" ] || fail "temporaries left: $(ls -A "$T" | grep '^\.')"
 
 if [ $FAIL -ne 0 ]; then
   echo "test_cli_video: $FAIL failure(s)"

@@ -2,9 +2,11 @@
  * test_io_atomic.c - atomic outputs: a completed write appears under its final name only at
  * commit; an existing file is refused without overwrite; a missing or unwritable directory
  * and a write failure (file size limit, as a full disk) give ES_ERR_OUTPUT with the system's
- * reason and leave neither a final file nor a temporary behind.
+ * reason and leave neither a final file nor a temporary behind. A FIFO is written in place
+ * and a link written through; temporaries of names up to NAME_MAX fit NAME_MAX.
  */
 #include <dirent.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -107,6 +109,94 @@ int main(void) {
     es_atomic_commit(&a, msg, sizeof msg);
     CHECK(access(longname, F_OK) == 0 && count_entries(dir) == 1, "255-byte name not written");
     unlink(longname);
+  }
+
+  /* the temporary's name keeps a prefix of a long final name: within NAME_MAX (255) for
+   * every tag, hidden, in the same directory (video's ".NAME.es-XXXXXX" was 9 bytes over) */
+  for (int n = 1; n <= 255; n += 127) {
+    char longname[1024];
+    int k = snprintf(longname, sizeof longname, "%s/", dir);
+    memset(longname + k, 'v', (size_t)n);
+    longname[k + n] = 0;
+    char *t = es_tmp_template(longname, "es");
+    CHECK(t && strlen(t + k) <= 255 && t[k] == '.' && !strncmp(t, longname, (size_t)k) &&
+              !strcmp(t + strlen(t) - 10, ".es-XXXXXX"),
+          "%d-byte name: temporary %s", n, t ? t + k : "(null)");
+    free(t);
+  }
+  /* a cut inside a UTF-8 character moves back to its first byte */
+  {
+    char name[300];
+    memset(name, 'u', ES_TMP_NAME_KEEP - 1);
+    memcpy(name + ES_TMP_NAME_KEEP - 1, "\xc3\xa9tail.png", 11);
+    char *t = es_tmp_template(name, "tmp");
+    CHECK(t && strlen(t) == 1 + ES_TMP_NAME_KEEP - 1 + 11 && t[ES_TMP_NAME_KEEP] == '.',
+          "UTF-8 cut: %s", t ? t : "(null)");
+    free(t);
+  }
+
+  /* outputs that are not regular files */
+  {
+    char fifo[800], lnk[800], target[800], sub[700], buf[64] = "";
+    /* a FIFO is written in place, overwrite or not, and stays a FIFO */
+    snprintf(fifo, sizeof fifo, "%s/f.png", dir);
+    CHECK(mkfifo(fifo, 0600) == 0, "mkfifo");
+    int rd = open(fifo, O_RDONLY | O_NONBLOCK); /* a reader, so the open for writing returns */
+    CHECK(es_atomic_open(&a, fifo, 0, msg, sizeof msg) == ES_OK && a.stream && !a.tmp_path,
+          "FIFO open: %s", msg);
+    if (a.fp) fputs("piped", a.fp);
+    CHECK(es_atomic_commit(&a, msg, sizeof msg) == ES_OK, "FIFO commit: %s", msg);
+    CHECK(read(rd, buf, sizeof buf - 1) == 5 && !strcmp(buf, "piped"), "FIFO reader got '%s'", buf);
+    close(rd);
+    CHECK(lstat(fifo, &st) == 0 && S_ISFIFO(st.st_mode) && count_entries(dir) == 1,
+          "FIFO replaced or temporary left");
+    CHECK(!es_output_exists(fifo), "a FIFO counts as an existing output");
+    /* a link to it is followed to it */
+    snprintf(lnk, sizeof lnk, "%s/l.png", dir);
+    CHECK(symlink("f.png", lnk) == 0, "symlink");
+    rd = open(fifo, O_RDONLY | O_NONBLOCK);
+    CHECK(es_atomic_open(&a, lnk, 1, msg, sizeof msg) == ES_OK && a.stream, "link to FIFO: %s",
+          msg);
+    CHECK(es_atomic_commit(&a, msg, sizeof msg) == ES_OK, "link to FIFO commit: %s", msg);
+    close(rd);
+    CHECK(lstat(lnk, &st) == 0 && S_ISLNK(st.st_mode), "link to FIFO replaced");
+    unlink(lnk);
+    unlink(fifo);
+    /* a link to a file in another directory: the file is written (new, then replaced), the
+     * link stays a link, the temporary goes next to the file */
+    snprintf(sub, sizeof sub, "%s/sub", dir);
+    mkdir(sub, 0700);
+    snprintf(target, sizeof target, "%s/t.png", sub);
+    CHECK(symlink("sub/t.png", lnk) == 0, "symlink");
+    CHECK(!es_output_exists(lnk), "a link to nothing counts as existing");
+    CHECK(es_atomic_open(&a, lnk, 0, msg, sizeof msg) == ES_OK && a.tmp_path &&
+              !strncmp(a.tmp_path, sub, strlen(sub)),
+          "dangling link: %s, temporary %s", msg, a.tmp_path ? a.tmp_path : "(null)");
+    if (a.fp) fputs("one", a.fp);
+    CHECK(es_atomic_commit(&a, msg, sizeof msg) == ES_OK, "dangling link commit: %s", msg);
+    CHECK(file_is(target, "one") && lstat(lnk, &st) == 0 && S_ISLNK(st.st_mode),
+          "dangling link: target not written or link replaced");
+    CHECK(es_output_exists(lnk), "a link to a file does not count as existing");
+    CHECK(es_atomic_open(&a, lnk, 0, msg, sizeof msg) == ES_ERR_OUTPUT && strstr(msg, "exists"),
+          "link without overwrite: %s", msg);
+    CHECK(es_atomic_open(&a, lnk, 1, msg, sizeof msg) == ES_OK, "link overwrite: %s", msg);
+    if (a.fp) fputs("two", a.fp);
+    CHECK(es_atomic_commit(&a, msg, sizeof msg) == ES_OK, "link overwrite commit: %s", msg);
+    CHECK(file_is(target, "two") && lstat(lnk, &st) == 0 && S_ISLNK(st.st_mode) &&
+              count_entries(sub) == 1,
+          "link overwrite: target not rewritten, link replaced or temporary left");
+    unlink(target);
+    unlink(lnk);
+    rmdir(sub);
+    /* a loop of links: refused, nothing created */
+    snprintf(target, sizeof target, "%s/m.png", dir);
+    CHECK(symlink("m.png", lnk) == 0 && symlink("l.png", target) == 0, "symlinks");
+    CHECK(es_atomic_open(&a, lnk, 1, msg, sizeof msg) == ES_ERR_OUTPUT &&
+              strstr(msg, "symbolic links"),
+          "loop of links: %s", msg);
+    unlink(lnk);
+    unlink(target);
+    CHECK(count_entries(dir) == 0, "%d entries left by the link cases", count_entries(dir));
   }
 
   /* a directory as the output name */

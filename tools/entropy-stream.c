@@ -603,10 +603,9 @@ static int is_dir(const char *path) {
   return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
 }
 
-static int path_exists(const char *path) {
-  struct stat st;
-  return lstat(path, &st) == 0;
-}
+/* Whether writing an output there replaces something (-y, -n): links are followed, and an
+ * existing FIFO or device is written into, not replaced, so it needs no -y. */
+static int output_exists(const char *path) { return es_output_exists(path); }
 
 /* 1 when `out` exists and is the file `in` (same device and inode, links followed): writing
  * it would replace the input. The -o guard in main compares only the -o path; the names
@@ -690,7 +689,7 @@ static int png_pixfmt(int format) {
  * (STATS_REFUSED, exit code 3). STATS_OK: nothing in the way. */
 enum { STATS_OK, STATS_SKIPPED, STATS_REFUSED };
 static int stats_file_check(cli_opts *o) {
-  if (!o->stats_path || !strcmp(o->stats_path, "-") || o->overwrite || !path_exists(o->stats_path))
+  if (!o->stats_path || !strcmp(o->stats_path, "-") || o->overwrite || !output_exists(o->stats_path))
     return STATS_OK;
   if (!o->skip) {
     err(o->stats_path, "exists (use -y to overwrite, -n to skip)");
@@ -932,7 +931,7 @@ static int decode_image(img_batch *b, img_job *j) {
 
   j->t0 = now_s();
   if (j->failed) return j->failed; /* reported when it was found */
-  if (j->out && b->out_kind != OUT_STDOUT && path_exists(j->out)) {
+  if (j->out && b->out_kind != OUT_STDOUT && output_exists(j->out)) {
     if (o->skip) {
       if ((b->single || o->verbose) && !o->quiet) err(j->out, "exists, skipped");
       return JOB_SKIPPED;
@@ -1632,7 +1631,7 @@ static int run_video(cli_opts *o, int out_kind) {
     return 1;
   }
   /* Refuse an existing output before any work. */
-  if ((out_kind == OUT_VIDEO || out_kind == OUT_NPY) && path_exists(o->output)) {
+  if ((out_kind == OUT_VIDEO || out_kind == OUT_NPY) && output_exists(o->output)) {
     if (o->skip) {
       if (!o->quiet) err(o->output, "exists, skipped");
       return 0;
@@ -1839,10 +1838,10 @@ static int run_video(cli_opts *o, int out_kind) {
           } else if (strcmp(o->input, "-") && same_file(o->input, path)) {
             snprintf(msg, sizeof msg, "is the input itself (choose another output)");
             rc = ES_ERR_USAGE;
-          } else if (o->skip && path_exists(path)) {
+          } else if (o->skip && output_exists(path)) {
             skipped++;
             rc = ES_OK;
-          } else if (!o->overwrite && path_exists(path)) {
+          } else if (!o->overwrite && output_exists(path)) {
             snprintf(msg, sizeof msg, "exists (use -y to overwrite, -n to skip)");
             rc = ES_ERR_OUTPUT;
           } else if (o->format == FMT_F32) {
