@@ -83,6 +83,7 @@ struct es_video_in {
   int raw_direct;        /* raw or y4m: frames read straight into the caller's buffer, through
                           * avio or with pread (see es_video_in_open, in_bytes) */
   size_t y4m_frame_size; /* bytes of one y4m frame's data, 0 when not y4m */
+  int y4m_format;         /* y4m: the stream's AVPixelFormat (a concatenated stream must match) */
   int y4m_packets;       /* y4m whose Y plane needs converting: frames read here as packets
                           * for the rawvideo decoder (y4m_packet) */
   size_t y4m_skip;       /* y4m direct: bytes after the Y plane (chroma) skipped per frame */
@@ -663,6 +664,7 @@ int es_video_in_open(es_video_in **out, const char *path, const es_video_in_opts
       goto end;
     }
     v->y4m_frame_size = (size_t)fs;
+    v->y4m_format = st->codecpar->format;
   }
   /* Raw frames carry no container: each is raw_frame_size bytes of the Y plane, read by
    * libavformat's I/O layer (the pipe or file protocol) straight into the caller's frame
@@ -920,14 +922,15 @@ static size_t in_bytes(es_video_in *v, uint8_t *dst, size_t n, int *err) {
 /* The line before a y4m frame's data ("FRAME", optional parameters, '\n'), read as
  * libavformat's demuxer reads it (at most Y4M_LINE_MAX bytes before the '\n'). */
 #define Y4M_LINE_MAX 80
-enum { Y4M_FRAME, Y4M_END, Y4M_CUT, Y4M_BAD, Y4M_LOST };
-static int y4m_line(es_video_in *v, int *err) {
-  char line[Y4M_LINE_MAX + 1];
+enum { Y4M_FRAME, Y4M_END, Y4M_CUT, Y4M_BAD, Y4M_LOST, Y4M_HEADER };
+/* Y4M_HEADER: a stream header ("YUV4MPEG2 ...") where a frame line was due, as when two y4m
+ * streams are concatenated; the line (n bytes, terminated) is left in line. */
+static int y4m_line(es_video_in *v, int *err, char *line, int *len) {
   int n = 0;
   if (v->pfd >= 0) {
-    const size_t got = pread_full(v->pfd, (uint8_t *)line, sizeof line, v->poff, err);
+    const size_t got = pread_full(v->pfd, (uint8_t *)line, Y4M_LINE_MAX + 1, v->poff, err);
     const char *nl = memchr(line, '\n', got);
-    if (!nl) return got == 0 ? Y4M_END : got < sizeof line ? Y4M_CUT : Y4M_LOST;
+    if (!nl) return got == 0 ? Y4M_END : got < Y4M_LINE_MAX + 1 ? Y4M_CUT : Y4M_LOST;
     n = (int)(nl - line);
     v->poff += n + 1;
   } else {
@@ -943,7 +946,40 @@ static int y4m_line(es_video_in *v, int *err) {
       line[n++] = (char)c;
     }
   }
+  line[n] = 0;
+  *len = n;
+  if (n >= 10 && !memcmp(line, "YUV4MPEG2 ", 10)) return Y4M_HEADER;
   return n >= 5 && !memcmp(line, "FRAME", 5) ? Y4M_FRAME : Y4M_BAD;
+}
+
+/* The pixel format a y4m stream header describes (its C field, as libavformat's demuxer
+ * maps it; AV_PIX_FMT_NONE if unknown), and its W and H fields. */
+static enum AVPixelFormat y4m_header_format(const char *line, int *w, int *h) {
+  char c[16] = "420jpeg", name[24]; /* 420jpeg: the default when there is no C field */
+  *w = *h = 0;
+  for (const char *t = line + 10; *t;) {
+    while (*t == ' ') t++;
+    const size_t k = strcspn(t, " ");
+    if (*t == 'W')
+      *w = atoi(t + 1);
+    else if (*t == 'H')
+      *h = atoi(t + 1);
+    else if (*t == 'C' && k >= 1 && k - 1 < sizeof c)
+      snprintf(c, sizeof c, "%.*s", (int)(k - 1), t + 1);
+    t += k;
+  }
+  if (!strncmp(c, "mono", 4))
+    snprintf(name, sizeof name, "gray%s", c + 4); /* mono, mono10, ... mono16 */
+  else if (!strncmp(c, "420", 3) && (!c[3] || !strcmp(c + 3, "jpeg") || !strcmp(c + 3, "mpeg2") ||
+                                      !strcmp(c + 3, "paldv")))
+    snprintf(name, sizeof name, "yuv420p");
+  else if (!strcmp(c, "444alpha"))
+    snprintf(name, sizeof name, "yuva444p");
+  else if (!strcmp(c, "411") || !strcmp(c, "422") || !strcmp(c, "444"))
+    snprintf(name, sizeof name, "yuv%sp", c);
+  else /* 420p10, 422p12, 444p16, ... */
+    snprintf(name, sizeof name, "yuv%s", c);
+  return av_get_pix_fmt(name);
 }
 
 /* Why frame v->packets ended early: a read error (err), else it is short (got of fsize
@@ -963,10 +999,24 @@ static int frame_cut(const es_video_in *v, int err, size_t got, size_t fsize, ch
  * the end, or ES_ERR_INPUT with msg (a read error, a short last frame). */
 static int y4m_next_frame(es_video_in *v, char *msg, size_t len) {
   const size_t fsize = v->y4m_frame_size;
-  int err = 0;
+  int err = 0, n = 0;
+  char line[Y4M_LINE_MAX + 1];
   for (int bad = 0;;) {
-    const int l = y4m_line(v, &err);
+    const int l = y4m_line(v, &err, line, &n);
     if (l == Y4M_FRAME) return ES_OK;
+    if (l == Y4M_HEADER) {
+      /* Another stream's header (concatenated y4m files): the same frames go on; frames of
+       * another size or layout end the input with an error, the frames before kept. */
+      int w, h;
+      const enum AVPixelFormat f = y4m_header_format(line, &w, &h);
+      if (f == v->y4m_format && w == v->width && h == v->height) continue;
+      const char *fn = av_get_pix_fmt_name(f), *sn = av_get_pix_fmt_name(v->y4m_format);
+      snprintf(msg, len,
+               "frame %" PRId64 ": a new y4m stream of %dx%d %s begins where the stream started "
+               "at %dx%d %s (changes of size or pixel format are not supported)",
+               v->packets, w, h, fn ? fn : "?", v->width, v->height, sn ? sn : "?");
+      return ES_ERR_INPUT;
+    }
     if (l == Y4M_BAD && ++bad < ES_VIDEO_MAX_DEMUX_ERRORS) {
       v->corrupt++;
       v->packets++;
