@@ -282,6 +282,14 @@ msg=$("$BIN" -q -n "$T/g8.png" -o "$T/exists.npy" 2>&1)
 [ $rc = 0 ] || fail "-y: exit $rc"
 check "$T/g8.png" "$T/exists.npy" 5 16 square clip 2 || fail "-y did not write the right map"
 ls -A "$T" | grep -q '\.tmp' && fail "temporary files left: $(ls -A "$T")"
+# -n keeps an existing output, but --stats still gets the image's record (it got none: the
+# image was not computed), the same as with the output written.
+"$BIN" -q -y "$T/g8.png" -o "$T/exists.npy" --stats "$T/st-y.csv"
+printf 'precious' > "$T/exists.npy"
+"$BIN" -q -n "$T/g8.png" -o "$T/exists.npy" --stats "$T/st-n.csv"; rc=$?
+[ $rc = 0 ] || fail "-n with --stats: exit $rc"
+[ "$(cat "$T/exists.npy")" = precious ] || fail "-n with --stats modified the existing output"
+cmp -s "$T/st-y.csv" "$T/st-n.csv" || fail "-n with --stats: '$(cat "$T/st-n.csv")', want the record of a written run"
 
 # Output directory for a single image: the same base name inside it.
 mkdir "$T/od"

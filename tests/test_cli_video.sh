@@ -401,6 +401,12 @@ EOF2
   done
 fi
 
+# -n keeps an existing video output, and --stats still gets every frame's record.
+"$BIN" -q "$T/clip.mkv" -o "$T/keep.mkv" --codec mpeg4 --stats "$T/keep-y.csv" -y || fail "keep.mkv: exit $?"
+"$BIN" -q "$T/clip.mkv" -o "$T/keep.mkv" --stats "$T/keep-n.csv" -n; rc=$?
+[ $rc = 0 ] && cmp -s "$T/keep-y.csv" "$T/keep-n.csv" ||
+  fail "-n on an existing video with --stats: exit $rc, $(($(wc -l < "$T/keep-n.csv") - 1)) records, want $N"
+
 # ES_TRACE=1: the phase lines on stderr (milliseconds since start, the thread), nothing on
 # stdout, and the run itself complete.
 tr=$(ES_TRACE=1 "$BIN" -q "$T/clip.mkv" --stats "$T/tr.csv" -y 2>&1 >/dev/null); rc=$?

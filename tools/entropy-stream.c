@@ -759,6 +759,7 @@ typedef struct img_job {
   char *name; /* name in messages and stats: relative to the input directory (owned) */
   char *out;  /* output path or NULL (owned) */
   int status; /* ES_OK, an es_status, or JOB_SKIPPED (-n); set by job_done */
+  int keep;   /* -n and the output exists: computed for --stats only, the output kept */
   int failed;  /* set before the workers start: a failure already reported (not a regular file,
                   no output directory), the job's status; it is counted, never opened */
   int width, height;
@@ -934,9 +935,11 @@ static int decode_image(img_batch *b, img_job *j) {
   if (j->out && b->out_kind != OUT_STDOUT && output_exists(j->out)) {
     if (o->skip) {
       if ((b->single || o->verbose) && !o->quiet) err(j->out, "exists, skipped");
-      return JOB_SKIPPED;
-    }
-    if (!o->overwrite) {
+      /* The statistics file still gets every image's record (SPEC 2: one a frame or image),
+       * as a video's frames to a directory do: computed, not written. */
+      if (!o->stats_path) return JOB_SKIPPED;
+      j->keep = 1;
+    } else if (!o->overwrite) {
       err(j->out, "exists (use -y to overwrite, -n to skip)");
       return ES_ERR_OUTPUT;
     }
@@ -1042,6 +1045,7 @@ static int finish_image(img_batch *b, img_job *j, const es_frame *f) {
   }
   j->width = f->width;
   j->height = f->height;
+  if (j->keep) return JOB_SKIPPED; /* -n: computed for its statistics, the file kept */
   rc = write_image(b, j, f, msg, sizeof msg);
   if (rc != ES_OK) {
     err(j->out ? j->out : "-", "%s", *msg ? msg : es_strerror(rc));
@@ -1326,9 +1330,8 @@ static int run_images(cli_opts *o, int in_kind, int out_kind) {
       }
       if (j->status == JOB_SKIPPED) {
         skipped++;
-        continue;
-      }
-      if (j->status != ES_OK) {
+        if (!j->stats) continue; /* -n with --stats: its record still goes in */
+      } else if (j->status != ES_OK) {
         failed++;
         code = worse(code, es_exit_code(j->status));
         continue;
@@ -1634,9 +1637,9 @@ static int run_video(cli_opts *o, int out_kind) {
   if ((out_kind == OUT_VIDEO || out_kind == OUT_NPY) && output_exists(o->output)) {
     if (o->skip) {
       if (!o->quiet) err(o->output, "exists, skipped");
-      return 0;
-    }
-    if (!o->overwrite) {
+      if (!o->stats_path) return 0;
+      out_kind = OUT_NONE; /* the statistics are still asked for: computed, nothing else */
+    } else if (!o->overwrite) {
       err(o->output, "exists (use -y to overwrite, -n to skip)");
       return 3;
     }
