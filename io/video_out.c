@@ -217,7 +217,7 @@ int es_video_out_open(es_video_out **out, const char *path, const es_video_out_o
                       char *msg, size_t len) {
   int rc = ES_OK, err;
   es_video_out *v = NULL;
-  const AVCodec *codec = NULL;
+  const AVCodec *codec = NULL, *taken = NULL; /* taken: the default codec muxer_takes accepted */
   const AVOutputFormat *ofmt = NULL;
   AVDictionary *mopts = NULL;
   char *url = NULL;
@@ -320,7 +320,7 @@ int es_video_out_open(es_video_out **out, const char *path, const es_video_out_o
       for (int i = 0; i < 3 && !codec; i++) {
         if (!cand[i] || (i == 1 && cand[1] == cand[0])) continue;
         if (muxer_takes(ofmt, cand[i]->id, o->width, o->height))
-          codec = cand[i];
+          codec = taken = cand[i];
         else
           av_strlcatf(refused, sizeof refused, "%s%s", nref++ ? " or " : "", cand[i]->name);
       }
@@ -342,7 +342,8 @@ int es_video_out_open(es_video_out **out, const char *path, const es_video_out_o
         goto end;
       }
     }
-    if (!muxer_takes(ofmt, codec->id, o->width, o->height)) {
+    /* (a default codec was asked already: muxer_takes may try the muxer's init) */
+    if (codec != taken && !muxer_takes(ofmt, codec->id, o->width, o->height)) {
       snprintf(msg, len, "the %s container cannot hold %s video", ofmt->name, codec->name);
       rc = ES_ERR_USAGE;
       goto end;
@@ -359,8 +360,7 @@ int es_video_out_open(es_video_out **out, const char *path, const es_video_out_o
       rc = kind;
       goto end;
     }
-    struct stat sb;
-    if (kind == ES_OUT_FILE && !o->overwrite && stat(v->final_path, &sb) == 0) {
+    if (kind == ES_OUT_FILE && !o->overwrite) { /* ES_OUT_FILE: something is there */
       snprintf(msg, len, "exists (use -y to overwrite)");
       rc = ES_ERR_OUTPUT;
       goto end;

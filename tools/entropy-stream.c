@@ -603,10 +603,6 @@ static int is_dir(const char *path) {
   return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
 }
 
-/* Whether writing an output there replaces something (-y, -n): links are followed, and an
- * existing FIFO or device is written into, not replaced, so it needs no -y. */
-static int output_exists(const char *path) { return es_output_exists(path); }
-
 /* 1 when `out` exists and is the file `in` (same device and inode, links followed): writing
  * it would replace the input. The -o guard in main compares only the -o path; the names
  * made inside an output directory are known later and checked with this. */
@@ -689,7 +685,8 @@ static int png_pixfmt(int format) {
  * (STATS_REFUSED, exit code 3). STATS_OK: nothing in the way. */
 enum { STATS_OK, STATS_SKIPPED, STATS_REFUSED };
 static int stats_file_check(cli_opts *o) {
-  if (!o->stats_path || !strcmp(o->stats_path, "-") || o->overwrite || !output_exists(o->stats_path))
+  if (!o->stats_path || !strcmp(o->stats_path, "-") || o->overwrite ||
+      !es_output_exists(o->stats_path))
     return STATS_OK;
   if (!o->skip) {
     err(o->stats_path, "exists (use -y to overwrite, -n to skip)");
@@ -932,7 +929,7 @@ static int decode_image(img_batch *b, img_job *j) {
 
   j->t0 = now_s();
   if (j->failed) return j->failed; /* reported when it was found */
-  if (j->out && b->out_kind != OUT_STDOUT && output_exists(j->out)) {
+  if (j->out && b->out_kind != OUT_STDOUT && es_output_exists(j->out)) {
     if (o->skip) {
       if ((b->single || o->verbose) && !o->quiet) err(j->out, "exists, skipped");
       /* The statistics file still gets every image's record (SPEC 2: one a frame or image),
@@ -1634,7 +1631,7 @@ static int run_video(cli_opts *o, int out_kind) {
     return 1;
   }
   /* Refuse an existing output before any work. */
-  if ((out_kind == OUT_VIDEO || out_kind == OUT_NPY) && output_exists(o->output)) {
+  if ((out_kind == OUT_VIDEO || out_kind == OUT_NPY) && es_output_exists(o->output)) {
     if (o->skip) {
       if (!o->quiet) err(o->output, "exists, skipped");
       if (!o->stats_path) return 0;
@@ -1676,12 +1673,11 @@ static int run_video(cli_opts *o, int out_kind) {
   }
   es_trace("video: input open");
   if (o->verbose && !o->quiet) {
+    char len_s[48] = "length unknown"; /* raw H.264, pipes: the container does not say */
     if (v.info.frames > 0)
-      err(in_name, "%dx%d, %d-bit, %d/%d fps, %" PRId64 " frames (estimate)", v.info.width,
-          v.info.height, v.info.depth, v.info.fps_num, v.info.fps_den, v.info.frames);
-    else /* raw H.264, pipes: the container does not say */
-      err(in_name, "%dx%d, %d-bit, %d/%d fps, length unknown", v.info.width, v.info.height,
-          v.info.depth, v.info.fps_num, v.info.fps_den);
+      snprintf(len_s, sizeof len_s, "%" PRId64 " frames (estimate)", v.info.frames);
+    err(in_name, "%dx%d, %d-bit, %d/%d fps, %s", v.info.width, v.info.height, v.info.depth,
+        v.info.fps_num, v.info.fps_den, len_s);
   }
   rc = es_params_check(&o->cfg.params, v.info.depth, msg, sizeof msg);
   if (rc != ES_OK) {
@@ -1841,10 +1837,10 @@ static int run_video(cli_opts *o, int out_kind) {
           } else if (strcmp(o->input, "-") && same_file(o->input, path)) {
             snprintf(msg, sizeof msg, "is the input itself (choose another output)");
             rc = ES_ERR_USAGE;
-          } else if (o->skip && output_exists(path)) {
+          } else if (o->skip && es_output_exists(path)) {
             skipped++;
             rc = ES_OK;
-          } else if (!o->overwrite && output_exists(path)) {
+          } else if (!o->overwrite && es_output_exists(path)) {
             snprintf(msg, sizeof msg, "exists (use -y to overwrite, -n to skip)");
             rc = ES_ERR_OUTPUT;
           } else if (o->format == FMT_F32) {
@@ -2052,12 +2048,9 @@ int main(int argc, char **argv) {
     return 1;
   }
   /* Never let an output replace its own input (-y would destroy it). */
-  if (o.output && strcmp(o.input, "-") && strcmp(o.output, "-")) {
-    char rin[PATH_MAX], rout[PATH_MAX];
-    if (realpath(o.input, rin) && realpath(o.output, rout) && !strcmp(rin, rout)) {
-      err(o.output, "is the input itself (choose another output)");
-      return 1;
-    }
+  if (o.output && strcmp(o.input, "-") && strcmp(o.output, "-") && same_file(o.input, o.output)) {
+    err(o.output, "is the input itself (choose another output)");
+    return 1;
   }
   install_signals();
   if (in_kind == IN_VIDEO) return run_video(&o, out_kind);
