@@ -1110,7 +1110,7 @@ static int run_images(cli_opts *o, int in_kind, int out_kind) {
       code = es_exit_code(rc);
       goto end;
     }
-    qsort(jobs, n, sizeof *jobs, job_cmp);
+    if (n) qsort(jobs, n, sizeof *jobs, job_cmp); /* jobs is NULL when n is 0 */
     for (size_t i = 0; i < n && o->output; i++) {
       char *rel = jobs[i].name;
       char *out;
