@@ -45,6 +45,7 @@ put('huge.png', png(1, 1, idat=zlib.compress(b'\0\0'))[:16] + struct.pack('>IIBB
 put('zerowidth.png', png(0, h, idat=zlib.compress(b'\0' * h)))
 put('short.png', png(w, h, rows=h // 2))
 put('baddepth.png', png(w, h, depth=7))
+put('large.png', png(200, 150))
 EOF
 
 # An input error: exit 2, one line "entropy-stream: FILE: ...", no output, no temporary.
@@ -98,6 +99,17 @@ if [ -w /dev/full ]; then
   msg=$("$BIN" -q "$T/good.png" --stats - 2>&1 >/dev/full); rc=$?
   [ $rc = 3 ] || fail "stats to a full stdout: exit $rc, want 3 ($msg)"
 fi
+# Past the file size limit (ulimit -f 1: 1 KiB) a write fails with EFBIG: exit 3 naming the
+# file, no temporary left. SIGXFSZ killed the process before (exit 153, no message, the
+# temporary left behind).
+for o in x.npy x.png; do
+  mkdir -p "$T/fsz"
+  msg=$(ulimit -f 1; "$BIN" -q "$T/large.png" -o "$T/fsz/$o" 2>&1); rc=$?
+  [ $rc = 3 ] || fail "$o past ulimit -f: exit $rc, want 3 ($msg)"
+  case "$msg" in "entropy-stream: $T/fsz/$o: "*"File too large") ;; *) fail "$o past ulimit -f: message: $msg";; esac
+  [ -z "$(ls -A "$T/fsz")" ] || fail "$o past ulimit -f: files left: $(ls -A "$T/fsz")"
+  rm -rf "$T/fsz"
+done
 
 # Usage errors: exit 1, one line naming the option and the allowed range.
 bad_opt() { # EXPECTED-PREFIX EXPECTED-SUBSTRING args...

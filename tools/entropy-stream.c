@@ -90,8 +90,11 @@ static void install_signals(void) {
   sigemptyset(&sa.sa_mask);
   sigaction(SIGINT, &sa, NULL);
   sigaction(SIGTERM, &sa, NULL);
-  /* A closed stdout pipe must be a write error (exit 3), not a silent death. */
+  /* A closed stdout pipe must be a write error (exit 3), not a silent death. So must an
+   * output past the file size limit (ulimit -f): SIGXFSZ would kill the process with no
+   * message and leave the temporary behind; ignored, the write fails with EFBIG. */
   signal(SIGPIPE, SIG_IGN);
+  signal(SIGXFSZ, SIG_IGN);
 }
 
 /* ---- Messages. Every error is one line: "entropy-stream: WHAT: why". Progress lines are
