@@ -97,6 +97,21 @@ static void install_signals(void) {
   signal(SIGXFSZ, SIG_IGN);
 }
 
+/* The handler is installed without SA_RESTART, so that a signal interrupts a blocking open
+ * (an input FIFO with no writer yet). But a write() into a pipe whose reader is slow
+ * (--stats - | ...) then fails with EINTR when the signal lands on the thread blocked in
+ * it, and stdio cannot resume after that: the record is cut and the run says "Interrupted
+ * system call". So the main thread blocks SIGINT and SIGTERM while it writes outputs; the
+ * kernel gives them to another thread of the process (decoder, workers, stdin pump), none
+ * of which writes through stdio, and the flag is seen as before. */
+static void main_writes(int begin) {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGINT);
+  sigaddset(&set, SIGTERM);
+  pthread_sigmask(begin ? SIG_BLOCK : SIG_UNBLOCK, &set, NULL);
+}
+
 /* ---- Messages. Every error is one line: "entropy-stream: WHAT: why". Progress lines are
  * cleared first so an error never lands in the middle of one. */
 static pthread_mutex_t g_err_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -1317,6 +1332,7 @@ static int run_images(cli_opts *o, int in_kind, int out_kind) {
     pthread_mutex_unlock(&b.lock);
   }
   for (int i = 0; i < nenc + ndec; i++) pthread_join(th[i], NULL);
+  main_writes(1); /* the statistics are written below (the stream's workers take signals) */
 
   /* Results in name order. */
   {
@@ -1379,6 +1395,7 @@ static int run_images(cli_opts *o, int in_kind, int out_kind) {
   }
 end:
   if (sw) es_stats_writer_close(&sw, 0, NULL, 0);
+  main_writes(0);
   exit_if_gpus_opening(b.ctx, code);
   es_stream_destroy(&b.st);
   es_context_destroy(&b.ctx);
@@ -1791,6 +1808,7 @@ static int run_video(cli_opts *o, int out_kind) {
     goto end;
   }
   th_started = 1;
+  main_writes(1); /* after the decode thread is made: it inherits the mask */
 
   {
     int show = !o->quiet && (o->progress == 1 || (o->progress < 0 && isatty(2)));
@@ -1956,6 +1974,7 @@ static int run_video(cli_opts *o, int out_kind) {
   }
 
 end:
+  main_writes(0);
   if (cth_started) pthread_join(cth, NULL);
   if (th_started) {
     es_stream_abort(v.st);
