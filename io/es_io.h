@@ -41,6 +41,16 @@ int es_output_exists(const char *path);
  * whenever the final name does; mkstemp's six letters keep it unique. */
 enum { ES_TMP_NAME_KEEP = 200 };
 char *es_tmp_template(const char *final_path, const char *tag);
+/* The temporaries that exist now, for a program that ends at once on a signal (a second
+ * SIGINT): es_tmp_unlink_all removes them, and is async-signal-safe (unlink only, no locks,
+ * no allocation). es_tmp_track is called once a temporary is created, es_tmp_untrack after it
+ * is renamed or unlinked (in that order, so that no moment leaves it untracked; unlinking a
+ * name already gone is harmless). Thread-safe; a name too long or beyond the table's
+ * ES_TMP_TRACK_MAX slots is not tracked. */
+enum { ES_TMP_TRACK_MAX = 256 };
+void es_tmp_track(const char *tmp_path);
+void es_tmp_untrack(const char *tmp_path);
+void es_tmp_unlink_all(void);
 
 typedef struct es_atomic {
   char *final_path; /* owned; links followed (es_output_resolve) */

@@ -168,6 +168,7 @@ static int make_tmp(es_video_out *v, char *msg, size_t len) {
     v->tmp_path = NULL;
     return ES_ERR_OUTPUT;
   }
+  es_tmp_track(v->tmp_path);
   /* mkstemp makes 0600; the result should have the permissions any new file gets. */
   mode_t um = umask(0);
   umask(um);
@@ -706,6 +707,7 @@ int es_video_out_close(es_video_out **pv, int commit, char *msg, size_t len) {
     } else {
       unlink(v->tmp_path);
     }
+    es_tmp_untrack(v->tmp_path);
   }
 end:
   sws_freeContext(v->sws);

@@ -140,6 +140,31 @@ assert all(len(r) == len(rows[0]) for r in rows), 'a record has a different fiel
 assert len(rows) - 1 == int(sys.argv[2]), '%d records, %s frames' % (len(rows) - 1, sys.argv[2])
 print('%d whole records' % (len(rows) - 1))
 EOF2
+
+# A second signal ends the run at once (exit 130) without finishing: the temporary of the
+# output must go with it. It was left behind (.m.npy.tmp-*, as large as the frames written).
+# Frames of ~0.1 s each on one thread, 32 in flight: the first signal leaves seconds of work.
+"$PY" -c "
+import numpy as np, sys
+np.random.default_rng(int(sys.argv[2])).integers(0, 256, (60, 240, 320), dtype=np.uint8).tofile(sys.argv[1])
+" "$T/slow.raw" $SEED || { echo "cannot make frames"; exit 1; }
+mkdir "$T/two"
+"$BIN" --no-progress --threads 1 --queue 32 -w 255 -L 256 --raw gray8:320x240 - -o "$T/two/m.npy" \
+  < "$T/slow.raw" 2> "$T/err" &
+BPID=$!
+for _ in $(seq 1 100); do [ -n "$(ls -A "$T/two")" ] && break; sleep 0.05; done
+sleep 0.5
+kill -INT $BPID
+sleep 0.5
+if kill -0 $BPID 2>/dev/null; then
+  interrupt INT 5 "a second SIGINT"
+  echo "a second SIGINT: exit $rc; left: $(ls -A "$T/two")"
+  [ $rc = 130 ] || fail "a second SIGINT: exit $rc, want 130"
+  [ -z "$(ls -A "$T/two")" ] || fail "a second SIGINT: files left: $(ls -A "$T/two")"
+else
+  wait $BPID; BPID=
+  echo "note: the run ended before the second SIGINT: not tested"
+fi
 fi
 
 # ---- Image batch: many files; SIGINT once some are written.

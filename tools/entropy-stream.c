@@ -69,7 +69,8 @@ typedef struct cli_opts {
   int progress; /* -1 auto, 0 off, 1 on */
 } cli_opts;
 
-/* ---- Signals: the handler only sets a flag; a second signal ends the process at once. */
+/* ---- Signals: the handler only sets a flag; a second signal ends the process at once,
+ * removing the temporaries of the outputs being written (a .npy of a video may be large). */
 /* Lock-free atomics: safe in a signal handler (C11 7.14.1.1) and between threads. */
 _Static_assert(ATOMIC_INT_LOCK_FREE == 2, "the signal flag must be lock-free");
 static atomic_int g_stop;
@@ -79,7 +80,10 @@ static atomic_int g_abort;
 
 static void on_signal(int sig) {
   (void)sig;
-  if (g_stop) _exit(130);
+  if (g_stop) {
+    es_tmp_unlink_all();
+    _exit(130);
+  }
   g_stop = 1;
 }
 
