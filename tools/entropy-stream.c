@@ -656,10 +656,17 @@ static int out_kind_of(const char *out) {
   return -1;
 }
 
-/* mkdir -p; ES_OK or ES_ERR_OUTPUT with errno's reason in msg. */
-static int make_dirs(const char *path, char *msg, size_t len) {
+/* mkdir -p; ES_OK or ES_ERR_OUTPUT with the reason in msg. On failure *bad (if not NULL) is
+ * the length of the leading part of path that could not be made (what the message is
+ * about), and *why its errno (ENOTDIR: something else is in the way). */
+static int make_dirs(const char *path, size_t *bad, int *why, char *msg, size_t len) {
   char buf[PATH_MAX];
-  size_t n = strlen(path);
+  size_t n = strlen(path), dummy_bad;
+  int dummy_why;
+  if (!bad) bad = &dummy_bad;
+  if (!why) why = &dummy_why;
+  *bad = n;
+  *why = ENAMETOOLONG;
   if (n >= sizeof buf) {
     snprintf(msg, len, "path too long");
     return ES_ERR_OUTPUT;
@@ -669,18 +676,34 @@ static int make_dirs(const char *path, char *msg, size_t len) {
     if (buf[i] == '/' || buf[i] == 0) {
       char save = buf[i];
       buf[i] = 0;
+      *bad = i;
       if (mkdir(buf, 0777) != 0 && errno != EEXIST) {
+        *why = errno;
         snprintf(msg, len, "cannot create directory: %s", strerror(errno));
         return ES_ERR_OUTPUT;
       }
       if (!is_dir(buf)) {
-        snprintf(msg, len, "cannot create directory: %s is not a directory", buf);
+        *why = ENOTDIR;
+        snprintf(msg, len, "cannot create directory: exists and is not a directory");
         return ES_ERR_OUTPUT;
       }
       buf[i] = save;
     }
   }
   return ES_OK;
+}
+
+/* make_dirs for an output directory; a failure is reported naming the directory that could
+ * not be made (the output itself, or a parent of it in the way). */
+static int make_out_dir(const char *path) {
+  char msg[MSG_LEN], name[PATH_MAX];
+  size_t at = 0;
+  int rc = make_dirs(path, &at, NULL, msg, sizeof msg);
+  if (rc != ES_OK) {
+    snprintf(name, sizeof name, "%.*s", (int)at, path);
+    err(name, "%s", msg);
+  }
+  return rc;
 }
 
 static char *join(const char *a, const char *b) {
@@ -1235,37 +1258,54 @@ static int run_images(cli_opts *o, int in_kind, int out_kind) {
   }
 
   if (o->output && (out_kind == OUT_DIR || in_kind == IN_DIR)) {
-    rc = make_dirs(o->output, msg, sizeof msg);
+    rc = make_out_dir(o->output);
     if (rc != ES_OK) {
-      err(o->output, "%s", msg);
       code = 3;
       goto end;
     }
     /* Subdirectories of a recursive batch. One that cannot be made is a failure of the
      * files under it, as an unwritable output file is (SPEC 3: the others are still done,
-     * the summary counts them, exit 3). Reported once: jobs are sorted, so the files of one
-     * directory are neighbours. */
+     * the summary counts them, exit 3). Each directory in the way is named once, whatever
+     * the number of files and subdirectories under it (sorted names do not keep those
+     * together: "a/b/x.png" < "a/c.png" < "a/d/y.png"). */
     {
-      const char *bad_dir = NULL; /* the last directory that could not be made */
-      size_t bad_len = 0;
+      typedef struct {
+        const char *path; /* into a job's out */
+        size_t len;
+      } bad_dir;
+      bad_dir *bad = NULL; /* the directories that could not be made */
+      size_t nbad = 0;
       for (size_t i = 0; i < n; i++) {
         char *slash = jobs[i].out ? strrchr(jobs[i].out, '/') : NULL;
+        size_t dlen, at = 0;
+        int under = 0;
         if (!slash || slash == jobs[i].out || jobs[i].failed) continue;
-        if (bad_dir && (size_t)(slash - jobs[i].out) == bad_len &&
-            !strncmp(jobs[i].out, bad_dir, bad_len)) {
+        dlen = (size_t)(slash - jobs[i].out);
+        for (size_t k = 0; k < nbad && !under; k++)
+          under = dlen >= bad[k].len && !strncmp(jobs[i].out, bad[k].path, bad[k].len) &&
+                  (dlen == bad[k].len || jobs[i].out[bad[k].len] == '/');
+        if (under) {
           jobs[i].failed = ES_ERR_OUTPUT;
           continue;
         }
         *slash = 0;
-        rc = make_dirs(jobs[i].out, msg, sizeof msg);
-        if (rc != ES_OK) err(jobs[i].out, "%s", msg);
-        *slash = '/';
+        rc = make_dirs(jobs[i].out, &at, NULL, msg, sizeof msg);
         if (rc != ES_OK) {
+          char save = jobs[i].out[at];
+          bad_dir *nb = realloc(bad, (nbad + 1) * sizeof *bad);
+          jobs[i].out[at] = 0;
+          err(jobs[i].out, "%s", msg);
+          jobs[i].out[at] = save;
           jobs[i].failed = ES_ERR_OUTPUT;
-          bad_dir = jobs[i].out;
-          bad_len = (size_t)(slash - jobs[i].out);
+          if (nb) {
+            bad = nb;
+            bad[nbad].path = jobs[i].out;
+            bad[nbad++].len = at;
+          }
         }
+        *slash = '/';
       }
+      free(bad);
     }
   }
   /* The stream: one frame per file at most, so a single image gets every core. What it
@@ -1745,9 +1785,8 @@ static int run_video(cli_opts *o, int out_kind) {
     }
     sc.want_map = 1;
   } else if (out_kind == OUT_DIR) {
-    rc = make_dirs(o->output, msg, sizeof msg);
+    rc = make_out_dir(o->output);
     if (rc != ES_OK) {
-      err(out_name, "%s", msg);
       code = 3;
       goto end;
     }
