@@ -282,6 +282,12 @@ printf junk > "$T/"$'x\x01y.png'
 msg=$("$BIN" -q "$T/"$'x\x01y.png' -o "$T/xy.npy" 2>&1); rc=$?
 [ $rc = 2 ] || fail "\\x01 in a name: exit $rc, want 2"
 [ "$msg" = "entropy-stream: $T/x\x01y.png: not a PNG file" ] || fail "\\x01 in a name: $(printf '%s' "$msg" | cat -A)"
+# A backslash is escaped as \\: a name holding the two characters \n does not read as one
+# holding a newline (both printed "\n" before).
+printf junk > "$T/"'back\nslash.png'
+msg=$("$BIN" -q "$T/"'back\nslash.png' -o "$T/bs.npy" 2>&1); rc=$?
+[ $rc = 2 ] || fail "backslash in a name: exit $rc, want 2"
+[ "$msg" = "entropy-stream: $T/back\\\\nslash.png: not a PNG file" ] || fail "backslash in a name: $msg"
 
 if [ $FAIL -ne 0 ]; then
   echo "test_cli_errors: $FAIL failure(s)"

@@ -130,14 +130,18 @@ static void clear_progress_locked(void) {
 
 /* Appends s to dst[*at..cap) with control bytes escaped (\n, \t, \r, \e, \xHH): a file name
  * or a library's text may hold a newline or an ESC, and a message must stay one line that
- * cannot move the cursor. Bytes >= 0x80 pass unchanged, so UTF-8 names read as they are.
+ * cannot move the cursor. A backslash is escaped too (\\), so that a name holding the two
+ * characters "\n" does not read as one holding a newline. Bytes >= 0x80 pass unchanged, so
+ * UTF-8 names read as they are.
  * Stops before an escape that would not fit; dst stays terminated. */
 static void escape_into(char *dst, size_t cap, size_t *at, const char *s) {
   for (; *s; s++) {
     unsigned char c = (unsigned char)*s;
     char e[5] = {(char)c, 0};
     size_t k;
-    if (c < 0x20 || c == 0x7f) {
+    if (c == '\\') {
+      memcpy(e, "\\\\", 3);
+    } else if (c < 0x20 || c == 0x7f) {
       const char *named = c == '\n' ? "\\n" : c == '\t' ? "\\t" : c == '\r' ? "\\r"
                         : c == 0x1b ? "\\e" : NULL;
       if (named)
