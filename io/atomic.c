@@ -173,10 +173,9 @@ void es_tmp_unlink_all(void) {
     if (atomic_load(&es_tmp_state[i]) == ES_TMP_LIVE) unlink(atomic_load(&es_tmp_name[i]));
 }
 
-/* rename(), or without overwrite one that fails with EEXIST instead of replacing a file
- * another process created since the open: renameat2(RENAME_NOREPLACE), else (filesystems
- * without it) link + unlink, else plain rename where hard links are not supported. */
-static int es_atomic_rename(const char *tmp, const char *final, int overwrite) {
+/* renameat2(RENAME_NOREPLACE), else (filesystems without it) link + unlink, else plain
+ * rename where hard links are not supported. */
+int es_rename_into(const char *tmp, const char *final, int overwrite) {
   if (overwrite) return rename(tmp, final);
 #ifdef RENAME_NOREPLACE
   if (renameat2(AT_FDCWD, tmp, AT_FDCWD, final, RENAME_NOREPLACE) == 0) return 0;
@@ -277,7 +276,7 @@ int es_atomic_commit(es_atomic *a, char *msg, size_t len) {
     a->stream = 0;
     return ES_OK;
   }
-  if (es_atomic_rename(a->tmp_path, a->final_path, a->overwrite) != 0) {
+  if (es_rename_into(a->tmp_path, a->final_path, a->overwrite) != 0) {
     if (errno == EEXIST)
       snprintf(msg, len, "exists (use -y to overwrite)");
     else

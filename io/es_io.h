@@ -52,6 +52,11 @@ void es_tmp_track(const char *tmp_path);
 void es_tmp_untrack(const char *tmp_path);
 void es_tmp_unlink_all(void);
 
+/* Renames a finished temporary into place: rename(), or without overwrite one that fails
+ * with EEXIST (0 or -1 with errno, as rename) when final_path appeared since the output
+ * was opened, rather than replacing a file another process made meanwhile. */
+int es_rename_into(const char *tmp, const char *final_path, int overwrite);
+
 typedef struct es_atomic {
   char *final_path; /* owned; links followed (es_output_resolve) */
   char *tmp_path;   /* owned */
