@@ -104,8 +104,10 @@ int es_output_exists(const char *path) {
   char *target = NULL, msg[8];
   int kind = es_output_resolve(path, &target, msg, sizeof msg);
   free(target);
-  /* an unresolvable name counts as there: the write reports why */
-  return kind != ES_OUT_NEW && kind != ES_OUT_STREAM;
+  /* A name that cannot be resolved (a file where a directory should be, a loop of links,
+   * no search permission) is not "there": the write fails and says why. Counted as there,
+   * it was refused as "exists (use -y ...)" and skipped by -n as if it did. */
+  return kind == ES_OUT_FILE;
 }
 
 char *es_tmp_template(const char *final_path, const char *tag) {

@@ -83,10 +83,21 @@ printf 'x' > "$T/afile"
 msg=$("$BIN" -q "$T/good.png" -o "$T/afile/x.png" 2>&1); rc=$?
 [ $rc = 3 ] || fail "output under a regular file: exit $rc, want 3 ($msg)"
 case "$msg" in "entropy-stream: $T/afile/x.png: "?*) ;; *) fail "output error message: $msg";; esac
+# ... and says why: it said "exists (use -y to overwrite, -n to skip)" (and -n skipped it
+# as existing) for a name whose directory is a file, which exists no more than it.
+case "$msg" in *"Not a directory") ;; *) fail "output under a regular file: message: $msg";; esac
+msg=$("$BIN" -q -n "$T/good.png" -o "$T/afile/x.png" 2>&1); rc=$?
+[ $rc = 3 ] || fail "output under a regular file, -n: exit $rc, want 3 ($msg)"
+case "$msg" in "entropy-stream: $T/afile/x.png: "*"Not a directory") ;; *) fail "output under a regular file, -n: message: $msg";; esac
+ln -s loop.npy "$T/loop.npy"
+msg=$("$BIN" -q "$T/good.png" -o "$T/loop.npy" 2>&1); rc=$?
+[ $rc = 3 ] || fail "output a loop of links: exit $rc, want 3 ($msg)"
+case "$msg" in "entropy-stream: $T/loop.npy: "*"symbolic links") ;; *) fail "output a loop of links: message: $msg";; esac
 msg=$("$BIN" -q "$T/good.png" -o "$T/afile/sub/" 2>&1); rc=$?
 [ $rc = 3 ] || fail "output directory under a regular file: exit $rc, want 3 ($msg)"
 msg=$("$BIN" -q "$T/good.png" -o "$T/x.npy" --stats "$T/afile/s.csv" 2>&1); rc=$?
 [ $rc = 3 ] || fail "stats under a regular file: exit $rc, want 3 ($msg)"
+case "$msg" in "entropy-stream: $T/afile/s.csv: "*"Not a directory") ;; *) fail "stats under a regular file: message: $msg";; esac
 [ -e "$T/x.npy" ] && [ $rc = 3 ] && echo "note: map written although stats failed"
 if [ "$(id -u)" != 0 ]; then
   mkdir "$T/ro"; chmod 555 "$T/ro"
@@ -221,6 +232,12 @@ else
   [ $rc = 1 ] || fail "video frames into the video's directory: exit $rc, want 1 ($msg)"
   case "$msg" in *"$T/vself/frame_000001.npy: is the input itself"*) ;; *) fail "video frame self message: $msg";; esac
   cmp -s "$T/vself.y4m" "$T/vself/frame_000001.npy" || fail "video frames into the video's directory: the input was modified"
+  # A video output under a regular file: why, not "exists".
+  for o in v.mkv v.npy; do
+    msg=$("$BIN" -q "$T/vself.y4m" -o "$T/afile/$o" 2>&1); rc=$?
+    [ $rc = 3 ] || fail "video $o under a regular file: exit $rc, want 3 ($msg)"
+    case "$msg" in "entropy-stream: $T/afile/$o: "*"Not a directory") ;; *) fail "video $o under a regular file: message: $msg";; esac
+  done
   msg=$("$BIN" -q -y "$T/vself/v.csv" --stats "$T/vself/v.csv" 2>&1); rc=$?
   [ $rc = 1 ] || fail "--stats onto the input: exit $rc, want 1 ($msg)"
   [ "$msg" = "entropy-stream: $T/vself/v.csv: is the input itself (choose another output)" ] || fail "--stats onto the input: message: $msg"
