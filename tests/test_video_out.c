@@ -453,13 +453,14 @@ static void failure_cases(void) {
     seqframe f;
     make_frame(&f, es_video_out_pixfmt(v), w, h, 0);
     es_planes pl = {{f.p[0], f.p[1], f.p[2]}, {f.stride[0], f.stride[1], f.stride[2]}};
-    for (int i = 0; i < 3; i++) es_video_out_write(v, &pl, NULL, 0, i, msg, sizeof msg);
+    for (int i = 0; i < 3; i++)
+      es_video_out_write(v, &pl, NULL, 0, i, msg, sizeof msg);
     free_frame(&f);
     tv_write_file(path, "theirs", 6);
     msg[0] = 0;
     rc = es_video_out_close(&v, 1, msg, sizeof msg);
-    CHECK(rc == ES_ERR_OUTPUT && !strcmp(msg, "exists (use -y to overwrite)"),
-          "late file: %d '%s'", rc, msg);
+    CHECK(rc == ES_ERR_OUTPUT && !strcmp(msg, "exists (use -y to overwrite)"), "late file: %d '%s'",
+          rc, msg);
     d = tv_read_file(path, &size);
     CHECK(d && size == 6 && !memcmp(d, "theirs", 6), "late file replaced (%zu bytes)", size);
     free(d);
