@@ -10,6 +10,8 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -102,8 +104,10 @@ int es_output_exists(const char *path) {
   char *target = NULL, msg[8];
   int kind = es_output_resolve(path, &target, msg, sizeof msg);
   free(target);
-  /* an unresolvable name counts as there: the write reports why */
-  return kind != ES_OUT_NEW && kind != ES_OUT_STREAM;
+  /* A name that cannot be resolved (a file where a directory should be, a loop of links,
+   * no search permission) is not "there": the write fails and says why. Counted as there,
+   * it was refused as "exists (use -y ...)" and skipped by -n as if it did. */
+  return kind == ES_OUT_FILE;
 }
 
 char *es_tmp_template(const char *final_path, const char *tag) {
@@ -127,10 +131,53 @@ char *es_tmp_template(const char *final_path, const char *tag) {
   return t;
 }
 
-/* rename(), or without overwrite one that fails with EEXIST instead of replacing a file
- * another process created since the open: renameat2(RENAME_NOREPLACE), else (filesystems
- * without it) link + unlink, else plain rename where hard links are not supported. */
-static int es_atomic_rename(const char *tmp, const char *final, int overwrite) {
+/* The table of temporaries (es_tmp_track). A slot's state says who may touch its name:
+ * FREE (nobody), BUSY (the thread that claimed it, writing or clearing the name), LIVE (the
+ * signal handler may read and unlink it). Names are copied into buffers allocated once and
+ * never freed, so a handler reading a slot never reads freed memory. */
+enum { ES_TMP_FREE, ES_TMP_BUSY, ES_TMP_LIVE };
+static atomic_int es_tmp_state[ES_TMP_TRACK_MAX];
+static char *_Atomic es_tmp_name[ES_TMP_TRACK_MAX]; /* PATH_MAX bytes each, once used */
+
+void es_tmp_track(const char *tmp_path) {
+  size_t n = strlen(tmp_path);
+  if (n >= PATH_MAX) return;
+  for (int i = 0; i < ES_TMP_TRACK_MAX; i++) {
+    int expect = ES_TMP_FREE;
+    if (!atomic_compare_exchange_strong(&es_tmp_state[i], &expect, ES_TMP_BUSY)) continue;
+    char *buf = atomic_load(&es_tmp_name[i]);
+    if (!buf && (buf = malloc(PATH_MAX))) atomic_store(&es_tmp_name[i], buf);
+    if (!buf) {
+      atomic_store(&es_tmp_state[i], ES_TMP_FREE);
+      return;
+    }
+    memcpy(buf, tmp_path, n + 1);
+    atomic_store(&es_tmp_state[i], ES_TMP_LIVE);
+    return;
+  }
+}
+
+void es_tmp_untrack(const char *tmp_path) {
+  for (int i = 0; i < ES_TMP_TRACK_MAX; i++) {
+    int expect = ES_TMP_LIVE;
+    if (atomic_load(&es_tmp_state[i]) != ES_TMP_LIVE) continue;
+    if (!atomic_compare_exchange_strong(&es_tmp_state[i], &expect, ES_TMP_BUSY)) continue;
+    if (!strcmp(atomic_load(&es_tmp_name[i]), tmp_path)) {
+      atomic_store(&es_tmp_state[i], ES_TMP_FREE);
+      return;
+    }
+    atomic_store(&es_tmp_state[i], ES_TMP_LIVE); /* another's: put it back */
+  }
+}
+
+void es_tmp_unlink_all(void) {
+  for (int i = 0; i < ES_TMP_TRACK_MAX; i++)
+    if (atomic_load(&es_tmp_state[i]) == ES_TMP_LIVE) unlink(atomic_load(&es_tmp_name[i]));
+}
+
+/* renameat2(RENAME_NOREPLACE), else (filesystems without it) link + unlink, else plain
+ * rename where hard links are not supported. */
+int es_rename_into(const char *tmp, const char *final, int overwrite) {
   if (overwrite) return rename(tmp, final);
 #ifdef RENAME_NOREPLACE
   if (renameat2(AT_FDCWD, tmp, AT_FDCWD, final, RENAME_NOREPLACE) == 0) return 0;
@@ -193,6 +240,7 @@ int es_atomic_open(es_atomic *a, const char *final_path, int overwrite, char *ms
     a->tmp_path = NULL;
     goto end;
   }
+  es_tmp_track(a->tmp_path);
   (void)fchmod(fd, es_atomic_mode()); /* not fatal: the file is still ours, only 0600 */
   a->fp = fdopen(fd, "wb");
   if (!a->fp) {
@@ -230,13 +278,14 @@ int es_atomic_commit(es_atomic *a, char *msg, size_t len) {
     a->stream = 0;
     return ES_OK;
   }
-  if (es_atomic_rename(a->tmp_path, a->final_path, a->overwrite) != 0) {
+  if (es_rename_into(a->tmp_path, a->final_path, a->overwrite) != 0) {
     if (errno == EEXIST)
       snprintf(msg, len, "exists (use -y to overwrite)");
     else
       snprintf(msg, len, "cannot rename into place: %s", strerror(errno));
     goto end;
   }
+  es_tmp_untrack(a->tmp_path);
   free(a->tmp_path);
   a->tmp_path = NULL;
   free(a->final_path);
@@ -251,7 +300,10 @@ void es_atomic_abort(es_atomic *a) {
   if (!a) return;
   if (a->fp) fclose(a->fp);
   a->fp = NULL;
-  if (a->tmp_path) unlink(a->tmp_path);
+  if (a->tmp_path) {
+    unlink(a->tmp_path);
+    es_tmp_untrack(a->tmp_path);
+  }
   free(a->tmp_path);
   a->tmp_path = NULL;
   free(a->final_path);

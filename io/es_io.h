@@ -34,13 +34,29 @@ enum {
  * negative es_status with msg set (*target NULL): a loop of links, out of memory. */
 int es_output_resolve(const char *path, char **target, char *msg, size_t len);
 /* 1 when writing path would replace something (what -y and -n are about): not for a new
- * name, nor for a FIFO or device, which are written into. */
+ * name, nor for a FIFO or device, which are written into, nor for a name that cannot be
+ * resolved (es_output_resolve fails: the write reports why). */
 int es_output_exists(const char *path);
 /* "DIR/.NAME.TAG-XXXXXX" for mkstemp next to final_path (malloc'd, NULL: out of memory).
  * NAME is at most ES_TMP_NAME_KEEP bytes of the final name, so the temporary fits NAME_MAX
  * whenever the final name does; mkstemp's six letters keep it unique. */
 enum { ES_TMP_NAME_KEEP = 200 };
 char *es_tmp_template(const char *final_path, const char *tag);
+/* The temporaries that exist now, for a program that ends at once on a signal (a second
+ * SIGINT): es_tmp_unlink_all removes them, and is async-signal-safe (unlink only, no locks,
+ * no allocation). es_tmp_track is called once a temporary is created, es_tmp_untrack after it
+ * is renamed or unlinked (in that order, so that no moment leaves it untracked; unlinking a
+ * name already gone is harmless). Thread-safe; a name too long or beyond the table's
+ * ES_TMP_TRACK_MAX slots is not tracked. */
+enum { ES_TMP_TRACK_MAX = 256 };
+void es_tmp_track(const char *tmp_path);
+void es_tmp_untrack(const char *tmp_path);
+void es_tmp_unlink_all(void);
+
+/* Renames a finished temporary into place: rename(), or without overwrite one that fails
+ * with EEXIST (0 or -1 with errno, as rename) when final_path appeared since the output
+ * was opened, rather than replacing a file another process made meanwhile. */
+int es_rename_into(const char *tmp, const char *final_path, int overwrite);
 
 typedef struct es_atomic {
   char *final_path; /* owned; links followed (es_output_resolve) */

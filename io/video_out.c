@@ -52,6 +52,7 @@ struct es_video_out {
   int failed;                 /* a write failed: close may not commit */
   char *final_path;           /* encode: the name renamed into at commit (links followed) */
   char *tmp_path;             /* encode: the temporary written to; NULL for a FIFO/device */
+  int overwrite;              /* -y: the commit may replace a file made since the open */
   float *f32_row;             /* f32 on a big-endian host: one byte-swapped row */
 };
 
@@ -168,6 +169,7 @@ static int make_tmp(es_video_out *v, char *msg, size_t len) {
     v->tmp_path = NULL;
     return ES_ERR_OUTPUT;
   }
+  es_tmp_track(v->tmp_path);
   /* mkstemp makes 0600; the result should have the permissions any new file gets. */
   mode_t um = umask(0);
   umask(um);
@@ -365,6 +367,7 @@ int es_video_out_open(es_video_out **out, const char *path, const es_video_out_o
       rc = ES_ERR_OUTPUT;
       goto end;
     }
+    v->overwrite = o->overwrite;
     if (kind != ES_OUT_STREAM && (rc = make_tmp(v, msg, len)) < 0) goto end;
     url = av_asprintf("file:%s", kind == ES_OUT_STREAM ? v->final_path : v->tmp_path);
   }
@@ -698,14 +701,18 @@ int es_video_out_close(es_video_out **pv, int commit, char *msg, size_t len) {
   }
   if (v->tmp_path) {
     if (commit && rc == ES_OK && v->header_written) {
-      if (rename(v->tmp_path, v->final_path) < 0) {
-        snprintf(msg, len, "cannot rename into place: %s", strerror(errno));
+      if (es_rename_into(v->tmp_path, v->final_path, v->overwrite) < 0) {
+        if (errno == EEXIST)
+          snprintf(msg, len, "exists (use -y to overwrite)");
+        else
+          snprintf(msg, len, "cannot rename into place: %s", strerror(errno));
         rc = ES_ERR_OUTPUT;
         unlink(v->tmp_path);
       }
     } else {
       unlink(v->tmp_path);
     }
+    es_tmp_untrack(v->tmp_path);
   }
 end:
   sws_freeContext(v->sws);

@@ -204,6 +204,18 @@ cp "$T/in/b.png" "$T/sd/b/y.png"
 [ "$(grep -c "^entropy-stream: $T/sdo/b: cannot create directory" "$T/sd.err")" = 1 ] || fail "subdirectory not made: not named once: $(cat "$T/sd.err")"
 grep -qx "entropy-stream: 2 of 4 files failed" "$T/sd.err" || fail "subdirectory not made: no '2 of 4 files failed': $(cat "$T/sd.err")"
 grep -q "^entropy-stream: 4 files, 2 written, 0 skipped, 2 failed" "$T/sd.err" || fail "subdirectory not made: no summary: $(cat "$T/sd.err")"
+# A file in the way of a directory with subdirectories: named once, by its own name. Sorted
+# names interleave its files with its subdirectories' ("a/b/y.png" < "a/c.png" < "a/d/z.png"),
+# and each was reported: sdo2/a twice, sdo2/a/b and sdo2/a/d besides.
+mkdir -p "$T/sd2/a/b" "$T/sd2/a/d" "$T/sdo2"
+for f in a/b/y a/c a/d/z a/e top; do cp "$T/in/a.png" "$T/sd2/$f.png"; done
+: > "$T/sdo2/a"
+"$BIN" --no-progress -r "$T/sd2" -o "$T/sdo2" 2> "$T/sd2.err"; rc=$?
+[ $rc = 3 ] || fail "directory in the way of subdirectories: exit $rc, want 3 ($(cat "$T/sd2.err"))"
+[ -f "$T/sdo2/top.png" ] || fail "directory in the way of subdirectories: top.png not written"
+[ "$(grep -c "cannot create directory" "$T/sd2.err")" = 1 ] || fail "directory in the way of subdirectories: not named once: $(cat "$T/sd2.err")"
+grep -qx "entropy-stream: $T/sdo2/a: cannot create directory: exists and is not a directory" "$T/sd2.err" || fail "directory in the way of subdirectories: message: $(cat "$T/sd2.err")"
+grep -qx "entropy-stream: 4 of 5 files failed" "$T/sd2.err" || fail "directory in the way of subdirectories: no '4 of 5 files failed': $(cat "$T/sd2.err")"
 
 if [ $FAIL -ne 0 ]; then
   echo "test_cli_batch: $FAIL failure(s)"

@@ -45,6 +45,7 @@ put('huge.png', png(1, 1, idat=zlib.compress(b'\0\0'))[:16] + struct.pack('>IIBB
 put('zerowidth.png', png(0, h, idat=zlib.compress(b'\0' * h)))
 put('short.png', png(w, h, rows=h // 2))
 put('baddepth.png', png(w, h, depth=7))
+put('large.png', png(200, 150))
 EOF
 
 # An input error: exit 2, one line "entropy-stream: FILE: ...", no output, no temporary.
@@ -82,10 +83,21 @@ printf 'x' > "$T/afile"
 msg=$("$BIN" -q "$T/good.png" -o "$T/afile/x.png" 2>&1); rc=$?
 [ $rc = 3 ] || fail "output under a regular file: exit $rc, want 3 ($msg)"
 case "$msg" in "entropy-stream: $T/afile/x.png: "?*) ;; *) fail "output error message: $msg";; esac
+# ... and says why: it said "exists (use -y to overwrite, -n to skip)" (and -n skipped it
+# as existing) for a name whose directory is a file, which exists no more than it.
+case "$msg" in *"Not a directory") ;; *) fail "output under a regular file: message: $msg";; esac
+msg=$("$BIN" -q -n "$T/good.png" -o "$T/afile/x.png" 2>&1); rc=$?
+[ $rc = 3 ] || fail "output under a regular file, -n: exit $rc, want 3 ($msg)"
+case "$msg" in "entropy-stream: $T/afile/x.png: "*"Not a directory") ;; *) fail "output under a regular file, -n: message: $msg";; esac
+ln -s loop.npy "$T/loop.npy"
+msg=$("$BIN" -q "$T/good.png" -o "$T/loop.npy" 2>&1); rc=$?
+[ $rc = 3 ] || fail "output a loop of links: exit $rc, want 3 ($msg)"
+case "$msg" in "entropy-stream: $T/loop.npy: "*"symbolic links") ;; *) fail "output a loop of links: message: $msg";; esac
 msg=$("$BIN" -q "$T/good.png" -o "$T/afile/sub/" 2>&1); rc=$?
 [ $rc = 3 ] || fail "output directory under a regular file: exit $rc, want 3 ($msg)"
 msg=$("$BIN" -q "$T/good.png" -o "$T/x.npy" --stats "$T/afile/s.csv" 2>&1); rc=$?
 [ $rc = 3 ] || fail "stats under a regular file: exit $rc, want 3 ($msg)"
+case "$msg" in "entropy-stream: $T/afile/s.csv: "*"Not a directory") ;; *) fail "stats under a regular file: message: $msg";; esac
 [ -e "$T/x.npy" ] && [ $rc = 3 ] && echo "note: map written although stats failed"
 if [ "$(id -u)" != 0 ]; then
   mkdir "$T/ro"; chmod 555 "$T/ro"
@@ -98,6 +110,17 @@ if [ -w /dev/full ]; then
   msg=$("$BIN" -q "$T/good.png" --stats - 2>&1 >/dev/full); rc=$?
   [ $rc = 3 ] || fail "stats to a full stdout: exit $rc, want 3 ($msg)"
 fi
+# Past the file size limit (ulimit -f 1: 1 KiB) a write fails with EFBIG: exit 3 naming the
+# file, no temporary left. SIGXFSZ killed the process before (exit 153, no message, the
+# temporary left behind).
+for o in x.npy x.png; do
+  mkdir -p "$T/fsz"
+  msg=$(ulimit -f 1; "$BIN" -q "$T/large.png" -o "$T/fsz/$o" 2>&1); rc=$?
+  [ $rc = 3 ] || fail "$o past ulimit -f: exit $rc, want 3 ($msg)"
+  case "$msg" in "entropy-stream: $T/fsz/$o: "*"File too large") ;; *) fail "$o past ulimit -f: message: $msg";; esac
+  [ -z "$(ls -A "$T/fsz")" ] || fail "$o past ulimit -f: files left: $(ls -A "$T/fsz")"
+  rm -rf "$T/fsz"
+done
 
 # Usage errors: exit 1, one line naming the option and the allowed range.
 bad_opt() { # EXPECTED-PREFIX EXPECTED-SUBSTRING args...
@@ -209,6 +232,12 @@ else
   [ $rc = 1 ] || fail "video frames into the video's directory: exit $rc, want 1 ($msg)"
   case "$msg" in *"$T/vself/frame_000001.npy: is the input itself"*) ;; *) fail "video frame self message: $msg";; esac
   cmp -s "$T/vself.y4m" "$T/vself/frame_000001.npy" || fail "video frames into the video's directory: the input was modified"
+  # A video output under a regular file: why, not "exists".
+  for o in v.mkv v.npy; do
+    msg=$("$BIN" -q "$T/vself.y4m" -o "$T/afile/$o" 2>&1); rc=$?
+    [ $rc = 3 ] || fail "video $o under a regular file: exit $rc, want 3 ($msg)"
+    case "$msg" in "entropy-stream: $T/afile/$o: "*"Not a directory") ;; *) fail "video $o under a regular file: message: $msg";; esac
+  done
   msg=$("$BIN" -q -y "$T/vself/v.csv" --stats "$T/vself/v.csv" 2>&1); rc=$?
   [ $rc = 1 ] || fail "--stats onto the input: exit $rc, want 1 ($msg)"
   [ "$msg" = "entropy-stream: $T/vself/v.csv: is the input itself (choose another output)" ] || fail "--stats onto the input: message: $msg"
@@ -270,6 +299,12 @@ printf junk > "$T/"$'x\x01y.png'
 msg=$("$BIN" -q "$T/"$'x\x01y.png' -o "$T/xy.npy" 2>&1); rc=$?
 [ $rc = 2 ] || fail "\\x01 in a name: exit $rc, want 2"
 [ "$msg" = "entropy-stream: $T/x\x01y.png: not a PNG file" ] || fail "\\x01 in a name: $(printf '%s' "$msg" | cat -A)"
+# A backslash is escaped as \\: a name holding the two characters \n does not read as one
+# holding a newline (both printed "\n" before).
+printf junk > "$T/"'back\nslash.png'
+msg=$("$BIN" -q "$T/"'back\nslash.png' -o "$T/bs.npy" 2>&1); rc=$?
+[ $rc = 2 ] || fail "backslash in a name: exit $rc, want 2"
+[ "$msg" = "entropy-stream: $T/back\\\\nslash.png: not a PNG file" ] || fail "backslash in a name: $msg"
 
 if [ $FAIL -ne 0 ]; then
   echo "test_cli_errors: $FAIL failure(s)"

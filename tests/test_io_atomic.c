@@ -99,6 +99,27 @@ int main(void) {
   es_atomic_abort(&zero);
   unlink(path);
 
+  /* es_tmp_unlink_all (a second SIGINT's last act) removes the temporaries open now, and
+   * only those: one committed or aborted before is not tracked any more. */
+  {
+    es_atomic b, c;
+    char other[512];
+    snprintf(other, sizeof other, "%s/other.png", dir);
+    CHECK(es_atomic_open(&a, path, 0, msg, sizeof msg) == ES_OK, "open a: %s", msg);
+    CHECK(es_atomic_open(&b, other, 0, msg, sizeof msg) == ES_OK, "open b: %s", msg);
+    CHECK(es_atomic_commit(&b, msg, sizeof msg) == ES_OK, "commit b: %s", msg);
+    CHECK(es_atomic_open(&c, other, 1, msg, sizeof msg) == ES_OK, "open c: %s", msg);
+    es_atomic_abort(&c);
+    CHECK(count_entries(dir) == 2, "%d entries with one temporary open", count_entries(dir));
+    es_tmp_unlink_all();
+    CHECK(count_entries(dir) == 1 && access(other, F_OK) == 0,
+          "es_tmp_unlink_all: %d entries left, want the committed file only", count_entries(dir));
+    es_atomic_abort(&a);
+    es_tmp_unlink_all(); /* nothing tracked: nothing removed */
+    CHECK(access(other, F_OK) == 0, "es_tmp_unlink_all removed a committed file");
+    unlink(other);
+  }
+
   /* a final name of 255 bytes (NAME_MAX) still gets a temporary */
   {
     char longname[1024];

@@ -443,6 +443,31 @@ static void failure_cases(void) {
   }
   CHECK(!tv_exists(path) && tv_dir_entries(sub) == 2, "abort left files");
 
+  /* A file made under the final name while writing (another run): without overwrite the
+   * commit refuses it and leaves it alone, as es_atomic does; it was silently replaced. */
+  snprintf(path, sizeof path, "%s/late.mkv", sub);
+  v = NULL;
+  rc = es_video_out_open(&v, path, &o, msg, sizeof msg);
+  CHECK(rc == ES_OK, "late open: %s", msg);
+  if (v) {
+    seqframe f;
+    make_frame(&f, es_video_out_pixfmt(v), w, h, 0);
+    es_planes pl = {{f.p[0], f.p[1], f.p[2]}, {f.stride[0], f.stride[1], f.stride[2]}};
+    for (int i = 0; i < 3; i++)
+      es_video_out_write(v, &pl, NULL, 0, i, msg, sizeof msg);
+    free_frame(&f);
+    tv_write_file(path, "theirs", 6);
+    msg[0] = 0;
+    rc = es_video_out_close(&v, 1, msg, sizeof msg);
+    CHECK(rc == ES_ERR_OUTPUT && !strcmp(msg, "exists (use -y to overwrite)"), "late file: %d '%s'",
+          rc, msg);
+    d = tv_read_file(path, &size);
+    CHECK(d && size == 6 && !memcmp(d, "theirs", 6), "late file replaced (%zu bytes)", size);
+    free(d);
+  }
+  unlink(path);
+  CHECK(tv_dir_entries(sub) == 2, "late file: files left behind: %d", tv_dir_entries(sub));
+
   /* Usage errors: unknown codec, preset, extension; crf on an encoder without it. */
   snprintf(path, sizeof path, "%s/u.mp4", sub);
   o.codec = "no-such-codec";

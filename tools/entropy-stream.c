@@ -69,7 +69,8 @@ typedef struct cli_opts {
   int progress; /* -1 auto, 0 off, 1 on */
 } cli_opts;
 
-/* ---- Signals: the handler only sets a flag; a second signal ends the process at once. */
+/* ---- Signals: the handler only sets a flag; a second signal ends the process at once,
+ * removing the temporaries of the outputs being written (a .npy of a video may be large). */
 /* Lock-free atomics: safe in a signal handler (C11 7.14.1.1) and between threads. */
 _Static_assert(ATOMIC_INT_LOCK_FREE == 2, "the signal flag must be lock-free");
 static atomic_int g_stop;
@@ -79,7 +80,10 @@ static atomic_int g_abort;
 
 static void on_signal(int sig) {
   (void)sig;
-  if (g_stop) _exit(130);
+  if (g_stop) {
+    es_tmp_unlink_all();
+    _exit(130);
+  }
   g_stop = 1;
 }
 
@@ -90,8 +94,26 @@ static void install_signals(void) {
   sigemptyset(&sa.sa_mask);
   sigaction(SIGINT, &sa, NULL);
   sigaction(SIGTERM, &sa, NULL);
-  /* A closed stdout pipe must be a write error (exit 3), not a silent death. */
+  /* A closed stdout pipe must be a write error (exit 3), not a silent death. So must an
+   * output past the file size limit (ulimit -f): SIGXFSZ would kill the process with no
+   * message and leave the temporary behind; ignored, the write fails with EFBIG. */
   signal(SIGPIPE, SIG_IGN);
+  signal(SIGXFSZ, SIG_IGN);
+}
+
+/* The handler is installed without SA_RESTART, so that a signal interrupts a blocking open
+ * (an input FIFO with no writer yet). But a write() into a pipe whose reader is slow
+ * (--stats - | ...) then fails with EINTR when the signal lands on the thread blocked in
+ * it, and stdio cannot resume after that: the record is cut and the run says "Interrupted
+ * system call". So the main thread blocks SIGINT and SIGTERM while it writes outputs; the
+ * kernel gives them to another thread of the process (decoder, workers, stdin pump), none
+ * of which writes through stdio, and the flag is seen as before. */
+static void main_writes(int begin) {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGINT);
+  sigaddset(&set, SIGTERM);
+  pthread_sigmask(begin ? SIG_BLOCK : SIG_UNBLOCK, &set, NULL);
 }
 
 /* ---- Messages. Every error is one line: "entropy-stream: WHAT: why". Progress lines are
@@ -108,14 +130,18 @@ static void clear_progress_locked(void) {
 
 /* Appends s to dst[*at..cap) with control bytes escaped (\n, \t, \r, \e, \xHH): a file name
  * or a library's text may hold a newline or an ESC, and a message must stay one line that
- * cannot move the cursor. Bytes >= 0x80 pass unchanged, so UTF-8 names read as they are.
+ * cannot move the cursor. A backslash is escaped too (\\), so that a name holding the two
+ * characters "\n" does not read as one holding a newline. Bytes >= 0x80 pass unchanged, so
+ * UTF-8 names read as they are.
  * Stops before an escape that would not fit; dst stays terminated. */
 static void escape_into(char *dst, size_t cap, size_t *at, const char *s) {
   for (; *s; s++) {
     unsigned char c = (unsigned char)*s;
     char e[5] = {(char)c, 0};
     size_t k;
-    if (c < 0x20 || c == 0x7f) {
+    if (c == '\\') {
+      memcpy(e, "\\\\", 3);
+    } else if (c < 0x20 || c == 0x7f) {
       const char *named = c == '\n' ? "\\n" : c == '\t' ? "\\t" : c == '\r' ? "\\r"
                         : c == 0x1b ? "\\e" : NULL;
       if (named)
@@ -634,10 +660,17 @@ static int out_kind_of(const char *out) {
   return -1;
 }
 
-/* mkdir -p; ES_OK or ES_ERR_OUTPUT with errno's reason in msg. */
-static int make_dirs(const char *path, char *msg, size_t len) {
+/* mkdir -p; ES_OK or ES_ERR_OUTPUT with the reason in msg. On failure *bad (if not NULL) is
+ * the length of the leading part of path that could not be made (what the message is
+ * about), and *why its errno (ENOTDIR: something else is in the way). */
+static int make_dirs(const char *path, size_t *bad, int *why, char *msg, size_t len) {
   char buf[PATH_MAX];
-  size_t n = strlen(path);
+  size_t n = strlen(path), dummy_bad;
+  int dummy_why;
+  if (!bad) bad = &dummy_bad;
+  if (!why) why = &dummy_why;
+  *bad = n;
+  *why = ENAMETOOLONG;
   if (n >= sizeof buf) {
     snprintf(msg, len, "path too long");
     return ES_ERR_OUTPUT;
@@ -647,18 +680,34 @@ static int make_dirs(const char *path, char *msg, size_t len) {
     if (buf[i] == '/' || buf[i] == 0) {
       char save = buf[i];
       buf[i] = 0;
+      *bad = i;
       if (mkdir(buf, 0777) != 0 && errno != EEXIST) {
+        *why = errno;
         snprintf(msg, len, "cannot create directory: %s", strerror(errno));
         return ES_ERR_OUTPUT;
       }
       if (!is_dir(buf)) {
-        snprintf(msg, len, "cannot create directory: %s is not a directory", buf);
+        *why = ENOTDIR;
+        snprintf(msg, len, "cannot create directory: exists and is not a directory");
         return ES_ERR_OUTPUT;
       }
       buf[i] = save;
     }
   }
   return ES_OK;
+}
+
+/* make_dirs for an output directory; a failure is reported naming the directory that could
+ * not be made (the output itself, or a parent of it in the way). */
+static int make_out_dir(const char *path) {
+  char msg[MSG_LEN], name[PATH_MAX];
+  size_t at = 0;
+  int rc = make_dirs(path, &at, NULL, msg, sizeof msg);
+  if (rc != ES_OK) {
+    snprintf(name, sizeof name, "%.*s", (int)at, path);
+    err(name, "%s", msg);
+  }
+  return rc;
 }
 
 static char *join(const char *a, const char *b) {
@@ -1213,37 +1262,54 @@ static int run_images(cli_opts *o, int in_kind, int out_kind) {
   }
 
   if (o->output && (out_kind == OUT_DIR || in_kind == IN_DIR)) {
-    rc = make_dirs(o->output, msg, sizeof msg);
+    rc = make_out_dir(o->output);
     if (rc != ES_OK) {
-      err(o->output, "%s", msg);
       code = 3;
       goto end;
     }
     /* Subdirectories of a recursive batch. One that cannot be made is a failure of the
      * files under it, as an unwritable output file is (SPEC 3: the others are still done,
-     * the summary counts them, exit 3). Reported once: jobs are sorted, so the files of one
-     * directory are neighbours. */
+     * the summary counts them, exit 3). Each directory in the way is named once, whatever
+     * the number of files and subdirectories under it (sorted names do not keep those
+     * together: "a/b/x.png" < "a/c.png" < "a/d/y.png"). */
     {
-      const char *bad_dir = NULL; /* the last directory that could not be made */
-      size_t bad_len = 0;
+      typedef struct {
+        const char *path; /* into a job's out */
+        size_t len;
+      } bad_dir;
+      bad_dir *bad = NULL; /* the directories that could not be made */
+      size_t nbad = 0;
       for (size_t i = 0; i < n; i++) {
         char *slash = jobs[i].out ? strrchr(jobs[i].out, '/') : NULL;
+        size_t dlen, at = 0;
+        int under = 0;
         if (!slash || slash == jobs[i].out || jobs[i].failed) continue;
-        if (bad_dir && (size_t)(slash - jobs[i].out) == bad_len &&
-            !strncmp(jobs[i].out, bad_dir, bad_len)) {
+        dlen = (size_t)(slash - jobs[i].out);
+        for (size_t k = 0; k < nbad && !under; k++)
+          under = dlen >= bad[k].len && !strncmp(jobs[i].out, bad[k].path, bad[k].len) &&
+                  (dlen == bad[k].len || jobs[i].out[bad[k].len] == '/');
+        if (under) {
           jobs[i].failed = ES_ERR_OUTPUT;
           continue;
         }
         *slash = 0;
-        rc = make_dirs(jobs[i].out, msg, sizeof msg);
-        if (rc != ES_OK) err(jobs[i].out, "%s", msg);
-        *slash = '/';
+        rc = make_dirs(jobs[i].out, &at, NULL, msg, sizeof msg);
         if (rc != ES_OK) {
+          char save = jobs[i].out[at];
+          bad_dir *nb = realloc(bad, (nbad + 1) * sizeof *bad);
+          jobs[i].out[at] = 0;
+          err(jobs[i].out, "%s", msg);
+          jobs[i].out[at] = save;
           jobs[i].failed = ES_ERR_OUTPUT;
-          bad_dir = jobs[i].out;
-          bad_len = (size_t)(slash - jobs[i].out);
+          if (nb) {
+            bad = nb;
+            bad[nbad].path = jobs[i].out;
+            bad[nbad++].len = at;
+          }
         }
+        *slash = '/';
       }
+      free(bad);
     }
   }
   /* The stream: one frame per file at most, so a single image gets every core. What it
@@ -1314,6 +1380,7 @@ static int run_images(cli_opts *o, int in_kind, int out_kind) {
     pthread_mutex_unlock(&b.lock);
   }
   for (int i = 0; i < nenc + ndec; i++) pthread_join(th[i], NULL);
+  main_writes(1); /* the statistics are written below (the stream's workers take signals) */
 
   /* Results in name order. */
   {
@@ -1376,6 +1443,7 @@ static int run_images(cli_opts *o, int in_kind, int out_kind) {
   }
 end:
   if (sw) es_stats_writer_close(&sw, 0, NULL, 0);
+  main_writes(0);
   exit_if_gpus_opening(b.ctx, code);
   es_stream_destroy(&b.st);
   es_context_destroy(&b.ctx);
@@ -1721,9 +1789,8 @@ static int run_video(cli_opts *o, int out_kind) {
     }
     sc.want_map = 1;
   } else if (out_kind == OUT_DIR) {
-    rc = make_dirs(o->output, msg, sizeof msg);
+    rc = make_out_dir(o->output);
     if (rc != ES_OK) {
-      err(out_name, "%s", msg);
       code = 3;
       goto end;
     }
@@ -1788,6 +1855,7 @@ static int run_video(cli_opts *o, int out_kind) {
     goto end;
   }
   th_started = 1;
+  main_writes(1); /* after the decode thread is made: it inherits the mask */
 
   {
     int show = !o->quiet && (o->progress == 1 || (o->progress < 0 && isatty(2)));
@@ -1953,6 +2021,7 @@ static int run_video(cli_opts *o, int out_kind) {
   }
 
 end:
+  main_writes(0);
   if (cth_started) pthread_join(cth, NULL);
   if (th_started) {
     es_stream_abort(v.st);
