@@ -22,6 +22,8 @@ read back by this script (.npy maps, --stats CSV and JSONL, gray8 / gray16 / hea
   largest possible H maps to 255 / 65535), --range auto (a constant map: 0, no division by
   zero), --overlay A blending round(A * 256) / 256 of the heat over the grey, the colormaps'
   end points (matplotlib's, round(x * 255)), and every entry where matplotlib is installed.
+- the pts column: the double nearest to pts * time base (y4m and raw at 30000/1001 on standard
+  input, the sample clip's 1/12800 against ffprobe's time stamps).
 With a GPU (a CUDA build that finds one), the maps and statistics are checked on it too.
 """
 import csv
@@ -467,6 +469,48 @@ def ffmpeg_global(T):
             fail("%dx%d: global entropy %.9g, ffmpeg's entropy filter %s" % (w, h, ge, vals[0]))
 
 
+def pts_column(T):
+    """The pts column is the double nearest to pts * time base (as Python's Fraction gives it),
+    not a product rounded twice: frame 35 of the sample clip (time base 1/12800) is at 1.4 s,
+    once written 1.4000000000000001; y4m at 30000:1001 and raw @30000/1001 frames likewise."""
+    global checks
+    from fractions import Fraction
+    scsv = os.path.join(T, "p.csv")
+    n = 40
+    frame = bytes(8)
+    y4m = b"YUV4MPEG2 W4 H2 F30000:1001 Cmono\n" + b"".join(b"FRAME\n" + frame for _ in range(n))
+    cases = [("y4m 30000:1001", ["-"], y4m, [Fraction(i * 1001, 30000) for i in range(n)]),
+             ("raw @30000/1001", ["-", "--raw", "gray8:4x2@30000/1001"], frame * n,
+              [Fraction(i * 1001, 30000) for i in range(n)])]
+    clip = os.path.join(os.environ.get("ES_SRC", ""), "samples", "clip.mp4")
+    if os.environ.get("ES_HAVE_FFMPEG", "0") in ("1", "ON", "TRUE", "true") and \
+            os.path.exists(clip) and shutil.which("ffprobe"):
+        f = subprocess.run(["ffprobe", "-v", "error", "-select_streams", "v:0", "-show_entries",
+                            "stream=time_base:frame=best_effort_timestamp", "-of", "csv=p=0",
+                            clip], capture_output=True, text=True)
+        lines = [x.strip().rstrip(",") for x in f.stdout.split()]
+        tb = [x for x in lines if "/" in x]
+        ts = [int(x) for x in lines if x.lstrip("-").isdigit()]
+        if f.returncode == 0 and tb and ts:
+            num, den = (int(x) for x in tb[0].split("/"))
+            cases.append(("samples/clip.mp4", [clip], None, [Fraction(t * num, den) for t in ts]))
+    for name, args, data, want in cases:
+        checks += 1
+        p = subprocess.run([ES_BIN, "-q", "-y"] + args + ["--stats", scsv], input=data,
+                           capture_output=True)
+        if p.returncode:
+            fail("%s: exit %d: %s" % (name, p.returncode, p.stderr.decode(errors="replace")))
+            continue
+        got = [r["pts"] for r in csv.DictReader(open(scsv))]
+        if len(got) != len(want):
+            fail("%s: %d records for %d frames" % (name, len(got), len(want)))
+            continue
+        for i, (g, w) in enumerate(zip(got, want)):
+            if float(g) != float(w):
+                fail("%s: frame %d at %s s, not %r (%s)" % (name, i, g, float(w), w))
+                break
+
+
 def gpu_usable(T):
     if os.environ.get("ES_HAVE_CUDA", "0") not in ("1", "ON", "TRUE", "true"):
         return False
@@ -480,6 +524,8 @@ with tempfile.TemporaryDirectory() as T:
     colour(T)
     rendering(T)
     ffmpeg_global(T)
+    if os.environ.get("ES_HAVE_FFMPEG", "0") in ("1", "ON", "TRUE", "true"):
+        pts_column(T)
     if gpu_usable(T):
         maps(T, "gpu")
     else:
