@@ -117,7 +117,11 @@ static void es_csv_str(FILE *fp, const char *s) {
 
 /* Length of a valid UTF-8 sequence at s, 0 if invalid. */
 static int es_utf8_len(const unsigned char *s) {
-  int n = s[0] >= 0xF0 && s[0] <= 0xF4 ? 4 : s[0] >= 0xE0 ? 3 : s[0] >= 0xC2 && s[0] < 0xE0 ? 2 : 0;
+  /* Leads: C2..DF (2 bytes), E0..EF (3), F0..F4 (4); 80..C1 and F5..FF never lead. */
+  int n = s[0] >= 0xF0 && s[0] <= 0xF4   ? 4
+          : s[0] >= 0xE0 && s[0] <= 0xEF ? 3
+          : s[0] >= 0xC2 && s[0] <= 0xDF ? 2
+                                         : 0;
   for (int i = 1; i < n; i++)
     if ((s[i] & 0xC0) != 0x80) return 0;
   if (n == 3 && ((s[0] == 0xE0 && s[1] < 0xA0) || (s[0] == 0xED && s[1] >= 0xA0))) return 0;

@@ -1032,6 +1032,13 @@ static int y4m_next_frame(es_video_in *v, char *msg, size_t len) {
   }
 }
 
+/* A time stamp in seconds, the double nearest to pts * num / den: the product is exact (below
+ * 2^53 for any real stream) and one division rounds it once. pts * av_q2d(tb) rounds twice
+ * and wrote 1.4000000000000001 for the frame at 1.4 s of a 1/12800 time base. */
+static double ts_seconds(int64_t pts, AVRational tb) {
+  return (double)pts * (double)tb.num / (double)tb.den;
+}
+
 /* One raw or y4m frame read straight into dst (see raw_direct). */
 static int direct_read(es_video_in *v, void *dst, size_t dst_stride, int64_t *pts,
                        double *pts_seconds, char *msg, size_t len) {
@@ -1059,7 +1066,7 @@ static int direct_read(es_video_in *v, void *dst, size_t dst_stride, int64_t *pt
   if (got == v->raw_frame_size && v->y4m_skip) got += in_bytes(v, NULL, v->y4m_skip, &err);
   if (got == fsize) {
     if (pts) *pts = v->next_pts;
-    if (pts_seconds) *pts_seconds = v->next_pts * av_q2d(v->tb);
+    if (pts_seconds) *pts_seconds = ts_seconds(v->next_pts, v->tb);
     v->next_pts += v->step;
     v->delivered++;
     v->packets++;
@@ -1162,7 +1169,7 @@ int es_video_in_read_lend(es_video_in *v, void *dst, size_t dst_stride, es_video
       if (rc < 0) return rc;
       v->delivered++;
       if (pts) *pts = p;
-      if (pts_seconds) *pts_seconds = p * av_q2d(v->tb);
+      if (pts_seconds) *pts_seconds = ts_seconds(p, v->tb);
       return ES_OK;
     }
     if (err == AVERROR_EOF) {

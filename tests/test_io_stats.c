@@ -194,6 +194,44 @@ static void test_jsonl(const char *dir, rec *r, int bins, const char *ext) {
   fclose(f);
 }
 
+/* File names that are not UTF-8: every byte that does not start a valid sequence becomes
+ * \ufffd, so the JSON line is UTF-8. F5..FF never start one (F5..F7 once passed for 3-byte
+ * leads, and a name like "a\xf5\x80\x80b.png" made a line no JSON reader could decode). */
+static void test_json_not_utf8(const char *dir) {
+  static const struct {
+    const char *name, *want;
+  } cases[] = {
+      {"a\xf5\x80\x80"
+       "b.png",
+       "\"a\\ufffd\\ufffd\\ufffdb.png\""},
+      {"\xf8\x88\x80\x80\x80", "\"\\ufffd\\ufffd\\ufffd\\ufffd\\ufffd\""},
+      {"\xff\xfe", "\"\\ufffd\\ufffd\""},
+      {"\xc1\xbf", "\"\\ufffd\\ufffd\""},
+      {"\xe2\x82\xac\xf0\x9f\x98\x80", "\"\xe2\x82\xac\xf0\x9f\x98\x80\""},
+      {"\xed\xa0\x80", "\"\\ufffd\\ufffd\\ufffd\""},
+  };
+  char path[512], msg[256];
+  snprintf(path, sizeof path, "%s/u.jsonl", dir);
+  es_stats_writer *w = NULL;
+  es_stats st;
+  memset(&st, 0, sizeof st);
+  st.bins = 1;
+  CHECK(es_stats_writer_open(&w, path, 0, 1, msg, sizeof msg) == ES_OK, "open: %s", msg);
+  for (size_t i = 0; w && i < sizeof cases / sizeof *cases; i++)
+    CHECK(es_stats_writer_add(w, cases[i].name, (int64_t)i, 0, 1, 1, &st, msg, sizeof msg) == ES_OK,
+          "add: %s", msg);
+  CHECK(es_stats_writer_close(&w, 1, msg, sizeof msg) == ES_OK, "close: %s", msg);
+  FILE *f = fopen(path, "r");
+  char line[1024];
+  for (size_t i = 0; f && i < sizeof cases / sizeof *cases; i++) {
+    const char *v = fgets(line, sizeof line, f) ? json_val(line, "name") : NULL;
+    CHECK(v && !strncmp(v, cases[i].want, strlen(cases[i].want)), "name %zu written as %.40s", i,
+          v ? v : "(none)");
+  }
+  if (f) fclose(f);
+  unlink(path);
+}
+
 int main(void) {
   es_test_seed("test_io_stats");
   char msg[256], dir[] = "/tmp/es_test_io_stats.XXXXXX";
@@ -204,6 +242,7 @@ int main(void) {
   test_csv(dir, r, bins);
   test_jsonl(dir, r, bins, ".jsonl");
   test_jsonl(dir, r, bins, ".json");
+  test_json_not_utf8(dir);
 
   /* the extension rule, and the checks of open */
   es_stats_writer *w = NULL;
