@@ -22,7 +22,7 @@
 
 /* mkstemp creates files 0600; outputs should get the usual 0666 & ~umask. umask() cannot
  * be read without being set (racy with other threads), so read it from /proc. */
-static mode_t es_atomic_mode(void) {
+mode_t es_output_mode(void) {
   mode_t mask = 022;
   FILE *f = fopen("/proc/self/status", "r");
   if (f) {
@@ -241,7 +241,7 @@ int es_atomic_open(es_atomic *a, const char *final_path, int overwrite, char *ms
     goto end;
   }
   es_tmp_track(a->tmp_path);
-  (void)fchmod(fd, es_atomic_mode()); /* not fatal: the file is still ours, only 0600 */
+  (void)fchmod(fd, es_output_mode()); /* not fatal: the file is still ours, only 0600 */
   a->fp = fdopen(fd, "wb");
   if (!a->fp) {
     snprintf(msg, len, "cannot create: %s", strerror(errno));

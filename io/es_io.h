@@ -9,6 +9,7 @@
 
 #include <stdint.h>
 #include <stdio.h>
+#include <sys/types.h>
 
 #include "entropy_stream.h"
 
@@ -42,6 +43,8 @@ int es_output_exists(const char *path);
  * whenever the final name does; mkstemp's six letters keep it unique. */
 enum { ES_TMP_NAME_KEEP = 200 };
 char *es_tmp_template(const char *final_path, const char *tag);
+/* The mode a new output file gets: 0666 & ~umask (the mask read from /proc, not set). */
+mode_t es_output_mode(void);
 /* The temporaries that exist now, for a program that ends at once on a signal (a second
  * SIGINT): es_tmp_unlink_all removes them, and is async-signal-safe (unlink only, no locks,
  * no allocation). es_tmp_track is called once a temporary is created, es_tmp_untrack after it

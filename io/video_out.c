@@ -170,11 +170,9 @@ static int make_tmp(es_video_out *v, char *msg, size_t len) {
     return ES_ERR_OUTPUT;
   }
   es_tmp_track(v->tmp_path);
-  /* mkstemp makes 0600; the result should have the permissions any new file gets. */
-  mode_t um = umask(0);
-  umask(um);
-  if (fchmod(fd, 0666 & ~um) < 0) { /* not fatal: the file is still ours */
-  }
+  /* mkstemp makes 0600; the result should have the permissions any new file gets (read from
+   * /proc: umask() would set the mask for every thread while it is read) */
+  (void)fchmod(fd, es_output_mode()); /* not fatal: the file is still ours */
   close(fd);
   return ES_OK;
 }
