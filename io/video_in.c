@@ -724,6 +724,13 @@ int es_video_in_open(es_video_in **out, const char *path, const es_video_in_opts
 #else
     dm = av_stream_get_side_data(st, AV_PKT_DATA_DISPLAYMATRIX, &dmsize);
 #endif
+    const AVRational sar = av_guess_sample_aspect_ratio(v->fmt, st, NULL);
+    if (sar.num > 0 && sar.den > 0) {
+      info->sar_num = sar.num;
+      info->sar_den = sar.den;
+    } else {
+      info->sar_den = 1;
+    }
     if (dm && dmsize >= sizeof info->display_matrix) {
       memcpy(info->display_matrix, dm, sizeof info->display_matrix);
       info->has_display_matrix = 1;

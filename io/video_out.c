@@ -13,6 +13,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -189,7 +190,12 @@ static int open_encoder(AVCodecContext **out, const AVCodec *codec, const es_vid
   e->pix_fmt = fmt;
   e->time_base = tb;
   e->framerate = fps;
+  /* The input's pixel shape: the map is in its stored pixels (an anamorphic source's heat
+   * video is shown as wide as the source), as ffmpeg keeps it. */
   e->sample_aspect_ratio = (AVRational){1, 1};
+  if (o->sar_num > 0 && o->sar_den > 0)
+    av_reduce(&e->sample_aspect_ratio.num, &e->sample_aspect_ratio.den, o->sar_num, o->sar_den,
+              INT_MAX);
   if (fmt == AV_PIX_FMT_GRAY8 || fmt == AV_PIX_FMT_GRAY16) {
     e->color_range = AVCOL_RANGE_JPEG;
   } else {

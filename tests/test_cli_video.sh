@@ -369,6 +369,25 @@ if ff_has encoders libx264 && ff_has muxers mp4; then
   [ "$got" = "$W,$H" ] || fail "rotated heat video is $got, want the stored $W,$H"
 fi
 
+# The sample aspect ratio goes to the heat video (and the y4m A field), as ffmpeg keeps it:
+# an anamorphic source (720x576 at 16:15 is 4:3 on screen) played 5:4, stretched, once the
+# heat video said 1:1.
+if ff_has encoders ffv1; then
+  $FF -f lavfi -i "testsrc=size=${W}x${H}:rate=10" -frames:v 3 -vf setsar=16/15 -c:v ffv1 "$T/sar.mkv" ||
+    fail "cannot make sar.mkv"
+  sar() { ffprobe -v error -select_streams v:0 -show_entries stream=sample_aspect_ratio -of csv=p=0 "$1"; }
+  for ext in mp4 mkv; do
+    "$BIN" -q "$T/sar.mkv" -o "$T/sar-heat.$ext" || fail "sar.mkv -> $ext: exit $?"
+    [ "$(sar "$T/sar-heat.$ext")" = 16:15 ] || fail "sample aspect ratio: heat .$ext says '$(sar "$T/sar-heat.$ext")', want 16:15"
+  done
+  if [ $Y4M_OUT = 1 ]; then
+    "$BIN" -q "$T/sar.mkv" -o - | head -c 100 | head -n 1 | grep -q " A16:15 " ||
+      fail "sample aspect ratio: y4m header $("$BIN" -q "$T/sar.mkv" -o - | head -c 100 | head -n 1), want A16:15"
+  fi
+  "$BIN" -q "$T/clip.mkv" -o "$T/sar-none.mkv" && [ "$(sar "$T/sar-none.mkv")" = 1:1 ] ||
+    fail "no sample aspect ratio in the input: heat video says '$(sar "$T/sar-none.mkv")', want 1:1"
+fi
+
 # Two y4m streams one after the other (cat a.y4m b.y4m): the same size and layout go on as
 # one stream; another size ends the input with an error naming it (exit 2), the frames
 # before kept. (A second header was taken for damaged frame lines: frames were lost with
