@@ -100,8 +100,14 @@ static void choose_formats(const AVCodec *c, int format, int w, int h, enum AVPi
     if (x264 && odd && *enc == AV_PIX_FMT_YUV420P) *enc = AV_PIX_FMT_YUV444P;
     return;
   }
-  /* Heat (RGB): YUV 4:2:0 where it can be, 4:4:4 at odd sizes for x264. */
-  if (supports(c, AV_PIX_FMT_YUV420P) && !(odd && x264 && supports(c, AV_PIX_FMT_YUV444P))) {
+  /* Heat (RGB): YUV 4:2:0 where it can be, 4:4:4 at odd sizes for x264. The JPEG encoders
+   * list yuv420p but refuse it in limited range (the renderer's) as non-standard: there the
+   * RGB goes into full-range yuvj420p, the format ffmpeg gives them. */
+  if ((c->id == AV_CODEC_ID_MJPEG || c->id == AV_CODEC_ID_LJPEG) &&
+      supports(c, AV_PIX_FMT_YUVJ420P)) {
+    *enc = AV_PIX_FMT_YUVJ420P;
+    *want = ES_PIX_RGB24;
+  } else if (supports(c, AV_PIX_FMT_YUV420P) && !(odd && x264 && supports(c, AV_PIX_FMT_YUV444P))) {
     *enc = AV_PIX_FMT_YUV420P;
     *want = ES_PIX_YUV420P;
   } else if (supports(c, AV_PIX_FMT_YUV444P)) {
@@ -198,6 +204,10 @@ static int open_encoder(AVCodecContext **out, const AVCodec *codec, const es_vid
               INT_MAX);
   if (fmt == AV_PIX_FMT_GRAY8 || fmt == AV_PIX_FMT_GRAY16) {
     e->color_range = AVCOL_RANGE_JPEG;
+  } else if (fmt == AV_PIX_FMT_YUVJ420P || fmt == AV_PIX_FMT_YUVJ422P ||
+             fmt == AV_PIX_FMT_YUVJ444P) {
+    e->color_range = AVCOL_RANGE_JPEG; /* what the J formats mean */
+    e->colorspace = AVCOL_SPC_SMPTE170M;
   } else {
     e->color_range = AVCOL_RANGE_MPEG;
     e->colorspace = AVCOL_SPC_SMPTE170M; /* the renderer's YUV is BT.601 */

@@ -96,6 +96,8 @@ pair ogv ogv libx264
 pair mov mov libvpx-vp9
 pair mp4 mp4 ffv1
 pair webm webm mpeg4
+# mjpeg lists yuv420p but refuses it in limited range: heat was exit 3 "encoder mjpeg refused".
+pair avi avi mjpeg
 [ $Y4M_OUT = 1 ] && pair y4m yuv4mpegpipe libx264
 [ $Y4M_OUT = 1 ] && pair y4m yuv4mpegpipe mpeg4
 # No --codec, a container that holds neither libx264 nor mpeg4: its own default codec, as
