@@ -989,6 +989,10 @@ static enum AVPixelFormat y4m_header_format(const char *line, int *w, int *h) {
   return av_get_pix_fmt(name);
 }
 
+/* A time stamp in seconds, the double nearest pts * num / den: one rounding, so that frame 3
+ * at 1/10 is 0.3 as at 1/1000 (pts * av_q2d(tb) rounds twice: 0.30000000000000004). */
+static double pts_seconds_of(int64_t pts, AVRational tb) { return (double)pts * tb.num / tb.den; }
+
 /* Why frame v->packets ended early: a read error (err), else it is short (got of fsize
  * bytes). Returns ES_ERR_INPUT. */
 static int frame_cut(const es_video_in *v, int err, size_t got, size_t fsize, char *msg,
@@ -1066,7 +1070,7 @@ static int direct_read(es_video_in *v, void *dst, size_t dst_stride, int64_t *pt
   if (got == v->raw_frame_size && v->y4m_skip) got += in_bytes(v, NULL, v->y4m_skip, &err);
   if (got == fsize) {
     if (pts) *pts = v->next_pts;
-    if (pts_seconds) *pts_seconds = v->next_pts * av_q2d(v->tb);
+    if (pts_seconds) *pts_seconds = pts_seconds_of(v->next_pts, v->tb);
     v->next_pts += v->step;
     v->delivered++;
     v->packets++;
@@ -1169,7 +1173,7 @@ int es_video_in_read_lend(es_video_in *v, void *dst, size_t dst_stride, es_video
       if (rc < 0) return rc;
       v->delivered++;
       if (pts) *pts = p;
-      if (pts_seconds) *pts_seconds = p * av_q2d(v->tb);
+      if (pts_seconds) *pts_seconds = pts_seconds_of(p, v->tb);
       return ES_OK;
     }
     if (err == AVERROR_EOF) {

@@ -181,6 +181,19 @@ for t, r in enumerate(rows):
 print('stats: %d rows' % len(rows))
 EOF
 
+# The same pts through y4m (time base 1/10, one frame): frame t at exactly t/10 s, the double
+# nearest (3 * 0.1 gave 0.30000000000000004 where the .mkv's 1/1000 gave 0.3).
+if [ $Y4M_IN = 1 ] && [ $Y4M_OUT = 1 ]; then
+  "$BIN" -q "$T/clip.mkv" --format gray8 -o - | "$BIN" -q - --stats "$T/y4m-pts.csv" ||
+    fail "clip -> y4m -> stats: exit $?"
+  "$PY" - "$T/y4m-pts.csv" <<'EOF' || fail "y4m stats pts not t/10"
+import csv, sys
+rows = list(csv.DictReader(open(sys.argv[1])))
+bad = [r['pts'] for t, r in enumerate(rows) if float(r['pts']) != t / 10]
+assert rows and not bad, bad
+EOF
+fi
+
 # y4m in on stdin, y4m out on stdout, into ffmpeg.
 if [ $Y4M_FF = 1 ] && [ $Y4M_IN = 1 ] && [ $Y4M_OUT = 1 ]; then
   got=$($FF -f lavfi -i "testsrc=size=${W}x${H}:rate=10" -frames:v $N -pix_fmt yuv420p -f yuv4mpegpipe - \
