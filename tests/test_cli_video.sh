@@ -403,6 +403,22 @@ if ff_has encoders ffv1; then
     fail "no sample aspect ratio in the input: heat video says '$(sar "$T/sar-none.mkv")', want 1:1"
 fi
 
+# A y4m header whose frames are too large for libavformat: its demuxer returns EBUSY and the
+# message was "cannot open: Device or resource busy"; it now gives the reason FFmpeg logged,
+# naming the size (exit 2, one line, from a file and a pipe, nothing allocated).
+if [ $Y4M_IN = 1 ]; then
+  printf 'YUV4MPEG2 W100000 H100000 F25:1 Ip A1:1 C420jpeg\nFRAME\nabc' > "$T/huge.y4m"
+  for how in file pipe; do
+    if [ $how = file ]; then msg=$("$BIN" -q "$T/huge.y4m" --stats - 2>&1 >/dev/null); rc=$?
+    else msg=$(cat "$T/huge.y4m" | "$BIN" -q - --stats - 2>&1 >/dev/null); rc=$?; fi
+    [ $rc = 2 ] || fail "huge y4m header ($how): exit $rc, want 2 ($msg)"
+    case "$msg" in *busy*|*[Bb]usy*) fail "huge y4m header ($how): $msg";; esac
+    case "$msg" in "entropy-stream: "*": cannot open: "*"100000x100000"*) ;;
+      *) fail "huge y4m header ($how): the message does not name the size: $msg";; esac
+    [ "$(printf '%s\n' "$msg" | wc -l)" = 1 ] || fail "huge y4m header ($how): want one line: $msg"
+  done
+fi
+
 # Two y4m streams one after the other (cat a.y4m b.y4m): the same size and layout go on as
 # one stream; another size ends the input with an error naming it (exit 2), the frames
 # before kept. (A second header was taken for damaged frame lines: frames were lost with
