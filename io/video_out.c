@@ -135,13 +135,20 @@ static int counts_frames(const AVOutputFormat *f, const AVCodec *c) {
 /* Whether the muxer takes video of codec id, asked before anything is opened or written.
  * avformat_query_codec first; where it says no, the muxer's own list of codec tags still
  * counts (Matroska's query knows its native ids only, yet it writes any codec of that list,
- * png, huffyuv, ..., as V_MS/VFW/FOURCC, as ffmpeg does). Where the muxer has neither query
+ * png, huffyuv, ..., as V_MS/VFW/FOURCC, and one with a QuickTime tag, gif, tiff, hap, as
+ * V_QUICKTIME, as ffmpeg does). Where the muxer has neither query
  * nor list (ogg, yuv4mpegpipe, mpegts, mpeg) its init is tried on a w x h stream of that
  * codec, written into memory: ogg and yuv4mpegpipe refuse what they cannot hold there. */
 static int muxer_takes(const AVOutputFormat *ofmt, enum AVCodecID id, int w, int h) {
   unsigned int tag;
   int q = avformat_query_codec(ofmt, id, FF_COMPLIANCE_NORMAL);
-  if (q >= 0) return q == 1 || (ofmt->codec_tag && av_codec_get_tag2(ofmt->codec_tag, id, &tag));
+  if (q >= 0) {
+    if (q == 1 || (ofmt->codec_tag && av_codec_get_tag2(ofmt->codec_tag, id, &tag))) return 1;
+    /* Matroska also writes a codec that QuickTime has a tag for as V_QUICKTIME (gif, tiff,
+     * hap, smc, sgi), as ffmpeg does. */
+    const struct AVCodecTag *const mov[] = {avformat_get_mov_video_tags(), NULL};
+    return !strcmp(ofmt->name, "matroska") && av_codec_get_tag2(mov, id, &tag);
+  }
   AVFormatContext *f = NULL;
   int ok = 0;
   if (avformat_alloc_output_context2(&f, ofmt, NULL, NULL) < 0) return 0;

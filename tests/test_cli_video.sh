@@ -90,6 +90,8 @@ pair() { # EXT MUXER CODEC
   [ -z "$(ls -A "$T/pairs")" ] || fail ".$ext with $codec left $(ls -A "$T/pairs")"
 }
 pair mkv matroska png
+# Codecs with a QuickTime tag only: Matroska writes them as V_QUICKTIME (refused, exit 1, before).
+pair mkv matroska gif
 pair ts mpegts libx264
 pair ogv ogv mpeg4
 pair ogv ogv libx264
