@@ -154,6 +154,10 @@ typedef struct es_video_info {
    * show the heat map as they show the source. */
   int has_display_matrix;
   int32_t display_matrix[9];
+  /* Sample (pixel) aspect ratio, as the container or codec says; 0/1 if unknown. The map
+   * keeps the stored pixels, so a video output carries it for players to shape the picture
+   * as they shape the source's (anamorphic DV, DVD, HDV). */
+  int sar_num, sar_den;
 } es_video_info;
 /* path "-" = standard input (y4m recognised by its header, or raw with opts->raw). */
 int es_video_in_open(es_video_in **out, const char *path, const es_video_in_opts *opts,
@@ -192,6 +196,7 @@ typedef struct es_video_out_opts {
   int overwrite;
   const int32_t *display_matrix; /* NULL, or 9 values written as the stream's rotation
                                   * metadata where the container keeps it */
+  int sar_num, sar_den;          /* sample aspect ratio of the input; 0 (or invalid): 1:1 */
 } es_video_out_opts;
 /* path "-" = stdout YUV4MPEG2 (heat as 4:4:4, gray8 as mono) or raw f32; a path with a
  * container extension = encoded video (written atomically: temp name, renamed at close). */

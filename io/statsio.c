@@ -24,11 +24,16 @@ struct es_stats_writer {
   int failed;
 };
 
-/* Shortest %.Ng (N = 1..17) that strtod reads back as v. Non-finite: "" (the caller writes
- * an empty CSV field or JSON null). */
+/* A whole number in full, else the shortest %.Ng (N = 1..17) that strtod reads back as v.
+ * Non-finite: "" (the caller writes an empty CSV field or JSON null). */
 static void es_fmt_double(char *buf, size_t len, double v) {
   if (!isfinite(v)) {
     buf[0] = 0;
+    return;
+  }
+  /* A whole number as such: the shortest %g of 10 is "1e+01" */
+  if (v == floor(v) && fabs(v) < 1e15) {
+    snprintf(buf, len, "%.0f", v);
     return;
   }
   for (int p = 1; p <= 17; p++) {
@@ -39,6 +44,10 @@ static void es_fmt_double(char *buf, size_t len, double v) {
 static void es_fmt_float(char *buf, size_t len, float v) {
   if (!isfinite(v)) {
     buf[0] = 0;
+    return;
+  }
+  if (v == floorf(v) && fabsf(v) < 1e7f) {
+    snprintf(buf, len, "%.0f", (double)v);
     return;
   }
   for (int p = 1; p <= 9; p++) {

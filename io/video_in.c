@@ -150,7 +150,24 @@ static pthread_once_t log_once = PTHREAD_ONCE_INIT;
 static int log_hooked; /* log_cb is installed (set once, under log_once) */
 static es_video_in *log_readers; /* registry: readers with logged != 0 */
 
+/* While this thread opens an input: where the first error line libav* logs goes (its
+ * returned code alone can mislead: the y4m demuxer returns EBUSY, "Device or resource busy",
+ * for a header whose frame size libavutil refuses, having logged "Picture size ... is
+ * invalid"; a cut MP4 is "Invalid data" where the log says "moov atom not found"). */
+static _Thread_local char *log_capture;
+static _Thread_local size_t log_capture_len;
+
 static void log_cb(void *avcl, int level, const char *fmt, va_list vl) {
+  if (level <= AV_LOG_ERROR && log_capture && !log_capture[0]) {
+    va_list cp;
+    va_copy(cp, vl);
+    vsnprintf(log_capture, log_capture_len, fmt, cp);
+    va_end(cp);
+    size_t n = strlen(log_capture);
+    while (n > 0 &&
+           (log_capture[n - 1] == '\n' || log_capture[n - 1] == ' ' || log_capture[n - 1] == '.'))
+      log_capture[--n] = 0;
+  }
   if (avcl && level <= AV_LOG_ERROR) {
     int codec_ctx = *(const AVClass **)avcl == avcodec_get_class();
     pthread_mutex_lock(&log_lock);
@@ -547,13 +564,26 @@ int es_video_in_open(es_video_in **out, const char *path, const es_video_in_opts
     snprintf(msg, len, "out of memory");
     goto end;
   }
+  char logged[160] = "";
+  pthread_once(&log_once, log_install);
+  log_capture = logged;
+  log_capture_len = sizeof logged;
   err = avformat_open_input(&v->fmt, url, ifmt, &fopts);
+  log_capture = NULL;
   av_free(url);
   /* From here on errors the demuxer only logs are counted (find_stream_info reads packets
    * too); the decoder's once it is open and tagged as ours. */
   if (err >= 0) log_register(v);
   if (err < 0) {
+    /* What FFmpeg logged says why: next to "invalid data" (as ffmpeg prints both), in place
+     * of any other code, which may not be the reason (EBUSY above). */
     averr(msg, len, "cannot open", err);
+    if (logged[0] && err == AVERROR_INVALIDDATA) {
+      const size_t used = strlen(msg);
+      snprintf(msg + used, len > used ? len - used : 0, " (%s)", logged);
+    } else if (logged[0]) {
+      snprintf(msg, len, "cannot open: %s", logged);
+    }
     /* A minimal libavformat may lack the y4m demuxer: say so rather than only "invalid
      * data" for what is a valid YUV4MPEG2 stream elsewhere. */
     int y4m_like = !strcmp(path, "-") || es_path_is_y4m(path);
@@ -724,6 +754,13 @@ int es_video_in_open(es_video_in **out, const char *path, const es_video_in_opts
 #else
     dm = av_stream_get_side_data(st, AV_PKT_DATA_DISPLAYMATRIX, &dmsize);
 #endif
+    const AVRational sar = av_guess_sample_aspect_ratio(v->fmt, st, NULL);
+    if (sar.num > 0 && sar.den > 0) {
+      info->sar_num = sar.num;
+      info->sar_den = sar.den;
+    } else {
+      info->sar_den = 1;
+    }
     if (dm && dmsize >= sizeof info->display_matrix) {
       memcpy(info->display_matrix, dm, sizeof info->display_matrix);
       info->has_display_matrix = 1;

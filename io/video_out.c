@@ -13,6 +13,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -100,8 +101,14 @@ static void choose_formats(const AVCodec *c, int format, int w, int h, enum AVPi
     if (x264 && odd && *enc == AV_PIX_FMT_YUV420P) *enc = AV_PIX_FMT_YUV444P;
     return;
   }
-  /* Heat (RGB): YUV 4:2:0 where it can be, 4:4:4 at odd sizes for x264. */
-  if (supports(c, AV_PIX_FMT_YUV420P) && !(odd && x264 && supports(c, AV_PIX_FMT_YUV444P))) {
+  /* Heat (RGB): YUV 4:2:0 where it can be, 4:4:4 at odd sizes for x264. The JPEG encoders
+   * list yuv420p but refuse it in limited range (the renderer's) as non-standard: there the
+   * RGB goes into full-range yuvj420p, the format ffmpeg gives them. */
+  if ((c->id == AV_CODEC_ID_MJPEG || c->id == AV_CODEC_ID_LJPEG) &&
+      supports(c, AV_PIX_FMT_YUVJ420P)) {
+    *enc = AV_PIX_FMT_YUVJ420P;
+    *want = ES_PIX_RGB24;
+  } else if (supports(c, AV_PIX_FMT_YUV420P) && !(odd && x264 && supports(c, AV_PIX_FMT_YUV444P))) {
     *enc = AV_PIX_FMT_YUV420P;
     *want = ES_PIX_YUV420P;
   } else if (supports(c, AV_PIX_FMT_YUV444P)) {
@@ -129,13 +136,20 @@ static int counts_frames(const AVOutputFormat *f, const AVCodec *c) {
 /* Whether the muxer takes video of codec id, asked before anything is opened or written.
  * avformat_query_codec first; where it says no, the muxer's own list of codec tags still
  * counts (Matroska's query knows its native ids only, yet it writes any codec of that list,
- * png, huffyuv, ..., as V_MS/VFW/FOURCC, as ffmpeg does). Where the muxer has neither query
+ * png, huffyuv, ..., as V_MS/VFW/FOURCC, and one with a QuickTime tag, gif, tiff, hap, as
+ * V_QUICKTIME, as ffmpeg does). Where the muxer has neither query
  * nor list (ogg, yuv4mpegpipe, mpegts, mpeg) its init is tried on a w x h stream of that
  * codec, written into memory: ogg and yuv4mpegpipe refuse what they cannot hold there. */
 static int muxer_takes(const AVOutputFormat *ofmt, enum AVCodecID id, int w, int h) {
   unsigned int tag;
   int q = avformat_query_codec(ofmt, id, FF_COMPLIANCE_NORMAL);
-  if (q >= 0) return q == 1 || (ofmt->codec_tag && av_codec_get_tag2(ofmt->codec_tag, id, &tag));
+  if (q >= 0) {
+    if (q == 1 || (ofmt->codec_tag && av_codec_get_tag2(ofmt->codec_tag, id, &tag))) return 1;
+    /* Matroska also writes a codec that QuickTime has a tag for as V_QUICKTIME (gif, tiff,
+     * hap, smc, sgi), as ffmpeg does. */
+    const struct AVCodecTag *const mov[] = {avformat_get_mov_video_tags(), NULL};
+    return !strcmp(ofmt->name, "matroska") && av_codec_get_tag2(mov, id, &tag);
+  }
   AVFormatContext *f = NULL;
   int ok = 0;
   if (avformat_alloc_output_context2(&f, ofmt, NULL, NULL) < 0) return 0;
@@ -189,9 +203,18 @@ static int open_encoder(AVCodecContext **out, const AVCodec *codec, const es_vid
   e->pix_fmt = fmt;
   e->time_base = tb;
   e->framerate = fps;
+  /* The input's pixel shape: the map is in its stored pixels (an anamorphic source's heat
+   * video is shown as wide as the source), as ffmpeg keeps it. */
   e->sample_aspect_ratio = (AVRational){1, 1};
+  if (o->sar_num > 0 && o->sar_den > 0)
+    av_reduce(&e->sample_aspect_ratio.num, &e->sample_aspect_ratio.den, o->sar_num, o->sar_den,
+              INT_MAX);
   if (fmt == AV_PIX_FMT_GRAY8 || fmt == AV_PIX_FMT_GRAY16) {
     e->color_range = AVCOL_RANGE_JPEG;
+  } else if (fmt == AV_PIX_FMT_YUVJ420P || fmt == AV_PIX_FMT_YUVJ422P ||
+             fmt == AV_PIX_FMT_YUVJ444P) {
+    e->color_range = AVCOL_RANGE_JPEG; /* what the J formats mean */
+    e->colorspace = AVCOL_SPC_SMPTE170M;
   } else {
     e->color_range = AVCOL_RANGE_MPEG;
     e->colorspace = AVCOL_SPC_SMPTE170M; /* the renderer's YUV is BT.601 */

@@ -90,12 +90,16 @@ pair() { # EXT MUXER CODEC
   [ -z "$(ls -A "$T/pairs")" ] || fail ".$ext with $codec left $(ls -A "$T/pairs")"
 }
 pair mkv matroska png
+# Codecs with a QuickTime tag only: Matroska writes them as V_QUICKTIME (refused, exit 1, before).
+pair mkv matroska gif
 pair ts mpegts libx264
 pair ogv ogv mpeg4
 pair ogv ogv libx264
 pair mov mov libvpx-vp9
 pair mp4 mp4 ffv1
 pair webm webm mpeg4
+# mjpeg lists yuv420p but refuses it in limited range: heat was exit 3 "encoder mjpeg refused".
+pair avi avi mjpeg
 [ $Y4M_OUT = 1 ] && pair y4m yuv4mpegpipe libx264
 [ $Y4M_OUT = 1 ] && pair y4m yuv4mpegpipe mpeg4
 # No --codec, a container that holds neither libx264 nor mpeg4: its own default codec, as
@@ -178,6 +182,19 @@ for t, r in enumerate(rows):
     assert abs(float(r['mean']) - v[t].mean()) < 1e-4, (t, r['mean'], v[t].mean())
 print('stats: %d rows' % len(rows))
 EOF
+
+# The same pts through y4m (time base 1/10, one frame): frame t at exactly t/10 s, the double
+# nearest (3 * 0.1 gave 0.30000000000000004 where the .mkv's 1/1000 gave 0.3).
+if [ $Y4M_IN = 1 ] && [ $Y4M_OUT = 1 ]; then
+  "$BIN" -q "$T/clip.mkv" --format gray8 -o - | "$BIN" -q - --stats "$T/y4m-pts.csv" ||
+    fail "clip -> y4m -> stats: exit $?"
+  "$PY" - "$T/y4m-pts.csv" <<'EOF' || fail "y4m stats pts not t/10"
+import csv, sys
+rows = list(csv.DictReader(open(sys.argv[1])))
+bad = [r['pts'] for t, r in enumerate(rows) if float(r['pts']) != t / 10]
+assert rows and not bad, bad
+EOF
+fi
 
 # y4m in on stdin, y4m out on stdout, into ffmpeg.
 if [ $Y4M_FF = 1 ] && [ $Y4M_IN = 1 ] && [ $Y4M_OUT = 1 ]; then
@@ -367,6 +384,41 @@ if ff_has encoders libx264 && ff_has muxers mp4; then
     fail "rotation: source '$want', heat video '$(rot "$T/rot-heat.mp4")'"
   got=$(probe "$T/rot-heat.mp4" width,height | head -1 | cut -d, -f1,2)
   [ "$got" = "$W,$H" ] || fail "rotated heat video is $got, want the stored $W,$H"
+fi
+
+# The sample aspect ratio goes to the heat video (and the y4m A field), as ffmpeg keeps it:
+# an anamorphic source (720x576 at 16:15 is 4:3 on screen) played 5:4, stretched, once the
+# heat video said 1:1.
+if ff_has encoders ffv1; then
+  $FF -f lavfi -i "testsrc=size=${W}x${H}:rate=10" -frames:v 3 -vf setsar=16/15 -c:v ffv1 "$T/sar.mkv" ||
+    fail "cannot make sar.mkv"
+  sar() { ffprobe -v error -select_streams v:0 -show_entries stream=sample_aspect_ratio -of csv=p=0 "$1"; }
+  for ext in mp4 mkv; do
+    "$BIN" -q "$T/sar.mkv" -o "$T/sar-heat.$ext" || fail "sar.mkv -> $ext: exit $?"
+    [ "$(sar "$T/sar-heat.$ext")" = 16:15 ] || fail "sample aspect ratio: heat .$ext says '$(sar "$T/sar-heat.$ext")', want 16:15"
+  done
+  if [ $Y4M_OUT = 1 ]; then
+    "$BIN" -q "$T/sar.mkv" -o - | head -c 100 | head -n 1 | grep -q " A16:15 " ||
+      fail "sample aspect ratio: y4m header $("$BIN" -q "$T/sar.mkv" -o - | head -c 100 | head -n 1), want A16:15"
+  fi
+  "$BIN" -q "$T/clip.mkv" -o "$T/sar-none.mkv" && [ "$(sar "$T/sar-none.mkv")" = 1:1 ] ||
+    fail "no sample aspect ratio in the input: heat video says '$(sar "$T/sar-none.mkv")', want 1:1"
+fi
+
+# A y4m header whose frames are too large for libavformat: its demuxer returns EBUSY and the
+# message was "cannot open: Device or resource busy"; it now gives the reason FFmpeg logged,
+# naming the size (exit 2, one line, from a file and a pipe, nothing allocated).
+if [ $Y4M_IN = 1 ]; then
+  printf 'YUV4MPEG2 W100000 H100000 F25:1 Ip A1:1 C420jpeg\nFRAME\nabc' > "$T/huge.y4m"
+  for how in file pipe; do
+    if [ $how = file ]; then msg=$("$BIN" -q "$T/huge.y4m" --stats - 2>&1 >/dev/null); rc=$?
+    else msg=$(cat "$T/huge.y4m" | "$BIN" -q - --stats - 2>&1 >/dev/null); rc=$?; fi
+    [ $rc = 2 ] || fail "huge y4m header ($how): exit $rc, want 2 ($msg)"
+    case "$msg" in *busy*|*[Bb]usy*) fail "huge y4m header ($how): $msg";; esac
+    case "$msg" in "entropy-stream: "*": cannot open: "*"100000x100000"*) ;;
+      *) fail "huge y4m header ($how): the message does not name the size: $msg";; esac
+    [ "$(printf '%s\n' "$msg" | wc -l)" = 1 ] || fail "huge y4m header ($how): want one line: $msg"
+  done
 fi
 
 # Two y4m streams one after the other (cat a.y4m b.y4m): the same size and layout go on as

@@ -48,6 +48,11 @@ static void make_recs(rec *r, int bins) {
   }
   r[0].st.min = 0.0f;
   r[1].st.max = 4.0f;
+  /* Whole numbers of two or more digits: "10", "20", not the shortest %g, "1e+01" (a video
+   * starting at 10 s had pts 1e+01; -L 1024 can give a global entropy of 10 bits). */
+  r[6].pts = 10.0;
+  r[6].st.global_entropy = 20.0;
+  r[6].st.max = 10.0f;
 }
 
 /* Splits one CSV line into fields (RFC 4180 quoting). Returns the count. */
@@ -123,6 +128,10 @@ static void test_csv(const char *dir, rec *r, int bins) {
     CHECK(strtof(fl[7], NULL) == r[i].st.min, "min %s vs %.9g", fl[7], r[i].st.min);
     CHECK(strtof(fl[8], NULL) == r[i].st.max, "max %s", fl[8]);
     CHECK(strtod(fl[9], NULL) == r[i].st.global_entropy, "global entropy %s", fl[9]);
+    if (i == 6)
+      CHECK(!strcmp(fl[2], "10") && !strcmp(fl[8], "10") && !strcmp(fl[9], "20"),
+            "whole numbers written as pts %s, max %s, global entropy %s (want 10, 10, 20)", fl[2],
+            fl[8], fl[9]);
     for (int b = 0; b < bins; b++)
       if (strtoull(fl[10 + b], NULL, 10) != r[i].st.hist[b]) {
         CHECK(0, "record %d hist %d: %s", i, b, fl[10 + b]);
@@ -170,6 +179,7 @@ static void test_jsonl(const char *dir, rec *r, int bins, const char *ext) {
     v = json_val(line, "pts");
     if (isnan(r[i].pts)) CHECK(v && !strncmp(v, "null", 4), "NaN pts: %.10s", v);
     else CHECK(v && strtod(v, NULL) == r[i].pts, "pts");
+    if (i == 6) CHECK(v && !strncmp(v, "10,", 3), "JSON pts 10 written as %.10s", v);
     v = json_val(line, "index");
     CHECK(v && strtoll(v, NULL, 10) == r[i].index, "index");
     v = json_val(line, "mean");

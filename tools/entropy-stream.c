@@ -1771,6 +1771,8 @@ static int run_video(cli_opts *o, int out_kind) {
     vopt.preset = o->preset;
     vopt.overwrite = o->overwrite;
     vopt.display_matrix = v.info.has_display_matrix ? v.info.display_matrix : NULL;
+    vopt.sar_num = v.info.sar_num;
+    vopt.sar_den = v.info.sar_den;
     rc = es_video_out_open(&vo, o->output, &vopt, msg, sizeof msg);
     if (rc != ES_OK) {
       err(out_name, "%s", *msg ? msg : es_strerror(rc));
