@@ -68,6 +68,12 @@ static uint8_t *make_levels(int w, int h, int L) {
   return img;
 }
 
+/* Folds one error into the running max: a NaN (a map value never written: the rows poison
+ * maps with 0xff bytes, a NaN as float) sticks, so one anywhere in the map shows. */
+static void err_fold(double *err, double e) {
+  if (!isnan(*err) && !(e <= *err)) *err = e;
+}
+
 /* Direct double entropy at one pixel (clip border), for the sampled reference. */
 static double direct_entropy(const es_image *img, const es_params *p, int x, int y,
                              uint32_t *hist, uint32_t *lv) {
@@ -113,8 +119,7 @@ static double check_ref(const es_image *img, const es_params *p, const float *ma
       return NAN;
     }
     for (size_t i = 0; i < npx; i++) {
-      double e = fabs((double)map[i] - ref[i]);
-      if (!(e <= err)) err = e;
+      err_fold(&err, fabs((double)map[i] - ref[i]));
     }
     free(ref);
     *how = "ref";
@@ -133,8 +138,8 @@ static double check_ref(const es_image *img, const es_params *p, const float *ma
       x = (int)((z >> 33) % (uint64_t)img->width);
       y = (int)((z >> 13) % (uint64_t)img->height);
     }
-    double e = fabs((double)map[(size_t)y * img->width + x] - direct_entropy(img, p, x, y, hist, lv));
-    if (!(e <= err)) err = e;
+    err_fold(&err, fabs((double)map[(size_t)y * img->width + x] -
+                        direct_entropy(img, p, x, y, hist, lv)));
   }
   free(hist);
   free(lv);
@@ -144,10 +149,8 @@ static double check_ref(const es_image *img, const es_params *p, const float *ma
 
 static double max_diff(const float *a, const float *b, size_t n) {
   double err = 0.0;
-  for (size_t i = 0; i < n; i++) {
-    double e = fabs((double)a[i] - (double)b[i]);
-    if (!(e <= err)) err = e;
-  }
+  for (size_t i = 0; i < n; i++)
+    err_fold(&err, fabs((double)a[i] - (double)b[i]));
   return err;
 }
 

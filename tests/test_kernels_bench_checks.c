@@ -1,0 +1,70 @@
+/*
+ * test_kernels_bench_checks.c - entropy-bench's own checks, compiled in from the tool (its
+ * main renamed): the error beside a time must see a map the run did not write (NaN poison
+ * anywhere in it, not only at the end). Not a timing test.
+ */
+#define main entropy_bench_main
+#include "../tools/entropy-bench.c"
+#undef main
+
+#include "es_test.h"
+
+/* A map equal to the reference but for one poisoned (0xff bytes: NaN) pixel at `at`. */
+static void poison_one(float *map, size_t at) { memset(&map[at], 0xff, sizeof *map); }
+
+static void test_max_diff(void) {
+  enum { N = 64 };
+  float a[N], b[N];
+  for (int i = 0; i < N; i++)
+    a[i] = b[i] = (float)i * 0.25f;
+  CHECK(max_diff(a, b, N) == 0.0, "equal maps: %g", max_diff(a, b, N));
+  for (size_t at = 0; at < N; at += 7) {
+    memcpy(b, a, sizeof b);
+    poison_one(b, at);
+    double e = max_diff(a, b, N);
+    CHECK(isnan(e), "a NaN at %zu of %d not reported: err %g", at, N, e);
+  }
+  memcpy(b, a, sizeof b);
+  memset(b, 0xff, sizeof b); /* nothing written at all */
+  CHECK(isnan(max_diff(a, b, N)), "an all-NaN map not reported");
+}
+
+static void test_check_ref(void) {
+  /* Small (full double reference) and large (sampled) images, a NaN at a pixel each path
+   * looks at: the first one (a corner, which the sampled path always checks). */
+  static const int sizes[][2] = {{40, 30}, {1000, 1000}};
+  for (int s = 0; s < 2; s++) {
+    int w = sizes[s][0], h = sizes[s][1];
+    uint8_t *data = make_levels(w, h, 16);
+    float *map = malloc((size_t)w * h * sizeof *map);
+    CHECK(data && map, "out of memory");
+    if (!data || !map) {
+      free(data);
+      free(map);
+      return;
+    }
+    es_image img = {data, w, h, (size_t)w, 8};
+    es_params p;
+    es_params_default(&p);
+    p.window = 25;
+    p.levels = 16;
+    es_job job;
+    char msg[256];
+    fill_job(&job, &img, &p, map);
+    CHECK(es_cpu_run(&job, 1, msg, sizeof msg) == ES_OK, "cpu run: %s", msg);
+    const char *how = "";
+    double e = check_ref(&img, &p, map, &how);
+    CHECK(e <= 1e-5, "%dx%d: err %g (%s) of a correct map", w, h, e, how);
+    poison_one(map, 0);
+    e = check_ref(&img, &p, map, &how);
+    CHECK(isnan(e), "%dx%d: a NaN at pixel 0 not reported: err %g (%s)", w, h, e, how);
+    free(data);
+    free(map);
+  }
+}
+
+int main(void) {
+  test_max_diff();
+  test_check_ref();
+  return es_test_done("test_kernels_bench_checks");
+}
