@@ -1,7 +1,8 @@
 /*
  * test_kernels_bench_checks.c - entropy-bench's own checks, compiled in from the tool (its
  * main renamed): the error beside a time must see a map the run did not write (NaN poison
- * anywhere in it, not only at the end). Not a timing test.
+ * anywhere in it, not only at the end), and --json must stay valid JSON whatever a row holds
+ * (a NaN error, a message with quotes). Not a timing test.
  */
 #define main entropy_bench_main
 #include "../tools/entropy-bench.c"
@@ -63,8 +64,49 @@ static void test_check_ref(void) {
   }
 }
 
+/* Reads a whole file (NUL-terminated); NULL on failure. */
+static char *slurp(FILE *f) {
+  long n;
+  if (fseek(f, 0, SEEK_END) || (n = ftell(f)) < 0 || fseek(f, 0, SEEK_SET)) return NULL;
+  char *s = malloc((size_t)n + 1);
+  if (s && fread(s, 1, (size_t)n, f) != (size_t)n) {
+    free(s);
+    return NULL;
+  }
+  if (s) s[n] = 0;
+  return s;
+}
+
+static void test_json_row(void) {
+  g_json = tmpfile();
+  CHECK(g_json != NULL, "tmpfile");
+  if (!g_json) return;
+  g_json_rows = 0;
+  row_out("case", "cpu engine", 8, 8, 3, 16, 1, 1.5, 5, NAN, "ref", "");
+  row_out("case", "cpu engine", 8, 8, 3, 16, 1, 0.0, 5, INFINITY, "ref", "");
+  row_out("case", "gpu x1 host-to-host", 8, 8, 3, 16, 0, -1, 0, 0, "",
+          "GPU 0: cudaMemcpy: \"invalid argument\" at C:\\x\ttab");
+  char *s = slurp(g_json);
+  fclose(g_json);
+  g_json = NULL;
+  CHECK(s != NULL, "read back");
+  if (!s) return;
+  /* No bare nan/inf tokens; quotes and backslashes in notes escaped. */
+  const char *bad[] = {"nan", "inf", "\"invalid", "\\x", "\t"};
+  for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+    char *hit = strstr(s, bad[i]);
+    /* "\"invalid" is fine when preceded by a backslash (escaped) */
+    if (hit && i == 2 && hit > s && hit[-1] == '\\') hit = NULL;
+    if (hit && i == 3 && hit > s && hit[-1] == '\\') hit = NULL;
+    CHECK(!hit, "JSON row holds %s: %s", bad[i], s);
+  }
+  CHECK(strstr(s, "\"max_abs_err\": null") != NULL, "a NaN error not written as null: %s", s);
+  free(s);
+}
+
 int main(void) {
   test_max_diff();
   test_check_ref();
+  test_json_row();
   return es_test_done("test_kernels_bench_checks");
 }

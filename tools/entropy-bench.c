@@ -154,6 +154,31 @@ static double max_diff(const float *a, const float *b, size_t n) {
   return err;
 }
 
+/* JSON for --json: a number field ("name": v, ), null where v is not finite (a NaN error: a
+ * map value the run never wrote; JSON has no NaN or Infinity), and a string with quotes,
+ * backslashes and control characters escaped (notes carry error messages). */
+static void json_num(const char *name, const char *fmt, double v) {
+  fprintf(g_json, "\"%s\": ", name);
+  if (isfinite(v))
+    fprintf(g_json, fmt, v);
+  else
+    fputs("null", g_json);
+  fputs(", ", g_json);
+}
+static void json_str(const char *s) {
+  fputc('"', g_json);
+  for (; *s; s++) {
+    unsigned char c = (unsigned char)*s;
+    if (c == '"' || c == '\\')
+      fprintf(g_json, "\\%c", c);
+    else if (c < 0x20)
+      fprintf(g_json, "\\u%04x", c);
+    else
+      fputc(c, g_json);
+  }
+  fputc('"', g_json);
+}
+
 static void row_out(const char *group, const char *engine, int w, int h, int K, int L,
                     int threads, double ms, int reps, double err, const char *err_how,
                     const char *note) {
@@ -173,16 +198,29 @@ static void row_out(const char *group, const char *engine, int w, int h, int K, 
            note ? note : "");
   }
   if (g_json) {
-    fprintf(g_json, "%s  {\"group\": \"%s\", \"engine\": \"%s\", \"width\": %d, \"height\": %d, "
-            "\"window\": %d, \"levels\": %d, \"threads\": %d, ",
-            g_json_rows++ ? ",\n" : "", group, engine, w, h, K, L, threads);
-    if (ms >= 0)
-      fprintf(g_json, "\"median_ms\": %.6f, \"reps\": %d, \"mpx_s\": %.3f, \"gpx_s\": %.6f, "
-              "\"gb_s\": %.4f, \"max_abs_err\": %.3e, \"err_against\": \"%s\", ",
-              ms, reps, px / (ms * 1e3), px / (ms * 1e6), px * 5.0 / (ms * 1e6), err, err_how);
-    else
+    fprintf(g_json, "%s  {\"group\": ", g_json_rows++ ? ",\n" : "");
+    json_str(group);
+    fputs(", \"engine\": ", g_json);
+    json_str(engine);
+    fprintf(g_json,
+            ", \"width\": %d, \"height\": %d, \"window\": %d, \"levels\": %d, \"threads\": %d, ", w,
+            h, K, L, threads);
+    if (ms >= 0) {
+      json_num("median_ms", "%.6f", ms);
+      fprintf(g_json, "\"reps\": %d, ", reps);
+      json_num("mpx_s", "%.3f", px / (ms * 1e3));
+      json_num("gpx_s", "%.6f", px / (ms * 1e6));
+      json_num("gb_s", "%.4f", px * 5.0 / (ms * 1e6));
+      json_num("max_abs_err", "%.3e", err);
+      fputs("\"err_against\": ", g_json);
+      json_str(err_how);
+      fputs(", ", g_json);
+    } else {
       fprintf(g_json, "\"median_ms\": null, ");
-    fprintf(g_json, "\"note\": \"%s\"}", note ? note : "");
+    }
+    fputs("\"note\": ", g_json);
+    json_str(note ? note : "");
+    fputs("}", g_json);
   }
 }
 
