@@ -104,9 +104,55 @@ static void test_json_row(void) {
   free(s);
 }
 
+/* A run that fails prints no time: cpu_rows on parameters the engines refuse (1 level) must
+ * give untimed rows that say why, not the time of failed runs (the naive row timed its
+ * failing calls; the engine rows went on to check a map nothing wrote). */
+static void test_failed_cpu_rows(void) {
+  enum { W = 32, H = 24 };
+  uint8_t *data = make_levels(W, H, 16);
+  float *map1 = malloc(W * H * sizeof *map1), *mapn = malloc(W * H * sizeof *mapn);
+  if (!data || !map1 || !mapn) {
+    CHECK(0, "out of memory");
+    goto end;
+  }
+  memset(map1, 0, W * H * sizeof *map1);
+  memset(mapn, 0, W * H * sizeof *mapn);
+  es_image img = {data, W, H, W, 8};
+  es_params p;
+  es_params_default(&p);
+  p.window = 5;
+  p.levels = 1;
+  bench_opts o;
+  memset(&o, 0, sizeof o);
+  o.reps = 2;
+  o.threads = 2; /* an n-thread row too */
+  g_json = tmpfile();
+  g_json_rows = 0;
+  CHECK(g_json != NULL, "tmpfile");
+  if (!g_json) goto end;
+  cpu_rows(&o, "case", &img, &p, map1, mapn, 1);
+  char *s = slurp(g_json);
+  fclose(g_json);
+  g_json = NULL;
+  CHECK(s && g_json_rows >= 2, "%d rows", g_json_rows);
+  if (s) {
+    CHECK(!strstr(s, "\"median_ms\": 0") && !strstr(s, "\"median_ms\": 1") &&
+              !strstr(s, "\"reps\""),
+          "a failed run timed: %s", s);
+    CHECK(!strstr(s, "speed-up"), "a speed-up of failed runs: %s", s);
+    CHECK(!strstr(s, "\"note\": \"\"}"), "an untimed row without a reason: %s", s);
+  }
+  free(s);
+end:
+  free(data);
+  free(map1);
+  free(mapn);
+}
+
 int main(void) {
   test_max_diff();
   test_check_ref();
   test_json_row();
+  test_failed_cpu_rows();
   return es_test_done("test_kernels_bench_checks");
 }

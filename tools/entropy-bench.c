@@ -235,43 +235,81 @@ static void fill_job(es_job *job, const es_image *img, const es_params *p, float
 
 /* Times es_cpu_run on 1 thread (job1) and, when jobn is not NULL, on `threads` (jobn),
  * alternating the two so both see the same machine (a shared box changes speed between
- * processes and minutes): one warm-up each, then reps each; medians in ms. */
-static int time_cpu(const es_job *job1, const es_job *jobn, int threads, int reps,
-                    double *ms1, double *msn) {
-  char msg[256];
+ * processes and minutes): one warm-up each, then reps each; medians in ms. The maps are
+ * poisoned after the warm-ups, so what is checked beside the times is the timed runs'.
+ * 0 when every run succeeded, else -1 with msg. */
+static int time_cpu(const es_job *job1, const es_job *jobn, int threads, int reps, double *ms1,
+                    double *msn, char *msg, size_t msglen) {
   double *t1 = malloc((size_t)reps * sizeof *t1), *tn = malloc((size_t)reps * sizeof *tn);
-  int rc = es_cpu_run(job1, 1, msg, sizeof msg);
-  if (rc == ES_OK && jobn) rc = es_cpu_run(jobn, threads, msg, sizeof msg);
-  if (rc != ES_OK || !t1 || !tn) {
-    fprintf(stderr, "entropy-bench: cpu: %s\n", rc ? msg : "out of memory");
-    free(t1);
-    free(tn);
-    return -1;
+  int rc = ES_ERR_NOMEM;
+  snprintf(msg, msglen, "out of memory");
+  if (t1 && tn) rc = es_cpu_run(job1, 1, msg, msglen);
+  if (rc == ES_OK && jobn) rc = es_cpu_run(jobn, threads, msg, msglen);
+  if (rc == ES_OK) {
+    const size_t bytes = (size_t)job1->in.width * job1->in.height * sizeof *job1->map;
+    memset(job1->map, 0xff, bytes);
+    if (jobn) memset(jobn->map, 0xff, bytes);
   }
-  for (int i = 0; i < reps; i++) {
+  for (int i = 0; rc == ES_OK && i < reps; i++) {
     double t0 = now_s();
-    es_cpu_run(job1, 1, msg, sizeof msg);
+    rc = es_cpu_run(job1, 1, msg, msglen);
     t1[i] = (now_s() - t0) * 1e3;
-    if (jobn) {
+    if (rc == ES_OK && jobn) {
       t0 = now_s();
-      es_cpu_run(jobn, threads, msg, sizeof msg);
+      rc = es_cpu_run(jobn, threads, msg, msglen);
       tn[i] = (now_s() - t0) * 1e3;
     }
   }
-  *ms1 = median(t1, reps);
-  if (jobn) *msn = median(tn, reps);
+  if (rc == ES_OK) {
+    *ms1 = median(t1, reps);
+    if (jobn) *msn = median(tn, reps);
+  }
   free(t1);
   free(tn);
-  return 0;
+  return rc == ES_OK ? 0 : -1;
 }
 
-static int all_threads(const bench_opts *o) {
-  if (o->threads > 0) return o->threads;
-  /* What es_cpu_run(threads <= 0) uses: OpenMP's default, OMP_NUM_THREADS or the cores. */
-  const char *env = getenv("OMP_NUM_THREADS");
-  if (env && atoi(env) > 0) return atoi(env);
-  long n = sysconf(_SC_NPROCESSORS_ONLN);
-  return n > 0 ? (int)n : 1;
+/* The threads es_cpu_run(threads <= 0) runs a large frame on: OpenMP's default
+ * (OMP_NUM_THREADS, else the cores it may use), or --threads. */
+static int all_threads(const bench_opts *o) { return es_cpu_run_threads(NULL, o->threads); }
+
+/* The naive baseline row: one warm-up and reps runs where the frame is cheap, else one run
+ * on a band of rows, scaled to the frame; mapn poisoned before the timed runs. */
+static void naive_row(const char *group, const es_image *img, const es_params *p, float *mapn,
+                      int reps) {
+  int w = img->width, h = img->height, K = p->window, L = p->levels;
+  const char *how = "";
+  char note[160] = "";
+  /* O(K^2) per pixel with double logs: on large images time a band of rows once and scale
+   * to the frame, and say so. */
+  int band = h;
+  double est_s = (double)w * h * K * K * 6e-9;
+  if (est_s > 2.0) band = (int)(h * 2.0 / est_s) + 1;
+  if (band > h) band = h;
+  es_image sub = *img;
+  sub.height = band;
+  int nreps = band == h && est_s < 0.5 ? reps : 1;
+  double *t = malloc((size_t)nreps * sizeof *t);
+  int rc = t ? ES_OK : ES_ERR_NOMEM;
+  if (rc == ES_OK && nreps > 1) rc = es_cpu_naive(&sub, p, mapn, (size_t)w); /* warm-up */
+  /* poison (it also faults the pages in, outside the timed runs) */
+  memset(mapn, 0xff, (size_t)w * band * sizeof *mapn);
+  for (int i = 0; rc == ES_OK && i < nreps; i++) {
+    double t0 = now_s();
+    rc = es_cpu_naive(&sub, p, mapn, (size_t)w);
+    t[i] = (now_s() - t0) * 1e3;
+  }
+  if (rc != ES_OK) {
+    snprintf(note, sizeof note, "failed: %s", es_strerror(rc));
+    row_out(group, "cpu naive (1 thread)", w, h, K, L, 1, -1, 0, 0, "", note);
+    free(t);
+    return;
+  }
+  double ms = median(t, nreps) * (double)h / band;
+  free(t);
+  double err = check_ref(&sub, p, mapn, &how);
+  if (band < h) snprintf(note, sizeof note, "1 run on %d of %d rows, scaled to the frame", band, h);
+  row_out(group, "cpu naive (1 thread)", w, h, K, L, 1, ms, nreps, err, how, note);
 }
 
 /* CPU rows for one case; the 1-thread map is left in map1 for the GPU rows. */
@@ -279,47 +317,33 @@ static void cpu_rows(const bench_opts *o, const char *group, const es_image *img
                      const es_params *p, float *map1, float *mapn, int with_naive) {
   int w = img->width, h = img->height, K = p->window, L = p->levels;
   int reps = o->reps > 0 ? o->reps : 5;
-  int nt = all_threads(o);
-  es_job job;
+  es_job job, jobn;
   const char *how = "";
-  double err;
-  char note[160] = "";
+  char note[160] = "", msg[256] = "";
 
-  if (with_naive) {
-    /* The naive baseline is O(K^2) per pixel with double logs: on large images time a
-     * band of rows once and scale to the frame, and say so. */
-    int band = h;
-    double est_s = (double)w * h * K * K * 6e-9;
-    if (est_s > 2.0) band = (int)(h * 2.0 / est_s) + 1;
-    if (band > h) band = h;
-    es_image sub = *img;
-    sub.height = band;
-    int nreps = band == h && est_s < 0.5 ? reps : 1;
-    double *t = malloc((size_t)nreps * sizeof *t);
-    for (int i = 0; i < nreps; i++) {
-      double t0 = now_s();
-      es_cpu_naive(&sub, p, mapn, (size_t)w);
-      t[i] = (now_s() - t0) * 1e3;
-    }
-    double ms = median(t, nreps) * (double)h / band;
-    free(t);
-    err = check_ref(&sub, p, mapn, &how);
-    if (band < h)
-      snprintf(note, sizeof note, "1 run on %d of %d rows, scaled to the frame", band, h);
-    row_out(group, "cpu naive (1 thread)", w, h, K, L, 1, ms, nreps, err, how, note);
-  }
-  es_job jobn;
+  if (with_naive) naive_row(group, img, p, mapn, reps);
   fill_job(&job, img, p, map1);
   fill_job(&jobn, img, p, mapn);
+  /* threads 0: the engine's default (all cores, fewer for small frames); the row says how
+   * many that is for this frame, and per core divides by that. */
+  const int thr = o->threads > 0 ? o->threads : 0;
+  const int nt = es_cpu_run_threads(&jobn, thr);
   double t1 = -1, tn = -1;
-  /* threads 0: the engine's default (all cores, fewer for small frames). */
-  time_cpu(&job, nt > 1 ? &jobn : NULL, o->threads > 0 ? nt : 0, reps, &t1, &tn);
-  err = check_ref(img, p, map1, &how);
+  if (time_cpu(&job, nt > 1 ? &jobn : NULL, thr, reps, &t1, &tn, msg, sizeof msg)) {
+    fprintf(stderr, "entropy-bench: cpu: %s\n", msg);
+    row_out(group, "cpu engine", w, h, K, L, 1, -1, 0, 0, "", msg);
+    if (nt > 1) row_out(group, "cpu engine", w, h, K, L, nt, -1, 0, 0, "", msg);
+    return;
+  }
+  double err = check_ref(img, p, map1, &how);
   row_out(group, "cpu engine", w, h, K, L, 1, t1, reps, err, how, "");
   if (nt > 1) {
     err = max_diff(map1, mapn, (size_t)w * h);
     snprintf(note, sizeof note, "speed-up %.2fx, %.2f per core", t1 / tn, t1 / tn / nt);
     row_out(group, "cpu engine", w, h, K, L, nt, tn, reps, err, "vs 1 thread", note);
+  } else if (all_threads(o) > 1) {
+    snprintf(note, sizeof note, "the engine runs this frame on 1 thread (of %d)", all_threads(o));
+    row_out(group, "cpu engine", w, h, K, L, all_threads(o), -1, 0, 0, "", note);
   }
 }
 
