@@ -2,7 +2,8 @@
 """test_tools_bench_stream.py - tools/bench-stream.py's checks beside its numbers must be able
 to fail (not a timing test: times are not judged). With a stand-in entropy-stream that exits 0
 but writes its outputs only on its first call, every later row's check must say so, not
-report the first call's files; peak_rss_mb must refuse a run that failed. Needs ffmpeg."""
+report the first call's files; peak_rss_mb must refuse a run that failed, and measure the
+process, not the script's pages its children start with. Needs ffmpeg."""
 import importlib.util
 import json
 import os
@@ -75,8 +76,19 @@ with tempfile.TemporaryDirectory() as d:
         check(False, f"peak_rss_mb of a failed run returned {mb} MB")
     except RuntimeError:
         pass
-    mb = bs.peak_rss_mb("printf abc", "exec cat")
-    check(mb > 0, f"peak_rss_mb of cat: {mb}")
+    mb, how = bs.peak_rss_mb("printf abc", "exec cat")
+    check(mb > 0, f"peak_rss_mb of cat: {mb} ({how})")
+    # ... and it is the process's own, not this script's resident pages copied at fork
+    # (where GNU time can measure it; else the result says it is an upper bound).
+    ballast = bytearray(200 << 20)
+    for i in range(0, len(ballast), 4096):
+        ballast[i] = 1
+    mb, how = bs.peak_rss_mb("printf abc", "exec cat")
+    if bs.gnu_time():
+        check(mb < 100, f"peak_rss_mb of cat beside a 200 MB script: {mb} MB ({how})")
+    else:
+        check("at least" in how, f"an upper bound not said: {how}")
+    del ballast
 
 print("test_tools_bench_stream:", "all checks passed" if not fails else f"{fails} check(s) failed")
 sys.exit(1 if fails else 0)

@@ -46,21 +46,50 @@ def timed(cmd, reps):
     return statistics.median(ts), ts, (statistics.median(own) if own else None)
 
 
+def gnu_time():
+    """/usr/bin/time when it is GNU time (-o, -f %M), else None."""
+    t = "/usr/bin/time"
+    if not os.access(t, os.X_OK):
+        return None
+    p = subprocess.run([t, "-o", "/dev/stdout", "-f", "%M", "true"], capture_output=True,
+                       text=True)
+    return t if p.returncode == 0 and p.stdout.strip().isdigit() else None
+
+
 def peak_rss_mb(gen_cmd, es_cmd):
-    """Peak RSS of the entropy-stream process alone (es_cmd should exec it), fed by gen_cmd
-    through a pipe. RuntimeError when either failed: a failed run's RSS is no measurement."""
-    gen = subprocess.Popen(gen_cmd, shell=True, stdout=subprocess.PIPE)
-    es = subprocess.Popen(es_cmd, shell=True, stdin=gen.stdout, stderr=subprocess.PIPE,
-                          stdout=subprocess.DEVNULL)
-    gen.stdout.close()
-    err = es.stderr.read().decode(errors="replace")
-    _, status, ru = os.wait4(es.pid, 0)
-    es.returncode = os.waitstatus_to_exitcode(status)  # reaped here, not by Popen
-    es.stderr.close()
-    if gen.wait() != 0 or es.returncode != 0:
-        raise RuntimeError("%s | %s -> %d, %d: %s" % (gen_cmd, es_cmd, gen.returncode,
-                                                      es.returncode, err[-500:]))
-    return ru.ru_maxrss / 1024.0
+    """Peak RSS in MB of the entropy-stream process alone (es_cmd should exec it), fed by
+    gen_cmd through a pipe, and how it was measured. A child of this script starts with the
+    script's resident pages in its ru_maxrss (BENCHMARKS R1: a 300 MB script made `cat`
+    read 310 MB), so where GNU time exists it measures: its child is forked from it, a small
+    process. Else os.wait4's ru_maxrss, at least this script's RSS. RuntimeError when either
+    process failed: a failed run's RSS is no measurement."""
+    t = gnu_time()
+    rss_file = None
+    if t:
+        fd, rss_file = tempfile.mkstemp(prefix="es-rss-")
+        os.close(fd)
+        assert es_cmd.startswith("exec ")
+        es_cmd = "exec %s -o %s -f %%M %s" % (t, rss_file, es_cmd[len("exec "):])
+    try:
+        gen = subprocess.Popen(gen_cmd, shell=True, stdout=subprocess.PIPE)
+        es = subprocess.Popen(es_cmd, shell=True, stdin=gen.stdout, stderr=subprocess.PIPE,
+                              stdout=subprocess.DEVNULL)
+        gen.stdout.close()
+        err = es.stderr.read().decode(errors="replace")
+        _, status, ru = os.wait4(es.pid, 0)
+        # reaped here, not by Popen (os.waitstatus_to_exitcode needs Python 3.9)
+        es.returncode = os.WEXITSTATUS(status) if os.WIFEXITED(status) else -os.WTERMSIG(status)
+        es.stderr.close()
+        if gen.wait() != 0 or es.returncode != 0:
+            raise RuntimeError("%s | %s -> %d, %d: %s" % (gen_cmd, es_cmd, gen.returncode,
+                                                          es.returncode, err[-500:]))
+        if rss_file:
+            with open(rss_file) as f:
+                return int(f.read().split()[-1]) / 1024.0, "GNU time %M"
+        return ru.ru_maxrss / 1024.0, "wait4 ru_maxrss (at least this script's RSS)"
+    finally:
+        if rss_file:
+            os.remove(rss_file)
 
 
 def count_lines(path):
@@ -279,9 +308,10 @@ def run(a, tmp):
         fresh(stats)
         gen = ("ffmpeg -v error -f lavfi -i testsrc2=size=1920x1080:rate=30 -frames:v %d "
                "-pix_fmt gray -f rawvideo -" % n)
-        rss = peak_rss_mb(gen, "exec %s - %s --stats %s -y -q --device %s" %
-                          (es, rawopt, stats, a.device))
+        rss, how = peak_rss_mb(gen, "exec %s - %s --stats %s -y -q --device %s" %
+                               (es, rawopt, stats, a.device))
         res["rows"].append({"case": "peak RSS, %d frames raw gray8 stdin" % n, "rss_mb": rss,
+                            "rss_by": how,
                             "check": "stats records %d of %d" % (count_lines(stats), n)})
         print("%-48s %8.1f MB  stats records %d of %d" % ("peak RSS %d frames" % n, rss,
               count_lines(stats), n), flush=True)
