@@ -65,6 +65,13 @@ with tempfile.TemporaryDirectory() as d:
     check(r.returncode == 1 and "--case" in r.stderr, f"bad --case: {r.returncode} {r.stderr}")
     r = subprocess.run([bench, "--bogus"], capture_output=True, text=True)
     check(r.returncode == 1, f"unknown option: exit {r.returncode}")
+    # Malformed numbers are usage errors, not silently the defaults (--reps abc ran the full
+    # benchmark) or a prefix (10x10x3x16junk), and a 17th --case says why.
+    for args in (["--case", "10x10x3x16junk"], ["--reps", "abc"], ["--threads", "2x"],
+                 ["--reps", ""], ["--case", "8x8x3x2"] * 17):
+        r = subprocess.run([bench] + args, capture_output=True, text=True, timeout=60)
+        check(r.returncode == 1 and r.stderr, f"{args[:2]}: exit {r.returncode} {r.stderr}")
+        check("unknown option" not in r.stderr, f"{args[:2]}: {r.stderr}")
 
 print("test_kernels_bench:", "all checks passed" if not fails else f"{fails} check(s) failed")
 sys.exit(1 if fails else 0)

@@ -541,6 +541,15 @@ static int run_case(const bench_opts *o, const char *group, gpu_set *g, int w, i
   return 0;
 }
 
+/* A whole decimal number in 0..10^6 ("2x", "abc" and "" are not), for --reps/--threads. */
+static int parse_count(const char *s, int *v) {
+  char *end;
+  long x = strtol(s, &end, 10);
+  if (end == s || *end || x < 0 || x > 1000000) return -1;
+  *v = (int)x;
+  return 0;
+}
+
 static void usage(void) {
   fprintf(stderr,
           "usage: entropy-bench [--quick] [--threads N] [--reps N] [--json FILE]\n"
@@ -560,16 +569,22 @@ int main(int argc, char **argv) {
       o.gpu_only = 1;
     } else if (!strcmp(a, "--disk")) {
       o.disk = 1;
-    } else if (!strcmp(a, "--threads") && i + 1 < argc) {
-      o.threads = atoi(argv[++i]);
-    } else if (!strcmp(a, "--reps") && i + 1 < argc) {
-      o.reps = atoi(argv[++i]);
+    } else if ((!strcmp(a, "--threads") || !strcmp(a, "--reps")) && i + 1 < argc) {
+      if (parse_count(argv[++i], !strcmp(a, "--reps") ? &o.reps : &o.threads)) {
+        fprintf(stderr, "entropy-bench: %s %s: want a count\n", a, argv[i]);
+        return 1;
+      }
     } else if (!strcmp(a, "--json") && i + 1 < argc) {
       o.json = argv[++i];
-    } else if (!strcmp(a, "--case") && i + 1 < argc && o.ncases < 16) {
-      int *c = o.cases[o.ncases];
-      if (sscanf(argv[++i], "%dx%dx%dx%d", &c[0], &c[1], &c[2], &c[3]) != 4 || c[0] < 1 ||
-          c[1] < 1 || c[2] < 1 || c[2] > 255 || c[2] % 2 == 0 || c[3] < 2 || c[3] > 256) {
+    } else if (!strcmp(a, "--case") && i + 1 < argc) {
+      if (o.ncases == 16) {
+        fprintf(stderr, "entropy-bench: --case %s: at most 16 cases\n", argv[i + 1]);
+        return 1;
+      }
+      int *c = o.cases[o.ncases], end = 0;
+      if (sscanf(argv[++i], "%dx%dx%dx%d%n", &c[0], &c[1], &c[2], &c[3], &end) != 4 ||
+          argv[i][end] || c[0] < 1 || c[1] < 1 || c[2] < 1 || c[2] > 255 || c[2] % 2 == 0 ||
+          c[3] < 2 || c[3] > 256) {
         fprintf(stderr, "entropy-bench: --case %s: want WxHxKxL (K odd 1..255, L 2..256)\n", argv[i]);
         return 1;
       }
