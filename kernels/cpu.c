@@ -128,6 +128,18 @@ static int cpu_threads(int threads) {
   return threads < 1 ? 1 : threads;
 }
 
+int es_cpu_run_threads(const es_job *job, int threads) {
+  int nt = cpu_threads(threads);
+  if (!job) return nt;
+  /* threads <= 0 (all cores) on a small frame: waking threads costs more than it saves
+   * (on a loaded machine a sleeping worker can cost a scheduler tick), so use fewer. An
+   * explicit count is obeyed (tests use it); the split never changes the results. */
+  int K = job->params.window;
+  int64_t work = (int64_t)job->in.width * job->in.height * (K < 8 ? 8 : K);
+  if (threads <= 0 && work / 262144 + 1 < nt) nt = (int)(work / 262144 + 1);
+  return nt;
+}
+
 int es_cpu_run(const es_job *job, int threads, char *msg, size_t msglen) {
   int rc = es_job_check(job, msg, msglen);
   if (rc) return rc;
@@ -158,12 +170,7 @@ int es_cpu_run(const es_job *job, int threads, char *msg, size_t msglen) {
   c.map = job->map;
   c.map_stride = job->map_stride;
 
-  int nt = cpu_threads(threads);
-  /* threads <= 0 (all cores) on a small frame: waking threads costs more than it saves
-   * (on a loaded machine a sleeping worker can cost a scheduler tick), so use fewer. An
-   * explicit count is obeyed (tests use it); the split never changes the results. */
-  int64_t work = (int64_t)c.w * c.h * (c.K < 8 ? 8 : c.K);
-  if (threads <= 0 && work / 262144 + 1 < nt) nt = (int)(work / 262144 + 1);
+  int nt = es_cpu_run_threads(job, threads);
   int nbands = c.h < nt * 4 ? c.h : nt * 4;
   int use_ph = cpu_use_ph(p, c.w);
   /* Ring element: the smallest type that holds the clip sentinel L (cache footprint of

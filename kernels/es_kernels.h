@@ -87,6 +87,10 @@ int es_ref_stats(const es_image *img, const es_params *p, const double *map, int
  * do not depend on the thread count, bit for bit; mean/std are summed per row, then rows in
  * order, so they do not either. */
 int es_cpu_run(const es_job *job, int threads, char *msg, size_t msglen);
+/* The number of threads es_cpu_run(job, threads) runs on: threads, or for threads <= 0
+ * OpenMP's default (OMP_NUM_THREADS, else the cores it may use), fewer for a small frame; 1
+ * without OpenMP. job NULL: the count before the frame-size cut. For entropy-bench's rows. */
+int es_cpu_run_threads(const es_job *job, int threads);
 
 /* The study's baseline (one pixel at a time, full window rescan, double logs), for
  * entropy-bench's baseline row. Same output as the engine within float rounding. */

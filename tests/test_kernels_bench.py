@@ -21,12 +21,16 @@ def check(cond, what):
         print("FAIL:", what)
 
 
+def strict_json(name):
+    raise ValueError(f"not JSON: {name}")
+
+
 with tempfile.TemporaryDirectory() as d:
     out = os.path.join(d, "b.json")
     r = subprocess.run([bench, "--quick", "--reps", "1", "--json", out],
                        capture_output=True, text=True, timeout=600)
     check(r.returncode == 0, f"exit {r.returncode}: {r.stderr}")
-    doc = json.load(open(out))
+    doc = json.load(open(out), parse_constant=strict_json)
     rows = doc["rows"]
     check(len(rows) >= 10, f"only {len(rows)} rows")
     timed = [x for x in rows if x["median_ms"] is not None]
@@ -43,11 +47,31 @@ with tempfile.TemporaryDirectory() as d:
     for x in gpu:
         if x["median_ms"] is None:
             check(x["note"] != "", "an untimed GPU row without a reason")
+    # The threads a row names are the threads that ran it: with 8 OpenMP threads the engine
+    # runs a 64x64 frame on 1 (fewer threads for small frames), so no timed row may claim 8
+    # for it (nor divide its speed-up by 8 "per core").
+    out8 = os.path.join(d, "t8.json")
+    r = subprocess.run([bench, "--reps", "1", "--json", out8, "--case", "64x64x5x16"],
+                       capture_output=True, text=True, timeout=600,
+                       env=dict(os.environ, OMP_NUM_THREADS="8"))
+    check(r.returncode == 0, f"64x64 with 8 threads: exit {r.returncode}: {r.stderr}")
+    doc8 = json.load(open(out8), parse_constant=strict_json)
+    check(doc8["threads"] == 8, f"header threads {doc8['threads']} with OMP_NUM_THREADS=8")
+    for x in doc8["rows"]:
+        if x["engine"] == "cpu engine" and x["median_ms"] is not None:
+            check(x["threads"] == 1, f"64x64 timed row claims {x['threads']} threads: {x}")
     # Usage errors: exit 1 and a message.
     r = subprocess.run([bench, "--case", "10x10x4x16"], capture_output=True, text=True)
     check(r.returncode == 1 and "--case" in r.stderr, f"bad --case: {r.returncode} {r.stderr}")
     r = subprocess.run([bench, "--bogus"], capture_output=True, text=True)
     check(r.returncode == 1, f"unknown option: exit {r.returncode}")
+    # Malformed numbers are usage errors, not silently the defaults (--reps abc ran the full
+    # benchmark) or a prefix (10x10x3x16junk), and a 17th --case says why.
+    for args in (["--case", "10x10x3x16junk"], ["--reps", "abc"], ["--threads", "2x"],
+                 ["--reps", ""], ["--case", "8x8x3x2"] * 17):
+        r = subprocess.run([bench] + args, capture_output=True, text=True, timeout=60)
+        check(r.returncode == 1 and r.stderr, f"{args[:2]}: exit {r.returncode} {r.stderr}")
+        check("unknown option" not in r.stderr, f"{args[:2]}: {r.stderr}")
 
 print("test_kernels_bench:", "all checks passed" if not fails else f"{fails} check(s) failed")
 sys.exit(1 if fails else 0)

@@ -16,7 +16,12 @@ for c in "${cases[@]}"; do args+=(--case "$c"); done
 echo "== entropy-bench (ours)"
 "$bench" "${args[@]}" --json "$tmp/ours.json"
 echo "== scikit-image rank.entropy (1 thread, $sreps reps)"
-"$py" "$here/bench-skimage.py" --reps "$sreps" "${args[@]}" > "$tmp/sk.json"
+# Its JSON goes to a file: on a failure (no scikit-image: exit 77 and an "error" field) say
+# why, rather than leave with set -e and the reason in a removed temporary.
+if ! "$py" "$here/bench-skimage.py" --reps "$sreps" "${args[@]}" > "$tmp/sk.json"; then
+  echo "bench-cpu.sh: bench-skimage.py failed: $(cat "$tmp/sk.json")" >&2
+  exit 2
+fi
 "$py" - "$tmp/ours.json" "$tmp/sk.json" <<'PY'
 import json, sys
 ours = json.load(open(sys.argv[1]))["rows"]

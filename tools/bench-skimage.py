@@ -43,6 +43,12 @@ def main():
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--case", action="append", default=[])
     a = ap.parse_args()
+    if a.reps < 1:
+        ap.error("--reps must be at least 1")
+    for c in a.case:
+        parts = c.split("x")
+        if len(parts) != 4 or not all(x.isdigit() for x in parts):
+            ap.error("--case %s: want WxHxKxL" % c)
     cases = a.case or ["400x400x5x16", "2560x2560x5x16", "1920x1080x9x256"]
     try:
         import skimage

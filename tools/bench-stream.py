@@ -20,6 +20,7 @@ import shutil
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 
 
@@ -45,20 +46,67 @@ def timed(cmd, reps):
     return statistics.median(ts), ts, (statistics.median(own) if own else None)
 
 
+def gnu_time():
+    """/usr/bin/time when it is GNU time (-o, -f %M), else None."""
+    t = "/usr/bin/time"
+    if not os.access(t, os.X_OK):
+        return None
+    p = subprocess.run([t, "-o", "/dev/stdout", "-f", "%M", "true"], capture_output=True,
+                       text=True)
+    return t if p.returncode == 0 and p.stdout.strip().isdigit() else None
+
+
 def peak_rss_mb(gen_cmd, es_cmd):
-    """Peak RSS of the entropy-stream process alone, fed by gen_cmd through a pipe."""
-    gen = subprocess.Popen(gen_cmd, shell=True, stdout=subprocess.PIPE)
-    es = subprocess.Popen(es_cmd, shell=True, stdin=gen.stdout, stderr=subprocess.DEVNULL,
-                          stdout=subprocess.DEVNULL)
-    gen.stdout.close()
-    _, status, ru = os.wait4(es.pid, 0)
-    gen.wait()
-    return ru.ru_maxrss / 1024.0
+    """Peak RSS in MB of the entropy-stream process alone (es_cmd should exec it), fed by
+    gen_cmd through a pipe, and how it was measured. A child of this script starts with the
+    script's resident pages in its ru_maxrss (BENCHMARKS R1: a 300 MB script made `cat`
+    read 310 MB), so where GNU time exists it measures: its child is forked from it, a small
+    process. Else os.wait4's ru_maxrss, at least this script's RSS. RuntimeError when either
+    process failed: a failed run's RSS is no measurement."""
+    t = gnu_time()
+    rss_file = None
+    if t:
+        fd, rss_file = tempfile.mkstemp(prefix="es-rss-")
+        os.close(fd)
+        assert es_cmd.startswith("exec ")
+        es_cmd = "exec %s -o %s -f %%M %s" % (t, rss_file, es_cmd[len("exec "):])
+    try:
+        gen = subprocess.Popen(gen_cmd, shell=True, stdout=subprocess.PIPE)
+        es = subprocess.Popen(es_cmd, shell=True, stdin=gen.stdout, stderr=subprocess.PIPE,
+                              stdout=subprocess.DEVNULL)
+        gen.stdout.close()
+        err = es.stderr.read().decode(errors="replace")
+        _, status, ru = os.wait4(es.pid, 0)
+        # reaped here, not by Popen (os.waitstatus_to_exitcode needs Python 3.9)
+        es.returncode = os.WEXITSTATUS(status) if os.WIFEXITED(status) else -os.WTERMSIG(status)
+        es.stderr.close()
+        if gen.wait() != 0 or es.returncode != 0:
+            raise RuntimeError("%s | %s -> %d, %d: %s" % (gen_cmd, es_cmd, gen.returncode,
+                                                          es.returncode, err[-500:]))
+        if rss_file:
+            with open(rss_file) as f:
+                return int(f.read().split()[-1]) / 1024.0, "GNU time %M"
+        return ru.ru_maxrss / 1024.0, "wait4 ru_maxrss (at least this script's RSS)"
+    finally:
+        if rss_file:
+            os.remove(rss_file)
 
 
 def count_lines(path):
+    """Records in a stats CSV (lines less the header); -1 when the run wrote no file."""
+    if not os.path.exists(path):
+        return -1
     with open(path) as f:
         return sum(1 for _ in f) - 1  # header
+
+
+def fresh(*paths):
+    """Removes a row's output files first, so its check reads what that row's runs wrote."""
+    for p in paths:
+        if os.path.isdir(p):
+            shutil.rmtree(p)
+        elif os.path.exists(p):
+            os.remove(p)
 
 
 def main():
@@ -78,8 +126,16 @@ def main():
                     "traces or peak RSS): the multi-GPU scaling run")
     a = ap.parse_args()
     os.makedirs(a.out, exist_ok=True)
-    tmp = "/dev/shm/es-bench" if os.path.isdir("/dev/shm") else os.path.join(a.out, "tmp")
-    os.makedirs(tmp, exist_ok=True)
+    # A directory of this run's own: two runs at once must not share (or remove) inputs.
+    tmp = tempfile.mkdtemp(prefix="es-bench-",
+                           dir="/dev/shm" if os.path.isdir("/dev/shm") else a.out)
+    try:
+        run(a, tmp)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def run(a, tmp):
     es = os.path.abspath(a.bin)
     res = {"frames": a.frames, "rows": []}
     src = os.path.join(tmp, "in.mp4")
@@ -99,7 +155,8 @@ def main():
     nproc = os.cpu_count()
     res["cores"] = nproc
 
-    def row(name, cmd, base_fps=None, check=None, frames=None):
+    def row(name, cmd, base_fps=None, check=None, frames=None, out=()):
+        fresh(*out)
         med, ts, own = timed(cmd, a.reps)
         fps = (frames or a.frames) / med
         r = {"case": name, "cmd": cmd, "median_s": med, "runs_s": ts, "fps": fps,
@@ -116,10 +173,14 @@ def main():
         return fps
 
     def probe_frames(path):
-        out = subprocess.run("ffprobe -v error -count_frames -select_streams v:0 -show_entries "
-                             "stream=nb_read_frames -of csv=p=0 " + path, shell=True,
-                             capture_output=True, text=True).stdout.strip()
-        return "frames written %s of %d" % (out, a.frames)
+        p = subprocess.run("ffprobe -v error -count_frames -select_streams v:0 -show_entries "
+                           "stream=nb_read_frames -of csv=p=0 " + path, shell=True,
+                           capture_output=True, text=True)
+        n = p.stdout.strip()
+        if p.returncode or not n:  # no file (the run wrote none), or no ffprobe
+            why = p.stderr.strip().splitlines() or ["exit %d" % p.returncode]
+            n = "none (ffprobe: %s)" % why[-1]
+        return "frames written %s of %d" % (n, a.frames)
 
     heat = os.path.join(tmp, "heat.mp4")
     stats = os.path.join(tmp, "s.csv")
@@ -129,7 +190,7 @@ def main():
         for g in a.gpus:
             row("entropy-stream heat libx264 %s gpus=%s" % (preset, g),
                 "%s %s -o %s -y --no-progress --preset %s --device %s --gpus %s" %
-                (es, src, heat, preset, a.device, g), base, lambda: probe_frames(heat))
+                (es, src, heat, preset, a.device, g), base, lambda: probe_frames(heat), out=(heat,))
         # The heat video is another picture for x264 than the source: plain ffmpeg
         # transcoding entropy-stream's own output (same preset) shows what the encoder alone
         # costs on it.
@@ -140,7 +201,7 @@ def main():
     for g in a.gpus:
         row("entropy-stream --stats only gpus=%s" % g,
             "%s %s --stats %s -y --no-progress --device %s --gpus %s" % (es, src, stats, a.device, g), base,
-            lambda: "stats records %d of %d" % (count_lines(stats), a.frames))
+            lambda: "stats records %d of %d" % (count_lines(stats), a.frames), out=(stats,))
     if a.long > 1:
         # A longer video: the same stream copied N times over (no re-encode, time stamps
         # made continuous by ffmpeg's -stream_loop).
@@ -152,7 +213,7 @@ def main():
         for g in a.gpus:
             row("entropy-stream --stats only, %d frames gpus=%s" % (n, g),
                 "%s %s --stats %s -y --no-progress --device %s --gpus %s" % (es, lsrc, stats, a.device, g),
-                base, lambda: "stats records %d of %d" % (count_lines(stats), n), frames=n)
+                base, lambda: "stats records %d of %d" % (count_lines(stats), n), frames=n, out=(stats,))
         os.remove(lsrc)
     rawopt = "--raw gray8:1920x1080@30"
     for g in a.gpus:
@@ -163,11 +224,11 @@ def main():
             row("%s 1080p grey stdin (file), stats only gpus=%s" % (kind, g),
                 "%s - %s --stats %s -y --no-progress --device %s --gpus %s < %s" %
                 (es, opt, stats, a.device, g, path),
-                None, lambda: "stats records %d of %d" % (count_lines(stats), a.frames))
+                None, lambda: "stats records %d of %d" % (count_lines(stats), a.frames), out=(stats,))
             row("%s 1080p grey stdin (pipe), stats only gpus=%s" % (kind, g),
                 "cat %s | %s - %s --stats %s -y --no-progress --device %s --gpus %s" %
                 (path, es, opt, stats, a.device, g),
-                None, lambda: "stats records %d of %d" % (count_lines(stats), a.frames))
+                None, lambda: "stats records %d of %d" % (count_lines(stats), a.frames), out=(stats,))
     if have_y4m:
         row("ffmpeg reading the y4m (decode only)",
             "ffmpeg -v error -f yuv4mpegpipe -i %s -f null -" % y4m)
@@ -188,24 +249,24 @@ def main():
             row("y4m 1080p grey stdin (file), %d frames, stats only gpus=%s" % (n, g),
                 "%s - --stats %s -y --no-progress --device %s --gpus %s < %s" %
                 (es, stats, a.device, g, ly4m),
-                None, lambda: "stats records %d of %d" % (count_lines(stats), n), frames=n)
+                None, lambda: "stats records %d of %d" % (count_lines(stats), n), frames=n, out=(stats,))
             row("y4m 1080p grey stdin (pipe), %d frames, stats only gpus=%s" % (n, g),
                 "cat %s | %s - --stats %s -y --no-progress --device %s --gpus %s" %
                 (ly4m, es, stats, a.device, g),
-                None, lambda: "stats records %d of %d" % (count_lines(stats), n), frames=n)
+                None, lambda: "stats records %d of %d" % (count_lines(stats), n), frames=n, out=(stats,))
         # The same with a 51x51 window and 256 levels: the GPUs, not the reader, set the
         # pace, so these rows show how the stream scales with GPUs.
         for g in a.gpus:
             row("y4m 1080p grey stdin (file), %d frames, K=51 L=256 stats only gpus=%s" % (n, g),
                 "%s - --window 51 --levels 256 --stats %s -y --no-progress --device %s "
                 "--gpus %s < %s" % (es, stats, a.device, g, ly4m),
-                None, lambda: "stats records %d of %d" % (count_lines(stats), n), frames=n)
+                None, lambda: "stats records %d of %d" % (count_lines(stats), n), frames=n, out=(stats,))
         os.remove(ly4m)
     if a.cpu_row and not a.no_extras:
         base = [r for r in res["rows"] if r["case"] == "ffmpeg transcode libx264 veryfast"][0]
         row("entropy-stream heat libx264 veryfast --device cpu",
             "%s %s -o %s -y --no-progress --preset veryfast --device cpu" % (es, src, heat), base["fps"],
-            lambda: probe_frames(heat))
+            lambda: probe_frames(heat), out=(heat,))
     # PNG batch through the same engine (decode workers -> es_stream -> encode workers): 64
     # greyscale 1080p PNGs (written by entropy-stream itself: the GPU machine's FFmpeg has no
     # PNG encoder); the check is that the GPU run's heat PNGs equal the CPU run's, byte for
@@ -213,7 +274,6 @@ def main():
     if a.no_extras:
         with open(os.path.join(a.out, "stream.json"), "w") as f:
             json.dump(res, f, indent=1)
-        shutil.rmtree(tmp, ignore_errors=True)
         return
     pngs = os.path.join(tmp, "pngs")
     sh("%s %s -o %s -y -q --format gray8" % (es, src, pngs))
@@ -228,9 +288,10 @@ def main():
                 open(os.path.join(hdir["cpu"], n), "rb").read()]
         return "%d PNGs, %d differ from the CPU run's" % (len(names), len(diff))
     row("PNG batch 64 x 1080p -> heat PNG --device cpu",
-        "%s %s -o %s -y -q --device cpu" % (es, pngs, hdir["cpu"]))
+        "%s %s -o %s -y -q --device cpu" % (es, pngs, hdir["cpu"]), out=(hdir["cpu"],))
     row("PNG batch 64 x 1080p -> heat PNG --device %s" % a.device,
-        "%s %s -o %s -y -q --device %s" % (es, pngs, hdir["auto"], a.device), None, same_pngs)
+        "%s %s -o %s -y -q --device %s" % (es, pngs, hdir["auto"], a.device), None, same_pngs,
+        out=(hdir["auto"],))
     # Where the start-up goes: one traced run each (ES_TRACE phase lines) into trace-*.log.
     for name, cmd in (("stats", "%s %s --stats %s -y --no-progress" % (es, src, stats)),
                       ("heat", "%s %s -o %s -y --no-progress --preset veryfast" % (es, src, heat)),
@@ -244,17 +305,18 @@ def main():
             f.write("# %s\n# wall %.3f s, rc %d\n%s" % (cmd, wall, p.returncode, p.stderr))
         print("trace %-6s wall %.3f s (trace-%s.log)" % (name, wall, name), flush=True)
     for n in (600, 6000):
+        fresh(stats)
         gen = ("ffmpeg -v error -f lavfi -i testsrc2=size=1920x1080:rate=30 -frames:v %d "
                "-pix_fmt gray -f rawvideo -" % n)
-        rss = peak_rss_mb(gen, "exec %s - %s --stats %s -y -q --device %s" %
-                          (es, rawopt, stats, a.device))
+        rss, how = peak_rss_mb(gen, "exec %s - %s --stats %s -y -q --device %s" %
+                               (es, rawopt, stats, a.device))
         res["rows"].append({"case": "peak RSS, %d frames raw gray8 stdin" % n, "rss_mb": rss,
+                            "rss_by": how,
                             "check": "stats records %d of %d" % (count_lines(stats), n)})
         print("%-48s %8.1f MB  stats records %d of %d" % ("peak RSS %d frames" % n, rss,
               count_lines(stats), n), flush=True)
     with open(os.path.join(a.out, "stream.json"), "w") as f:
         json.dump(res, f, indent=1)
-    shutil.rmtree(tmp, ignore_errors=True)
 
 
 if __name__ == "__main__":

@@ -68,6 +68,12 @@ static uint8_t *make_levels(int w, int h, int L) {
   return img;
 }
 
+/* Folds one error into the running max: a NaN (a map value never written: the rows poison
+ * maps with 0xff bytes, a NaN as float) sticks, so one anywhere in the map shows. */
+static void err_fold(double *err, double e) {
+  if (!isnan(*err) && !(e <= *err)) *err = e;
+}
+
 /* Direct double entropy at one pixel (clip border), for the sampled reference. */
 static double direct_entropy(const es_image *img, const es_params *p, int x, int y,
                              uint32_t *hist, uint32_t *lv) {
@@ -113,8 +119,7 @@ static double check_ref(const es_image *img, const es_params *p, const float *ma
       return NAN;
     }
     for (size_t i = 0; i < npx; i++) {
-      double e = fabs((double)map[i] - ref[i]);
-      if (!(e <= err)) err = e;
+      err_fold(&err, fabs((double)map[i] - ref[i]));
     }
     free(ref);
     *how = "ref";
@@ -133,8 +138,8 @@ static double check_ref(const es_image *img, const es_params *p, const float *ma
       x = (int)((z >> 33) % (uint64_t)img->width);
       y = (int)((z >> 13) % (uint64_t)img->height);
     }
-    double e = fabs((double)map[(size_t)y * img->width + x] - direct_entropy(img, p, x, y, hist, lv));
-    if (!(e <= err)) err = e;
+    err_fold(&err, fabs((double)map[(size_t)y * img->width + x] -
+                        direct_entropy(img, p, x, y, hist, lv)));
   }
   free(hist);
   free(lv);
@@ -144,11 +149,34 @@ static double check_ref(const es_image *img, const es_params *p, const float *ma
 
 static double max_diff(const float *a, const float *b, size_t n) {
   double err = 0.0;
-  for (size_t i = 0; i < n; i++) {
-    double e = fabs((double)a[i] - (double)b[i]);
-    if (!(e <= err)) err = e;
-  }
+  for (size_t i = 0; i < n; i++)
+    err_fold(&err, fabs((double)a[i] - (double)b[i]));
   return err;
+}
+
+/* JSON for --json: a number field ("name": v, ), null where v is not finite (a NaN error: a
+ * map value the run never wrote; JSON has no NaN or Infinity), and a string with quotes,
+ * backslashes and control characters escaped (notes carry error messages). */
+static void json_num(const char *name, const char *fmt, double v) {
+  fprintf(g_json, "\"%s\": ", name);
+  if (isfinite(v))
+    fprintf(g_json, fmt, v);
+  else
+    fputs("null", g_json);
+  fputs(", ", g_json);
+}
+static void json_str(const char *s) {
+  fputc('"', g_json);
+  for (; *s; s++) {
+    unsigned char c = (unsigned char)*s;
+    if (c == '"' || c == '\\')
+      fprintf(g_json, "\\%c", c);
+    else if (c < 0x20)
+      fprintf(g_json, "\\u%04x", c);
+    else
+      fputc(c, g_json);
+  }
+  fputc('"', g_json);
 }
 
 static void row_out(const char *group, const char *engine, int w, int h, int K, int L,
@@ -170,16 +198,29 @@ static void row_out(const char *group, const char *engine, int w, int h, int K, 
            note ? note : "");
   }
   if (g_json) {
-    fprintf(g_json, "%s  {\"group\": \"%s\", \"engine\": \"%s\", \"width\": %d, \"height\": %d, "
-            "\"window\": %d, \"levels\": %d, \"threads\": %d, ",
-            g_json_rows++ ? ",\n" : "", group, engine, w, h, K, L, threads);
-    if (ms >= 0)
-      fprintf(g_json, "\"median_ms\": %.6f, \"reps\": %d, \"mpx_s\": %.3f, \"gpx_s\": %.6f, "
-              "\"gb_s\": %.4f, \"max_abs_err\": %.3e, \"err_against\": \"%s\", ",
-              ms, reps, px / (ms * 1e3), px / (ms * 1e6), px * 5.0 / (ms * 1e6), err, err_how);
-    else
+    fprintf(g_json, "%s  {\"group\": ", g_json_rows++ ? ",\n" : "");
+    json_str(group);
+    fputs(", \"engine\": ", g_json);
+    json_str(engine);
+    fprintf(g_json,
+            ", \"width\": %d, \"height\": %d, \"window\": %d, \"levels\": %d, \"threads\": %d, ", w,
+            h, K, L, threads);
+    if (ms >= 0) {
+      json_num("median_ms", "%.6f", ms);
+      fprintf(g_json, "\"reps\": %d, ", reps);
+      json_num("mpx_s", "%.3f", px / (ms * 1e3));
+      json_num("gpx_s", "%.6f", px / (ms * 1e6));
+      json_num("gb_s", "%.4f", px * 5.0 / (ms * 1e6));
+      json_num("max_abs_err", "%.3e", err);
+      fputs("\"err_against\": ", g_json);
+      json_str(err_how);
+      fputs(", ", g_json);
+    } else {
       fprintf(g_json, "\"median_ms\": null, ");
-    fprintf(g_json, "\"note\": \"%s\"}", note ? note : "");
+    }
+    fputs("\"note\": ", g_json);
+    json_str(note ? note : "");
+    fputs("}", g_json);
   }
 }
 
@@ -194,43 +235,81 @@ static void fill_job(es_job *job, const es_image *img, const es_params *p, float
 
 /* Times es_cpu_run on 1 thread (job1) and, when jobn is not NULL, on `threads` (jobn),
  * alternating the two so both see the same machine (a shared box changes speed between
- * processes and minutes): one warm-up each, then reps each; medians in ms. */
-static int time_cpu(const es_job *job1, const es_job *jobn, int threads, int reps,
-                    double *ms1, double *msn) {
-  char msg[256];
+ * processes and minutes): one warm-up each, then reps each; medians in ms. The maps are
+ * poisoned after the warm-ups, so what is checked beside the times is the timed runs'.
+ * 0 when every run succeeded, else -1 with msg. */
+static int time_cpu(const es_job *job1, const es_job *jobn, int threads, int reps, double *ms1,
+                    double *msn, char *msg, size_t msglen) {
   double *t1 = malloc((size_t)reps * sizeof *t1), *tn = malloc((size_t)reps * sizeof *tn);
-  int rc = es_cpu_run(job1, 1, msg, sizeof msg);
-  if (rc == ES_OK && jobn) rc = es_cpu_run(jobn, threads, msg, sizeof msg);
-  if (rc != ES_OK || !t1 || !tn) {
-    fprintf(stderr, "entropy-bench: cpu: %s\n", rc ? msg : "out of memory");
-    free(t1);
-    free(tn);
-    return -1;
+  int rc = ES_ERR_NOMEM;
+  snprintf(msg, msglen, "out of memory");
+  if (t1 && tn) rc = es_cpu_run(job1, 1, msg, msglen);
+  if (rc == ES_OK && jobn) rc = es_cpu_run(jobn, threads, msg, msglen);
+  if (rc == ES_OK) {
+    const size_t bytes = (size_t)job1->in.width * job1->in.height * sizeof *job1->map;
+    memset(job1->map, 0xff, bytes);
+    if (jobn) memset(jobn->map, 0xff, bytes);
   }
-  for (int i = 0; i < reps; i++) {
+  for (int i = 0; rc == ES_OK && i < reps; i++) {
     double t0 = now_s();
-    es_cpu_run(job1, 1, msg, sizeof msg);
+    rc = es_cpu_run(job1, 1, msg, msglen);
     t1[i] = (now_s() - t0) * 1e3;
-    if (jobn) {
+    if (rc == ES_OK && jobn) {
       t0 = now_s();
-      es_cpu_run(jobn, threads, msg, sizeof msg);
+      rc = es_cpu_run(jobn, threads, msg, msglen);
       tn[i] = (now_s() - t0) * 1e3;
     }
   }
-  *ms1 = median(t1, reps);
-  if (jobn) *msn = median(tn, reps);
+  if (rc == ES_OK) {
+    *ms1 = median(t1, reps);
+    if (jobn) *msn = median(tn, reps);
+  }
   free(t1);
   free(tn);
-  return 0;
+  return rc == ES_OK ? 0 : -1;
 }
 
-static int all_threads(const bench_opts *o) {
-  if (o->threads > 0) return o->threads;
-  /* What es_cpu_run(threads <= 0) uses: OpenMP's default, OMP_NUM_THREADS or the cores. */
-  const char *env = getenv("OMP_NUM_THREADS");
-  if (env && atoi(env) > 0) return atoi(env);
-  long n = sysconf(_SC_NPROCESSORS_ONLN);
-  return n > 0 ? (int)n : 1;
+/* The threads es_cpu_run(threads <= 0) runs a large frame on: OpenMP's default
+ * (OMP_NUM_THREADS, else the cores it may use), or --threads. */
+static int all_threads(const bench_opts *o) { return es_cpu_run_threads(NULL, o->threads); }
+
+/* The naive baseline row: one warm-up and reps runs where the frame is cheap, else one run
+ * on a band of rows, scaled to the frame; mapn poisoned before the timed runs. */
+static void naive_row(const char *group, const es_image *img, const es_params *p, float *mapn,
+                      int reps) {
+  int w = img->width, h = img->height, K = p->window, L = p->levels;
+  const char *how = "";
+  char note[160] = "";
+  /* O(K^2) per pixel with double logs: on large images time a band of rows once and scale
+   * to the frame, and say so. */
+  int band = h;
+  double est_s = (double)w * h * K * K * 6e-9;
+  if (est_s > 2.0) band = (int)(h * 2.0 / est_s) + 1;
+  if (band > h) band = h;
+  es_image sub = *img;
+  sub.height = band;
+  int nreps = band == h && est_s < 0.5 ? reps : 1;
+  double *t = malloc((size_t)nreps * sizeof *t);
+  int rc = t ? ES_OK : ES_ERR_NOMEM;
+  if (rc == ES_OK && nreps > 1) rc = es_cpu_naive(&sub, p, mapn, (size_t)w); /* warm-up */
+  /* poison (it also faults the pages in, outside the timed runs) */
+  memset(mapn, 0xff, (size_t)w * band * sizeof *mapn);
+  for (int i = 0; rc == ES_OK && i < nreps; i++) {
+    double t0 = now_s();
+    rc = es_cpu_naive(&sub, p, mapn, (size_t)w);
+    t[i] = (now_s() - t0) * 1e3;
+  }
+  if (rc != ES_OK) {
+    snprintf(note, sizeof note, "failed: %s", es_strerror(rc));
+    row_out(group, "cpu naive (1 thread)", w, h, K, L, 1, -1, 0, 0, "", note);
+    free(t);
+    return;
+  }
+  double ms = median(t, nreps) * (double)h / band;
+  free(t);
+  double err = check_ref(&sub, p, mapn, &how);
+  if (band < h) snprintf(note, sizeof note, "1 run on %d of %d rows, scaled to the frame", band, h);
+  row_out(group, "cpu naive (1 thread)", w, h, K, L, 1, ms, nreps, err, how, note);
 }
 
 /* CPU rows for one case; the 1-thread map is left in map1 for the GPU rows. */
@@ -238,47 +317,33 @@ static void cpu_rows(const bench_opts *o, const char *group, const es_image *img
                      const es_params *p, float *map1, float *mapn, int with_naive) {
   int w = img->width, h = img->height, K = p->window, L = p->levels;
   int reps = o->reps > 0 ? o->reps : 5;
-  int nt = all_threads(o);
-  es_job job;
+  es_job job, jobn;
   const char *how = "";
-  double err;
-  char note[160] = "";
+  char note[160] = "", msg[256] = "";
 
-  if (with_naive) {
-    /* The naive baseline is O(K^2) per pixel with double logs: on large images time a
-     * band of rows once and scale to the frame, and say so. */
-    int band = h;
-    double est_s = (double)w * h * K * K * 6e-9;
-    if (est_s > 2.0) band = (int)(h * 2.0 / est_s) + 1;
-    if (band > h) band = h;
-    es_image sub = *img;
-    sub.height = band;
-    int nreps = band == h && est_s < 0.5 ? reps : 1;
-    double *t = malloc((size_t)nreps * sizeof *t);
-    for (int i = 0; i < nreps; i++) {
-      double t0 = now_s();
-      es_cpu_naive(&sub, p, mapn, (size_t)w);
-      t[i] = (now_s() - t0) * 1e3;
-    }
-    double ms = median(t, nreps) * (double)h / band;
-    free(t);
-    err = check_ref(&sub, p, mapn, &how);
-    if (band < h)
-      snprintf(note, sizeof note, "1 run on %d of %d rows, scaled to the frame", band, h);
-    row_out(group, "cpu naive (1 thread)", w, h, K, L, 1, ms, nreps, err, how, note);
-  }
-  es_job jobn;
+  if (with_naive) naive_row(group, img, p, mapn, reps);
   fill_job(&job, img, p, map1);
   fill_job(&jobn, img, p, mapn);
+  /* threads 0: the engine's default (all cores, fewer for small frames); the row says how
+   * many that is for this frame, and per core divides by that. */
+  const int thr = o->threads > 0 ? o->threads : 0;
+  const int nt = es_cpu_run_threads(&jobn, thr);
   double t1 = -1, tn = -1;
-  /* threads 0: the engine's default (all cores, fewer for small frames). */
-  time_cpu(&job, nt > 1 ? &jobn : NULL, o->threads > 0 ? nt : 0, reps, &t1, &tn);
-  err = check_ref(img, p, map1, &how);
+  if (time_cpu(&job, nt > 1 ? &jobn : NULL, thr, reps, &t1, &tn, msg, sizeof msg)) {
+    fprintf(stderr, "entropy-bench: cpu: %s\n", msg);
+    row_out(group, "cpu engine", w, h, K, L, 1, -1, 0, 0, "", msg);
+    if (nt > 1) row_out(group, "cpu engine", w, h, K, L, nt, -1, 0, 0, "", msg);
+    return;
+  }
+  double err = check_ref(img, p, map1, &how);
   row_out(group, "cpu engine", w, h, K, L, 1, t1, reps, err, how, "");
   if (nt > 1) {
     err = max_diff(map1, mapn, (size_t)w * h);
     snprintf(note, sizeof note, "speed-up %.2fx, %.2f per core", t1 / tn, t1 / tn / nt);
     row_out(group, "cpu engine", w, h, K, L, nt, tn, reps, err, "vs 1 thread", note);
+  } else if (all_threads(o) > 1) {
+    snprintf(note, sizeof note, "the engine runs this frame on 1 thread (of %d)", all_threads(o));
+    row_out(group, "cpu engine", w, h, K, L, all_threads(o), -1, 0, 0, "", note);
   }
 }
 
@@ -288,10 +353,12 @@ typedef struct gpu_set {
 } gpu_set;
 
 /* Host-to-host runs of one job on the first n workers: one warm-up (it sizes the buffers),
- * then reps timed runs into t (ms). 1 if every run succeeded, else 0 with msg. */
+ * then reps timed runs into t (ms). The map is poisoned after the warm-up, so what the
+ * caller checks is the timed runs' map. 1 if every run succeeded, else 0 with msg. */
 static int time_h2h(es_gpu_worker **ws, int n, const es_job *job, int reps, double *t,
                     char *msg, size_t msglen) {
   int ok = es_gpu_run_multi(ws, n, job, msg, msglen) == ES_OK;
+  if (ok) memset(job->map, 0xff, (size_t)job->in.width * job->in.height * sizeof *job->map);
   for (int i = 0; ok && i < reps; i++) {
     double t0 = now_s();
     ok = es_gpu_run_multi(ws, n, job, msg, msglen) == ES_OK;
@@ -449,6 +516,8 @@ static int run_case(const bench_opts *o, const char *group, gpu_set *g, int w, i
     free(map2);
     return -1;
   }
+  /* Poison: if the CPU map cannot be computed, the GPU rows' errors against it read NaN. */
+  memset(map1, 0xff, (size_t)w * h * sizeof *map1);
   es_image img = {data, w, h, (size_t)w, 8};
   es_params p;
   es_params_default(&p);
@@ -472,6 +541,15 @@ static int run_case(const bench_opts *o, const char *group, gpu_set *g, int w, i
   return 0;
 }
 
+/* A whole decimal number in 0..10^6 ("2x", "abc" and "" are not), for --reps/--threads. */
+static int parse_count(const char *s, int *v) {
+  char *end;
+  long x = strtol(s, &end, 10);
+  if (end == s || *end || x < 0 || x > 1000000) return -1;
+  *v = (int)x;
+  return 0;
+}
+
 static void usage(void) {
   fprintf(stderr,
           "usage: entropy-bench [--quick] [--threads N] [--reps N] [--json FILE]\n"
@@ -491,16 +569,22 @@ int main(int argc, char **argv) {
       o.gpu_only = 1;
     } else if (!strcmp(a, "--disk")) {
       o.disk = 1;
-    } else if (!strcmp(a, "--threads") && i + 1 < argc) {
-      o.threads = atoi(argv[++i]);
-    } else if (!strcmp(a, "--reps") && i + 1 < argc) {
-      o.reps = atoi(argv[++i]);
+    } else if ((!strcmp(a, "--threads") || !strcmp(a, "--reps")) && i + 1 < argc) {
+      if (parse_count(argv[++i], !strcmp(a, "--reps") ? &o.reps : &o.threads)) {
+        fprintf(stderr, "entropy-bench: %s %s: want a count\n", a, argv[i]);
+        return 1;
+      }
     } else if (!strcmp(a, "--json") && i + 1 < argc) {
       o.json = argv[++i];
-    } else if (!strcmp(a, "--case") && i + 1 < argc && o.ncases < 16) {
-      int *c = o.cases[o.ncases];
-      if (sscanf(argv[++i], "%dx%dx%dx%d", &c[0], &c[1], &c[2], &c[3]) != 4 || c[0] < 1 ||
-          c[1] < 1 || c[2] < 1 || c[2] > 255 || c[2] % 2 == 0 || c[3] < 2 || c[3] > 256) {
+    } else if (!strcmp(a, "--case") && i + 1 < argc) {
+      if (o.ncases == 16) {
+        fprintf(stderr, "entropy-bench: --case %s: at most 16 cases\n", argv[i + 1]);
+        return 1;
+      }
+      int *c = o.cases[o.ncases], end = 0;
+      if (sscanf(argv[++i], "%dx%dx%dx%d%n", &c[0], &c[1], &c[2], &c[3], &end) != 4 ||
+          argv[i][end] || c[0] < 1 || c[1] < 1 || c[2] < 1 || c[2] > 255 || c[2] % 2 == 0 ||
+          c[3] < 2 || c[3] > 256) {
         fprintf(stderr, "entropy-bench: --case %s: want WxHxKxL (K odd 1..255, L 2..256)\n", argv[i]);
         return 1;
       }

@@ -67,10 +67,12 @@ if [[ $skip != *" sanitizer "* ]] && [ -x "$cs" ] && [ -x "$bdir/tests/test_gpu_
   : >"$out/sanitizer.log"
   for tool in memcheck racecheck; do
     echo "=== $tool" >>"$out/sanitizer.log"
+    from=$(($(wc -l <"$out/sanitizer.log") + 1))
     ES_TEST_SMALL=1 timeout 120 "$cs" --tool $tool --error-exitcode 9 \
       "$bdir/tests/test_gpu_engine" >>"$out/sanitizer.log" 2>&1
     rc=$?
-    sum=$(grep -E "ERROR SUMMARY|RACECHECK SUMMARY" "$out/sanitizer.log" | tail -1)
+    # this tool's own summary line (racecheck cut short must not show memcheck's)
+    sum=$(tail -n +"$from" "$out/sanitizer.log" | grep -E "ERROR SUMMARY|RACECHECK SUMMARY" | tail -1)
     res[$tool]="rc $rc ${sum:-}"
   done
 fi
