@@ -169,8 +169,9 @@ const es_config *es_context_config(const es_context *ctx);
 /* One-shot: local entropy of `img` into `out` (float32, img->height rows of out_stride
  * floats; may be NULL), with statistics into `stats` (may be NULL) and a rendering into
  * `pix` (may be NULL; planes/strides as es_pixfmt says). Chooses the device as the
- * configuration says (a large image is split across all GPUs). Safe to call from several
- * threads at once on one context. On a GPU, buffers page-locked with es_host_pin move by
+ * configuration says (a large image is split across all GPUs). The outputs may overlap the
+ * input (a rendering written in place over the image: the input is then copied first), not
+ * one another (ES_ERR_USAGE). Safe to call from several threads at once on one context. On a GPU, buffers page-locked with es_host_pin move by
  * DMA directly; pageable ones pass through the GPU's page-locked staging, which a map of 1 MB
  * or more grows to about the sum of the cores' L2 caches (37 MB for a 1080p map on a host of
  * 16 x 2 MB) and keeps for later calls. */

@@ -160,6 +160,53 @@ static void edges(es_context *ctx) {
   free(px1);
   free(px2);
 
+  /* Outputs over the input (a map or a rendering written in place): the results of separate
+   * buffers (the engines read the input in bands while they wrote over it: another map, and
+   * an RGB rendering with an overlay read source pixels already overwritten); outputs
+   * overlapping one another are refused. */
+  {
+    const int IW = 61, IH = 47;
+    const size_t n = (size_t)IW * IH;
+    uint8_t *src = malloc(n), *buf = malloc(n * sizeof(float)), *px = malloc(3 * n);
+    float *ref = malloc(n * sizeof(float));
+    if (src && buf && px && ref) {
+      for (size_t i = 0; i < n; i++)
+        src[i] = (uint8_t)(es_test_rand() >> 7);
+      es_params_default(&p);
+      es_image im = {src, IW, IH, IW, 8}, ib = {buf, IW, IH, IW, 8};
+      CHECK(es_compute(ctx, &im, ref, IW, NULL, NULL, NULL) == ES_OK, "in place: reference %s",
+            es_context_error(ctx));
+      memcpy(buf, src, n);
+      CHECK(es_compute(ctx, &ib, (float *)buf, IW, NULL, NULL, NULL) == ES_OK, "map in place");
+      CHECK(!memcmp(buf, ref, n * sizeof(float)), "a map written over its input differs");
+      const int fmts[] = {ES_PIX_GRAY8, ES_PIX_RGB24};
+      for (int k = 0; k < 2; k++) {
+        es_render g;
+        es_render_default(&g);
+        g.format = fmts[k];
+        g.overlay = 0.25f;
+        size_t ps = (size_t)IW * (k ? 3 : 1);
+        es_planes gp = {{px, NULL, NULL}, {ps, 0, 0}}, bp = {{buf, NULL, NULL}, {ps, 0, 0}};
+        CHECK(es_compute(ctx, &im, NULL, 0, NULL, &g, &gp) == ES_OK, "render: %s",
+              es_context_error(ctx));
+        memcpy(buf, src, n);
+        CHECK(es_compute(ctx, &ib, NULL, 0, NULL, &g, &bp) == ES_OK, "render %d in place", fmts[k]);
+        CHECK(!memcmp(buf, px, ps * IH),
+              "a rendering (format %d, overlay) written over its "
+              "input differs",
+              fmts[k]);
+        es_planes over = {{buf + 4, NULL, NULL}, {ps, 0, 0}};
+        CHECK(es_compute(ctx, &im, (float *)buf, IW, NULL, &g, &over) == ES_ERR_USAGE &&
+                  strstr(es_context_error(ctx), "overlaps"),
+              "a rendering over the map was not refused: %s", es_context_error(ctx));
+      }
+    }
+    free(src);
+    free(buf);
+    free(px);
+    free(ref);
+  }
+
   /* A side within two windows of INT_MAX is refused before anything is read (the engines'
    * padded widths are ints). */
   {
