@@ -396,6 +396,7 @@ int es_context_create(es_context **out, const es_config *cfg, char *msg, size_t 
   atomic_init(&ctx->gpus_ready, 0);
   atomic_init(&ctx->retries, 0);
   atomic_init(&ctx->compute_calls, 0);
+  atomic_init(&ctx->refs, 1);
   es_fault_parse(&ctx->fault, getenv("ES_FAULT_INJECT"));
   ctx->threads = cfg->threads > 0 ? cfg->threads : online_cores();
   ctx->cfg.threads = ctx->threads;
@@ -427,10 +428,10 @@ end:
   return rc;
 }
 
-void es_context_destroy(es_context **pctx) {
-  if (!pctx || !*pctx) return;
-  es_context *ctx = *pctx;
-  if (tl_err_ctx == ctx) tl_err_ctx = NULL; /* a later context may get the same address */
+void es_ctx_ref(es_context *ctx) { atomic_fetch_add(&ctx->refs, 1); }
+
+void es_ctx_unref(es_context *ctx) {
+  if (atomic_fetch_sub(&ctx->refs, 1) != 1) return;
   if (ctx->gpu_thread_started) pthread_join(ctx->gpu_thread, NULL);
   for (int i = 0; i < ctx->nworkers; i++) es_gpu_worker_destroy(&ctx->workers[i].w);
   free(ctx->workers);
@@ -438,7 +439,16 @@ void es_context_destroy(es_context **pctx) {
   pthread_cond_destroy(&ctx->worker_free);
   pthread_mutex_destroy(&ctx->lock);
   free(ctx);
+}
+
+/* The caller's handle goes; the context with it unless streams still use it (their
+ * workers read it until es_stream_destroy). */
+void es_context_destroy(es_context **pctx) {
+  if (!pctx || !*pctx) return;
+  es_context *ctx = *pctx;
+  if (tl_err_ctx == ctx) tl_err_ctx = NULL; /* a later context may get the same address */
   *pctx = NULL;
+  es_ctx_unref(ctx);
 }
 
 /* Worker threads may record an error while the caller reads one: the caller gets a copy
