@@ -118,6 +118,51 @@ static void edges(es_context *ctx) {
     }
     es_stream_destroy(&st);
   }
+  /* A lent frame (rows in the producer's memory) with such a stride: that frame fails
+   * with a usage error (the worker read outside any buffer: a crash). */
+  st = NULL;
+  CHECK(es_stream_open(ctx, &sc, &st) == ES_OK && st, "stream: %s", es_context_error(ctx));
+  if (st) {
+    static const uint8_t lent[40];
+    es_frame *f = NULL;
+    if (es_stream_acquire(st, &f) == ES_OK) {
+      f->width = 10;
+      f->height = 3;
+      f->depth = 8;
+      f->stride = (size_t)1 << 63;
+      f->lend = lent;
+      CHECK(es_stream_push(st, f) == ES_OK, "push of a lent frame: %s", es_context_error(ctx));
+      es_stream_finish(st);
+      CHECK(es_stream_pull(st, &f) == ES_OK && f->status == ES_ERR_USAGE &&
+                strstr(es_context_error(ctx), "address space"),
+            "a lent frame of stride 2^63: status %d %s", f ? f->status : 0, es_context_error(ctx));
+      es_stream_release(st, f);
+    }
+    es_stream_destroy(&st);
+  }
+  /* es_compute: strides whose rows would wrap around the address space (or negative ones
+   * converted to size_t) are refused; the input's crashed, the map's wrote over itself. */
+  {
+    static const uint8_t px8[64];
+    float fm[64];
+    uint8_t rgb[3 * 64];
+    es_image im = {px8, 10, 3, (size_t)1 << 63, 8};
+    es_params_default(&p);
+    CHECK(es_compute(ctx, &im, NULL, 0, &(es_stats){0}, NULL, NULL) == ES_ERR_USAGE,
+          "an image stride of 2^63 was taken");
+    im.stride = (size_t)-10; /* -10 */
+    CHECK(es_compute(ctx, &im, fm, 10, NULL, NULL, NULL) == ES_ERR_USAGE,
+          "a negative image stride was taken");
+    im.stride = 10;
+    CHECK(es_compute(ctx, &im, fm, (size_t)1 << 62, NULL, NULL, NULL) == ES_ERR_USAGE &&
+              strstr(es_context_error(ctx), "map stride"),
+          "a map stride of 2^62 floats was taken: %s", es_context_error(ctx));
+    es_render r;
+    es_render_default(&r);
+    es_planes pl = {{rgb, NULL, NULL}, {(size_t)1 << 63, 0, 0}};
+    CHECK(es_compute(ctx, &im, NULL, 0, NULL, &r, &pl) == ES_ERR_USAGE,
+          "a plane stride of 2^63 was taken");
+  }
   es_render_default(&sc.render);
   sc.render.overlay = 2.0f;
   st = NULL;
