@@ -157,8 +157,9 @@ int es_context_create(es_context **out, const es_config *cfg, char *msg, size_t 
  * flight compute): it is freed with the last of them, at es_stream_destroy. */
 void es_context_destroy(es_context **ctx);
 /* The message of the last error the calling thread got from this context (so threads
- * sharing a context each read their own), or, if this thread got none, the context's last
- * error ("" if none). The string stays valid until the thread's next call. */
+ * sharing a context each read their own; kept for the last 4 contexts a thread got errors
+ * from), or, if this thread got none, the context's last error ("" if none). The string
+ * stays valid until the thread's next call. */
 const char *es_context_error(const es_context *ctx);
 /* Number of GPUs the context computes on (0 = CPU only); waits for GPUs opening in the
  * background (gpu_background). es_context_gpus_open: 1 once they are open (at once

@@ -68,6 +68,49 @@ static void *fail_then_read(void *p) {
   return NULL;
 }
 
+/* A thread with errors on two contexts reads its own message from each, though another
+ * thread failed on the first since (one slot was kept per thread: after its error on B,
+ * the thread read A's last message, the other thread's). */
+typedef struct two_arg {
+  es_context *a;
+  pthread_barrier_t *bar;
+} two_arg;
+
+static void *fail_empty(void *p) {
+  two_arg *t = p;
+  pthread_barrier_wait(t->bar);
+  es_image empty = {"", 0, 0, 0, 8};
+  es_compute(t->a, &empty, NULL, 0, NULL, NULL, NULL); /* "empty image" on A */
+  pthread_barrier_wait(t->bar);
+  return NULL;
+}
+
+static void two_contexts(es_context *a, const es_config *cfg) {
+  char msg[256];
+  es_context *b = NULL;
+  CHECK(es_context_create(&b, cfg, msg, sizeof msg) == ES_OK, "context B: %s", msg);
+  if (!b) return;
+  pthread_barrier_t bar;
+  pthread_barrier_init(&bar, NULL, 2);
+  two_arg t = {a, &bar};
+  pthread_t th;
+  pthread_create(&th, NULL, fail_empty, &t);
+  es_compute(a, NULL, NULL, 0, NULL, NULL, NULL); /* "no image" on A */
+  es_render r;
+  es_render_default(&r);
+  static const uint8_t px[4];
+  es_image im = {px, 2, 2, 2, 8};
+  es_compute(b, &im, NULL, 0, NULL, &r, NULL); /* "... without planes" on B */
+  pthread_barrier_wait(&bar);
+  pthread_barrier_wait(&bar);
+  pthread_join(th, NULL);
+  CHECK(!strcmp(es_context_error(a), "no image"),
+        "a thread's error on context A after one on B: '%s', want 'no image'", es_context_error(a));
+  CHECK(strstr(es_context_error(b), "without planes"), "context B: '%s'", es_context_error(b));
+  pthread_barrier_destroy(&bar);
+  es_context_destroy(&b);
+}
+
 static void edges(es_context *ctx) {
   char msg[256];
   es_params p;
@@ -336,6 +379,7 @@ int main(void) {
     CHECK(ra.seen[0] == '\0', "another thread read its error on a destroyed context from a "
           "new one: '%s'", ra.seen);
     pthread_barrier_destroy(&bar);
+    if (ctx) two_contexts(ctx, &cfg);
     if (ctx) edges(ctx);
     es_context_destroy(&ctx);
   }
