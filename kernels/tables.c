@@ -185,6 +185,15 @@ int es_pix_plane_height(int fmt, int plane, int h) {
   return h;
 }
 
+/* 1 when `rows` rows of `row` bytes, `stride` bytes apart, span at most PTRDIFF_MAX bytes
+ * (no buffer is larger): a larger stride, or a negative one converted to size_t, would send
+ * the engines' row addresses outside any buffer (or around the address space onto others). */
+static int rows_fit(size_t stride, int rows, size_t row) {
+  size_t n = rows > 1 ? (size_t)(rows - 1) : 0;
+  if (row > (size_t)PTRDIFF_MAX) return 0;
+  return !n || stride <= ((size_t)PTRDIFF_MAX - row) / n;
+}
+
 int es_job_check(const es_job *job, char *msg, size_t msglen) {
   int rc = es_params_check(&job->params, job->in.depth, msg, msglen);
   if (rc) return rc;
@@ -205,8 +214,20 @@ int es_job_check(const es_job *job, char *msg, size_t msglen) {
     snprintf(msg, msglen, "image stride %zu shorter than a row", job->in.stride);
     return ES_ERR_USAGE;
   }
+  if (!rows_fit(job->in.stride, job->in.height, (size_t)job->in.width * bps)) {
+    snprintf(msg, msglen, "image stride %zu: %d rows would span more than the address space",
+             job->in.stride, job->in.height);
+    return ES_ERR_USAGE;
+  }
   if (job->map && job->map_stride < (size_t)job->in.width) {
     snprintf(msg, msglen, "map stride %zu shorter than a row", job->map_stride);
+    return ES_ERR_USAGE;
+  }
+  if (job->map && (job->map_stride > SIZE_MAX / sizeof(float) ||
+                   !rows_fit(job->map_stride * sizeof(float), job->in.height,
+                             (size_t)job->in.width * sizeof(float)))) {
+    snprintf(msg, msglen, "map stride %zu: %d rows would span more than the address space",
+             job->map_stride, job->in.height);
     return ES_ERR_USAGE;
   }
   if (job->stats && (job->stats_bins < 1 || job->stats_bins > ES_STATS_MAX_BINS)) {
@@ -228,6 +249,14 @@ int es_job_check(const es_job *job, char *msg, size_t msglen) {
       if (!job->pix.plane[i] ||
           job->pix.stride[i] < es_pix_stride(job->render.format, i, job->in.width)) {
         snprintf(msg, msglen, "rendering plane %d missing or too narrow", i);
+        return ES_ERR_USAGE;
+      }
+      if (!rows_fit(job->pix.stride[i], es_pix_plane_height(job->render.format, i, job->in.height),
+                    es_pix_stride(job->render.format, i, job->in.width))) {
+        snprintf(msg, msglen,
+                 "rendering plane %d stride %zu: its rows would span more than the "
+                 "address space",
+                 i, job->pix.stride[i]);
         return ES_ERR_USAGE;
       }
     }

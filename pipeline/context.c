@@ -62,15 +62,28 @@ void es_config_default(es_config *c) {
   c->verbose = 1;
 }
 
-/* The last error each thread got, and from which context: several threads calling
- * es_compute on one context (the CLI's batch) each read back their own message, not whatever
- * another thread failed with in between. */
-static _Thread_local const es_context *tl_err_ctx; /* this thread's */
-static _Thread_local unsigned long long tl_err_serial; /* this thread's: tl_err_ctx's serial */
-static _Thread_local char tl_err[ES_ERRLEN];       /* this thread's */
-/* Context serials: the address alone would match a later context created where a destroyed
- * one was, and hand it a message another thread got from the old one. */
+/* The last error each thread got from each of the last ES_TL_ERR_CONTEXTS contexts it got one
+ * from: several threads calling es_compute on one context (the CLI's batch) each read back
+ * their own message, not whatever another thread failed with in between, also where a
+ * thread works with two contexts (one slot was once kept: an error on the second context
+ * made the thread read another thread's message from the first). */
+#define ES_TL_ERR_CONTEXTS 4
+typedef struct tl_err_slot {
+  unsigned long long serial; /* the context's serial; 0: unused */
+  unsigned long long used;   /* tl_err_tick when last written: the oldest slot is reused */
+  char msg[ES_ERRLEN];
+} tl_err_slot;
+static _Thread_local tl_err_slot tl_err[ES_TL_ERR_CONTEXTS]; /* this thread's */
+static _Thread_local unsigned long long tl_err_tick;         /* this thread's */
+/* Context serials (from 1): the address alone would match a later context created where a
+ * destroyed one was, and hand it a message another thread got from the old one. */
 static atomic_ullong g_ctx_serial;
+
+static tl_err_slot *tl_err_find(unsigned long long serial) {
+  for (int i = 0; i < ES_TL_ERR_CONTEXTS; i++)
+    if (tl_err[i].serial == serial) return &tl_err[i];
+  return NULL;
+}
 
 void es_ctx_set_error(es_context *ctx, const char *fmt, ...) {
   char tmp[ES_ERRLEN];
@@ -81,9 +94,15 @@ void es_ctx_set_error(es_context *ctx, const char *fmt, ...) {
   pthread_mutex_lock(&ctx->lock);
   memcpy(ctx->err, tmp, sizeof tmp);
   pthread_mutex_unlock(&ctx->lock);
-  memcpy(tl_err, tmp, sizeof tmp);
-  tl_err_ctx = ctx;
-  tl_err_serial = ctx->serial;
+  tl_err_slot *t = tl_err_find(ctx->serial);
+  if (!t) { /* an unused slot (used 0), else the one written longest ago */
+    t = &tl_err[0];
+    for (int i = 1; i < ES_TL_ERR_CONTEXTS; i++)
+      if (tl_err[i].used < t->used) t = &tl_err[i];
+  }
+  memcpy(t->msg, tmp, sizeof tmp);
+  t->serial = ctx->serial;
+  t->used = ++tl_err_tick;
 }
 
 static int online_cores(void) {
@@ -396,6 +415,7 @@ int es_context_create(es_context **out, const es_config *cfg, char *msg, size_t 
   atomic_init(&ctx->gpus_ready, 0);
   atomic_init(&ctx->retries, 0);
   atomic_init(&ctx->compute_calls, 0);
+  atomic_init(&ctx->refs, 1);
   es_fault_parse(&ctx->fault, getenv("ES_FAULT_INJECT"));
   ctx->threads = cfg->threads > 0 ? cfg->threads : online_cores();
   ctx->cfg.threads = ctx->threads;
@@ -427,10 +447,10 @@ end:
   return rc;
 }
 
-void es_context_destroy(es_context **pctx) {
-  if (!pctx || !*pctx) return;
-  es_context *ctx = *pctx;
-  if (tl_err_ctx == ctx) tl_err_ctx = NULL; /* a later context may get the same address */
+void es_ctx_ref(es_context *ctx) { atomic_fetch_add(&ctx->refs, 1); }
+
+void es_ctx_unref(es_context *ctx) {
+  if (atomic_fetch_sub(&ctx->refs, 1) != 1) return;
   if (ctx->gpu_thread_started) pthread_join(ctx->gpu_thread, NULL);
   for (int i = 0; i < ctx->nworkers; i++) es_gpu_worker_destroy(&ctx->workers[i].w);
   free(ctx->workers);
@@ -438,7 +458,17 @@ void es_context_destroy(es_context **pctx) {
   pthread_cond_destroy(&ctx->worker_free);
   pthread_mutex_destroy(&ctx->lock);
   free(ctx);
+}
+
+/* The caller's handle goes; the context with it unless streams still use it (their
+ * workers read it until es_stream_destroy). */
+void es_context_destroy(es_context **pctx) {
+  if (!pctx || !*pctx) return;
+  es_context *ctx = *pctx;
+  tl_err_slot *t = tl_err_find(ctx->serial);
+  if (t) t->serial = t->used = 0; /* the slot is free for another context */
   *pctx = NULL;
+  es_ctx_unref(ctx);
 }
 
 /* Worker threads may record an error while the caller reads one: the caller gets a copy
@@ -446,8 +476,8 @@ void es_context_destroy(es_context **pctx) {
 const char *es_context_error(const es_context *ctx) {
   static _Thread_local char copy[ES_ERRLEN];
   if (!ctx) return "";
-  if (tl_err_ctx == ctx && tl_err_serial == ctx->serial)
-    return tl_err; /* this thread's own last error on ctx */
+  const tl_err_slot *t = tl_err_find(ctx->serial); /* this thread's own last error on ctx */
+  if (t) return t->msg;
   es_context *c = (es_context *)ctx; /* the lock is not part of the logical state */
   pthread_mutex_lock(&c->lock);
   memcpy(copy, c->err, sizeof copy);

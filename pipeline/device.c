@@ -260,10 +260,58 @@ int es_run_job(es_context *ctx, const es_job *job, int target, int cpu_threads, 
 
 /* ---- One-shot. ---- */
 
+/* Bytes from the first to one past the last byte of `rows` rows of `row` bytes, `stride`
+ * apart; SIZE_MAX where that does not fit (no buffer of the caller's can be that large). */
+static size_t rows_extent(size_t stride, int rows, size_t row) {
+  if (rows < 1) return 0;
+  size_t n = (size_t)(rows - 1);
+  if (n && stride > (SIZE_MAX - row) / n) return SIZE_MAX;
+  return stride * n + row;
+}
+
+static int extents_overlap(const void *a, size_t an, const void *b, size_t bn) {
+  uintptr_t pa = (uintptr_t)a, pb = (uintptr_t)b;
+  if (!a || !b || !an || !bn) return 0;
+  return pa < pb ? pb - pa < an : pa - pb < bn;
+}
+
+/* The outputs of a checked job must not overlap one another (ES_ERR_USAGE); one that
+ * overlaps the input makes *in_overlap 1: the engines read the input while they write, in
+ * bands on several threads, so the input is then copied first. */
+static int job_overlaps(const es_job *job, int *in_overlap, char *msg, size_t msglen) {
+  const es_image *in = &job->in;
+  const void *p[4] = {job->map, NULL, NULL, NULL};
+  size_t n[4] = {0, 0, 0, 0};
+  const char *name[4] = {"the map", "rendering plane 0", "rendering plane 1", "rendering plane 2"};
+  if (job->map)
+    n[0] =
+        rows_extent(job->map_stride * sizeof(float), in->height, (size_t)in->width * sizeof(float));
+  int fmt = job->render.format;
+  for (int i = 0; fmt != ES_PIX_NONE && i < es_pix_planes(fmt); i++) {
+    p[1 + i] = job->pix.plane[i];
+    n[1 + i] = rows_extent(job->pix.stride[i], es_pix_plane_height(fmt, i, in->height),
+                           es_pix_stride(fmt, i, in->width));
+  }
+  for (int i = 0; i < 4; i++) {
+    for (int j = i + 1; j < 4; j++) {
+      if (extents_overlap(p[i], n[i], p[j], n[j])) {
+        snprintf(msg, msglen, "%s overlaps %s", name[i], name[j]);
+        return ES_ERR_USAGE;
+      }
+    }
+  }
+  size_t in_n = rows_extent(in->stride, in->height, (size_t)in->width * (in->depth == 16 ? 2 : 1));
+  *in_overlap = 0;
+  for (int i = 0; i < 4; i++)
+    *in_overlap |= extents_overlap(p[i], n[i], in->data, in_n);
+  return ES_OK;
+}
+
 int es_compute(es_context *ctx, const es_image *img, float *out, size_t out_stride,
                es_stats *stats, const es_render *render, es_planes *pix) {
   char why[ES_ERRLEN] = "";
   int rc = ES_OK, device = -1;
+  unsigned char *copy = NULL; /* the input, where an output overlaps it */
   if (!ctx) return ES_ERR_USAGE;
   if (!img) {
     es_ctx_set_error(ctx, "no image");
@@ -290,11 +338,29 @@ int es_compute(es_context *ctx, const es_image *img, float *out, size_t out_stri
   }
   rc = es_job_check(&job, why, sizeof why);
   if (rc) goto end;
+  int in_overlap = 0;
+  rc = job_overlaps(&job, &in_overlap, why, sizeof why);
+  if (rc) goto end;
+  if (in_overlap) { /* written in place: compute from a copy of the input */
+    size_t row = (size_t)img->width * (img->depth == 16 ? 2 : 1);
+    copy = malloc(row * (size_t)img->height);
+    if (!copy) {
+      rc = ES_ERR_NOMEM;
+      snprintf(why, sizeof why, "out of memory for a copy of the input (an output overlaps it)");
+      goto end;
+    }
+    for (int y = 0; y < img->height; y++)
+      memcpy(copy + row * (size_t)y, (const unsigned char *)img->data + img->stride * (size_t)y,
+             row);
+    job.in.data = copy;
+    job.in.stride = row;
+  }
   int64_t index = atomic_fetch_add(&ctx->compute_calls, 1);
   int64_t pixels = (int64_t)img->width * img->height;
   int target = es_pick_target(ctx, pixels, 1);
   rc = es_run_job(ctx, &job, target, ctx->threads, index, &ctx->fault, &device, why, sizeof why);
 end:
+  free(copy);
   if (rc) es_ctx_set_error(ctx, "%s", why[0] ? why : es_strerror(rc));
   return rc;
 }

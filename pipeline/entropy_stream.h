@@ -153,10 +153,13 @@ typedef struct es_context es_context;
  * ES_ERR_DEVICE. On failure *out is NULL and,
  * where msg is not NULL, a one-line reason is written there. */
 int es_context_create(es_context **out, const es_config *cfg, char *msg, size_t msglen);
+/* Ends the caller's use of the context. Streams still open keep it (and their frames in
+ * flight compute): it is freed with the last of them, at es_stream_destroy. */
 void es_context_destroy(es_context **ctx);
 /* The message of the last error the calling thread got from this context (so threads
- * sharing a context each read their own), or, if this thread got none, the context's last
- * error ("" if none). The string stays valid until the thread's next call. */
+ * sharing a context each read their own; kept for the last 4 contexts a thread got errors
+ * from), or, if this thread got none, the context's last error ("" if none). The string
+ * stays valid until the thread's next call. */
 const char *es_context_error(const es_context *ctx);
 /* Number of GPUs the context computes on (0 = CPU only); waits for GPUs opening in the
  * background (gpu_background). es_context_gpus_open: 1 once they are open (at once
@@ -169,11 +172,13 @@ const es_config *es_context_config(const es_context *ctx);
 /* One-shot: local entropy of `img` into `out` (float32, img->height rows of out_stride
  * floats; may be NULL), with statistics into `stats` (may be NULL) and a rendering into
  * `pix` (may be NULL; planes/strides as es_pixfmt says). Chooses the device as the
- * configuration says (a large image is split across all GPUs). Safe to call from several
- * threads at once on one context. On a GPU, buffers page-locked with es_host_pin move by
- * DMA directly; pageable ones pass through the GPU's page-locked staging, which a map of 1 MB
- * or more grows to about the sum of the cores' L2 caches (37 MB for a 1080p map on a host of
- * 16 x 2 MB) and keeps for later calls. */
+ * configuration says (a large image is split across all GPUs). The outputs may overlap the
+ * input (a rendering written in place over the image: the input is then copied first), not
+ * one another (ES_ERR_USAGE). Safe to call from several threads at once on one context. On
+ * a GPU, buffers page-locked with es_host_pin move by DMA directly; pageable ones pass
+ * through the GPU's page-locked staging, which a map of 1 MB or more grows to about the sum
+ * of the cores' L2 caches (37 MB for a 1080p map on a host of 16 x 2 MB) and keeps for
+ * later calls. */
 typedef struct es_planes {
   uint8_t *plane[3];
   size_t stride[3]; /* bytes */

@@ -82,6 +82,8 @@ struct es_context {
   char err[ES_ERRLEN];             /* guarded by lock: last error message */
   unsigned long long serial;       /* immutable: unique among the process's contexts (a
                                     * destroyed context's address may be reused) */
+  atomic_int refs;                 /* the caller's handle (until es_context_destroy) and one
+                                    * per stream not yet destroyed: freed at 0 */
 };
 
 /* Waits until the context's GPUs are open (at once unless cfg.gpu_background); after it
@@ -89,6 +91,11 @@ struct es_context {
  * without waiting. */
 void es_ctx_gpus_wait(const es_context *ctx);
 int es_ctx_gpus_ready(const es_context *ctx);
+
+/* A stream's hold on its context (es_stream_open), and its release (es_stream_destroy): the
+ * last release frees a context es_context_destroy was called on. */
+void es_ctx_ref(es_context *ctx);
+void es_ctx_unref(es_context *ctx);
 
 /* Records a one-line error on the context (thread-safe). */
 void es_ctx_set_error(es_context *ctx, const char *fmt, ...)

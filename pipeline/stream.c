@@ -50,7 +50,7 @@ typedef struct es_worker_arg {
 } es_worker_arg;
 
 struct es_stream {
-  es_context *ctx;          /* immutable; not owned */
+  es_context *ctx;          /* immutable; a reference (es_ctx_ref) held until destroy */
   es_stream_config sc;      /* immutable */
   int gpu_possible;         /* immutable: GPUs may compute (buffers page-aligned, registered) */
   atomic_int gpu_on;        /* 1 once the GPU threads run: frames may go to them */
@@ -306,6 +306,7 @@ int es_stream_open(es_context *ctx, const es_stream_config *sc, es_stream **out)
   rc = ES_ERR_NOMEM; /* until the pool and the threads stand */
   if (!s) goto end;
   s->ctx = ctx;
+  es_ctx_ref(ctx); /* released by es_stream_destroy */
   s->sc = *sc;
   s->gpu_possible = ctx->cfg.device != ES_DEVICE_CPU && es_gpu_built();
   atomic_init(&s->gpu_on, 0);
@@ -658,6 +659,7 @@ void es_stream_destroy(es_stream **ps) {
   pthread_cond_destroy(&s->gpu_cond);
   pthread_cond_destroy(&s->done_cond);
   pthread_mutex_destroy(&s->lock);
+  es_ctx_unref(s->ctx); /* frees it where es_context_destroy came first */
   free(s);
   *ps = NULL;
 }

@@ -20,7 +20,7 @@ int main(int argc, char **argv) {
   uint8_t *pixels = NULL;
   float *map = NULL;
   char msg[256];
-  if (w < 1 || h < 1 || w > 16384 || h > 16384) {
+  if (argc == 2 || argc > 3 || w < 1 || h < 1 || w > 16384 || h > 16384) {
     fprintf(stderr, "usage: sample-oneshot [WIDTH HEIGHT] (1..16384)\n");
     return 1;
   }
@@ -38,6 +38,7 @@ int main(int argc, char **argv) {
   map = malloc((size_t)w * h * sizeof *map);
   if (!pixels || !map) {
     fprintf(stderr, "sample-oneshot: out of memory\n");
+    ret = es_exit_code(ES_ERR_NOMEM);
     goto end;
   }
   uint32_t seed = 12345;

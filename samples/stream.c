@@ -64,7 +64,7 @@ int main(int argc, char **argv) {
   es_context *ctx = NULL;
   es_stream *s = NULL;
   int ret = 1, rc;
-  if (frames < 1 || w < 1 || h < 1) {
+  if (argc == 3 || argc > 4 || frames < 1 || w < 1 || h < 1) {
     fprintf(stderr, "usage: sample-stream [FRAMES [WIDTH HEIGHT]]\n");
     return 1;
   }
@@ -110,8 +110,10 @@ int main(int argc, char **argv) {
   }
   pthread_join(t, NULL);
   if (rc != ES_ERR_EOF || p.rc != ES_OK) {
+    /* A producer that failed aborted the stream: its error is the cause, not the pull's
+     * ES_ERR_INTERRUPTED. */
     fprintf(stderr, "sample-stream: %s\n", es_context_error(ctx));
-    ret = es_exit_code(rc != ES_ERR_EOF ? rc : p.rc);
+    ret = es_exit_code(p.rc != ES_OK ? p.rc : rc);
     goto end;
   }
   if (failed) fprintf(stderr, "sample-stream: %d frame(s) failed\n", failed);

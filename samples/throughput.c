@@ -50,7 +50,7 @@ int main(int argc, char **argv) {
   cfg.queue = argc > 4 ? atoi(argv[4]) : 8;
   cfg.threads = argc > 5 ? atoi(argv[5]) : 0;
   cfg.verbose = 0;
-  if (w < 1 || h < 1 || n < 1 || w > 16384 || h > 16384) {
+  if (argc == 2 || argc == 3 || argc > 6 || w < 1 || h < 1 || n < 1 || w > 16384 || h > 16384) {
     fprintf(stderr, "usage: sample-throughput [WIDTH HEIGHT FRAMES [QUEUE [THREADS]]]\n");
     return 1;
   }
@@ -93,7 +93,11 @@ int main(int argc, char **argv) {
     producer p = {s, n, w, h, src};
     pthread_t t;
     double t2 = now();
-    pthread_create(&t, NULL, produce, &p);
+    if (pthread_create(&t, NULL, produce, &p) != 0) {
+      es_stream_destroy(&s);
+      rc = ES_ERR_NOMEM;
+      break;
+    }
     es_frame *f;
     int got = 0;
     while ((rc = es_stream_pull(s, &f)) == ES_OK) {
@@ -113,7 +117,8 @@ int main(int argc, char **argv) {
   }
   printf("%dx%d, %d frames, %d GPU(s), %d CPU threads, queue %d: es_compute %.1f fps, "
          "es_stream %.1f fps\n",
-         w, h, n, es_context_gpu_count(ctx), es_context_config(ctx)->threads, cfg.queue,
+         w, h, n, es_context_gpu_count(ctx), es_context_config(ctx)->threads,
+         es_context_config(ctx)->queue, /* cfg.queue 0: the default */
          n / best_one, n / best_stream);
 end:
   free(src);

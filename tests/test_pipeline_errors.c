@@ -68,6 +68,49 @@ static void *fail_then_read(void *p) {
   return NULL;
 }
 
+/* A thread with errors on two contexts reads its own message from each, though another
+ * thread failed on the first since (one slot was kept per thread: after its error on B,
+ * the thread read A's last message, the other thread's). */
+typedef struct two_arg {
+  es_context *a;
+  pthread_barrier_t *bar;
+} two_arg;
+
+static void *fail_empty(void *p) {
+  two_arg *t = p;
+  pthread_barrier_wait(t->bar);
+  es_image empty = {"", 0, 0, 0, 8};
+  es_compute(t->a, &empty, NULL, 0, NULL, NULL, NULL); /* "empty image" on A */
+  pthread_barrier_wait(t->bar);
+  return NULL;
+}
+
+static void two_contexts(es_context *a, const es_config *cfg) {
+  char msg[256];
+  es_context *b = NULL;
+  CHECK(es_context_create(&b, cfg, msg, sizeof msg) == ES_OK, "context B: %s", msg);
+  if (!b) return;
+  pthread_barrier_t bar;
+  pthread_barrier_init(&bar, NULL, 2);
+  two_arg t = {a, &bar};
+  pthread_t th;
+  pthread_create(&th, NULL, fail_empty, &t);
+  es_compute(a, NULL, NULL, 0, NULL, NULL, NULL); /* "no image" on A */
+  es_render r;
+  es_render_default(&r);
+  static const uint8_t px[4];
+  es_image im = {px, 2, 2, 2, 8};
+  es_compute(b, &im, NULL, 0, NULL, &r, NULL); /* "... without planes" on B */
+  pthread_barrier_wait(&bar);
+  pthread_barrier_wait(&bar);
+  pthread_join(th, NULL);
+  CHECK(!strcmp(es_context_error(a), "no image"),
+        "a thread's error on context A after one on B: '%s', want 'no image'", es_context_error(a));
+  CHECK(strstr(es_context_error(b), "without planes"), "context B: '%s'", es_context_error(b));
+  pthread_barrier_destroy(&bar);
+  es_context_destroy(&b);
+}
+
 static void edges(es_context *ctx) {
   char msg[256];
   es_params p;
@@ -118,6 +161,51 @@ static void edges(es_context *ctx) {
     }
     es_stream_destroy(&st);
   }
+  /* A lent frame (rows in the producer's memory) with such a stride: that frame fails
+   * with a usage error (the worker read outside any buffer: a crash). */
+  st = NULL;
+  CHECK(es_stream_open(ctx, &sc, &st) == ES_OK && st, "stream: %s", es_context_error(ctx));
+  if (st) {
+    static const uint8_t lent[40];
+    es_frame *f = NULL;
+    if (es_stream_acquire(st, &f) == ES_OK) {
+      f->width = 10;
+      f->height = 3;
+      f->depth = 8;
+      f->stride = (size_t)1 << 63;
+      f->lend = lent;
+      CHECK(es_stream_push(st, f) == ES_OK, "push of a lent frame: %s", es_context_error(ctx));
+      es_stream_finish(st);
+      CHECK(es_stream_pull(st, &f) == ES_OK && f->status == ES_ERR_USAGE &&
+                strstr(es_context_error(ctx), "address space"),
+            "a lent frame of stride 2^63: status %d %s", f ? f->status : 0, es_context_error(ctx));
+      es_stream_release(st, f);
+    }
+    es_stream_destroy(&st);
+  }
+  /* es_compute: strides whose rows would wrap around the address space (or negative ones
+   * converted to size_t) are refused; the input's crashed, the map's wrote over itself. */
+  {
+    static const uint8_t px8[64];
+    float fm[64];
+    uint8_t rgb[3 * 64];
+    es_image im = {px8, 10, 3, (size_t)1 << 63, 8};
+    es_params_default(&p);
+    CHECK(es_compute(ctx, &im, NULL, 0, &(es_stats){0}, NULL, NULL) == ES_ERR_USAGE,
+          "an image stride of 2^63 was taken");
+    im.stride = (size_t)-10; /* -10 */
+    CHECK(es_compute(ctx, &im, fm, 10, NULL, NULL, NULL) == ES_ERR_USAGE,
+          "a negative image stride was taken");
+    im.stride = 10;
+    CHECK(es_compute(ctx, &im, fm, (size_t)1 << 62, NULL, NULL, NULL) == ES_ERR_USAGE &&
+              strstr(es_context_error(ctx), "map stride"),
+          "a map stride of 2^62 floats was taken: %s", es_context_error(ctx));
+    es_render r;
+    es_render_default(&r);
+    es_planes pl = {{rgb, NULL, NULL}, {(size_t)1 << 63, 0, 0}};
+    CHECK(es_compute(ctx, &im, NULL, 0, NULL, &r, &pl) == ES_ERR_USAGE,
+          "a plane stride of 2^63 was taken");
+  }
   es_render_default(&sc.render);
   sc.render.overlay = 2.0f;
   st = NULL;
@@ -159,6 +247,53 @@ static void edges(es_context *ctx) {
   free(m2);
   free(px1);
   free(px2);
+
+  /* Outputs over the input (a map or a rendering written in place): the results of separate
+   * buffers (the engines read the input in bands while they wrote over it: another map, and
+   * an RGB rendering with an overlay read source pixels already overwritten); outputs
+   * overlapping one another are refused. */
+  {
+    const int IW = 61, IH = 47;
+    const size_t n = (size_t)IW * IH;
+    uint8_t *src = malloc(n), *buf = malloc(n * sizeof(float)), *px = malloc(3 * n);
+    float *ref = malloc(n * sizeof(float));
+    if (src && buf && px && ref) {
+      for (size_t i = 0; i < n; i++)
+        src[i] = (uint8_t)(es_test_rand() >> 7);
+      es_params_default(&p);
+      es_image im = {src, IW, IH, IW, 8}, ib = {buf, IW, IH, IW, 8};
+      CHECK(es_compute(ctx, &im, ref, IW, NULL, NULL, NULL) == ES_OK, "in place: reference %s",
+            es_context_error(ctx));
+      memcpy(buf, src, n);
+      CHECK(es_compute(ctx, &ib, (float *)buf, IW, NULL, NULL, NULL) == ES_OK, "map in place");
+      CHECK(!memcmp(buf, ref, n * sizeof(float)), "a map written over its input differs");
+      const int fmts[] = {ES_PIX_GRAY8, ES_PIX_RGB24};
+      for (int k = 0; k < 2; k++) {
+        es_render g;
+        es_render_default(&g);
+        g.format = fmts[k];
+        g.overlay = 0.25f;
+        size_t ps = (size_t)IW * (k ? 3 : 1);
+        es_planes gp = {{px, NULL, NULL}, {ps, 0, 0}}, bp = {{buf, NULL, NULL}, {ps, 0, 0}};
+        CHECK(es_compute(ctx, &im, NULL, 0, NULL, &g, &gp) == ES_OK, "render: %s",
+              es_context_error(ctx));
+        memcpy(buf, src, n);
+        CHECK(es_compute(ctx, &ib, NULL, 0, NULL, &g, &bp) == ES_OK, "render %d in place", fmts[k]);
+        CHECK(!memcmp(buf, px, ps * IH),
+              "a rendering (format %d, overlay) written over its "
+              "input differs",
+              fmts[k]);
+        es_planes over = {{buf + 4, NULL, NULL}, {ps, 0, 0}};
+        CHECK(es_compute(ctx, &im, (float *)buf, IW, NULL, &g, &over) == ES_ERR_USAGE &&
+                  strstr(es_context_error(ctx), "overlaps"),
+              "a rendering over the map was not refused: %s", es_context_error(ctx));
+      }
+    }
+    free(src);
+    free(buf);
+    free(px);
+    free(ref);
+  }
 
   /* A side within two windows of INT_MAX is refused before anything is read (the engines'
    * padded widths are ints). */
@@ -244,6 +379,7 @@ int main(void) {
     CHECK(ra.seen[0] == '\0', "another thread read its error on a destroyed context from a "
           "new one: '%s'", ra.seen);
     pthread_barrier_destroy(&bar);
+    if (ctx) two_contexts(ctx, &cfg);
     if (ctx) edges(ctx);
     es_context_destroy(&ctx);
   }

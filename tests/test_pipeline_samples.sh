@@ -1,7 +1,9 @@
 #!/bin/bash
 # test_pipeline_samples.sh - the sample programs build and run: sample-oneshot prints its
 # statistics (noise side of higher entropy than the gradient side), sample-stream prints one
-# line per frame, in order; sample-throughput runs both paths to the end.
+# line per frame, in order; sample-throughput runs both paths to the end. Their errors: bad
+# arguments are usage (exit 1, not the defaults taken silently), and a producer that fails
+# gives its own error's exit code (out of memory: 4), not the aborted pull's 130.
 set -u
 B=${ES_BUILD:?ES_BUILD not set}/samples
 fail=0
@@ -23,4 +25,17 @@ out=$("$B/sample-throughput" 33 17 50 3 2) || { echo "sample-throughput failed: 
 echo "$out"
 echo "$out" | grep -Eq '^33x17, 50 frames, .* es_compute [0-9.]+ fps, es_stream [0-9.]+ fps$' ||
   { echo "sample-throughput: unexpected output"; fail=1; }
+for args in "oneshot 5" "oneshot 5 5 5" "stream 5 320" "throughput 10 10" "throughput 1 2 3 4 5 6"; do
+  "$B/sample-${args%% *}" ${args#* } >/dev/null 2>&1
+  rc=$?
+  [ $rc = 1 ] || { echo "sample-$args: exit $rc, want 1 (usage)"; fail=1; }
+done
+# A frame the producer cannot reserve (no memory for it): the message and exit 4.
+err=$(ASAN_OPTIONS=allocator_may_return_null=1 "$B/sample-stream" 2 2147483647 2147483647 2>&1 >/dev/null)
+rc=$?
+if [ $rc != 4 ] || ! echo "$err" | grep -q "out of memory for a 2147483647x2147483647 frame"; then
+  echo "sample-stream, a frame too large for memory: exit $rc, want 4: $err"; fail=1
+fi
+out=$("$B/sample-throughput" 9 9 5 0 1) || { echo "sample-throughput 9 9 5 0 1 failed: $?"; fail=1; }
+echo "$out" | grep -q ", queue 8: " || { echo "sample-throughput with queue 0 (8): $out"; fail=1; }
 exit $fail

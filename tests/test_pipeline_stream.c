@@ -427,6 +427,69 @@ static void test_misuse(void) {
   es_context_destroy(&ctx);
 }
 
+/* ---- The context destroyed while a stream lives. ---- */
+/* es_context_destroy with frames queued: the stream keeps the context, computes them and
+ * frees it at es_stream_destroy (the workers read the freed context: under ASan a
+ * use-after-free, else frames computed from whatever reused its memory). */
+static void test_context_first(void) {
+  es_config c;
+  es_config_default(&c);
+  c.device = ES_DEVICE_CPU;
+  c.queue = 4;
+  c.threads = 1;
+  c.verbose = 0;
+  es_context *ctx = NULL;
+  CHECK(es_context_create(&ctx, &c, NULL, 0) == ES_OK, "create");
+  es_stream_config sc;
+  memset(&sc, 0, sizeof sc);
+  sc.want_map = 1;
+  sc.want_stats = 1;
+  es_stream *s = NULL;
+  CHECK(es_stream_open(ctx, &sc, &s) == ES_OK, "open");
+  if (!s) return;
+  const int W = 700, H = 500;
+  for (int i = 0; i < 4; i++) {
+    es_frame *f = NULL;
+    CHECK(es_stream_acquire(s, &f) == ES_OK && es_stream_reserve(s, f, W, H, 8) == ES_OK,
+          "acquire");
+    pt_fill(f->data, W, H, f->stride, 8);
+    CHECK(es_stream_push(s, f) == ES_OK, "push %d", i);
+  }
+  es_context_destroy(&ctx);
+  CHECK(ctx == NULL, "es_context_destroy left the pointer");
+  /* Whatever reuses the context's memory must not reach the frames still queued. */
+  void *junk[8];
+  for (int i = 0; i < 8; i++) {
+    junk[i] = malloc(sizeof(es_context));
+    if (junk[i]) memset(junk[i], 0xa5, sizeof(es_context));
+  }
+  CHECK(es_stream_finish(s) == ES_OK, "finish");
+  int64_t got = 0;
+  es_frame *f = NULL;
+  while (es_stream_pull(s, &f) == ES_OK) {
+    CHECK(f->status == ES_OK && f->index == got && f->stats.count == (int64_t)W * H,
+          "frame %lld after es_context_destroy: status %d count %lld", (long long)got, f->status,
+          (long long)f->stats.count);
+    if (f->status == ES_OK) {
+      es_image img = {f->data, W, H, f->stride, 8};
+      pt_result ref;
+      char msg[200];
+      pt_result_init(&ref, W, H, ES_PIX_NONE);
+      CHECK(pt_reference(&img, &c.params, c.stats_bins, &sc.render, &ref, msg, sizeof msg) == ES_OK,
+            "reference: %s", msg);
+      pt_map_equal(ref.map, ref.map_stride, f->map, f->map_stride, W, H,
+                   "a frame computed after es_context_destroy");
+      pt_result_free(&ref);
+    }
+    es_stream_release(s, f);
+    got++;
+  }
+  CHECK(got == 4, "%lld frames of 4 after es_context_destroy", (long long)got);
+  es_stream_destroy(&s); /* frees the context too (ASan: no leak, no use after free) */
+  for (int i = 0; i < 8; i++)
+    free(junk[i]);
+}
+
 /* ---- A long stream: memory stays flat. ---- */
 static long rss_kib(void) {
   FILE *fp = fopen("/proc/self/statm", "r");
@@ -500,6 +563,7 @@ int main(void) {
   run_stream(101, "frames=0,1,2,5,40", 30);
   test_abort();
   test_misuse();
+  test_context_first();
   test_long();
   return es_test_done("test_pipeline_stream");
 }
