@@ -37,6 +37,12 @@
 #define ES_OUT_LAG 2 /* bands a pageable output is copied out behind the newest download */
 #endif
 #define ES_GHIST_BYTES ((size_t)512 << 20) /* global histograms of the large-L path */
+/* The largest gridDim.y (and z) CUDA allows. Kernels that take a row (or a few) per block
+ * row are launched in chunks of at most this many block rows. */
+#define ES_GRID_Y_MAX 65535
+/* Rows of one k_render launch: even (a YUV420P chroma row, two map rows, never straddles two
+ * launches) and at most ES_GRID_Y_MAX. */
+#define ES_RENDER_ROWS (ES_GRID_Y_MAX - 1)
 
 /* Records the failing call in msg and jumps to `end`. Needs rc, msg, msglen, dev in scope. */
 #define ES_CK(call)                                                                          \
@@ -703,23 +709,31 @@ static cudaError_t launch_quant(es_gpu_worker *w, const es_range *R, const es_jo
   Q.levhist = levhist ? w->d_acc->levhist : NULL;
   if (p1 <= p0) return cudaSuccess;
   /* a block: 256 threads of four columns and ES_QROWS4 rows (k_quant4), or of one column and
-   * ES_QROWS rows (k_quant) */
-  const dim3 grid = R->lt == 1 ? dim3((unsigned)((Q.lpitch / 4 + 255) / 256),
-                                      (unsigned)((p1 - p0 + ES_QROWS4 - 1) / ES_QROWS4))
-                               : dim3((unsigned)((Q.lpitch + 255) / 256),
-                                      (unsigned)((p1 - p0 + ES_QROWS - 1) / ES_QROWS));
-  if (R->lt == 1) {
-    static int rowwise = -1; /* ES_QUNROLL=0: the row-by-row form, for A/B runs (R4) */
-    if (env_switch_off("ES_QUNROLL", &rowwise))
-      k_quant4<false><<<grid, 256, 0, w->s_comp>>>(Q, p0, p1);
-    else
-      k_quant4<true><<<grid, 256, 0, w->s_comp>>>(Q, p0, p1);
-  } else if (R->lt == 2) {
-    k_quant<uint16_t><<<grid, 256, 0, w->s_comp>>>(Q, p0, p1);
-  } else {
-    k_quant<uint32_t><<<grid, 256, 0, w->s_comp>>>(Q, p0, p1);
+   * ES_QROWS rows (k_quant). gridDim.y is at most ES_GRID_Y_MAX: a band of more rows (a
+   * narrow, tall image: 3 x 1.5M pixels made 93750 block rows, an invalid configuration) is
+   * quantized in several launches of the same blocks. */
+  const int qrows = R->lt == 1 ? ES_QROWS4 : ES_QROWS;
+  const unsigned gx =
+      R->lt == 1 ? (unsigned)((Q.lpitch / 4 + 255) / 256) : (unsigned)((Q.lpitch + 255) / 256);
+  const int span = ES_GRID_Y_MAX * qrows; /* padded rows a launch covers, at most */
+  for (int a = p0; a < p1; a += span) {
+    const int b = p1 - a > span ? a + span : p1;
+    const dim3 grid(gx, (unsigned)((b - a + qrows - 1) / qrows));
+    if (R->lt == 1) {
+      static int rowwise = -1; /* ES_QUNROLL=0: the row-by-row form, for A/B runs (R4) */
+      if (env_switch_off("ES_QUNROLL", &rowwise))
+        k_quant4<false><<<grid, 256, 0, w->s_comp>>>(Q, a, b);
+      else
+        k_quant4<true><<<grid, 256, 0, w->s_comp>>>(Q, a, b);
+    } else if (R->lt == 2) {
+      k_quant<uint16_t><<<grid, 256, 0, w->s_comp>>>(Q, a, b);
+    } else {
+      k_quant<uint32_t><<<grid, 256, 0, w->s_comp>>>(Q, a, b);
+    }
+    const cudaError_t e = cudaGetLastError();
+    if (e != cudaSuccess) return e;
   }
-  return cudaGetLastError();
+  return cudaSuccess;
 }
 
 /* The shared-histogram kernel for a range: level type, layout, compile-time window. */
@@ -1285,10 +1299,24 @@ static int range_render(es_gpu_worker *w, const es_range *R, const es_job *job, 
   P.a256 = es_render_a256(&job->render);
   P.lut = w->d_lut;
   {
+    /* One block row a row (a chroma row for YUV420P): ranges of more than ES_GRID_Y_MAX
+     * rows (a 1000 x 70000 image) are rendered in launches of ES_RENDER_ROWS map rows, each
+     * with its rows' map, planes and first row; before, their one launch was refused
+     * (invalid configuration) and every such frame fell back to the CPU. */
     int tx = fmt == ES_PIX_YUV420P ? (W + 1) / 2 : W;
-    dim3 grid((unsigned)((tx + 127) / 128), (unsigned)prow[fmt == ES_PIX_YUV420P ? 1 : 0]);
-    k_render<<<grid, 128, 0, w->s_comp>>>(P);
-    ES_CKL("k_render");
+    for (int c0 = 0; c0 < rows; c0 += ES_RENDER_ROWS) {
+      es_rparams Pc = P;
+      const int cr = rows - c0 < ES_RENDER_ROWS ? rows - c0 : ES_RENDER_ROWS;
+      Pc.map = P.map + (size_t)c0 * P.mpitch;
+      Pc.row0 = P.row0 + c0;
+      Pc.rows = cr;
+      for (int i = 0; i < np; i++)
+        Pc.pl[i] = P.pl[i] + (size_t)((fmt == ES_PIX_YUV420P && i > 0) ? c0 / 2 : c0) * P.ps[i];
+      dim3 grid((unsigned)((tx + 127) / 128),
+                (unsigned)(fmt == ES_PIX_YUV420P ? (cr + 1) / 2 : cr));
+      k_render<<<grid, 128, 0, w->s_comp>>>(Pc);
+      ES_CKL("k_render");
+    }
   }
   if (kernels_only) goto end;
   for (int i = 0; i < np; i++) {
@@ -1571,13 +1599,22 @@ extern "C" int es_gpu_naive(es_gpu_worker *w, const es_image *img, const es_para
   E.mpitch = (size_t)img->width;
   for (int i = 0; i < 2 * R.r + 1; i++) E.hw[i] = R.win.hw[i];
   {
-    dim3 grid((unsigned)((img->width + 127) / 128), (unsigned)img->height);
+    /* One block row a row: images of more than ES_GRID_Y_MAX rows in several launches, each
+     * starting at its first row's levels and map row. */
     ES_CK(cudaEventRecord(w->ev_t0, w->s_comp));
-    if (R.lt == 1)
-      k_naive<uint8_t><<<grid, 128, 0, w->s_comp>>>(E);
-    else
-      k_naive<uint16_t><<<grid, 128, 0, w->s_comp>>>(E);
-    ES_CKL("k_naive");
+    for (int c0 = 0; c0 < img->height; c0 += ES_GRID_Y_MAX) {
+      const int cr = img->height - c0 < ES_GRID_Y_MAX ? img->height - c0 : ES_GRID_Y_MAX;
+      es_eparams Ec = E;
+      Ec.lev = (const char *)E.lev + (size_t)c0 * R.lpitch * (size_t)R.lt;
+      Ec.map = E.map + (size_t)c0 * E.mpitch;
+      Ec.y1 = cr;
+      dim3 grid((unsigned)((img->width + 127) / 128), (unsigned)cr);
+      if (R.lt == 1)
+        k_naive<uint8_t><<<grid, 128, 0, w->s_comp>>>(Ec);
+      else
+        k_naive<uint16_t><<<grid, 128, 0, w->s_comp>>>(Ec);
+      ES_CKL("k_naive");
+    }
     ES_CK(cudaEventRecord(w->ev_t1, w->s_comp));
   }
   if (out)

@@ -13,27 +13,38 @@
 
 /* ---- Fault injection (see es_pipeline_internal.h). ---- */
 
-/* spec: "frames=3,7,12" (other keys are ignored, so the variable can grow). */
+/* spec: "frames=3,7,12" and/or "gpus=1" (other keys are ignored, so the variable can
+ * grow). */
 void es_fault_parse(es_fault *f, const char *spec) {
   f->n = 0;
+  f->gpus = 0;
   for (int i = 0; i < ES_FAULT_MAX; i++) atomic_init(&f->fired[i], 0);
   if (!spec) return;
   const char *p = strstr(spec, "frames=");
-  if (!p) return;
-  p += 7;
-  while (*p && f->n < ES_FAULT_MAX) {
+  for (const char *q = p ? p + 7 : NULL; q && *q && f->n < ES_FAULT_MAX;) {
     char *end;
-    long long v = strtoll(p, &end, 10);
-    if (end == p) break;
+    long long v = strtoll(q, &end, 10);
+    if (end == q) break;
     f->frame[f->n++] = v;
-    p = end;
-    if (*p != ',') break;
-    p++;
+    q = end;
+    if (*q != ',') break;
+    q++;
+  }
+  p = strstr(spec, "gpus=");
+  for (const char *q = p ? p + 5 : NULL; q && *q;) {
+    char *end;
+    long long v = strtoll(q, &end, 10);
+    if (end == q) break;
+    if (v >= 0 && v < 64) f->gpus |= (uint64_t)1 << v;
+    q = end;
+    if (*q != ',') break;
+    q++;
   }
 }
 
 void es_fault_copy(es_fault *dst, const es_fault *src) {
   dst->n = src->n;
+  dst->gpus = src->gpus;
   for (int i = 0; i < src->n; i++) {
     dst->frame[i] = src->frame[i];
     atomic_init(&dst->fired[i], 0);
@@ -45,6 +56,10 @@ int es_fault_take(es_fault *f, int64_t frame) {
   for (int i = 0; i < f->n; i++)
     if (f->frame[i] == frame && atomic_exchange(&f->fired[i], 1) == 0) return 1;
   return 0;
+}
+
+int es_fault_gpu(const es_fault *f, int ordinal) {
+  return f && ordinal >= 0 && ordinal < 64 && (f->gpus >> ordinal & 1);
 }
 
 /* ---- The GPU worker pool. ---- */
@@ -107,11 +122,14 @@ static int pool_acquire_all(es_context *ctx, es_pool_worker **got) {
   return n;
 }
 
-/* Gives a worker back; `failed` counts towards disabling its GPU, success resets it. */
+/* Gives a worker back; `failed` (1) counts towards disabling its GPU, success (0) resets
+ * the count, -1 leaves it as it is (a failure no device is blamed for). */
 static void pool_release(es_context *ctx, es_pool_worker *pw, int failed) {
   pthread_mutex_lock(&ctx->lock);
   pw->busy = 0;
-  if (failed) {
+  if (failed < 0) {
+    /* neither */
+  } else if (failed) {
     if (++ctx->fail_streak[pw->gpu] == ES_GPU_DISABLE_STREAK && ctx->cfg.verbose >= 1)
       fprintf(stderr,
               "entropy-stream: warning: GPU %d failed %d times in a row: not used any more\n",
@@ -159,15 +177,22 @@ int es_run_job(es_context *ctx, const es_job *job, int target, int cpu_threads, 
     if (n >= 2) {
       es_gpu_worker *ws[ES_MAX_GPUS];
       for (int i = 0; i < n; i++) ws[i] = pw[i]->w;
+      int broken = 0; /* fault injection: a GPU of the split fails every job */
+      for (int i = 0; i < n; i++)
+        broken |= es_fault_gpu(fault, ctx->gpu_ordinal[pw[i]->gpu]);
       why[0] = '\0';
-      if (es_fault_take(fault, frame)) {
+      if (es_fault_take(fault, frame) || broken) {
         rc = ES_ERR_DEVICE;
         snprintf(why, sizeof why, "injected fault");
       } else {
         rc = es_gpu_run_multi(ws, n, job, why, sizeof why);
       }
-      /* Which device broke is not known here: no GPU is blamed, the retry goes to one GPU. */
-      for (int i = 0; i < n; i++) pool_release(ctx, pw[i], 0);
+      /* Which device broke is not known here: no GPU is blamed, the retry goes to one GPU.
+       * Nor is any acquitted: a success would reset the failure counts, and so would a
+       * failed split, so that a GPU failing every job was never disabled while splits kept
+       * coming (each failing first, then retried). */
+      for (int i = 0; i < n; i++)
+        pool_release(ctx, pw[i], rc == ES_OK ? 0 : -1);
       if (rc == ES_OK) {
         *device = ctx->gpu_ordinal[pw[0]->gpu];
         return ES_OK;
@@ -195,7 +220,7 @@ int es_run_job(es_context *ctx, const es_job *job, int target, int cpu_threads, 
       }
       int ord = ctx->gpu_ordinal[pw->gpu];
       why[0] = '\0';
-      if (first && es_fault_take(fault, frame)) {
+      if ((first && es_fault_take(fault, frame)) || es_fault_gpu(fault, ord)) {
         rc = ES_ERR_DEVICE;
         snprintf(why, sizeof why, "injected fault");
       } else {

@@ -42,15 +42,21 @@
  * for a stream, the frame index. Each stream has its own copy, so every stream sees the
  * faults. Parsed once, at es_context_create. */
 #define ES_FAULT_MAX 256
+/* A second key, "gpus=1,2" (with frames= or alone, e.g. "frames=3,gpus=1"), makes EVERY
+ * attempt on those GPU ordinals (0..63) fail, as a broken device would: a multi-GPU split
+ * that includes one fails, and the device's failures count towards disabling it. */
 typedef struct es_fault {
   int n;                            /* immutable after parse */
   int64_t frame[ES_FAULT_MAX];      /* immutable after parse */
   atomic_int fired[ES_FAULT_MAX];   /* set once, by the first attempt of that frame */
+  uint64_t gpus;                    /* immutable after parse: bit o = GPU ordinal o broken */
 } es_fault;
 void es_fault_parse(es_fault *f, const char *spec);
 void es_fault_copy(es_fault *dst, const es_fault *src);
 /* 1 when this attempt of `frame` must fail (and marks it fired). */
 int es_fault_take(es_fault *f, int64_t frame);
+/* 1 when every attempt on GPU `ordinal` must fail (the gpus= key; f may be NULL). */
+int es_fault_gpu(const es_fault *f, int ordinal);
 
 /* One GPU worker of the context's pool. */
 typedef struct es_pool_worker {

@@ -116,6 +116,103 @@ static int stream_case(es_context *ctx, const es_params *p, int bins, int n, int
   return on_gpu;
 }
 
+/* A GPU that fails every job (ES_FAULT_INJECT gpus=): disabled after ES_GPU_DISABLE_STREAK
+ * failures in a row, then offered no more work; every frame still identical. */
+static void broken_gpu_cases(int ngpu) {
+  es_config c;
+  es_config_default(&c);
+  c.device = ES_DEVICE_GPU;
+  c.verbose = 1;
+  char msg[256] = "";
+
+  /* One GPU, broken: a stream's frames all end on the CPU, and the GPU is given at most the
+   * jobs in flight when it reached the streak (ES_GPU_WORKERS_PER_DEVICE - 1 beyond it). */
+  setenv("ES_FAULT_INJECT", "gpus=0", 1);
+  es_config c1 = c;
+  c1.ngpus = 1;
+  c1.gpus[0] = 0;
+  es_context *ctx = NULL;
+  CHECK(es_context_create(&ctx, &c1, msg, sizeof msg) == ES_OK, "create (gpus=0 broken): %s", msg);
+  unsetenv("ES_FAULT_INJECT");
+  if (ctx) {
+    int g = stream_case(ctx, &c.params, c.stats_bins, 24, 1, -1, "GPU 0 broken");
+    CHECK(g == 0, "GPU 0 broken: %d frames reported as computed on a GPU", g);
+    int64_t r = es_context_retries(ctx);
+    CHECK(r >= ES_GPU_DISABLE_STREAK && r <= ES_GPU_DISABLE_STREAK + ES_GPU_WORKERS_PER_DEVICE - 1,
+          "GPU 0 broken: %lld retries over 24 frames, want %d..%d: a disabled GPU kept getting "
+          "frames (or was never disabled)",
+          (long long)r, ES_GPU_DISABLE_STREAK,
+          ES_GPU_DISABLE_STREAK + ES_GPU_WORKERS_PER_DEVICE - 1);
+    es_context_destroy(&ctx);
+  }
+
+  /* Two GPUs or more, GPU 1 broken: its own jobs fail (blamed), and failed splits over all
+   * GPUs (no device blamed) must not clear that count. Before, each failed split reset it,
+   * so with splits in between GPU 1 never reached the streak and every split kept failing
+   * first and being retried. */
+  if (ngpu < 2) {
+    printf("test_gpu_pipeline: broken GPU among several: skipped (one GPU)\n");
+    return;
+  }
+  setenv("ES_FAULT_INJECT", "gpus=1", 1);
+  ctx = NULL;
+  CHECK(es_context_create(&ctx, &c, msg, sizeof msg) == ES_OK, "create (gpus=1 broken): %s", msg);
+  unsetenv("ES_FAULT_INJECT");
+  if (!ctx) return;
+  const int W = 4096, H = 2100; /* >= ES_MULTI_GPU_PIXELS: split over every GPU */
+  uint8_t *data = malloc((size_t)W * H);
+  float *ref = malloc(sizeof *ref * (size_t)W * H), *map = malloc(sizeof *map * (size_t)W * H);
+  pt_fill(data, W, H, (size_t)W, 8);
+  es_image img = {data, W, H, (size_t)W, 8};
+  es_job job;
+  memset(&job, 0, sizeof job);
+  job.in = img;
+  job.params = c.params;
+  job.map = ref;
+  job.map_stride = (size_t)W;
+  CHECK(es_cpu_run(&job, 0, msg, sizeof msg) == ES_OK, "es_cpu_run: %s", msg);
+  job.map = map;
+  for (int k = 0; k < ES_GPU_DISABLE_STREAK; k++) {
+    /* A job for GPU 1 itself: fails there (counted), retried on another GPU. */
+    int device = -2;
+    memset(map, 0xff, sizeof *map * (size_t)W * H);
+    int rc = es_run_job(ctx, &job, 1, 1, -1, &ctx->fault, &device, msg, sizeof msg);
+    CHECK(rc == ES_OK && device != 1, "job %d for broken GPU 1: rc %d device %d: %s", k, rc, device,
+          msg);
+    CHECK(!memcmp(map, ref, sizeof *map * (size_t)W * H), "job %d for broken GPU 1: map differs",
+          k);
+    /* A split over every GPU: fails (GPU 1 in it), retried on one GPU. */
+    memset(map, 0xff, sizeof *map * (size_t)W * H);
+    rc = es_compute(ctx, &img, map, (size_t)W, NULL, NULL, NULL);
+    CHECK(rc == ES_OK, "split %d with broken GPU 1: %s", k, es_context_error(ctx));
+    CHECK(!memcmp(map, ref, sizeof *map * (size_t)W * H), "split %d with broken GPU 1: map differs",
+          k);
+  }
+  /* Every job for GPU 1 and every split but the last (GPU 1 was disabled just before it)
+   * retried once. */
+  int64_t before = es_context_retries(ctx);
+  CHECK(before == 2 * ES_GPU_DISABLE_STREAK - 1,
+        "broken GPU 1: %lld retries, want %d (%d: the last split still included GPU 1, whose "
+        "count the failed splits had reset)",
+        (long long)before, 2 * ES_GPU_DISABLE_STREAK - 1, 2 * ES_GPU_DISABLE_STREAK);
+  /* GPU 1 failed ES_GPU_DISABLE_STREAK of its own jobs: disabled, so no split includes it
+   * and nothing fails any more. */
+  for (int k = 0; k < 3; k++) {
+    memset(map, 0xff, sizeof *map * (size_t)W * H);
+    int rc = es_compute(ctx, &img, map, (size_t)W, NULL, NULL, NULL);
+    CHECK(rc == ES_OK && !memcmp(map, ref, sizeof *map * (size_t)W * H),
+          "after GPU 1 was disabled, compute %d: rc %d or map differs", k, rc);
+  }
+  CHECK(es_context_retries(ctx) == before,
+        "broken GPU 1: %lld more retries after %d failures of its own: it was not disabled "
+        "(failed splits reset its count) and splits still include it",
+        (long long)(es_context_retries(ctx) - before), ES_GPU_DISABLE_STREAK);
+  free(data);
+  free(ref);
+  free(map);
+  es_context_destroy(&ctx);
+}
+
 int main(void) {
   es_test_seed("test_gpu_pipeline");
   int ngpu = es_gpu_device_count();
@@ -184,5 +281,6 @@ int main(void) {
     CHECK(es_context_retries(ctx) == 3, "retries %lld, want 3", (long long)es_context_retries(ctx));
     es_context_destroy(&ctx);
   }
+  broken_gpu_cases(ngpu);
   return es_test_done("test_gpu_pipeline");
 }

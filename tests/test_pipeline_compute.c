@@ -6,6 +6,7 @@
  */
 #include <pthread.h>
 
+#include "es_pipeline_internal.h"
 #include "es_pipeline_test.h"
 
 /* One random case on ctx (whose params are p): es_compute vs the reference. */
@@ -153,6 +154,46 @@ int main(void) {
     /* one_case makes two calls each: indexes 0..7; 1 and 2 were injected once each. */
     CHECK(es_context_retries(ctx) == 2, "retries %lld, want 2", (long long)es_context_retries(ctx));
     es_context_destroy(&ctx);
+  }
+
+  /* The injector's keys: frames= (first attempts) and gpus= (every attempt on those GPU
+   * ordinals; test_gpu_pipeline's broken-GPU cases), in either order. */
+  {
+    static es_fault f, g;
+    es_fault_parse(&f, "frames=3,7,gpus=1,2");
+    CHECK(f.n == 2 && f.frame[0] == 3 && f.frame[1] == 7, "frames=3,7,gpus=1,2: %d frames", f.n);
+    CHECK(f.gpus == 6, "frames=3,7,gpus=1,2: gpu mask %#llx, want 0x6", (unsigned long long)f.gpus);
+    es_fault_parse(&f, "gpus=0,frames=5");
+    CHECK(f.n == 1 && f.frame[0] == 5 && f.gpus == 1, "gpus=0,frames=5: %d frames, mask %#llx", f.n,
+          (unsigned long long)f.gpus);
+    CHECK(es_fault_gpu(&f, 0) && !es_fault_gpu(&f, 1) && !es_fault_gpu(&f, -1) &&
+              !es_fault_gpu(&f, 64) && !es_fault_gpu(NULL, 0),
+          "es_fault_gpu");
+    es_fault_copy(&g, &f);
+    CHECK(g.gpus == 1 && g.n == 1 && es_fault_take(&g, 5) && !es_fault_take(&g, 5),
+          "es_fault_copy: mask %#llx, n %d", (unsigned long long)g.gpus, g.n);
+    es_fault_parse(&f, "frames=2");
+    CHECK(f.n == 1 && f.gpus == 0, "frames=2: %d frames, mask %#llx", f.n,
+          (unsigned long long)f.gpus);
+    es_fault_parse(&f, "gpus=64,-1");
+    CHECK(f.n == 0 && f.gpus == 0, "gpus=64,-1: mask %#llx", (unsigned long long)f.gpus);
+    /* A broken GPU the context does not use (CPU only here, or no such GPU) changes
+     * nothing: no retries. */
+    setenv("ES_FAULT_INJECT", "gpus=0", 1);
+    es_config c;
+    es_config_default(&c);
+    c.device = ES_DEVICE_CPU;
+    c.threads = 2;
+    es_context *ctx = NULL;
+    CHECK(es_context_create(&ctx, &c, NULL, 0) == ES_OK, "create with gpus=0");
+    unsetenv("ES_FAULT_INJECT");
+    if (ctx) {
+      one_case(ctx, &c.params, 8, c.stats_bins, es_test_range(5, 77), es_test_range(5, 51),
+               "gpus=0 on the CPU");
+      CHECK(es_context_retries(ctx) == 0, "gpus=0 on the CPU: %lld retries",
+            (long long)es_context_retries(ctx));
+      es_context_destroy(&ctx);
+    }
   }
   return es_test_done("test_pipeline_compute");
 }
