@@ -6,6 +6,7 @@
  * Every CUDA call goes through ES_CK, which records "GPU n: call at file:line: error" in msg
  * and jumps to the function's one cleanup label; nothing here exits.
  */
+#include <cuda.h> /* driver types only: its calls come through cudaGetDriverEntryPointByVersion */
 #include <cuda_runtime.h>
 #include <math.h>
 #include <pthread.h>
@@ -150,14 +151,73 @@ static float es_bits_float(unsigned int u) {
   return f;
 }
 
-static int is_pinned(const void *p) {
-  cudaPointerAttributes a;
-  if (!p) return 0;
-  if (cudaPointerGetAttributes(&a, p) != cudaSuccess) {
+/* The home device: the first GPU this process opened a worker on. A runtime call on a thread
+ * with no CUDA context (the CLI's decoder pinning its frames, a caller's thread in es_host_pin)
+ * binds the primary context of that thread's current device, device 0 unless set: a GPU the
+ * user may have left out with --gpus, which then got a context (memory, start-up time), and
+ * whose refusal (exclusive mode, in use) left every frame pageable. So such a thread's host
+ * memory calls (pin, unpin, the pinned test, pinned allocation) run in the home device's
+ * context, bound for the call and unbound after it; a thread that has a context (a GPU
+ * worker, a caller's own CUDA thread) keeps using its own. Page-locked memory is registered
+ * portable, so it is page-locked for every GPU whichever context registered it. */
+static int g_home_dev = -1;
+typedef CUresult (*es_ctx_get_fn)(CUcontext *);
+typedef CUresult (*es_ctx_set_fn)(CUcontext);
+static es_ctx_get_fn p_ctx_get;
+static es_ctx_set_fn p_ctx_set;
+static pthread_once_t drv_once = PTHREAD_ONCE_INIT;
+
+static void drv_load(void) {
+  void *g = NULL, *s = NULL;
+  cudaDriverEntryPointQueryResult qg = cudaDriverEntryPointSymbolNotFound, qs = qg;
+  if (cudaGetDriverEntryPointByVersion("cuCtxGetCurrent", &g, 12000, cudaEnableDefault, &qg) ==
+          cudaSuccess &&
+      cudaGetDriverEntryPointByVersion("cuCtxSetCurrent", &s, 12000, cudaEnableDefault, &qs) ==
+          cudaSuccess &&
+      qg == cudaDriverEntryPointSuccess && qs == cudaDriverEntryPointSuccess) {
+    p_ctx_get = (es_ctx_get_fn)g;
+    p_ctx_set = (es_ctx_set_fn)s;
+  } else {
+    cudaGetLastError();
+  }
+}
+
+static void home_set(int device) {
+  int none = -1;
+  __atomic_compare_exchange_n(&g_home_dev, &none, device, false, __ATOMIC_ACQ_REL,
+                              __ATOMIC_ACQUIRE);
+}
+
+/* Binds the home device's context to a thread that has none; 1 when it did (home_leave
+ * unbinds it). */
+static int home_enter(void) {
+  const int home = __atomic_load_n(&g_home_dev, __ATOMIC_ACQUIRE);
+  CUcontext cur = NULL;
+  if (home < 0) return 0;
+  pthread_once(&drv_once, drv_load);
+  if (!p_ctx_get || !p_ctx_set || p_ctx_get(&cur) != CUDA_SUCCESS || cur) return 0;
+  if (cudaSetDevice(home) != cudaSuccess) {
     cudaGetLastError();
     return 0;
   }
-  return a.type == cudaMemoryTypeHost;
+  return 1;
+}
+
+static void home_leave(int entered) {
+  if (entered) p_ctx_set(NULL);
+}
+
+static int is_pinned(const void *p) {
+  cudaPointerAttributes a;
+  int pinned = 0;
+  if (!p) return 0;
+  const int h = home_enter();
+  if (cudaPointerGetAttributes(&a, p) == cudaSuccess)
+    pinned = a.type == cudaMemoryTypeHost;
+  else
+    cudaGetLastError();
+  home_leave(h);
+  return pinned;
 }
 
 /* Host row copy, parallel for large copies: pageable <-> pinned staging is the host half of
@@ -386,15 +446,36 @@ extern "C" void es_gpu_host_free(void *p) {
   free(p);
 }
 
+extern "C" int es_gpu_context_active(int device) {
+  typedef CUresult (*state_fn)(CUdevice, unsigned int *, int *);
+  void *f = NULL;
+  cudaDriverEntryPointQueryResult q = cudaDriverEntryPointSymbolNotFound;
+  unsigned int flags = 0;
+  int active = 0;
+  if (cudaGetDriverEntryPointByVersion("cuDevicePrimaryCtxGetState", &f, 12000, cudaEnableDefault,
+                                       &q) != cudaSuccess ||
+      q != cudaDriverEntryPointSuccess) {
+    cudaGetLastError();
+    return -1;
+  }
+  if (((state_fn)f)((CUdevice)device, &flags, &active) != CUDA_SUCCESS) return -1;
+  return active;
+}
+
 extern "C" int es_gpu_host_register(void *p, size_t bytes) {
   if (!p || !bytes) return 0;
-  if (cudaHostRegister(p, bytes, cudaHostRegisterPortable) == cudaSuccess) return 1;
-  cudaGetLastError();
-  return 0;
+  const int h = home_enter();
+  const int ok = cudaHostRegister(p, bytes, cudaHostRegisterPortable) == cudaSuccess;
+  if (!ok) cudaGetLastError();
+  home_leave(h);
+  return ok;
 }
 
 extern "C" void es_gpu_host_unregister(void *p) {
-  if (p && cudaHostUnregister(p) != cudaSuccess) cudaGetLastError();
+  if (!p) return;
+  const int h = home_enter();
+  if (cudaHostUnregister(p) != cudaSuccess) cudaGetLastError();
+  home_leave(h);
 }
 
 /* ---- worker ---- */
@@ -577,6 +658,7 @@ end:
     es_gpu_worker_destroy(&w);
     return rc;
   }
+  home_set(device);
   *out = w;
   return ES_OK;
 }

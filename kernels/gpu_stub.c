@@ -35,6 +35,10 @@ int es_gpu_host_register(void *p, size_t bytes) {
   return 0;
 }
 void es_gpu_host_unregister(void *p) { (void)p; }
+int es_gpu_context_active(int device) {
+  (void)device;
+  return -1;
+}
 
 int es_gpu_set_blocking_sync(int device) {
   (void)device;
@@ -100,8 +104,8 @@ int es_gpu_bench_pcie(int device, size_t bytes, float *h2d_gbs, float *d2h_gbs, 
   return stub_fail(msg, msglen);
 }
 
-int es_gpu_bench_pcie_multi(const int *devices, int n, size_t bytes, float *h2d_gbs,
-                            float *d2h_gbs, char *msg, size_t msglen) {
+int es_gpu_bench_pcie_multi(const int *devices, int n, size_t bytes, float *h2d_gbs, float *d2h_gbs,
+                            char *msg, size_t msglen) {
   (void)devices;
   (void)n;
   (void)bytes;
