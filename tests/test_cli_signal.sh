@@ -107,6 +107,27 @@ if [ "${ES_HAVE_FFMPEG:-0}" = 1 ] && command -v ffmpeg >/dev/null && command -v 
 import numpy as np, sys
 a = np.load('$T/stall.npy'); print('stalled stdin: npy', a.shape)
 sys.exit(0 if a.shape == (17, 45, 67) else 1)" || fail "stalled stdin: the 17 frames sent were not all kept"
+  # The same silent source as a FIFO named as the input (not stdin): the decoder was blocked
+  # in read() on it, never saw the flag, and the run went on until the writer wrote again.
+  # y4m only: --raw is for stdin.
+  if [ ${#RAW1[@]} = 0 ]; then
+    rm -f "$T/fifo" "$T/stall2.npy"
+    mkfifo "$T/fifo"
+    ( ffmpeg -nostdin -v error -f lavfi -i "testsrc=size=67x45:rate=25" -frames:v 17 "${SRC[@]}" \
+        - 2>/dev/null; exec sleep 60 ) > "$T/fifo" &
+    FPID=$!
+    "$BIN" --no-progress "$T/fifo" -o "$T/stall2.npy" 2> "$T/err" &
+    BPID=$!
+    sleep 3
+    interrupt INT 5 "stalled FIFO input"
+    kill $FPID 2>/dev/null; wait $FPID 2>/dev/null; FPID=
+    echo "stalled FIFO input: exit $rc; stderr: $(cat "$T/err")"
+    [ $rc = 130 ] || fail "stalled FIFO input: exit $rc, want 130"
+    "$PY" -c "
+import numpy as np, sys
+a = np.load('$T/stall2.npy'); print('stalled FIFO input: npy', a.shape)
+sys.exit(0 if a.shape == (17, 45, 67) else 1)" || fail "stalled FIFO input: the 17 frames sent were not all kept"
+  fi
 else
   echo "no FFmpeg: video part skipped"
 fi

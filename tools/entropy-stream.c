@@ -1516,44 +1516,66 @@ done:
   return NULL;
 }
 
-/* Starts the pump when stdin is not a regular file. ES_OK (also when not needed). */
-static int stdin_pump_start(void) {
-  struct stat st;
+/* Starts a pump thread from src (owned by the pump once started) into a new pipe; returns
+ * the pipe's read end, or -1 (nothing started, src still the caller's). */
+static int pump_start(int src, int src_is_pipe) {
   int fds[2] = {-1, -1};
-  stdin_pump *p;
   pthread_t th;
-  int have_st = fstat(0, &st) == 0;
-  if (have_st && S_ISREG(st.st_mode)) return ES_OK;
-  p = calloc(1, sizeof *p);
+  stdin_pump *p = calloc(1, sizeof *p);
   if (!p || pipe(fds) != 0) goto fail;
   fcntl(fds[1], F_SETPIPE_SZ, 1 << 20); /* fewer wake-ups; a failure only costs speed */
-  p->src_is_pipe = have_st && S_ISFIFO(st.st_mode);
-  if (p->src_is_pipe) fcntl(0, F_SETPIPE_SZ, 1 << 20); /* the producer's side too */
-  p->src = dup(0);
-  if (p->src < 0) goto fail;
+  if (src_is_pipe) fcntl(src, F_SETPIPE_SZ, 1 << 20); /* the producer's side too */
+  p->src = src;
+  p->src_is_pipe = src_is_pipe;
   p->dst = fds[1];
-  if (dup2(fds[0], 0) < 0) {
-    close(p->src);
-    goto fail;
-  }
-  close(fds[0]);
   fcntl(p->dst, F_SETFD, FD_CLOEXEC);
   fcntl(p->src, F_SETFD, FD_CLOEXEC);
-  if (pthread_create(&th, NULL, stdin_pump_thread, p) != 0) {
-    /* Put the real stdin back: reading it directly still works, only less interruptibly. */
-    dup2(p->src, 0);
-    close(p->src);
-    close(p->dst);
-    free(p);
-    return ES_OK;
-  }
+  if (pthread_create(&th, NULL, stdin_pump_thread, p) != 0) goto fail;
   pthread_detach(th); /* it may be blocked writing to a decoder that stopped reading */
-  return ES_OK;
+  return fds[0];
 fail:
   if (fds[0] >= 0) close(fds[0]);
   if (fds[1] >= 0) close(fds[1]);
   free(p);
+  return -1;
+}
+
+/* Starts the pump when stdin is not a regular file. ES_OK (also when not needed). */
+static int stdin_pump_start(void) {
+  struct stat st;
+  int have_st = fstat(0, &st) == 0;
+  if (have_st && S_ISREG(st.st_mode)) return ES_OK;
+  int src = dup(0);
+  if (src < 0) return ES_OK;
+  int rd = pump_start(src, have_st && S_ISFIFO(st.st_mode));
+  if (rd < 0) { /* reading the real stdin directly still works, only less interruptibly */
+    close(src);
+    return ES_OK;
+  }
+  dup2(rd, 0);
+  close(rd);
   return ES_OK;
+}
+
+/* A FIFO named as the input goes through a pump as standard input does: a decoder blocked in
+ * read() on it never sees the signal flag, so a writer that stayed open and silent held the
+ * run after SIGINT until it wrote again. Returns the name the reader opens (the pump's pipe
+ * as /dev/fd/N, whose descriptor *keep holds; or path itself where no pump is needed or
+ * possible), or NULL when a signal came while the FIFO's open waited for a writer. */
+static const char *fifo_pump_start(const char *path, char *alt, size_t len, int *keep) {
+  struct stat st;
+  *keep = -1;
+  if (stat(path, &st) != 0 || !S_ISFIFO(st.st_mode)) return path;
+  int src;
+  do /* waits for a writer; a signal interrupts it (no SA_RESTART) */
+    src = open(path, O_RDONLY | O_CLOEXEC);
+  while (src < 0 && errno == EINTR && !g_stop);
+  if (src < 0) return g_stop ? NULL : path; /* the reader says why */
+  int rd = pump_start(src, 1);
+  if (rd < 0) rd = src; /* no pump: read the FIFO directly, as before */
+  *keep = rd;
+  snprintf(alt, len, "/dev/fd/%d", rd);
+  return alt;
 }
 
 /* ======================================================================================
@@ -1678,6 +1700,9 @@ static int run_video(cli_opts *o, int out_kind) {
   char msg[MSG_LEN] = "";
   const char *out_name = o->output;
   const char *in_name = o->input;
+  char fifo_path[32];
+  int fifo_fd = -1;               /* the pump's read end while the reader opens it (a FIFO input) */
+  const char *in_path = o->input; /* what the reader opens */
   int frame_pixfmt = ES_PIX_NONE;
   double t0;
 
@@ -1719,14 +1744,22 @@ static int run_video(cli_opts *o, int out_kind) {
   if (rc == STATS_SKIPPED && out_kind == OUT_NONE) return 0;
 
   cth_started = pthread_create(&cth, NULL, ctx_open_main, &co) == 0;
-  if (!strcmp(o->input, "-")) stdin_pump_start();
+  if (!strcmp(o->input, "-"))
+    stdin_pump_start();
+  else if (!(in_path = fifo_pump_start(o->input, fifo_path, sizeof fifo_path, &fifo_fd))) {
+    if (!o->quiet) err(in_name, "interrupted before the first frame");
+    code = 130;
+    goto end;
+  }
   vio.raw = o->raw;
   vio.max_pixels = o->max_pixels;
   vio.threads = 0;
   vio.lend = 1; /* decoded frames lent to the stream, not copied (BENCHMARKS S10) */
   vio.pin = cli_pin;
   vio.unpin = es_host_unpin;
-  rc = es_video_in_open(&v.vin, o->input, &vio, &v.info, msg, sizeof msg);
+  rc = es_video_in_open(&v.vin, in_path, &vio, &v.info, msg, sizeof msg);
+  if (fifo_fd >= 0) close(fifo_fd); /* the reader opened the pipe itself */
+  fifo_fd = -1;
   if (rc != ES_OK) {
     /* A signal while the header was awaited: the pump closed standard input, so the open
      * saw an empty stream. That is an interruption, not bad input. */
@@ -2024,6 +2057,7 @@ static int run_video(cli_opts *o, int out_kind) {
 
 end:
   main_writes(0);
+  if (fifo_fd >= 0) close(fifo_fd);
   if (cth_started) pthread_join(cth, NULL);
   if (th_started) {
     es_stream_abort(v.st);
