@@ -41,11 +41,12 @@ typedef struct es_png_rd {
   const uint8_t *mem;
   size_t size, pos;
   FILE *fp;
+  int64_t src_size; /* bytes in the whole source (file or memory), 0 when unknown (a pipe) */
   uint8_t peek[24];
   size_t npeek, peekpos;
   /* results */
-  uint8_t *out;  /* grey plane: malloc'd and handed to the caller on success, or the
-                  * caller's own memory (dest) */
+  uint8_t *out;        /* grey plane: malloc'd and handed to the caller on success, or the
+                        * caller's own memory (dest) */
   es_png_dest_fn dest; /* NULL: out is malloc'd here */
   void *dest_user;
   uint8_t *rows; /* one decoded row, and room for its grey */
@@ -160,7 +161,8 @@ static void es_png_row_to_grey(const uint8_t *src, int ch, int depth, int width,
   if (depth == 8) {
     uint8_t *d = dst;
     if (ch <= 2) {
-      for (int x = 0; x < width; x++) d[x] = src[(size_t)x * ch];
+      for (int x = 0; x < width; x++)
+        d[x] = src[(size_t)x * ch];
     } else {
       for (int x = 0; x < width; x++) {
         const uint8_t *p = src + (size_t)x * ch;
@@ -194,6 +196,12 @@ static int es_png_decode(es_png_rd *rd, es_image *img, es_png_info *pinfo) {
    * ancillary chunks (its defaults). */
   int64_t lim = rd->max_pixels < PNG_UINT_31_MAX ? rd->max_pixels : PNG_UINT_31_MAX;
   png_set_user_limits(rd->png, (png_uint_32)lim, (png_uint_32)lim);
+#ifdef PNG_HANDLE_AS_UNKNOWN_SUPPORTED
+  /* Ancillary chunks other than tRNS are skipped unread: their data is never needed, and
+   * libpng allocates a text or profile chunk's whole claimed length before reading it (a
+   * 487-byte file with a tEXt length of 2^31 - 1 took 2.4 GB and 6 s to be "truncated"). */
+  png_set_keep_unknown_chunks(rd->png, PNG_HANDLE_CHUNK_NEVER, NULL, -1);
+#endif
   png_set_read_fn(rd->png, rd, es_png_rd_read);
   png_read_info(rd->png, rd->info);
 
@@ -202,8 +210,21 @@ static int es_png_decode(es_png_rd *rd, es_image *img, es_png_info *pinfo) {
   png_get_IHDR(rd->png, rd->info, &w, &h, &bit_depth, &color_type, &interlace, NULL, NULL);
   if ((int64_t)w * (int64_t)h > rd->max_pixels) { /* IHDR was not first: checked here too */
     snprintf(rd->err, sizeof rd->err,
-             "image is %" PRIu32 " x %" PRIu32 " = %" PRId64 " pixels, more than --max-pixels %" PRId64,
+             "image is %" PRIu32 " x %" PRIu32 " = %" PRId64
+             " pixels, more than --max-pixels %" PRId64,
              (uint32_t)w, (uint32_t)h, (int64_t)w * (int64_t)h, rd->max_pixels);
+    return ES_ERR_INPUT;
+  }
+  /* Deflate expands at most 1032:1, so a source of S bytes holds at most ~1032 S bytes of
+   * scanlines: a header claiming more is a cut or corrupt file, refused before libpng (whose
+   * row buffers alone are two rows, one zeroed) or this reader allocates for it. A 111-byte
+   * file claiming 2147483647 x 1 at 16-bit grey+alpha asked for 3 x 8.6 GB. */
+  const uint64_t min_raw =
+      (uint64_t)h * ((uint64_t)w * png_get_channels(rd->png, rd->info) * (uint64_t)bit_depth / 8);
+  if (rd->src_size > 0 && min_raw / 1032 > (uint64_t)rd->src_size + 1024) {
+    snprintf(rd->err, sizeof rd->err,
+             "truncated: a %" PRIu32 " x %" PRIu32 " image cannot be in %" PRId64 " bytes",
+             (uint32_t)w, (uint32_t)h, rd->src_size);
     return ES_ERR_INPUT;
   }
   if (pinfo) {
@@ -236,8 +257,8 @@ static int es_png_decode(es_png_rd *rd, es_image *img, es_png_info *pinfo) {
   if (rd->dest) {
     void *dst = NULL;
     size_t dst_stride = 0;
-    int rc = rd->dest(rd->dest_user, (int)w, (int)h, depth, &dst, &dst_stride, rd->err,
-                      sizeof rd->err);
+    int rc =
+        rd->dest(rd->dest_user, (int)w, (int)h, depth, &dst, &dst_stride, rd->err, sizeof rd->err);
     if (rc != ES_OK) return rc;
     if (!dst || dst_stride < stride) {
       snprintf(rd->err, sizeof rd->err, "no room for a %" PRIu32 " x %" PRIu32 " image",
@@ -273,7 +294,8 @@ static int es_png_decode(es_png_rd *rd, es_image *img, es_png_info *pinfo) {
         size_t y = PNG_ROW_FROM_PASS_ROW(j, pass);
         uint8_t *dst = rd->out + y * stride;
         if (depth == 8) {
-          for (png_uint_32 k = 0; k < cols; k++) dst[PNG_COL_FROM_PASS_COL(k, pass)] = grey[k];
+          for (png_uint_32 k = 0; k < cols; k++)
+            dst[PNG_COL_FROM_PASS_COL(k, pass)] = grey[k];
         } else {
           /* the destination's stride may leave its rows unaligned */
           for (png_uint_32 k = 0; k < cols; k++)
@@ -323,12 +345,13 @@ end:
   return status;
 }
 
-int es_png_read_mem(const void *buf, size_t size, int64_t max_pixels, es_image *img,
-                    void **data, es_png_info *info, char *msg, size_t len) {
+int es_png_read_mem(const void *buf, size_t size, int64_t max_pixels, es_image *img, void **data,
+                    es_png_info *info, char *msg, size_t len) {
   es_png_rd rd;
   memset(&rd, 0, sizeof rd);
   rd.mem = buf;
   rd.size = buf ? size : 0;
+  rd.src_size = (int64_t)rd.size;
   rd.npeek = rd.size < sizeof rd.peek ? rd.size : sizeof rd.peek;
   if (rd.npeek) memcpy(rd.peek, buf, rd.npeek);
   rd.pos = rd.npeek;
@@ -336,9 +359,8 @@ int es_png_read_mem(const void *buf, size_t size, int64_t max_pixels, es_image *
 }
 
 /* A file into malloc'd memory (dest NULL, *data set) or into dest's. */
-static int es_png_read_file(const char *path, int64_t max_pixels, es_png_dest_fn dest,
-                            void *user, es_image *img, void **data, es_png_info *info,
-                            char *msg, size_t len) {
+static int es_png_read_file(const char *path, int64_t max_pixels, es_png_dest_fn dest, void *user,
+                            es_image *img, void **data, es_png_info *info, char *msg, size_t len) {
   es_png_rd rd;
   struct stat st;
   int status;
@@ -350,11 +372,13 @@ static int es_png_read_file(const char *path, int64_t max_pixels, es_png_dest_fn
     snprintf(msg, len, "cannot open: %s", strerror(errno));
     return ES_ERR_INPUT;
   }
-  if (fstat(fileno(rd.fp), &st) == 0 && S_ISDIR(st.st_mode)) {
+  const int have_st = fstat(fileno(rd.fp), &st) == 0;
+  if (have_st && S_ISDIR(st.st_mode)) {
     snprintf(msg, len, "is a directory");
     status = ES_ERR_INPUT;
     goto end;
   }
+  if (have_st && S_ISREG(st.st_mode)) rd.src_size = (int64_t)st.st_size;
   rd.npeek = fread(rd.peek, 1, sizeof rd.peek, rd.fp);
   if (rd.npeek < sizeof rd.peek && ferror(rd.fp)) {
     snprintf(msg, len, "read error: %s", strerror(errno));
@@ -368,8 +392,8 @@ end:
   return status;
 }
 
-int es_png_read(const char *path, int64_t max_pixels, es_image *img, void **data,
-                es_png_info *info, char *msg, size_t len) {
+int es_png_read(const char *path, int64_t max_pixels, es_image *img, void **data, es_png_info *info,
+                char *msg, size_t len) {
   return es_png_read_file(path, max_pixels, NULL, NULL, img, data, info, msg, len);
 }
 
@@ -434,7 +458,7 @@ static int es_png_encode(es_png_wr *wr, int width, int height, int pixfmt, const
     const uint8_t *src = data + (size_t)y * stride;
     if (depth == 16) {
       for (int x = 0; x < width; x++) { /* PNG stores 16-bit samples big-endian */
-        uint16_t s; /* rows may be unaligned (the caller's stride) */
+        uint16_t s;                     /* rows may be unaligned (the caller's stride) */
         memcpy(&s, src + 2 * (size_t)x, 2);
         wr->row[2 * x] = (uint8_t)(s >> 8);
         wr->row[2 * x + 1] = (uint8_t)s;
@@ -510,8 +534,8 @@ int es_io_versions(char *buf, size_t len) {
       n += snprintf(buf ? buf + used : NULL, len - used, "; FFmpeg %s: ", av_version_info());
       used = n > 0 && (size_t)n < len ? (size_t)n : len;
     }
-    n += snprintf(buf ? buf + used : NULL, len - used, "%s%s %u.%u.%u", i ? ", " : "",
-                  libs[i].name, v >> 16, v >> 8 & 255, v & 255);
+    n += snprintf(buf ? buf + used : NULL, len - used, "%s%s %u.%u.%u", i ? ", " : "", libs[i].name,
+                  v >> 16, v >> 8 & 255, v & 255);
     if (v != bv) {
       used = n > 0 && (size_t)n < len ? (size_t)n : len;
       n += snprintf(buf ? buf + used : NULL, len - used, " (built with %u.%u.%u)", bv >> 16,

@@ -69,8 +69,10 @@ static int read_mem(const membuf *m, int64_t maxpx, char *msg, size_t len) {
   void *data = (void *)1;
   msg[0] = 0;
   int st = es_png_read_mem(m->p, m->n, maxpx, &img, &data, NULL, msg, len);
-  if (st == ES_OK) free(data);
-  else CHECK(data == NULL, "data not NULL after error %d (%s)", st, msg);
+  if (st == ES_OK)
+    free(data);
+  else
+    CHECK(data == NULL, "data not NULL after error %d (%s)", st, msg);
   if (st != ES_OK)
     CHECK(msg[0] && !strchr(msg, '\n') && msg[strlen(msg) - 1] != '.',
           "message not one line without period: \"%s\"", msg);
@@ -93,8 +95,10 @@ int main(void) {
   int w = es_test_range(5, 41), h = es_test_range(5, 37);
   size_t raw_n = (size_t)(w + 1) * h;
   uint8_t *raw = malloc(raw_n);
-  for (size_t i = 0; i < raw_n; i++) raw[i] = (uint8_t)es_test_rand();
-  for (int y = 0; y < h; y++) raw[(size_t)y * (w + 1)] = (uint8_t)(y % 5); /* filter bytes */
+  for (size_t i = 0; i < raw_n; i++)
+    raw[i] = (uint8_t)es_test_rand();
+  for (int y = 0; y < h; y++)
+    raw[(size_t)y * (w + 1)] = (uint8_t)(y % 5); /* filter bytes */
   membuf good = make_png((uint32_t)w, (uint32_t)h, raw, raw_n);
   CHECK(read_mem(&good, 0, msg, sizeof msg) == ES_OK, "the good image fails: %s", msg);
 
@@ -192,6 +196,72 @@ int main(void) {
         "tall, default limit: %d %s", st, msg);
   printf("tall: %s\n", msg);
   free(tall.p);
+  /* Found by fuzzing (tools/fuzz-inputs.py): headers within max_pixels whose image cannot fit
+   * in the file. 2147483647 x 1 in ~60 bytes made libpng allocate (and zero) 2 GB rows and
+   * this reader a 2 GB plane before "not enough image data"; now refused at once from the
+   * file's size (deflate expands at most 1032:1), by both readers. */
+  {
+    membuf wide = make_png(2147483647u, 1, one, 2);
+    t0 = now();
+    st = read_mem(&wide, 0, msg, sizeof msg);
+    dt = now() - t0;
+    CHECK(st == ES_ERR_INPUT && strstr(msg, "truncated") && strstr(msg, "2147483647 x 1"),
+          "2147483647 x 1 in %zu bytes: %d %s", wide.n, st, msg);
+    CHECK(dt < 0.5, "2147483647 x 1 took %.3f s", dt);
+    snprintf(path, sizeof path, "%s/wide.png", tmpdir);
+    f = fopen(path, "wb");
+    fwrite(wide.p, 1, wide.n, f);
+    fclose(f);
+    t0 = now();
+    st = es_png_read(path, 0, &img, &data, NULL, msg, sizeof msg);
+    dt = now() - t0;
+    CHECK(st == ES_ERR_INPUT && strstr(msg, "truncated") && data == NULL && dt < 0.5,
+          "2147483647 x 1 file: %d %s (%.3f s)", st, msg, dt);
+    printf("2147483647 x 1 in %zu bytes: %s\n", wide.n, msg);
+    unlink(path);
+    free(wide.p);
+    /* and a real image at deflate's best ratio still decodes: 4096 x 4096 of zeros */
+    size_t zn = (size_t)4097 * 4096;
+    uint8_t *zeros = calloc(zn, 1);
+    membuf flat = make_png(4096, 4096, zeros, zn);
+    st = read_mem(&flat, 0, msg, sizeof msg);
+    CHECK(st == ES_OK, "4096 x 4096 zeros in %zu bytes: %d %s", flat.n, st, msg);
+    free(flat.p);
+    free(zeros);
+  }
+  /* Found by fuzzing: a tEXt chunk whose length says 2^31 - 1 in a 100-byte file made libpng
+   * allocate the whole length before reading (2.4 GB and 6 s under ASan) to end "truncated".
+   * Ancillary chunks but tRNS are now skipped unread. */
+  {
+    uint8_t row[2] = {0, 7};
+    membuf m = make_png(1, 1, row, 2);
+    membuf t = {0};
+    put(&t, m.p, 33); /* signature and IHDR */
+    put32(&t, 0x7FFFFFFFu);
+    put(&t, "tEXt", 4);
+    put(&t, "Comment\0long", 12);
+    put(&t, m.p + 33, m.n - 33);
+    struct rusage ru0, ru1;
+    getrusage(RUSAGE_SELF, &ru0);
+    t0 = now();
+    st = read_mem(&t, 0, msg, sizeof msg);
+    dt = now() - t0;
+    getrusage(RUSAGE_SELF, &ru1);
+    CHECK(st == ES_ERR_INPUT && dt < 0.5 && ru1.ru_maxrss - ru0.ru_maxrss < 256 * 1024,
+          "tEXt of 2^31 - 1 bytes: %d %s (%.3f s, %ld KB more)", st, msg, dt,
+          ru1.ru_maxrss - ru0.ru_maxrss);
+    printf("tEXt of 2^31 - 1 bytes: %s (%.6f s)\n", msg, dt);
+    /* the same chunk, well formed and small, is ignored */
+    membuf ok = {0};
+    put(&ok, m.p, 33);
+    chunk(&ok, "tEXt", "Comment\0short", 13);
+    chunk(&ok, "zTXt", "k\0\0", 3); /* a bad zTXt: skipped, not an error */
+    put(&ok, m.p + 33, m.n - 33);
+    CHECK(read_mem(&ok, 0, msg, sizeof msg) == ES_OK, "small tEXt: %s", msg);
+    free(ok.p);
+    free(t.p);
+    free(m.p);
+  }
 #if !defined(__SANITIZE_ADDRESS__) && !defined(__has_feature)
   {
     struct rlimit old, lim;
@@ -253,7 +323,8 @@ int main(void) {
   for (int i = 0; i < 400; i++) {
     memcpy(bad.p, good.p, good.n);
     int flips = es_test_range(1, 4);
-    for (int k = 0; k < flips; k++) bad.p[es_test_rand() % good.n] ^= (uint8_t)(1 + es_test_rand() % 255);
+    for (int k = 0; k < flips; k++)
+      bad.p[es_test_rand() % good.n] ^= (uint8_t)(1 + es_test_rand() % 255);
     st = read_mem(&bad, 0, msg, sizeof msg);
     CHECK(st == ES_OK || st == ES_ERR_INPUT, "corruption %d: status %d (%s)", i, st, msg);
     outcomes[st == ES_OK ? 0 : 1]++;
@@ -264,9 +335,11 @@ int main(void) {
     memcpy(bad.p, good.p, good.n);
     size_t idat = 33 + 8, idat_n = good.n - 12 - 4 - idat;
     int flips = es_test_range(1, 3);
-    for (int k = 0; k < flips; k++) bad.p[idat + es_test_rand() % idat_n] ^= (uint8_t)(1 + es_test_rand() % 255);
+    for (int k = 0; k < flips; k++)
+      bad.p[idat + es_test_rand() % idat_n] ^= (uint8_t)(1 + es_test_rand() % 255);
     uLong crc = crc32(0, bad.p + idat - 4, (uInt)(idat_n + 4));
-    for (int k = 0; k < 4; k++) bad.p[idat + idat_n + k] = (uint8_t)(crc >> (24 - 8 * k));
+    for (int k = 0; k < 4; k++)
+      bad.p[idat + idat_n + k] = (uint8_t)(crc >> (24 - 8 * k));
     st = read_mem(&bad, 0, msg, sizeof msg);
     CHECK(st == ES_OK || st == ES_ERR_INPUT, "IDAT corruption %d: status %d (%s)", i, st, msg);
     outcomes[st == ES_OK ? 0 : 1]++;
