@@ -73,6 +73,9 @@ typedef struct es_job {
 /* Checks a job (parameters against the input depth, sizes, pointers). ES_OK or
  * ES_ERR_USAGE with a message. */
 int es_job_check(const es_job *job, char *msg, size_t msglen);
+/* Bytes from the first to one past the last byte of `rows` rows of `row` bytes, `stride`
+ * apart (0 for no rows); SIZE_MAX where that does not fit in a size_t. */
+size_t es_rows_extent(size_t stride, int rows, size_t row);
 
 /* The plain double-precision reference: direct counting of every window, double logs.
  * out is width*height doubles (row-major, no padding). Slow; for tests. */

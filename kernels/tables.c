@@ -185,13 +185,18 @@ int es_pix_plane_height(int fmt, int plane, int h) {
   return h;
 }
 
+size_t es_rows_extent(size_t stride, int rows, size_t row) {
+  if (rows < 1) return 0;
+  size_t n = (size_t)(rows - 1);
+  if (n && stride > (SIZE_MAX - row) / n) return SIZE_MAX;
+  return stride * n + row;
+}
+
 /* 1 when `rows` rows of `row` bytes, `stride` bytes apart, span at most PTRDIFF_MAX bytes
  * (no buffer is larger): a larger stride, or a negative one converted to size_t, would send
  * the engines' row addresses outside any buffer (or around the address space onto others). */
 static int rows_fit(size_t stride, int rows, size_t row) {
-  size_t n = rows > 1 ? (size_t)(rows - 1) : 0;
-  if (row > (size_t)PTRDIFF_MAX) return 0;
-  return !n || stride <= ((size_t)PTRDIFF_MAX - row) / n;
+  return row <= (size_t)PTRDIFF_MAX && es_rows_extent(stride, rows, row) <= (size_t)PTRDIFF_MAX;
 }
 
 int es_job_check(const es_job *job, char *msg, size_t msglen) {

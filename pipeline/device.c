@@ -285,15 +285,6 @@ int es_run_job(es_context *ctx, const es_job *job, int target, int cpu_threads, 
 
 /* ---- One-shot. ---- */
 
-/* Bytes from the first to one past the last byte of `rows` rows of `row` bytes, `stride`
- * apart; SIZE_MAX where that does not fit (no buffer of the caller's can be that large). */
-static size_t rows_extent(size_t stride, int rows, size_t row) {
-  if (rows < 1) return 0;
-  size_t n = (size_t)(rows - 1);
-  if (n && stride > (SIZE_MAX - row) / n) return SIZE_MAX;
-  return stride * n + row;
-}
-
 static int extents_overlap(const void *a, size_t an, const void *b, size_t bn) {
   uintptr_t pa = (uintptr_t)a, pb = (uintptr_t)b;
   if (!a || !b || !an || !bn) return 0;
@@ -309,13 +300,13 @@ static int job_overlaps(const es_job *job, int *in_overlap, char *msg, size_t ms
   size_t n[4] = {0, 0, 0, 0};
   const char *name[4] = {"the map", "rendering plane 0", "rendering plane 1", "rendering plane 2"};
   if (job->map)
-    n[0] =
-        rows_extent(job->map_stride * sizeof(float), in->height, (size_t)in->width * sizeof(float));
+    n[0] = es_rows_extent(job->map_stride * sizeof(float), in->height,
+                          (size_t)in->width * sizeof(float));
   int fmt = job->render.format;
   for (int i = 0; fmt != ES_PIX_NONE && i < es_pix_planes(fmt); i++) {
     p[1 + i] = job->pix.plane[i];
-    n[1 + i] = rows_extent(job->pix.stride[i], es_pix_plane_height(fmt, i, in->height),
-                           es_pix_stride(fmt, i, in->width));
+    n[1 + i] = es_rows_extent(job->pix.stride[i], es_pix_plane_height(fmt, i, in->height),
+                              es_pix_stride(fmt, i, in->width));
   }
   for (int i = 0; i < 4; i++) {
     for (int j = i + 1; j < 4; j++) {
@@ -325,7 +316,8 @@ static int job_overlaps(const es_job *job, int *in_overlap, char *msg, size_t ms
       }
     }
   }
-  size_t in_n = rows_extent(in->stride, in->height, (size_t)in->width * (in->depth == 16 ? 2 : 1));
+  size_t in_n =
+      es_rows_extent(in->stride, in->height, (size_t)in->width * (in->depth == 16 ? 2 : 1));
   *in_overlap = 0;
   for (int i = 0; i < 4; i++)
     *in_overlap |= extents_overlap(p[i], n[i], in->data, in_n);

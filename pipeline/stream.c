@@ -473,11 +473,9 @@ int es_stream_push(es_stream *s, es_frame *f) {
     return ES_ERR_USAGE;
   }
   size_t row = (size_t)f->width * bytes_per_sample(f->depth);
-  /* stride * (height - 1) + row <= data_cap, written so that no product can wrap (a huge
-   * stride once passed and the workers read far outside the buffer). */
-  if (f->stride < row ||
-      (!f->lend && (row > sl->data_cap ||
-                    (f->height > 1 && f->stride > (sl->data_cap - row) / (size_t)(f->height - 1))))) {
+  /* stride * (height - 1) + row <= data_cap, with no product that can wrap (a huge stride
+   * once passed and the workers read far outside the buffer). */
+  if (f->stride < row || (!f->lend && es_rows_extent(f->stride, f->height, row) > sl->data_cap)) {
     es_ctx_set_error(s->ctx, "frame %dx%d stride %zu: larger than its buffer", f->width,
                      f->height, f->stride);
     return ES_ERR_USAGE;
