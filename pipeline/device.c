@@ -13,33 +13,36 @@
 
 /* ---- Fault injection (see es_pipeline_internal.h). ---- */
 
+/* The comma-separated integers after `key` in spec, at most max of them, into out: their
+ * count. */
+static int fault_list(const char *spec, const char *key, long long *out, int max) {
+  const char *q = strstr(spec, key);
+  int n = 0;
+  for (q = q ? q + strlen(key) : NULL; q && *q && n < max;) {
+    char *end;
+    long long v = strtoll(q, &end, 10);
+    if (end == q) break;
+    out[n++] = v;
+    q = end;
+    if (*q != ',') break;
+    q++;
+  }
+  return n;
+}
+
 /* spec: "frames=3,7,12" and/or "gpus=1" (other keys are ignored, so the variable can
  * grow). */
 void es_fault_parse(es_fault *f, const char *spec) {
+  long long v[256];
   f->n = 0;
   f->gpus = 0;
   for (int i = 0; i < ES_FAULT_MAX; i++) atomic_init(&f->fired[i], 0);
   if (!spec) return;
-  const char *p = strstr(spec, "frames=");
-  for (const char *q = p ? p + 7 : NULL; q && *q && f->n < ES_FAULT_MAX;) {
-    char *end;
-    long long v = strtoll(q, &end, 10);
-    if (end == q) break;
-    f->frame[f->n++] = v;
-    q = end;
-    if (*q != ',') break;
-    q++;
-  }
-  p = strstr(spec, "gpus=");
-  for (const char *q = p ? p + 5 : NULL; q && *q;) {
-    char *end;
-    long long v = strtoll(q, &end, 10);
-    if (end == q) break;
-    if (v >= 0 && v < 64) f->gpus |= (uint64_t)1 << v;
-    q = end;
-    if (*q != ',') break;
-    q++;
-  }
+  f->n = fault_list(spec, "frames=", v, ES_FAULT_MAX);
+  for (int i = 0; i < f->n; i++) f->frame[i] = v[i];
+  const int ng = fault_list(spec, "gpus=", v, 256);
+  for (int i = 0; i < ng; i++)
+    if (v[i] >= 0 && v[i] < 64) f->gpus |= (uint64_t)1 << v[i];
 }
 
 void es_fault_copy(es_fault *dst, const es_fault *src) {
