@@ -167,19 +167,21 @@ static es_ctx_get_fn p_ctx_get;
 static es_ctx_set_fn p_ctx_set;
 static pthread_once_t drv_once = PTHREAD_ONCE_INIT;
 
-static void drv_load(void) {
-  void *g = NULL, *s = NULL;
-  cudaDriverEntryPointQueryResult qg = cudaDriverEntryPointSymbolNotFound, qs = qg;
-  if (cudaGetDriverEntryPointByVersion("cuCtxGetCurrent", &g, 12000, cudaEnableDefault, &qg) ==
-          cudaSuccess &&
-      cudaGetDriverEntryPointByVersion("cuCtxSetCurrent", &s, 12000, cudaEnableDefault, &qs) ==
-          cudaSuccess &&
-      qg == cudaDriverEntryPointSuccess && qs == cudaDriverEntryPointSuccess) {
-    p_ctx_get = (es_ctx_get_fn)g;
-    p_ctx_set = (es_ctx_set_fn)s;
-  } else {
+/* A driver API function by name, through the runtime (no libcuda link), or NULL. */
+static void *drv_entry(const char *name) {
+  void *f = NULL;
+  cudaDriverEntryPointQueryResult q = cudaDriverEntryPointSymbolNotFound;
+  if (cudaGetDriverEntryPointByVersion(name, &f, 12000, cudaEnableDefault, &q) != cudaSuccess ||
+      q != cudaDriverEntryPointSuccess) {
     cudaGetLastError();
+    return NULL;
   }
+  return f;
+}
+
+static void drv_load(void) {
+  p_ctx_get = (es_ctx_get_fn)drv_entry("cuCtxGetCurrent");
+  p_ctx_set = (es_ctx_set_fn)drv_entry("cuCtxSetCurrent");
 }
 
 static void home_set(int device) {
@@ -448,17 +450,10 @@ extern "C" void es_gpu_host_free(void *p) {
 
 extern "C" int es_gpu_context_active(int device) {
   typedef CUresult (*state_fn)(CUdevice, unsigned int *, int *);
-  void *f = NULL;
-  cudaDriverEntryPointQueryResult q = cudaDriverEntryPointSymbolNotFound;
+  const state_fn f = (state_fn)drv_entry("cuDevicePrimaryCtxGetState");
   unsigned int flags = 0;
   int active = 0;
-  if (cudaGetDriverEntryPointByVersion("cuDevicePrimaryCtxGetState", &f, 12000, cudaEnableDefault,
-                                       &q) != cudaSuccess ||
-      q != cudaDriverEntryPointSuccess) {
-    cudaGetLastError();
-    return -1;
-  }
-  if (((state_fn)f)((CUdevice)device, &flags, &active) != CUDA_SUCCESS) return -1;
+  if (!f || f((CUdevice)device, &flags, &active) != CUDA_SUCCESS) return -1;
   return active;
 }
 
