@@ -22,7 +22,7 @@
 
 /* mkstemp creates files 0600; outputs should get the usual 0666 & ~umask. umask() cannot
  * be read without being set (racy with other threads), so read it from /proc. */
-mode_t es_output_mode(void) {
+static mode_t es_output_mode(void) {
   mode_t mask = 022;
   FILE *f = fopen("/proc/self/status", "r");
   if (f) {
@@ -177,7 +177,7 @@ void es_tmp_unlink_all(void) {
 
 /* renameat2(RENAME_NOREPLACE), else (filesystems without it) link + unlink, else plain
  * rename where hard links are not supported. */
-int es_rename_into(const char *tmp, const char *final, int overwrite) {
+static int rename_into(const char *tmp, const char *final, int overwrite) {
   if (overwrite) return rename(tmp, final);
 #ifdef RENAME_NOREPLACE
   if (renameat2(AT_FDCWD, tmp, AT_FDCWD, final, RENAME_NOREPLACE) == 0) return 0;
@@ -189,6 +189,33 @@ int es_rename_into(const char *tmp, const char *final, int overwrite) {
   }
   if (errno != EPERM && errno != ENOTSUP && errno != EOPNOTSUPP) return -1;
   return rename(tmp, final);
+}
+
+int es_rename_into(const char *tmp, const char *final, int overwrite, char *msg, size_t len) {
+  if (rename_into(tmp, final, overwrite) == 0) return ES_OK;
+  if (errno == EEXIST)
+    snprintf(msg, len, "exists (use -y to overwrite)");
+  else
+    snprintf(msg, len, "cannot rename into place: %s", strerror(errno));
+  return ES_ERR_OUTPUT;
+}
+
+int es_tmp_create(const char *final_path, const char *tag, char **tmp, char *msg, size_t len) {
+  *tmp = es_tmp_template(final_path, tag);
+  if (!*tmp) {
+    snprintf(msg, len, "out of memory");
+    return ES_ERR_NOMEM;
+  }
+  const int fd = mkostemp(*tmp, O_CLOEXEC);
+  if (fd < 0) {
+    snprintf(msg, len, "cannot create: %s", strerror(errno));
+    free(*tmp); /* nothing was created: no one may unlink the template name */
+    *tmp = NULL;
+    return ES_ERR_OUTPUT;
+  }
+  es_tmp_track(*tmp);
+  (void)fchmod(fd, es_output_mode()); /* not fatal: the file is still ours, only 0600 */
+  return fd;
 }
 
 int es_atomic_open(es_atomic *a, const char *final_path, int overwrite, char *msg, size_t len) {
@@ -227,21 +254,11 @@ int es_atomic_open(es_atomic *a, const char *final_path, int overwrite, char *ms
       goto end;
     }
   }
-  a->tmp_path = es_tmp_template(a->final_path, "tmp");
-  if (!a->tmp_path) {
-    snprintf(msg, len, "out of memory");
-    status = ES_ERR_NOMEM;
-    goto end;
-  }
-  fd = mkostemp(a->tmp_path, O_CLOEXEC);
+  fd = es_tmp_create(a->final_path, "tmp", &a->tmp_path, msg, len);
   if (fd < 0) {
-    snprintf(msg, len, "cannot create: %s", strerror(errno));
-    free(a->tmp_path); /* nothing was created: abort must not unlink the template name */
-    a->tmp_path = NULL;
+    status = fd;
     goto end;
   }
-  es_tmp_track(a->tmp_path);
-  (void)fchmod(fd, es_output_mode()); /* not fatal: the file is still ours, only 0600 */
   a->fp = fdopen(fd, "wb");
   if (!a->fp) {
     snprintf(msg, len, "cannot create: %s", strerror(errno));
@@ -278,13 +295,7 @@ int es_atomic_commit(es_atomic *a, char *msg, size_t len) {
     a->stream = 0;
     return ES_OK;
   }
-  if (es_rename_into(a->tmp_path, a->final_path, a->overwrite) != 0) {
-    if (errno == EEXIST)
-      snprintf(msg, len, "exists (use -y to overwrite)");
-    else
-      snprintf(msg, len, "cannot rename into place: %s", strerror(errno));
-    goto end;
-  }
+  if (es_rename_into(a->tmp_path, a->final_path, a->overwrite, msg, len) != ES_OK) goto end;
   es_tmp_untrack(a->tmp_path);
   free(a->tmp_path);
   a->tmp_path = NULL;

@@ -9,7 +9,6 @@
 
 #include <stdint.h>
 #include <stdio.h>
-#include <sys/types.h>
 
 #include "entropy_stream.h"
 
@@ -43,8 +42,11 @@ int es_output_exists(const char *path);
  * whenever the final name does; mkstemp's six letters keep it unique. */
 enum { ES_TMP_NAME_KEEP = 200 };
 char *es_tmp_template(const char *final_path, const char *tag);
-/* The mode a new output file gets: 0666 & ~umask (the mask read from /proc, not set). */
-mode_t es_output_mode(void);
+/* Creates the temporary for final_path ("DIR/.NAME.TAG-XXXXXX", exclusively, with the mode
+ * any new file gets: 0666 & ~umask, the mask read from /proc, not set), tracked as
+ * es_tmp_track says. Returns its descriptor (close-on-exec) with *tmp its malloc'd name, or
+ * ES_ERR_NOMEM / ES_ERR_OUTPUT with msg set and *tmp NULL. */
+int es_tmp_create(const char *final_path, const char *tag, char **tmp, char *msg, size_t len);
 /* The temporaries that exist now, for a program that ends at once on a signal (a second
  * SIGINT): es_tmp_unlink_all removes them, and is async-signal-safe (unlink only, no locks,
  * no allocation). es_tmp_track is called once a temporary is created, es_tmp_untrack after it
@@ -57,9 +59,11 @@ void es_tmp_untrack(const char *tmp_path);
 void es_tmp_unlink_all(void);
 
 /* Renames a finished temporary into place: rename(), or without overwrite one that fails
- * with EEXIST (0 or -1 with errno, as rename) when final_path appeared since the output
- * was opened, rather than replacing a file another process made meanwhile. */
-int es_rename_into(const char *tmp, const char *final_path, int overwrite);
+ * when final_path appeared since the output was opened, rather than replacing a file
+ * another process made meanwhile. ES_OK, or ES_ERR_OUTPUT with msg set ("exists (use -y to
+ * overwrite)", "cannot rename into place: ..."). */
+int es_rename_into(const char *tmp, const char *final_path, int overwrite, char *msg,
+                   size_t len);
 
 typedef struct es_atomic {
   char *final_path; /* owned; links followed (es_output_resolve) */

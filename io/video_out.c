@@ -172,22 +172,9 @@ static int muxer_takes(const AVOutputFormat *ofmt, enum AVCodecID id, int w, int
 
 /* A temporary file next to v->final_path, created exclusively. */
 static int make_tmp(es_video_out *v, char *msg, size_t len) {
-  if (!(v->tmp_path = es_tmp_template(v->final_path, "es"))) {
-    snprintf(msg, len, "out of memory");
-    return ES_ERR_NOMEM;
-  }
-  int fd = mkstemp(v->tmp_path);
-  if (fd < 0) {
-    snprintf(msg, len, "cannot create: %s", strerror(errno));
-    free(v->tmp_path);
-    v->tmp_path = NULL;
-    return ES_ERR_OUTPUT;
-  }
-  es_tmp_track(v->tmp_path);
-  /* mkstemp makes 0600; the result should have the permissions any new file gets (read from
-   * /proc: umask() would set the mask for every thread while it is read) */
-  (void)fchmod(fd, es_output_mode()); /* not fatal: the file is still ours */
-  close(fd);
+  const int fd = es_tmp_create(v->final_path, "es", &v->tmp_path, msg, len);
+  if (fd < 0) return fd;
+  close(fd); /* libavformat opens it by name */
   return ES_OK;
 }
 
@@ -722,14 +709,8 @@ int es_video_out_close(es_video_out **pv, int commit, char *msg, size_t len) {
   }
   if (v->tmp_path) {
     if (commit && rc == ES_OK && v->header_written) {
-      if (es_rename_into(v->tmp_path, v->final_path, v->overwrite) < 0) {
-        if (errno == EEXIST)
-          snprintf(msg, len, "exists (use -y to overwrite)");
-        else
-          snprintf(msg, len, "cannot rename into place: %s", strerror(errno));
-        rc = ES_ERR_OUTPUT;
+      if ((rc = es_rename_into(v->tmp_path, v->final_path, v->overwrite, msg, len)) != ES_OK)
         unlink(v->tmp_path);
-      }
     } else {
       unlink(v->tmp_path);
     }
