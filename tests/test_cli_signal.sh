@@ -3,7 +3,8 @@
 # finished properly (exit 130, the .mp4 plays with > 0 frames, no temporary left), and an
 # image batch stops starting files (exit 130, every written file complete, no temporaries).
 # The stdin video is y4m, or raw gray8 frames (--raw) where this FFmpeg has no y4m.
-# Also: a stalled source (stdin or a FIFO) whose only output failed ends by itself (exit 3).
+# Also: a stalled source (stdin or a FIFO) whose only output failed ends by itself (exit 3);
+# with another output still written it waits, and SIGINT keeps that output.
 set -u
 BIN=${ES_BIN:?ES_BIN not set}
 PY=${ES_PYTHON3:-/usr/bin/python3}
@@ -129,36 +130,52 @@ import numpy as np, sys
 a = np.load('$T/stall2.npy'); print('stalled FIFO input: npy', a.shape)
 sys.exit(0 if a.shape == (17, 45, 67) else 1)" || fail "stalled FIFO input: the 17 frames sent were not all kept"
   fi
-  # A source that sends one frame and stays silent, and the only output fails on that frame
-  # (its frame file is a directory in the way): the run must stop by itself, exit 3, whether
-  # the source is standard input or a FIFO named as INPUT. The decode thread is blocked in
-  # read() there; the pump sees the abort as it sees a signal and closes its pipe, so the
-  # final join does not wait for the writer (without that, the run hung until it wrote).
+  # A source that sends one frame and stays silent, and an output that fails on that frame
+  # (its frame file is a directory in the way). When it is the only output the run must stop
+  # by itself, exit 3, whether the source is standard input or a FIFO named as INPUT. The
+  # decode thread is blocked in read() there; the pump sees the abort as it sees a signal and
+  # closes its pipe, so the final join does not wait for the writer (without that, the run
+  # hung until it wrote). With --stats still being written the run goes on waiting for
+  # frames, and SIGINT ends it with the statistics kept (exit 130; before, the failed frame
+  # directory discarded them at once, exit 3).
   for how in stdin fifo; do
     if [ $how = fifo ] && [ ${#RAW1[@]} != 0 ]; then continue; fi # --raw is for stdin only
-    rm -rf "$T/fifo" "$T/ofail"
-    mkdir -p "$T/ofail/frame_000000.png"
-    mkfifo "$T/fifo"
-    ( ffmpeg -nostdin -v error -f lavfi -i "testsrc=size=67x45:rate=25" -frames:v 1 "${SRC[@]}" \
-        - 2>/dev/null; exec sleep 60 ) > "$T/fifo" &
-    FPID=$!
-    if [ $how = stdin ]; then
-      "$BIN" --no-progress "${RAW2[@]}" - -o "$T/ofail" < "$T/fifo" 2> "$T/err" &
-    else
-      "$BIN" --no-progress "$T/fifo" -o "$T/ofail" 2> "$T/err" &
-    fi
-    BPID=$!
-    label="stalled $how, the output failed"
-    for _ in $(seq 1 100); do kill -0 "$BPID" 2>/dev/null || break; sleep 0.1; done
-    if kill -0 "$BPID" 2>/dev/null; then
-      fail "$label: still running 10 s after the failure"
-      kill -KILL "$BPID"
-    fi
-    wait "$BPID"; rc=$?; BPID=
-    kill $FPID 2>/dev/null; wait $FPID 2>/dev/null; FPID=
-    echo "$label: exit $rc; stderr: $(cat "$T/err")"
-    [ $rc = 3 ] || fail "$label: exit $rc, want 3: $(cat "$T/err")"
-    grep -c "frame_000000.png: exists" "$T/err" | grep -qx 1 || fail "$label: the failure not said once: $(cat "$T/err")"
+    for outs in one two; do
+      rm -rf "$T/fifo" "$T/ofail" "$T/ofail.csv"
+      mkdir -p "$T/ofail/frame_000000.png"
+      mkfifo "$T/fifo"
+      ( ffmpeg -nostdin -v error -f lavfi -i "testsrc=size=67x45:rate=25" -frames:v 1 "${SRC[@]}" \
+          - 2>/dev/null; exec sleep 60 ) > "$T/fifo" &
+      FPID=$!
+      extra=(); [ $outs = two ] && extra=(--stats "$T/ofail.csv")
+      if [ $how = stdin ]; then
+        "$BIN" --no-progress "${RAW2[@]}" - -o "$T/ofail" "${extra[@]}" < "$T/fifo" 2> "$T/err" &
+      else
+        "$BIN" --no-progress "$T/fifo" -o "$T/ofail" "${extra[@]}" 2> "$T/err" &
+      fi
+      BPID=$!
+      label="stalled $how, the only output failed"
+      if [ $outs = one ]; then
+        for _ in $(seq 1 100); do kill -0 "$BPID" 2>/dev/null || break; sleep 0.1; done
+        if kill -0 "$BPID" 2>/dev/null; then
+          fail "$label: still running 10 s after the failure"
+          kill -KILL "$BPID"
+        fi
+        wait "$BPID"; rc=$?; BPID=
+        [ $rc = 3 ] || fail "$label: exit $rc, want 3: $(cat "$T/err")"
+      else
+        label="stalled $how, -o failed, --stats going on"
+        sleep 2
+        kill -0 "$BPID" 2>/dev/null || fail "$label: ended before the signal: $(cat "$T/err")"
+        interrupt INT 5 "$label"
+        [ $rc = 130 ] || fail "$label: exit $rc, want 130: $(cat "$T/err")"
+        [ "$(wc -l 2>/dev/null < "$T/ofail.csv")" = 2 ] || fail "$label: the statistics of the frame sent were not kept"
+        grep -q "; failed: -o $T/ofail at frame 0$" "$T/err" || fail "$label: summary: $(cat "$T/err")"
+      fi
+      kill $FPID 2>/dev/null; wait $FPID 2>/dev/null; FPID=
+      echo "$label: exit $rc; stderr: $(cat "$T/err")"
+      grep -c "frame_000000.png: exists" "$T/err" | grep -qx 1 || fail "$label: the failure not said once: $(cat "$T/err")"
+    done
   done
 else
   echo "no FFmpeg: video part skipped"

@@ -5,7 +5,9 @@
 # y4m stdout into ffmpeg, --format f32 to stdout, --stats per frame, and raw gray8 stdin with
 # a short last frame (exit 2, frame number named, earlier frames kept). Without y4m in this
 # FFmpeg (a minimal build): raw frames on stdin instead, and -o - / .y4m must fail in one line.
-# Also: a FIFO or a link as -o (written into, written through) and names up to NAME_MAX.
+# Also: a FIFO or a link as -o (written into, written through) and names up to NAME_MAX, and
+# outputs that fail alone (a full device, ulimit -f, a closed pipe, a frame file in the way):
+# the other output kept whole, exit 3, the run stopped only when no output is left.
 set -u
 BIN=${ES_BIN:?ES_BIN not set}
 PY=${ES_PYTHON3:-/usr/bin/python3}
@@ -462,6 +464,90 @@ fi
 "$BIN" -q "$T/clip.mkv" -o "$T/keep.mkv" --stats "$T/keep-n.csv" -n; rc=$?
 [ $rc = 0 ] && cmp -s "$T/keep-y.csv" "$T/keep-n.csv" ||
   fail "-n on an existing video with --stats: exit $rc, $(($(wc -l < "$T/keep-n.csv") - 1)) records, want $N"
+
+# Outputs fail one by one (README): in a video or stream run an output that cannot be written
+# is said once and leaves nothing under its name, the others are still written whole, exit 3,
+# and the summary names what failed. Before, the first failure discarded every output (the
+# heat video went with a --stats file that failed, and the other way round).
+mkdir "$T/ind"
+I="$T/ind"
+ln -s /dev/full "$I/full.csv" # a device: written in place; every flush fails with ENOSPC
+$FF -f lavfi -i "testsrc=size=48x32:rate=10" -vf format=gray -frames:v 40 -c:v ffv1 "$I/c40.mkv" ||
+  fail "cannot make c40.mkv"
+head -c $(( 16 * 12 * 2000 )) /dev/urandom > "$I/many.raw"
+one_fail() { # LABEL RC WANT_RC ERRFILE FIRST_LINE SUMMARY_PATTERN: one error line, then the summary
+  local first summary
+  first=$(sed -n 1p "$4"); summary=$(sed -n 2p "$4")
+  [ "$2" = "$3" ] || fail "$1: exit $2, want $3: $(cat "$4")"
+  [ "$first" = "$5" ] || fail "$1: first line '$first', want '$5'"
+  case "$summary" in $6) ;; *) fail "$1: summary '$summary', want $6";; esac
+  [ "$(wc -l < "$4")" = 2 ] || fail "$1: want two lines on stderr, got: $(cat "$4")"
+  [ -z "$(ls -A "$I" | grep '^\.')" ] || fail "$1: temporaries left: $(ls -A "$I" | grep '^\.')"
+}
+# --stats into a full device (256 bins: the 4 KiB buffer fills within a few frames): the video
+# is kept with all 40 frames, the statistics are not.
+"$BIN" --no-progress "$I/c40.mkv" -o "$I/v.mkv" --codec mpeg4 --stats "$I/full.csv" --stats-bins 256 \
+  2> "$I/err"; rc=$?
+one_fail "--stats full, -o .mkv" $rc 3 "$I/err" "entropy-stream: $I/full.csv: cannot write: No space left on device" \
+  "entropy-stream: 40 frames, 48x32, *; failed: --stats $I/full.csv at frame [0-9]*"
+[ "$(probe "$I/v.mkv" nb_read_frames 2>/dev/null)" = 40 ] || fail "--stats full: the video was not kept whole"
+# -o .npy past the file size limit (64 KiB; SIGXFSZ is ignored, the write fails with EFBIG):
+# the .npy and its temporary gone, the --stats file kept with every record.
+( ulimit -f 64; "$BIN" --no-progress "$I/c40.mkv" -o "$I/big.npy" --stats "$I/s.csv" 2> "$I/err" ); rc=$?
+one_fail "-o .npy past ulimit -f, --stats" $rc 3 "$I/err" "entropy-stream: $I/big.npy: cannot write: File too large" \
+  "entropy-stream: 40 frames, 48x32, *; failed: -o $I/big.npy at frame [0-9]*"
+[ ! -e "$I/big.npy" ] || fail "-o .npy past ulimit -f: the partial .npy is there"
+[ "$(wc -l 2>/dev/null < "$I/s.csv")" = 41 ] || fail "-o .npy past ulimit -f: --stats not kept whole"
+# --stats - into a pipe whose reader leaves after 100 bytes (2000 records fill a pipe's
+# buffer, so the break is met whatever the timing): exit 3, not killed by SIGPIPE, and the
+# .npy keeps every frame.
+"$BIN" --no-progress - --raw gray8:16x12 -o "$I/m.npy" --stats - < "$I/many.raw" 2> "$I/err" | head -c 100 > /dev/null
+rc=${PIPESTATUS[0]}
+one_fail "--stats - into a closed pipe, -o .npy" $rc 3 "$I/err" "entropy-stream: -: cannot write: Broken pipe" \
+  "entropy-stream: 2000 frames, 16x12, *; failed: --stats - at frame [0-9]*"
+"$PY" -c "
+import numpy as np, sys
+sys.exit(0 if np.load('$I/m.npy').shape == (2000, 12, 16) else 1)" 2>/dev/null ||
+  fail "--stats - into a closed pipe: the .npy was not kept whole"
+# -o - (float32) into a pipe whose reader leaves: the --stats file keeps every record.
+"$BIN" --no-progress - --raw gray8:16x12 --format f32 -o - --stats "$I/f.csv" < "$I/many.raw" 2> "$I/err" |
+  head -c 100 > /dev/null
+rc=${PIPESTATUS[0]}
+one_fail "-o - into a closed pipe, --stats" $rc 3 "$I/err" "entropy-stream: -: write error: Broken pipe" \
+  "entropy-stream: 2000 frames, 16x12, *; failed: -o - at frame [0-9]*"
+[ "$(wc -l 2>/dev/null < "$I/f.csv")" = 2001 ] || fail "-o - into a closed pipe: --stats not kept whole"
+# A frame directory whose frame_000003.png is a directory: that output stops there (frames 0..2
+# kept, each whole, said once), the statistics go on to the end.
+mkdir -p "$I/fr/frame_000003.png"
+"$BIN" --no-progress "$I/c40.mkv" -o "$I/fr" --stats "$I/fr.csv" 2> "$I/err"; rc=$?
+one_fail "frame directory blocked at frame 3, --stats" $rc 3 "$I/err" \
+  "entropy-stream: $I/fr/frame_000003.png: exists (use -y to overwrite, -n to skip)" \
+  "entropy-stream: 40 frames, 48x32, *; failed: -o $I/fr at frame 3"
+[ "$(ls "$I/fr" | tr '\n' ' ')" = "frame_000000.png frame_000001.png frame_000002.png frame_000003.png " ] ||
+  fail "frame directory blocked at frame 3: holds $(ls "$I/fr" | tr '\n' ' ')"
+[ "$(wc -l 2>/dev/null < "$I/fr.csv")" = 41 ] || fail "frame directory blocked: --stats not kept whole"
+# A short last frame and a failed output: both said, the worse code (3), the .npy kept.
+head -c $(( 16 * 12 * 5 + 50 )) "$I/many.raw" > "$I/short.raw"
+msg=$("$BIN" -q - --raw gray8:16x12 -o "$I/short.npy" --stats "$I/full.csv" --stats-bins 256 < "$I/short.raw" 2>&1); rc=$?
+[ $rc = 3 ] || fail "short frame and a failed output: exit $rc, want 3 ($msg)"
+[ "$msg" = "entropy-stream: $I/full.csv: cannot write: No space left on device
+entropy-stream: -: frame 5 is short (got 50 of 192 bytes)" ] || fail "short frame and a failed output: messages: $msg"
+"$PY" -c "
+import numpy as np, sys
+sys.exit(0 if np.load('$I/short.npy').shape == (5, 12, 16) else 1)" 2>/dev/null ||
+  fail "short frame and a failed output: the .npy was not kept"
+# Nothing left to write stops the run early, as before: --stats only into a closed pipe, and
+# both outputs failed, on an endless input (a run that went on would meet the timeout: 124).
+cat /dev/zero | timeout 60 "$BIN" --no-progress - --raw gray8:16x12 --stats - 2> "$I/err" | head -c 100 > /dev/null
+rc=${PIPESTATUS[1]}
+[ $rc = 3 ] || fail "--stats - only, into a closed pipe: exit $rc, want 3 (it must stop): $(cat "$I/err")"
+mkdir -p "$I/fr0/frame_000000.png"
+cat /dev/zero | timeout 60 "$BIN" --no-progress - --raw gray8:16x12 -o "$I/fr0" --stats "$I/full.csv" \
+  --stats-bins 256 2> "$I/err" > /dev/null
+rc=${PIPESTATUS[1]}
+[ $rc = 3 ] || fail "both outputs failed: exit $rc, want 3 (it must stop): $(cat "$I/err")"
+grep -q "; failed: -o $I/fr0 at frame 0, --stats $I/full.csv at frame [0-9]*$" "$I/err" ||
+  fail "both outputs failed: summary: $(cat "$I/err")"
 
 # ES_TRACE=1: the phase lines on stderr (milliseconds since start, the thread), nothing on
 # stdout, and the run itself complete.

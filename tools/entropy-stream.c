@@ -1583,6 +1583,22 @@ static const char *fifo_pump_start(const char *path, char *alt, size_t len, int 
  * them in order and writes.
  * ==================================================================================== */
 
+/* Where an output of a video run failed: a frame index (>= 0), or one of these. */
+enum { OUT_LIVE = -1, OUT_FAILED_AT_CLOSE = -2 };
+
+/* Appends "OPT NAME at frame K" (or "when closed") to the summary's list of the outputs
+ * that failed, "; failed: ..."; nothing for an output that did not fail. */
+static void failed_note(char *buf, size_t len, const char *opt, const char *name, int64_t at) {
+  size_t n = strlen(buf);
+  char where[48];
+  if (at == OUT_LIVE || n + 1 >= len) return;
+  if (at >= 0)
+    snprintf(where, sizeof where, "at frame %" PRId64, at);
+  else
+    snprintf(where, sizeof where, "when closed");
+  snprintf(buf + n, len - n, "%s%s %s %s", n ? ", " : "; failed: ", opt, name ? name : "-", where);
+}
+
 typedef struct vid_run {
   const cli_opts *o;
   es_stream *st;
@@ -1694,8 +1710,15 @@ static int run_video(cli_opts *o, int out_kind) {
   es_stream_config sc;
   es_video_in_opts vio;
   pthread_t th;
-  int th_started = 0, code = 0, rc, write_failed = 0;
-  int64_t written = 0; /* frames through the output stage, skipped ones (-n) included */
+  int th_started = 0, code = 0, rc;
+  /* The outputs fail one by one: a failed one is said once and closed uncommitted at once
+   * (its temporary removed), the others go on and are committed at the end; the run stops
+   * early only when none is left. A frame or the stream failing is fatal to all of them. */
+  int fatal = 0;   /* a frame could not be computed, or the stream failed: nothing committed */
+  int stopped = 0; /* the run ended before its input did (fatal, or every output failed) */
+  int64_t out_failed = OUT_LIVE, stats_failed = OUT_LIVE; /* where -o, --stats failed */
+  int64_t written = 0; /* frames that reached an output (skipped ones, -n, included; with
+                        * no output asked for, the frames computed) */
   int64_t skipped = 0; /* frame files that existed, kept by -n */
   char msg[MSG_LEN] = "";
   const char *out_name = o->output;
@@ -1894,34 +1917,40 @@ static int run_video(cli_opts *o, int out_kind) {
 
   {
     int show = !o->quiet && (o->progress == 1 || (o->progress < 0 && isatty(2)));
+    /* Outputs asked for; with none (no -o, no --stats) the frames are only computed. */
+    const int asked = vo || ns || out_kind == OUT_DIR || sw;
     double last = 0;
     for (;;) {
       es_frame *f = NULL;
+      int took = 0; /* an output took this frame */
       rc = es_stream_pull(v.st, &f);
       if (rc == ES_ERR_EOF) break;
       if (rc != ES_OK) {
-        if (!write_failed && !g_stop) {
+        if (!g_stop) {
           const char *m = es_context_error(ctx);
           err(NULL, "%s", m && *m ? m : es_strerror(rc));
           code = worse(code, es_exit_code(rc));
-          write_failed = 1;
+          fatal = 1;
         }
+        stopped = 1;
         g_abort = 1;
         break;
       }
       if (f->status != ES_OK) {
+        /* A frame no device could compute (SPEC 3: exit 4) is missing from every output
+         * alike: not one output failing. The run ends and nothing is committed. */
         const char *m = es_context_error(ctx);
         char what[64];
         snprintf(what, sizeof what, "frame %" PRId64, f->index);
         err(what, "%s", m && *m ? m : es_strerror(f->status));
         code = worse(code, es_exit_code(f->status));
-        write_failed = 1;
+        fatal = stopped = 1;
         es_stream_release(v.st, f);
         g_abort = 1;
         es_stream_abort(v.st);
         break;
       }
-      if (!write_failed) {
+      if (vo || ns || (out_kind == OUT_DIR && out_failed == OUT_LIVE)) {
         const char *what = out_name; /* names the output that failed */
         char *path = NULL;
         msg[0] = 0;
@@ -1929,7 +1958,7 @@ static int run_video(cli_opts *o, int out_kind) {
           rc = es_video_out_write(vo, &f->pix, f->map, f->map_stride, f->pts, msg, sizeof msg);
         } else if (ns) {
           rc = es_npy_stream_write(ns, f->map, f->map_stride, msg, sizeof msg);
-        } else if (out_kind == OUT_DIR) {
+        } else {
           char name[64];
           snprintf(name, sizeof name, "frame_%06" PRId64 ".%s", f->index,
                    o->format == FMT_F32 ? "npy" : "png");
@@ -1953,29 +1982,44 @@ static int run_video(cli_opts *o, int out_kind) {
             rc = es_png_write(path, o->overwrite, f->width, f->height, frame_pixfmt,
                               f->pix.plane[0], f->pix.stride[0], msg, sizeof msg);
           }
+        }
+        if (rc == ES_OK) {
+          took = 1;
         } else {
-          rc = ES_OK;
-        }
-        if (rc == ES_OK && sw) {
-          what = o->stats_path;
-          rc = es_stats_writer_add(sw, NULL, f->index, f->pts_seconds, f->width, f->height,
-                                   &f->stats, msg, sizeof msg);
-        }
-        if (rc != ES_OK) {
+          /* Its partial file goes now; a directory keeps the frames written before. */
           err(what ? what : "-", "%s", *msg ? msg : es_strerror(rc));
-          free(path);
           code = worse(code, es_exit_code(rc));
-          write_failed = 1;
-          es_stream_release(v.st, f);
-          g_abort = 1;
-          es_stream_abort(v.st);
-          break;
+          out_failed = f->index;
+          es_video_out_close(&vo, 0, NULL, 0);
+          es_npy_stream_close(&ns, 0, NULL, 0);
         }
         free(path);
+      }
+      if (sw) {
+        msg[0] = 0;
+        rc = es_stats_writer_add(sw, NULL, f->index, f->pts_seconds, f->width, f->height,
+                                 &f->stats, msg, sizeof msg);
+        if (rc == ES_OK) {
+          took = 1;
+        } else {
+          err(o->stats_path, "%s", *msg ? msg : es_strerror(rc));
+          code = worse(code, es_exit_code(rc));
+          stats_failed = f->index;
+          es_stats_writer_close(&sw, 0, NULL, 0);
+        }
+      }
+      es_stream_release(v.st, f);
+      if (took || !asked) {
         if (written == 0) es_trace("video: first frame written");
         written++;
       }
-      es_stream_release(v.st, f);
+      if (asked && !vo && !ns && !sw && (out_kind != OUT_DIR || out_failed != OUT_LIVE)) {
+        /* Every output asked for has failed: nothing left to write. */
+        stopped = 1;
+        g_abort = 1;
+        es_stream_abort(v.st);
+        break;
+      }
       if (show) {
         double t = now_s();
         if (t - last > 0.2) {
@@ -1998,8 +2042,8 @@ static int run_video(cli_opts *o, int out_kind) {
   th_started = 0;
 
   /* What the reader ended with: a short last frame or a corrupt stream keeps the frames
-   * before it; a signal finishes properly. */
-  if (v.read_status != ES_OK && !write_failed) {
+   * before it; a signal finishes properly. A run stopped early cut the reading itself. */
+  if (v.read_status != ES_OK && !stopped) {
     if (v.read_status == ES_ERR_INTERRUPTED) {
       code = worse(code, 130);
     } else {
@@ -2009,14 +2053,16 @@ static int run_video(cli_opts *o, int out_kind) {
   }
   if (g_stop) code = 130;
 
-  /* Close the outputs: committed unless writing itself failed. */
+  /* Close the outputs still open (a failed one was closed when it failed): committed
+   * unless a frame or the stream failed. */
   {
-    int commit = !write_failed;
+    int commit = !fatal;
     if (vo) {
       rc = es_video_out_close(&vo, commit, msg, sizeof msg);
       if (rc != ES_OK && commit) {
         err(out_name, "%s", *msg ? msg : es_strerror(rc));
         code = worse(code, es_exit_code(rc));
+        out_failed = OUT_FAILED_AT_CLOSE;
       }
     }
     if (ns) {
@@ -2024,6 +2070,7 @@ static int run_video(cli_opts *o, int out_kind) {
       if (rc != ES_OK && commit) {
         err(out_name, "%s", *msg ? msg : es_strerror(rc));
         code = worse(code, es_exit_code(rc));
+        out_failed = OUT_FAILED_AT_CLOSE;
       }
     }
     if (sw) {
@@ -2032,6 +2079,7 @@ static int run_video(cli_opts *o, int out_kind) {
       if (rc != ES_OK && commit) {
         err(o->stats_path, "%s", *msg ? msg : es_strerror(rc));
         code = worse(code, es_exit_code(rc));
+        stats_failed = OUT_FAILED_AT_CLOSE;
       }
     }
   }
@@ -2039,7 +2087,9 @@ static int run_video(cli_opts *o, int out_kind) {
   {
     double el = now_s() - t0;
     int64_t corrupt = es_video_in_corrupt(v.vin);
-    char d[64], extra[96] = "", skips[64] = "";
+    char d[64], extra[96] = "", skips[64] = "", failed[640] = "";
+    failed_note(failed, sizeof failed, "-o", out_name, out_failed);
+    failed_note(failed, sizeof failed, "--stats", o->stats_path, stats_failed);
     if (skipped > 0) /* not claimed as written */
       snprintf(skips, sizeof skips, " (%" PRId64 " skipped: exist)", skipped);
     if (corrupt > 0)
@@ -2049,10 +2099,10 @@ static int run_video(cli_opts *o, int out_kind) {
     clear_progress_locked();
     pthread_mutex_unlock(&g_err_lock);
     if (!o->quiet || corrupt > 0)
-      err(NULL, "%" PRId64 " frame%s%s, %dx%d, %.2f s, %.1f fps, %s%s%s", written,
+      err(NULL, "%" PRId64 " frame%s%s, %dx%d, %.2f s, %.1f fps, %s%s%s%s", written,
           written == 1 ? "" : "s", skips, v.info.width, v.info.height, el,
           el > 0 ? written / el : 0.0, device_desc(ctx, d, sizeof d), extra,
-          code == 130 ? ", interrupted" : "");
+          code == 130 ? ", interrupted" : "", failed);
   }
 
 end:
