@@ -255,6 +255,9 @@ fi
 out=$("$BIN" --version); rc=$?
 [ $rc = 0 ] || fail "--version: exit $rc"
 case "$out" in *"entropy-stream 0."*libpng*) ;; *) fail "--version output: $out";; esac
+# Where no CUDA driver is installed, cudaDriverGetVersion gives 0: that is no driver, not a
+# "driver 0.0" (which --version once printed).
+case "$out" in *"driver 0.0"*) fail "--version shows a driver 0.0: $out";; esac
 out=$("$BIN" --help); rc=$?
 [ $rc = 0 ] || fail "--help: exit $rc"
 for o in --window --shape --border --levels --base --format --colormap --range --overlay \
