@@ -128,8 +128,9 @@ typedef struct es_config {
   int queue;            /* frames in flight per stage (streaming); 0 (default): 8, or 4 a
                          * GPU where more than two GPUs are to be used (es_config_queue) */
   int verbose;          /* 0 quiet, 1 normal, 2 verbose (library messages to stderr) */
-  int gpu_background;   /* 1: with device auto and all GPUs, es_context_create returns at
-                         * once and opens the GPUs on a thread of its own (CUDA start-up
+  int gpu_background;   /* 1: with device auto and all GPUs (in a library built with CUDA),
+                         * es_context_create returns at once and opens the GPUs on a
+                         * thread of its own (CUDA start-up
                          * takes a few hundred ms): streams begin on the CPU and the GPUs
                          * join them when open; es_compute, es_context_gpu_count and
                          * es_context_config wait for the GPUs. Default 0: open first. */
