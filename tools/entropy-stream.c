@@ -253,7 +253,8 @@ static void usage(FILE *f) {
     "  ES_TRACE=1            start-up and phase times on stderr\n"
     "  ES_GPU_SYNC=block     threads waiting for a GPU sleep instead of spinning\n"
     "\n"
-    "Exit codes: 0 done, 1 usage, 2 input, 3 output, 4 device, 130 interrupted.\n",
+    "Exit codes: 0 done, 1 usage, 2 input, 3 output, 4 device or out of memory, 130\n"
+    "interrupted.\n",
     ES_STATS_MAX_BINS, ES_MAX_GPUS - 1);
 }
 
