@@ -170,6 +170,15 @@ bad_opt "--raw rgb24:4x4: " "gray16le:WxH" --raw rgb24:4x4
 bad_opt "--raw gray8:4x4@2000: " "at most 1000" --raw gray8:4x4@2000
 bad_opt "--raw gray8:4x4@30/0: " "30000/1001" --raw gray8:4x4@30/0
 bad_opt "--crf 99: " "0..63" --crf 99
+# Encoder settings where no encoder runs (.npy, .png, a directory, -): refused, not ignored
+# (y4m on standard output cannot hold libx264, as a .y4m file cannot; both said nothing).
+bad_opt "--crf: " "video file" --crf 20
+bad_opt "--codec: " "video file" --codec libx264
+bad_opt "--preset: " "video file" --preset veryfast
+msg=$("$BIN" --codec libx264 "$T/good.png" -o - 2>&1 >"$T/enc.y4m"); rc=$?
+[ $rc = 1 ] || fail "--codec with -o -: exit $rc, want 1 ($msg)"
+case "$msg" in "entropy-stream: --codec: "*"video file"*) ;; *) fail "--codec with -o -: message: $msg";; esac
+[ -s "$T/enc.y4m" ] && fail "--codec with -o -: y4m written anyway"
 bad_opt "--max-pixels 0: " "1.." --max-pixels 0
 bad_opt "--bogus: " "unknown option" --bogus
 bad_opt "-Z: " "unknown option" -Z

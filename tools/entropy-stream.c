@@ -230,8 +230,9 @@ static void usage(FILE *f) {
     "                        with more than two GPUs)\n"
     "Input and output:\n"
     "      --raw SPEC        raw stdin: gray8:WxH[@FPS] or gray16le:WxH[@FPS]\n"
-    "      --codec NAME      video encoder (default libx264 if present, else mpeg4, else the\n"
-    "                        container's own: libvpx-vp9 for .webm, libtheora for .ogv)\n"
+    "      --codec NAME      video encoder, for a video file output (default libx264 if\n"
+    "                        present, else mpeg4, else the container's own: libvpx-vp9 for\n"
+    "                        .webm, libtheora for .ogv)\n"
     "      --crf N           encoder quality, 0..63 (default: the encoder's; mpeg4, which\n"
     "                        has no crf, gets a constant quantiser of 3)\n"
     "      --preset P        encoder preset (default: the encoder's)\n"
@@ -2141,6 +2142,13 @@ int main(int argc, char **argv) {
   if (o.render.overlay_on && (out_kind == OUT_NPY || o.format == FMT_F32)) {
     /* It would be ignored too: float32 maps are the values, never a picture. */
     err(NULL, "--overlay: only for pictures (heat or gray8), not float32 maps");
+    return 1;
+  }
+  if ((o.codec || o.crf >= 0 || o.preset) && out_kind != OUT_VIDEO) {
+    /* No encoder runs for these outputs (standard output is y4m or raw float32, as a .y4m
+     * file is): rather refused than silently ignored. */
+    err(NULL, "%s: only for a video file output (x.mp4, x.mkv, ...)",
+        o.codec ? "--codec" : o.crf >= 0 ? "--crf" : "--preset");
     return 1;
   }
   if (o.raw && in_kind != IN_VIDEO) {
