@@ -233,7 +233,10 @@ int es_stream_acquire(es_stream *s, es_frame **out);
 /* Makes sure an acquired frame can hold width x height samples of `depth` bits (grows its
  * buffer if needed) and sets width, height, depth and a tight stride. */
 int es_stream_reserve(es_stream *s, es_frame *f, int width, int height, int depth);
-/* Hands a filled frame to the compute stage. */
+/* Hands a filled frame to the compute stage; the stream owns it until it is pulled. On
+ * failure (ES_ERR_INTERRUPTED after es_stream_abort, ES_ERR_USAGE, ES_ERR_NOMEM) the frame
+ * stays the caller's: give it back with es_stream_release (es_stream_destroy also reclaims
+ * it, lent samples included). */
 int es_stream_push(es_stream *s, es_frame *f);
 /* No more frames will be pushed. */
 int es_stream_finish(es_stream *s);
