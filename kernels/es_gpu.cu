@@ -425,7 +425,10 @@ extern "C" int es_gpu_versions(char *buf, size_t len) {
   cudaRuntimeGetVersion(&rt);
   cudaDriverGetVersion(&dr);
   cudaGetLastError();
-  if (buf && len)
+  /* cudaDriverGetVersion gives 0 where no driver is installed: say so, not "driver 0.0". */
+  if (buf && len && dr <= 0)
+    snprintf(buf, len, "CUDA runtime %d.%d, no CUDA driver", rt / 1000, (rt % 1000) / 10);
+  else if (buf && len)
     snprintf(buf, len, "CUDA runtime %d.%d, driver %d.%d", rt / 1000, (rt % 1000) / 10, dr / 1000,
              (dr % 1000) / 10);
   return ES_OK;

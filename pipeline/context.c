@@ -397,8 +397,11 @@ int es_context_create(es_context **out, const es_config *cfg, char *msg, size_t 
   }
   rc = config_check(cfg, msg, msglen);
   if (rc) goto end;
-  /* In the background only where no GPU is required: auto, all GPUs. */
-  const int background = cfg->gpu_background && cfg->device == ES_DEVICE_AUTO && cfg->ngpus == 0;
+  /* In the background only where no GPU is required: auto, all GPUs. Without CUDA built
+   * there is nothing to open: the context is complete (CPU only) when created, and never
+   * reads as "GPUs still opening". */
+  const int background = cfg->gpu_background && cfg->device == ES_DEVICE_AUTO &&
+                         cfg->ngpus == 0 && es_gpu_built();
 
   ctx = calloc(1, sizeof *ctx);
   if (!ctx) {

@@ -128,8 +128,9 @@ typedef struct es_config {
   int queue;            /* frames in flight per stage (streaming); 0 (default): 8, or 4 a
                          * GPU where more than two GPUs are to be used (es_config_queue) */
   int verbose;          /* 0 quiet, 1 normal, 2 verbose (library messages to stderr) */
-  int gpu_background;   /* 1: with device auto and all GPUs, es_context_create returns at
-                         * once and opens the GPUs on a thread of its own (CUDA start-up
+  int gpu_background;   /* 1: with device auto and all GPUs (in a library built with CUDA),
+                         * es_context_create returns at once and opens the GPUs on a
+                         * thread of its own (CUDA start-up
                          * takes a few hundred ms): streams begin on the CPU and the GPUs
                          * join them when open; es_compute, es_context_gpu_count and
                          * es_context_config wait for the GPUs. Default 0: open first. */
@@ -232,7 +233,10 @@ int es_stream_acquire(es_stream *s, es_frame **out);
 /* Makes sure an acquired frame can hold width x height samples of `depth` bits (grows its
  * buffer if needed) and sets width, height, depth and a tight stride. */
 int es_stream_reserve(es_stream *s, es_frame *f, int width, int height, int depth);
-/* Hands a filled frame to the compute stage. */
+/* Hands a filled frame to the compute stage; the stream owns it until it is pulled. On
+ * failure (ES_ERR_INTERRUPTED after es_stream_abort, ES_ERR_USAGE, ES_ERR_NOMEM) the frame
+ * stays the caller's: give it back with es_stream_release (es_stream_destroy also reclaims
+ * it, lent samples included). */
 int es_stream_push(es_stream *s, es_frame *f);
 /* No more frames will be pushed. */
 int es_stream_finish(es_stream *s);

@@ -133,6 +133,13 @@ out=$("$BIN" -q -r -y --progress "$T/in" -o "$T/out3" 2>&1)
 out=$("$BIN" -v -r -y "$T/in" -o "$T/out3" 2>&1)
 printf '%s\n' "$out" | grep -q "^entropy-stream: $T/in/sub/deep/d.png: [0-9]*x[0-9]*" || fail "-v: no per-file line: $out"
 printf '%s\n' "$out" | grep -q "CPU\|GPU" || fail "-v: devices not named: $out"
+# A build without CUDA has no GPUs to open: -v once said "CPU (GPUs still opening)" there.
+if [ "${ES_HAVE_CUDA:-0}" = 0 ]; then
+  for i in 1 2 3; do
+    vout=$("$BIN" -v -y "$T/in/a.png" -o "$T/v1.png" 2>&1)
+    case "$vout" in *"still opening"*) fail "-v without CUDA says GPUs are opening: $vout"; break;; esac
+  done
+fi
 [ "$(printf '%s\n' "$out" | tail -1 | grep -c '^entropy-stream: 14 files, 14 written')" = 1 ] || fail "summary line: $(printf '%s\n' "$out" | tail -1)"
 
 # On a terminal, progress is on by default (script(1) gives the run a pty).

@@ -170,6 +170,15 @@ bad_opt "--raw rgb24:4x4: " "gray16le:WxH" --raw rgb24:4x4
 bad_opt "--raw gray8:4x4@2000: " "at most 1000" --raw gray8:4x4@2000
 bad_opt "--raw gray8:4x4@30/0: " "30000/1001" --raw gray8:4x4@30/0
 bad_opt "--crf 99: " "0..63" --crf 99
+# Encoder settings where no encoder runs (.npy, .png, a directory, -): refused, not ignored
+# (y4m on standard output cannot hold libx264, as a .y4m file cannot; both said nothing).
+bad_opt "--crf: " "video file" --crf 20
+bad_opt "--codec: " "video file" --codec libx264
+bad_opt "--preset: " "video file" --preset veryfast
+msg=$("$BIN" --codec libx264 "$T/good.png" -o - 2>&1 >"$T/enc.y4m"); rc=$?
+[ $rc = 1 ] || fail "--codec with -o -: exit $rc, want 1 ($msg)"
+case "$msg" in "entropy-stream: --codec: "*"video file"*) ;; *) fail "--codec with -o -: message: $msg";; esac
+[ -s "$T/enc.y4m" ] && fail "--codec with -o -: y4m written anyway"
 bad_opt "--max-pixels 0: " "1.." --max-pixels 0
 bad_opt "--bogus: " "unknown option" --bogus
 bad_opt "-Z: " "unknown option" -Z
@@ -255,6 +264,9 @@ fi
 out=$("$BIN" --version); rc=$?
 [ $rc = 0 ] || fail "--version: exit $rc"
 case "$out" in *"entropy-stream 0."*libpng*) ;; *) fail "--version output: $out";; esac
+# Where no CUDA driver is installed, cudaDriverGetVersion gives 0: that is no driver, not a
+# "driver 0.0" (which --version once printed).
+case "$out" in *"driver 0.0"*) fail "--version shows a driver 0.0: $out";; esac
 out=$("$BIN" --help); rc=$?
 [ $rc = 0 ] || fail "--help: exit $rc"
 for o in --window --shape --border --levels --base --format --colormap --range --overlay \

@@ -68,7 +68,9 @@ with tempfile.TemporaryDirectory() as d:
     # Malformed numbers are usage errors, not silently the defaults (--reps abc ran the full
     # benchmark) or a prefix (10x10x3x16junk), and a 17th --case says why.
     for args in (["--case", "10x10x3x16junk"], ["--reps", "abc"], ["--threads", "2x"],
-                 ["--reps", ""], ["--case", "8x8x3x2"] * 17):
+                 ["--reps", ""], ["--case", "8x8x3x2"] * 17,
+                 # an option whose value is missing is not "unknown" (it once said so)
+                 ["--json"], ["--reps"], ["--threads"], ["--case"]):
         r = subprocess.run([bench] + args, capture_output=True, text=True, timeout=60)
         check(r.returncode == 1 and r.stderr, f"{args[:2]}: exit {r.returncode} {r.stderr}")
         check("unknown option" not in r.stderr, f"{args[:2]}: {r.stderr}")

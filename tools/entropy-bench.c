@@ -550,12 +550,16 @@ static int parse_count(const char *s, int *v) {
   return 0;
 }
 
-static void usage(void) {
-  fprintf(stderr,
+static void usage(FILE *f) {
+  fprintf(f,
           "usage: entropy-bench [--quick] [--threads N] [--reps N] [--json FILE]\n"
           "                     [--case WxHxKxL ...]   (these cases only: CPU and GPU rows)\n"
           "                     [--gpu-only]           (no CPU rows; errors still against the CPU)\n"
-          "                     [--disk]               (disk windows in every row; default square)\n");
+          "                     [--disk]               (disk windows in every row; default square)\n"
+          "  --quick      small sizes only (64^2, 400^2, 192x108)\n"
+          "  --threads N  threads of the all-threads rows (0 or absent: OpenMP's default)\n"
+          "  --reps N     timed repetitions a row (0 or absent: 5 on the CPU, 20 on a GPU)\n"
+          "  --json FILE  every row as JSON too\n");
 }
 
 int main(int argc, char **argv) {
@@ -590,17 +594,17 @@ int main(int argc, char **argv) {
       }
       o.ncases++;
     } else if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-      usage();
+      usage(stdout);
       return 0;
+    } else if (i + 1 == argc && (!strcmp(a, "--threads") || !strcmp(a, "--reps") ||
+                                 !strcmp(a, "--json") || !strcmp(a, "--case"))) {
+      fprintf(stderr, "entropy-bench: %s: needs a value\n", a);
+      return 1;
     } else {
       fprintf(stderr, "entropy-bench: unknown option %s\n", a);
-      usage();
+      usage(stderr);
       return 1;
     }
-  }
-  if (o.reps < 0 || o.threads < 0) {
-    fprintf(stderr, "entropy-bench: --reps and --threads must be positive\n");
-    return 1;
   }
   if (o.json) {
     g_json = fopen(o.json, "w");

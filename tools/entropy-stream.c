@@ -230,9 +230,11 @@ static void usage(FILE *f) {
     "                        with more than two GPUs)\n"
     "Input and output:\n"
     "      --raw SPEC        raw stdin: gray8:WxH[@FPS] or gray16le:WxH[@FPS]\n"
-    "      --codec NAME      video encoder (default libx264 if present, else mpeg4, else the\n"
-    "                        container's own: libvpx-vp9 for .webm, libtheora for .ogv)\n"
-    "      --crf N           encoder quality, 0..63 (default: the encoder's)\n"
+    "      --codec NAME      video encoder, for a video file output (default libx264 if\n"
+    "                        present, else mpeg4, else the container's own: libvpx-vp9 for\n"
+    "                        .webm, libtheora for .ogv)\n"
+    "      --crf N           encoder quality, 0..63 (default: the encoder's; mpeg4, which\n"
+    "                        has no crf, gets a constant quantiser of 3)\n"
     "      --preset P        encoder preset (default: the encoder's)\n"
     "      --max-pixels N    refuse larger inputs, 1..2^62 (default 2^31)\n"
     "  -r, --recursive       descend into subdirectories of a directory input\n"
@@ -240,7 +242,8 @@ static void usage(FILE *f) {
     "  -y                    overwrite existing outputs\n"
     "  -n                    skip existing outputs (default: refuse with an error)\n"
     "Everyday use:\n"
-    "  -q, --quiet           no progress and no summary (errors are always shown)\n"
+    "  -q, --quiet           no progress and no summary (errors are always shown, and so\n"
+    "                        is a video's summary when corrupt packets were skipped)\n"
     "  -v, --verbose         devices used, one line per file\n"
     "      --progress        progress on stderr even when it is not a terminal\n"
     "      --no-progress     no progress (default: shown when stderr is a terminal)\n"
@@ -251,7 +254,8 @@ static void usage(FILE *f) {
     "  ES_TRACE=1            start-up and phase times on stderr\n"
     "  ES_GPU_SYNC=block     threads waiting for a GPU sleep instead of spinning\n"
     "\n"
-    "Exit codes: 0 done, 1 usage, 2 input, 3 output, 4 device, 130 interrupted.\n",
+    "Exit codes: 0 done, 1 usage, 2 input, 3 output, 4 device or out of memory, 130\n"
+    "interrupted.\n",
     ES_STATS_MAX_BINS, ES_MAX_GPUS - 1);
 }
 
@@ -2188,6 +2192,13 @@ int main(int argc, char **argv) {
   if (o.render.overlay_on && (out_kind == OUT_NPY || o.format == FMT_F32)) {
     /* It would be ignored too: float32 maps are the values, never a picture. */
     err(NULL, "--overlay: only for pictures (heat or gray8), not float32 maps");
+    return 1;
+  }
+  if ((o.codec || o.crf >= 0 || o.preset) && out_kind != OUT_VIDEO) {
+    /* No encoder runs for these outputs (standard output is y4m or raw float32, as a .y4m
+     * file is): rather refused than silently ignored. */
+    err(NULL, "%s: only for a video file output (x.mp4, x.mkv, ...)",
+        o.codec ? "--codec" : o.crf >= 0 ? "--crf" : "--preset");
     return 1;
   }
   if (o.raw && in_kind != IN_VIDEO) {
