@@ -2,7 +2,8 @@
 # test_pipeline_samples.sh - the sample programs build and run: sample-oneshot prints its
 # statistics (noise side of higher entropy than the gradient side), sample-stream prints one
 # line per frame, in order; sample-throughput runs both paths to the end. Their errors: bad
-# arguments are usage (exit 1, not the defaults taken silently), and a producer that fails
+# arguments are usage (exit 1, not the defaults taken silently; numbers read whole, "5x" and
+# "abc" refused with the usage line), and a producer that fails
 # gives its own error's exit code (out of memory: 4), not the aborted pull's 130.
 set -u
 B=${ES_BUILD:?ES_BUILD not set}/samples
@@ -30,6 +31,22 @@ for args in "oneshot 5" "oneshot 5 5 5" "stream 5 320" "throughput 10 10" "throu
   rc=$?
   [ $rc = 1 ] || { echo "sample-$args: exit $rc, want 1 (usage)"; fail=1; }
 done
+# Numbers are read whole (atoi took "5x" as 5 and "abc" as 0, the default): anything else
+# in an argument, a number out of int's range or of the sample's own, is usage too.
+for args in "oneshot 5x 5" "oneshot 64 48abc" "oneshot 64 ' 48'" "oneshot 64 ''" \
+            "oneshot 64 4294967344" "stream 5x" "stream abc 8 8" "stream 3 8 8.5" \
+            "stream 99999999999" "stream 3 0x10 8" "throughput 33 17 50x" \
+            "throughput 33 17 50 x" "throughput 33 17 50 3 abc" "throughput 33 17 50 -1" \
+            "throughput 33 17 50 3 -2" "throughput 33 17 50 3 2e0"; do
+  eval "set -- $args"
+  prog=$1; shift
+  timeout 60 "$B/sample-$prog" "$@" >/dev/null 2>"$B/../samples-usage.err"
+  rc=$?
+  [ $rc = 1 ] || { echo "sample-$args: exit $rc, want 1 (usage)"; fail=1; }
+  grep -q "^usage: sample-$prog" "$B/../samples-usage.err" ||
+    { echo "sample-$args: no usage line: $(cat "$B/../samples-usage.err")"; fail=1; }
+done
+rm -f "$B/../samples-usage.err"
 # A frame the producer cannot reserve (no memory for it): the message and exit 4.
 err=$(ASAN_OPTIONS=allocator_may_return_null=1 "$B/sample-stream" 2 2147483647 2147483647 2>&1 >/dev/null)
 rc=$?
