@@ -230,7 +230,9 @@ int es_stream_open(es_context *ctx, const es_stream_config *sc, es_stream **out)
  * was aborted. */
 int es_stream_acquire(es_stream *s, es_frame **out);
 /* Makes sure an acquired frame can hold width x height samples of `depth` bits (grows its
- * buffer if needed) and sets width, height, depth and a tight stride. */
+ * buffer if needed) and sets width, height, depth and a tight stride. ES_ERR_USAGE for a
+ * bad size or depth, ES_ERR_INPUT for a frame no engine takes (a side too long: as
+ * es_stream_push refuses it) or too large to address, before any allocation; ES_ERR_NOMEM. */
 int es_stream_reserve(es_stream *s, es_frame *f, int width, int height, int depth);
 /* Hands a filled frame to the compute stage. A frame es_compute would refuse for its
  * geometry (size, depth, a stride shorter than a row, rows past its buffer or the address

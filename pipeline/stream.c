@@ -447,6 +447,14 @@ int es_stream_reserve(es_stream *s, es_frame *f, int width, int height, int dept
     es_ctx_set_error(s->ctx, "frame %dx%d: too large", width, height);
     return ES_ERR_INPUT;
   }
+  /* A frame the push would refuse (a side the engines cannot pad) gets no buffers either. */
+  es_image in = {NULL, width, height, (size_t)width * bps, depth};
+  char why[ES_ERRLEN];
+  int rc = es_image_check(&in, why, sizeof why);
+  if (rc != ES_OK) {
+    es_ctx_set_error(s->ctx, "%s", why);
+    return rc;
+  }
   if (data_grow(s, sl, (size_t)width * bps * (size_t)height) ||
       outputs_grow(s, sl, width, height)) {
     es_ctx_set_error(s->ctx, "out of memory for a %dx%d frame", width, height);

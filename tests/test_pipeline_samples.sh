@@ -48,10 +48,17 @@ for args in "oneshot 5x 5" "oneshot 64 48abc" "oneshot 64 ' 48'" "oneshot 64 ''"
 done
 rm -f "$B/../samples-usage.err"
 # A frame the producer cannot reserve (no memory for it): the message and exit 4.
+err=$(ASAN_OPTIONS=allocator_may_return_null=1 "$B/sample-stream" 2 2000000000 2000000000 2>&1 >/dev/null)
+rc=$?
+if [ $rc != 4 ] || ! echo "$err" | grep -q "out of memory for a 2000000000x2000000000 frame"; then
+  echo "sample-stream, a frame too large for memory: exit $rc, want 4: $err"; fail=1
+fi
+# Sides longer than the engines take: refused by the reserve before it allocates anything
+# (an input error, exit 2; it once tried for the memory, and failed the frame at compute).
 err=$(ASAN_OPTIONS=allocator_may_return_null=1 "$B/sample-stream" 2 2147483647 2147483647 2>&1 >/dev/null)
 rc=$?
-if [ $rc != 4 ] || ! echo "$err" | grep -q "out of memory for a 2147483647x2147483647 frame"; then
-  echo "sample-stream, a frame too large for memory: exit $rc, want 4: $err"; fail=1
+if [ $rc != 2 ] || ! echo "$err" | grep -q "a side above 2147483137 is not supported"; then
+  echo "sample-stream, sides too long for the engines: exit $rc, want 2: $err"; fail=1
 fi
 out=$("$B/sample-throughput" 9 9 5 0 1) || { echo "sample-throughput 9 9 5 0 1 failed: $?"; fail=1; }
 echo "$out" | grep -q ", queue 8: " || { echo "sample-throughput with queue 0 (8): $out"; fail=1; }

@@ -428,7 +428,7 @@ static void test_misuse(void) {
   es_context_destroy(&ctx);
 }
 
-/* ---- A lent frame whose geometry no engine can compute is refused at push. ----
+/* ---- A frame whose geometry no engine can compute is refused at reserve and push. ----
  * The push checked a lent frame's stride only against its row: a stride whose rows span
  * more than the address space, or a side too long for the engines, went to a worker and
  * failed there as the frame's status (and the map of a frame one row of 2^31 - 100 samples
@@ -452,6 +452,14 @@ static void test_push_geometry(void) {
   memset(pixels, 5, sizeof pixels);
   es_frame *f = NULL;
   CHECK(es_stream_acquire(s, &f) == ES_OK, "acquire");
+  /* A side too long for the engines is refused by the reserve too, before its 2 GB of
+   * samples and 8 GB of map are allocated for a frame no engine could compute (a PNG of
+   * one such row passes --max-pixels; it was refused only at compute time). */
+  CHECK(es_stream_reserve(s, f, INT_MAX - 100, 1, 8) == ES_ERR_INPUT &&
+            strstr(es_context_error(ctx), "not supported"),
+        "reserve of a %d-wide frame: %s", INT_MAX - 100, es_context_error(ctx));
+  CHECK(es_stream_reserve(s, f, 1, INT_MAX - 100, 16) == ES_ERR_INPUT, "reserve, too tall");
+  CHECK(es_stream_reserve(s, f, 9, 7, 8) == ES_OK, "reserve after a refused one");
   atomic_store(&lend_returns, 0);
   f->width = 9;
   f->height = 7;

@@ -950,6 +950,7 @@ static const char *frame_error(es_context *ctx, int status) {
 
 /* es_png_read_to's destination: the acquired frame, grown to the image's size. */
 typedef struct frame_dest {
+  es_context *ctx; /* whose message says why a reserve was refused */
   es_stream *st;
   es_frame *f;
 } frame_dest;
@@ -958,8 +959,12 @@ static int frame_dest_fn(void *user, int width, int height, int depth, void **ds
                          size_t *dst_stride, char *msg, size_t len) {
   frame_dest *d = user;
   int rc = es_stream_reserve(d->st, d->f, width, height, depth);
-  if (rc != ES_OK) {
+  if (rc == ES_ERR_NOMEM) {
     snprintf(msg, len, "out of memory for a %dx%d image", width, height);
+    return rc;
+  }
+  if (rc != ES_OK) { /* a size no engine takes */
+    snprintf(msg, len, "%s", es_context_error(d->ctx));
     return rc;
   }
   *dst = d->f->data;
@@ -972,7 +977,7 @@ static int frame_dest_fn(void *user, int width, int height, int depth, void **ds
 static int decode_image(img_batch *b, img_job *j) {
   const cli_opts *o = b->o;
   char msg[MSG_LEN] = "";
-  frame_dest d = {b->st, NULL};
+  frame_dest d = {b->ctx, b->st, NULL};
   es_image img;
   int rc;
 
