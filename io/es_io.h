@@ -174,7 +174,14 @@ int es_video_in_read(es_video_in *v, void *dst, size_t dst_stride, int64_t *pts,
 /* The same, but a decoded frame whose grey plane is its Y plane as stored is lent rather
  * than copied: *lent gets a reference (lent->ref non-NULL) to give back with
  * es_video_in_unlend, and dst is not written. Other frames are copied into dst as above
- * (lent->ref NULL). */
+ * (lent->ref NULL).
+ * dst may be NULL, for a caller that sizes a buffer only for a frame that exists (a header
+ * alone must not cost the memory of the frames it declares): the next frame is then lent
+ * where it can be, else ES_ERR_AGAIN says that it exists (decoded, read ahead into memory
+ * grown as its bytes came, or, in a regular file, all there) and is held for the next
+ * call, which needs a dst. A frame of raw or y4m input is lent this way only where it is
+ * the first from a pipe; EOF and errors come as they would with a dst (a short first frame
+ * of a regular file found from the file's size, nothing allocated). */
 typedef struct es_video_lent {
   const void *data; /* the grey plane's first row */
   size_t stride;    /* bytes between rows */

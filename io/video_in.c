@@ -88,6 +88,13 @@ struct es_video_in {
                           * for the rawvideo decoder (y4m_packet) */
   size_t y4m_skip;       /* y4m direct: bytes after the Y plane (chroma) skipped per frame */
   uint8_t *drop;         /* direct reads through avio: where skipped bytes go (ES_DROP_BYTES) */
+  int line_read;         /* y4m direct: the next frame's FRAME line is read, its data not yet
+                          * (a read without a buffer stopped there) */
+  uint8_t *stage;        /* direct: a frame's Y plane read before the caller had a buffer
+                          * for it (direct_read), until handed over; av_malloc'd */
+  int held;              /* frame holds a decoded frame not yet handed over (a read without a
+                          * buffer, of a frame that could not be lent) */
+  int64_t held_pts;      /* its time stamp */
   int pfd;               /* direct reads from a regular file: its descriptor, else -1 */
   int pfd_own;           /* pfd was opened here (a named file; not standard input) */
   int64_t poff;          /* pfd: file offset of what comes next */
@@ -956,6 +963,60 @@ static size_t in_bytes(es_video_in *v, uint8_t *dst, size_t n, int *err) {
   return got;
 }
 
+/* Bytes of the regular file (pfd) after what was read, or -1 with *err set. */
+static int64_t file_left(const es_video_in *v, int *err) {
+  struct stat st;
+  if (fstat(v->pfd, &st) != 0) {
+    *err = AVERROR(errno);
+    return -1;
+  }
+  return (int64_t)st.st_size > v->poff ? (int64_t)st.st_size - v->poff : 0;
+}
+
+/* The first allocation of in_bytes_grown from a pipe; each later one doubles. */
+#define ES_GROW_FIRST ((size_t)1 << 20)
+
+/* n bytes of the input into *buf, allocated here (av_malloc'd, with pad zeroed bytes after
+ * the n) only as far as the bytes exist: a header declares a frame's size, and a 49-byte
+ * y4m of 16000x16000 frames must not cost 256 MB. From a regular file the size is checked
+ * first: a frame it cannot hold is not read, nor allocated; from a pipe the buffer grows
+ * as the bytes arrive, from ES_GROW_FIRST by doubling, so that it stays within twice what
+ * came (and the copies of growing within the frame's size). Returns how many bytes there
+ * were, as in_bytes; *buf is NULL where they are fewer than n, or where no memory could be
+ * had (*err is then AVERROR(ENOMEM)). */
+static size_t in_bytes_grown(es_video_in *v, uint8_t **buf, size_t n, size_t pad, int *err) {
+  size_t got = 0, cap = 0;
+  *buf = NULL;
+  if (v->pfd >= 0) {
+    const int64_t left = file_left(v, err);
+    if (left < 0) return 0;
+    if ((uint64_t)left < n) { /* short: what in_bytes would have read, without reading it */
+      v->poff += left;
+      return (size_t)left;
+    }
+    cap = n; /* it is all there: one allocation, one read */
+  }
+  while (got < n) {
+    size_t next = cap ? (cap < n / 2 ? 2 * cap : n) : (n < ES_GROW_FIRST ? n : ES_GROW_FIRST);
+    uint8_t *b = next <= SIZE_MAX - pad ? av_realloc(*buf, next + pad) : NULL;
+    if (!b) {
+      *err = AVERROR(ENOMEM);
+      break;
+    }
+    *buf = b;
+    cap = next;
+    const size_t r = in_bytes(v, *buf + got, cap - got, err);
+    got += r;
+    if (got < cap) break;
+  }
+  if (got < n) {
+    av_freep(buf);
+    return got;
+  }
+  memset(*buf + n, 0, pad);
+  return got;
+}
+
 /* The line before a y4m frame's data ("FRAME", optional parameters, '\n'), read as
  * libavformat's demuxer reads it (at most Y4M_LINE_MAX bytes before the '\n'). */
 #define Y4M_LINE_MAX 80
@@ -1076,64 +1137,146 @@ static double ts_seconds(int64_t pts, AVRational tb) {
   return (double)pts * (double)tb.num / (double)tb.den;
 }
 
-/* One raw or y4m frame read straight into dst (see raw_direct). */
-static int direct_read(es_video_in *v, void *dst, size_t dst_stride, int64_t *pts,
-                       double *pts_seconds, char *msg, size_t len) {
-  const size_t row = (size_t)v->width * (v->depth == 16 ? 2 : 1);
-  const size_t fsize = v->y4m_frame_size ? v->y4m_frame_size : v->raw_frame_size;
-  size_t got = 0;
-  int err = 0;
-  if (v->finished) return ES_ERR_EOF;
-  if (v->y4m_frame_size) {
-    const int rc = y4m_next_frame(v, msg, len);
-    if (rc != ES_OK) {
-      v->finished = 1;
-      return rc;
-    }
-  }
-  if (dst_stride == row) {
-    got = in_bytes(v, dst, v->raw_frame_size, &err);
-  } else {
-    for (int y = 0; y < v->height; y++) {
-      const size_t r = in_bytes(v, (uint8_t *)dst + (size_t)y * dst_stride, row, &err);
-      got += r;
-      if (r != row) break;
-    }
-  }
-  if (got == v->raw_frame_size && v->y4m_skip) got += in_bytes(v, NULL, v->y4m_skip, &err);
-  if (got == fsize) {
-    if (pts) *pts = v->next_pts;
-    if (pts_seconds) *pts_seconds = ts_seconds(v->next_pts, v->tb);
-    v->next_pts += v->step;
-    v->delivered++;
-    v->packets++;
-    return ES_OK;
-  }
+/* The end of direct reads: a frame cut short (a read error, or got of its fsize bytes),
+ * else (nothing at all where a raw frame would begin) the end of the input. */
+static int direct_end(es_video_in *v, int err, size_t got, size_t fsize, char *msg, size_t len) {
   v->finished = 1;
+  v->line_read = 0;
+  if (err == AVERROR(ENOMEM)) {
+    snprintf(msg, len, "out of memory");
+    return ES_ERR_NOMEM;
+  }
   if (err || got > 0 || v->y4m_frame_size) return frame_cut(v, err, got, fsize, msg, len);
   return ES_ERR_EOF;
 }
 
+/* Lends the staged frame (v->stage, row bytes a row): 1, or 0 where it cannot (it stays
+ * staged, for a call with a buffer). */
+static int stage_lend(es_video_in *v, size_t row, es_video_lent *lent) {
+  AVFrame *keep = av_frame_alloc();
+  if (!keep || v->raw_frame_size > (size_t)INT_MAX) {
+    av_frame_free(&keep);
+    return 0;
+  }
+  keep->buf[0] =
+      av_buffer_create(v->stage, (int)v->raw_frame_size, av_buffer_default_free, NULL, 0);
+  if (!keep->buf[0]) {
+    av_frame_free(&keep);
+    return 0;
+  }
+  keep->data[0] = v->stage;
+  v->stage = NULL; /* the frame's now */
+  lent->data = keep->data[0];
+  lent->stride = row;
+  lent->ref = keep;
+  return 1;
+}
+
+/* One raw or y4m frame read straight into dst (see raw_direct).
+ * Without dst (the caller has no buffer for frames yet, and sizes one only for a frame
+ * that exists): from a regular file, ES_ERR_AGAIN once the file holds the whole frame
+ * (only its y4m FRAME line read), else its end or short frame as with dst, nothing
+ * allocated. From a pipe, the first frame is read into a buffer grown as its bytes arrive
+ * (in_bytes_grown) and lent (held until a call with dst where lent is NULL); later frames
+ * are ES_ERR_AGAIN at once: a whole frame came, so a buffer for the next is bounded by
+ * what came. */
+static int direct_read(es_video_in *v, void *dst, size_t dst_stride, es_video_lent *lent,
+                       int64_t *pts, double *pts_seconds, char *msg, size_t len) {
+  const size_t row = (size_t)v->width * (v->depth == 16 ? 2 : 1);
+  const size_t fsize = v->y4m_frame_size ? v->y4m_frame_size : v->raw_frame_size;
+  size_t got = 0;
+  int err = 0;
+  if (!v->stage) {
+    if (v->finished) return ES_ERR_EOF;
+    if (v->y4m_frame_size && !v->line_read) {
+      const int rc = y4m_next_frame(v, msg, len);
+      if (rc != ES_OK) {
+        v->finished = 1;
+        return rc;
+      }
+      v->line_read = 1;
+    }
+    if (!dst) {
+      if (v->pfd >= 0) {
+        const int64_t left = file_left(v, &err);
+        if (left >= 0 && (uint64_t)left >= fsize) return ES_ERR_AGAIN;
+        got = left > 0 ? (size_t)left : 0;
+        v->poff += (int64_t)got; /* as the reads would have left it */
+        return direct_end(v, err, got, fsize, msg, len);
+      }
+      if (v->delivered > 0) return ES_ERR_AGAIN;
+      got = in_bytes_grown(v, &v->stage, v->raw_frame_size, 0, &err);
+      if (got == v->raw_frame_size && v->y4m_skip) got += in_bytes(v, NULL, v->y4m_skip, &err);
+      if (got != fsize) {
+        av_freep(&v->stage);
+        return direct_end(v, err, got, fsize, msg, len);
+      }
+    }
+  }
+  if (v->stage) { /* read by an earlier call, or just now */
+    if (dst) {
+      for (int y = 0; y < v->height; y++)
+        memcpy((uint8_t *)dst + (size_t)y * dst_stride, v->stage + (size_t)y * row, row);
+      av_freep(&v->stage);
+    } else if (!lent || !stage_lend(v, row, lent)) {
+      return ES_ERR_AGAIN; /* held for a call with a buffer */
+    }
+  } else {
+    if (dst_stride == row) {
+      got = in_bytes(v, dst, v->raw_frame_size, &err);
+    } else {
+      for (int y = 0; y < v->height; y++) {
+        const size_t r = in_bytes(v, (uint8_t *)dst + (size_t)y * dst_stride, row, &err);
+        got += r;
+        if (r != row) break;
+      }
+    }
+    if (got == v->raw_frame_size && v->y4m_skip) got += in_bytes(v, NULL, v->y4m_skip, &err);
+    if (got != fsize) return direct_end(v, err, got, fsize, msg, len);
+  }
+  v->line_read = 0;
+  if (pts) *pts = v->next_pts;
+  if (pts_seconds) *pts_seconds = ts_seconds(v->next_pts, v->tb);
+  v->next_pts += v->step;
+  v->delivered++;
+  v->packets++;
+  return ES_OK;
+}
+
 /* One y4m frame read here into v->pkt for the rawvideo decoder (y4m_packets), its time
  * stamp the frame's index as the demuxer gives it. ES_OK or ES_ERR_EOF; a read error or a
- * short last frame is left pending, reported once the frames before it are out. */
+ * short last frame is left pending, reported once the frames before it are out. The packet
+ * is allocated as its bytes arrive (in_bytes_grown), not at the size the header says. */
 static int y4m_packet(es_video_in *v, char *msg, size_t len) {
   const size_t fsize = v->y4m_frame_size;
   char *why = v->pending_msg; /* read only once v->pending is set */
   int err = 0, rc = y4m_next_frame(v, why, sizeof v->pending_msg);
   if (rc == ES_OK) {
-    if (fsize > (size_t)INT_MAX || av_new_packet(v->pkt, (int)fsize) < 0) {
+    uint8_t *data = NULL;
+    const size_t got = fsize > (size_t)INT_MAX
+                           ? 0
+                           : in_bytes_grown(v, &data, fsize, AV_INPUT_BUFFER_PADDING_SIZE, &err);
+    if (fsize > (size_t)INT_MAX || err == AVERROR(ENOMEM)) {
+      av_free(data);
       snprintf(msg, len, "out of memory");
       return ES_ERR_NOMEM;
     }
-    const size_t got = in_bytes(v, v->pkt->data, fsize, &err);
     if (got == fsize) {
+      av_packet_unref(v->pkt);
+      v->pkt->buf = av_buffer_create(data, (int)fsize + AV_INPUT_BUFFER_PADDING_SIZE,
+                                     av_buffer_default_free, NULL, 0);
+      if (!v->pkt->buf) {
+        av_free(data);
+        snprintf(msg, len, "out of memory");
+        return ES_ERR_NOMEM;
+      }
+      v->pkt->data = data;
+      v->pkt->size = (int)fsize;
       v->pkt->stream_index = v->stream;
       v->pkt->pts = v->pkt->dts = v->packets; /* frames so far, damaged ones included */
       v->pkt->duration = 1;
       return ES_OK;
     }
-    av_packet_unref(v->pkt);
     rc = frame_cut(v, err, got, fsize, why, sizeof v->pending_msg);
   }
   if (rc == ES_ERR_INPUT) v->pending = ES_ERR_INPUT;
@@ -1163,13 +1306,39 @@ static int lend_frame(es_video_in *v, AVFrame *f, es_video_lent *lent) {
   return 1;
 }
 
+/* Hands the decoded frame v->frame (time stamp p) over: lent, copied into dst, or without
+ * dst, where it cannot be lent, held for the next call (ES_ERR_AGAIN). */
+static int hand_over(es_video_in *v, int64_t p, void *dst, size_t dst_stride, es_video_lent *lent,
+                     int64_t *pts, double *pts_seconds, char *msg, size_t len) {
+  AVFrame *f = v->frame;
+  const int tr = es_trace_enabled();
+  const double t0 = tr ? es_trace_ms() : 0.0;
+  int rc = ES_ERR_AGAIN;
+  if (lent && lend_frame(v, f, lent))
+    rc = ES_OK;
+  else if (dst)
+    rc = deliver(v, f, dst, dst_stride, msg, len);
+  if (tr) v->deliver_ms += es_trace_ms() - t0;
+  v->held = rc == ES_ERR_AGAIN;
+  v->held_pts = p;
+  if (v->held) return rc;
+  av_frame_unref(f);
+  if (rc < 0) return rc;
+  v->delivered++;
+  if (pts) *pts = p;
+  if (pts_seconds) *pts_seconds = ts_seconds(p, v->tb);
+  return ES_OK;
+}
+
 int es_video_in_read_lend(es_video_in *v, void *dst, size_t dst_stride, es_video_lent *lent,
                           int64_t *pts, double *pts_seconds, char *msg, size_t len) {
-  int rc, err;
+  int err;
   if (!v) return ES_ERR_INTERNAL;
   if (lent) memset(lent, 0, sizeof *lent);
-  if (v->raw_direct) return direct_read(v, dst, dst_stride, pts, pts_seconds, msg, len);
+  if (v->raw_direct) return direct_read(v, dst, dst_stride, lent, pts, pts_seconds, msg, len);
+  if (v->held) return hand_over(v, v->held_pts, dst, dst_stride, lent, pts, pts_seconds, msg, len);
   for (;;) {
+    int rc;
     if (v->finished) {
       if (v->pending) {
         snprintf(msg, len, "%s", v->pending_msg);
@@ -1198,16 +1367,7 @@ int es_video_in_read_lend(es_video_in *v, void *dst, size_t dst_stride, es_video
       int64_t p = f->best_effort_timestamp;
       if (p == AV_NOPTS_VALUE) p = v->next_pts;
       v->next_pts = p + (f->pkt_duration > 0 ? f->pkt_duration : v->step);
-      const int tr = es_trace_enabled();
-      const double t0 = tr ? es_trace_ms() : 0.0;
-      rc = lent && lend_frame(v, f, lent) ? ES_OK : deliver(v, f, dst, dst_stride, msg, len);
-      if (tr) v->deliver_ms += es_trace_ms() - t0;
-      av_frame_unref(f);
-      if (rc < 0) return rc;
-      v->delivered++;
-      if (pts) *pts = p;
-      if (pts_seconds) *pts_seconds = ts_seconds(p, v->tb);
-      return ES_OK;
+      return hand_over(v, p, dst, dst_stride, lent, pts, pts_seconds, msg, len);
     }
     if (err == AVERROR_EOF) {
       v->finished = 1;
@@ -1276,6 +1436,7 @@ void es_video_in_close(es_video_in **pv) {
    * would have (a shell may hand the same file on to the next command). */
   if (v->pfd == 0) lseek(0, (off_t)v->poff, SEEK_SET);
   av_free(v->drop);
+  av_free(v->stage);
   free(v);
   *pv = NULL;
 }

@@ -73,6 +73,11 @@ typedef struct es_job {
 /* Checks a job (parameters against the input depth, sizes, pointers). ES_OK or
  * ES_ERR_USAGE with a message. */
 int es_job_check(const es_job *job, char *msg, size_t msglen);
+/* The part of es_job_check that needs only the input's geometry (width, height >= 1 and
+ * depth 8 or 16 already checked): a side the engines can pad, a stride of at least a row
+ * whose rows span at most PTRDIFF_MAX bytes. ES_OK, ES_ERR_INPUT (a side too long) or
+ * ES_ERR_USAGE (the stride), with a message. es_stream_push checks its frames with it. */
+int es_image_check(const es_image *in, char *msg, size_t msglen);
 /* Bytes from the first to one past the last byte of `rows` rows of `row` bytes, `stride`
  * apart (0 for no rows); SIZE_MAX where that does not fit in a size_t. */
 size_t es_rows_extent(size_t stride, int rows, size_t row);

@@ -199,6 +199,28 @@ static int rows_fit(size_t stride, int rows, size_t row) {
   return row <= (size_t)PTRDIFF_MAX && es_rows_extent(stride, rows, row) <= (size_t)PTRDIFF_MAX;
 }
 
+int es_image_check(const es_image *in, char *msg, size_t msglen) {
+  /* The engines pad rows and columns by up to a window (int arithmetic): a side within
+   * 2 * ES_WINDOW_MAX of INT_MAX would overflow. Only a 1-row image of 2^31 pixels comes
+   * near, and --max-pixels's default allows it. */
+  if (in->width > INT_MAX - 2 * ES_WINDOW_MAX || in->height > INT_MAX - 2 * ES_WINDOW_MAX) {
+    snprintf(msg, msglen, "image %d x %d: a side above %d is not supported", in->width, in->height,
+             INT_MAX - 2 * ES_WINDOW_MAX);
+    return ES_ERR_INPUT;
+  }
+  size_t bps = in->depth == 16 ? 2 : 1;
+  if (in->stride < (size_t)in->width * bps) {
+    snprintf(msg, msglen, "image stride %zu shorter than a row", in->stride);
+    return ES_ERR_USAGE;
+  }
+  if (!rows_fit(in->stride, in->height, (size_t)in->width * bps)) {
+    snprintf(msg, msglen, "image stride %zu: %d rows would span more than the address space",
+             in->stride, in->height);
+    return ES_ERR_USAGE;
+  }
+  return ES_OK;
+}
+
 int es_job_check(const es_job *job, char *msg, size_t msglen) {
   int rc = es_params_check(&job->params, job->in.depth, msg, msglen);
   if (rc) return rc;
@@ -206,24 +228,7 @@ int es_job_check(const es_job *job, char *msg, size_t msglen) {
     snprintf(msg, msglen, "empty image");
     return ES_ERR_USAGE;
   }
-  /* The engines pad rows and columns by up to a window (int arithmetic): a side within
-   * 2 * ES_WINDOW_MAX of INT_MAX would overflow. Only a 1-row image of 2^31 pixels comes
-   * near, and --max-pixels's default allows it. */
-  if (job->in.width > INT_MAX - 2 * ES_WINDOW_MAX || job->in.height > INT_MAX - 2 * ES_WINDOW_MAX) {
-    snprintf(msg, msglen, "image %d x %d: a side above %d is not supported", job->in.width,
-             job->in.height, INT_MAX - 2 * ES_WINDOW_MAX);
-    return ES_ERR_INPUT;
-  }
-  size_t bps = job->in.depth == 16 ? 2 : 1;
-  if (job->in.stride < (size_t)job->in.width * bps) {
-    snprintf(msg, msglen, "image stride %zu shorter than a row", job->in.stride);
-    return ES_ERR_USAGE;
-  }
-  if (!rows_fit(job->in.stride, job->in.height, (size_t)job->in.width * bps)) {
-    snprintf(msg, msglen, "image stride %zu: %d rows would span more than the address space",
-             job->in.stride, job->in.height);
-    return ES_ERR_USAGE;
-  }
+  if ((rc = es_image_check(&job->in, msg, msglen)) != ES_OK) return rc;
   if (job->map && job->map_stride < (size_t)job->in.width) {
     snprintf(msg, msglen, "map stride %zu shorter than a row", job->map_stride);
     return ES_ERR_USAGE;

@@ -231,12 +231,18 @@ int es_stream_open(es_context *ctx, const es_stream_config *sc, es_stream **out)
  * was aborted. */
 int es_stream_acquire(es_stream *s, es_frame **out);
 /* Makes sure an acquired frame can hold width x height samples of `depth` bits (grows its
- * buffer if needed) and sets width, height, depth and a tight stride. */
+ * buffer if needed) and sets width, height, depth and a tight stride. ES_ERR_USAGE for a
+ * bad size or depth, ES_ERR_INPUT for a frame no engine takes (a side too long: as
+ * es_stream_push refuses it) or too large to address, before any allocation; ES_ERR_NOMEM. */
 int es_stream_reserve(es_stream *s, es_frame *f, int width, int height, int depth);
-/* Hands a filled frame to the compute stage; the stream owns it until it is pulled. On
- * failure (ES_ERR_INTERRUPTED after es_stream_abort, ES_ERR_USAGE, ES_ERR_NOMEM) the frame
- * stays the caller's: give it back with es_stream_release (es_stream_destroy also reclaims
- * it, lent samples included). */
+/* Hands a filled frame to the compute stage; the stream owns it until it is pulled. A frame
+ * es_compute would refuse for its geometry (size, depth, a stride shorter than a row, rows
+ * past its buffer or the address space: ES_ERR_USAGE; a side too long for the engines:
+ * ES_ERR_INPUT) is refused here with es_context_error's message, as is a push after finish
+ * (ES_ERR_USAGE); ES_ERR_NOMEM where its outputs cannot grow, ES_ERR_INTERRUPTED after
+ * abort. On any error the frame stays the caller's (acquired): correct it and push again,
+ * or give it back with es_stream_release (es_stream_destroy also reclaims it, lent samples
+ * included). */
 int es_stream_push(es_stream *s, es_frame *f);
 /* No more frames will be pushed. */
 int es_stream_finish(es_stream *s);

@@ -447,6 +447,14 @@ int es_stream_reserve(es_stream *s, es_frame *f, int width, int height, int dept
     es_ctx_set_error(s->ctx, "frame %dx%d: too large", width, height);
     return ES_ERR_INPUT;
   }
+  /* A frame the push would refuse (a side the engines cannot pad) gets no buffers either. */
+  es_image in = {NULL, width, height, (size_t)width * bps, depth};
+  char why[ES_ERRLEN];
+  int rc = es_image_check(&in, why, sizeof why);
+  if (rc != ES_OK) {
+    es_ctx_set_error(s->ctx, "%s", why);
+    return rc;
+  }
   if (data_grow(s, sl, (size_t)width * bps * (size_t)height) ||
       outputs_grow(s, sl, width, height)) {
     es_ctx_set_error(s->ctx, "out of memory for a %dx%d frame", width, height);
@@ -472,10 +480,21 @@ int es_stream_push(es_stream *s, es_frame *f) {
                      f->width, f->height, f->depth);
     return ES_ERR_USAGE;
   }
+  /* What es_compute would refuse (a side the engines cannot pad, a stride shorter than a
+   * row or whose rows span past the address space) is refused here, before any output
+   * buffer is sized for it, rather than failing the frame later: the frame stays the
+   * producer's. A lent frame has no buffer of ours to check it against otherwise. */
+  es_image in = {f->lend ? f->lend : f->data, f->width, f->height, f->stride, f->depth};
+  char why[ES_ERRLEN];
+  int rc = es_image_check(&in, why, sizeof why);
+  if (rc != ES_OK) {
+    es_ctx_set_error(s->ctx, "%s", why);
+    return rc;
+  }
   size_t row = (size_t)f->width * bytes_per_sample(f->depth);
   /* stride * (height - 1) + row <= data_cap, with no product that can wrap (a huge stride
    * once passed and the workers read far outside the buffer). */
-  if (f->stride < row || (!f->lend && es_rows_extent(f->stride, f->height, row) > sl->data_cap)) {
+  if (!f->lend && es_rows_extent(f->stride, f->height, row) > sl->data_cap) {
     es_ctx_set_error(s->ctx, "frame %dx%d stride %zu: larger than its buffer", f->width,
                      f->height, f->stride);
     return ES_ERR_USAGE;
@@ -500,7 +519,6 @@ int es_stream_push(es_stream *s, es_frame *f) {
   sl->stealable = !gpu_on && s->gpu_possible && s->ctx->cfg.device != ES_DEVICE_CPU &&
                   pixels >= s->ctx->cfg.cpu_below;
 
-  int rc = ES_OK;
   pthread_mutex_lock(&s->lock);
   if (s->aborted) {
     rc = ES_ERR_INTERRUPTED;

@@ -7,20 +7,34 @@
  * The image is generated: a smooth gradient on the left half, noise on the right, so the
  * map has a low-entropy and a high-entropy side. Uses only the public header.
  */
+#include <ctype.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 
 #include "entropy_stream.h"
 
+/* 1 with *out set where s is a whole decimal number in lo..hi, else 0: "5x", "abc", " 5"
+ * or "" are not numbers (atoi read them as 5, 0, 5 and 0). */
+static int arg_int(const char *s, long lo, long hi, int *out) {
+  if (!isdigit((unsigned char)s[0]) && !(s[0] == '-' && isdigit((unsigned char)s[1]))) return 0;
+  char *end;
+  errno = 0;
+  long v = strtol(s, &end, 10);
+  if (*end || errno || v < lo || v > hi) return 0;
+  *out = (int)v;
+  return 1;
+}
+
 int main(int argc, char **argv) {
-  int w = argc > 2 ? atoi(argv[1]) : 640;
-  int h = argc > 2 ? atoi(argv[2]) : 480;
+  int w = 640, h = 480;
   int ret = 1;
   es_context *ctx = NULL;
   uint8_t *pixels = NULL;
   float *map = NULL;
   char msg[256];
-  if (argc == 2 || argc > 3 || w < 1 || h < 1 || w > 16384 || h > 16384) {
+  if (argc == 2 || argc > 3 ||
+      (argc == 3 && !(arg_int(argv[1], 1, 16384, &w) && arg_int(argv[2], 1, 16384, &h)))) {
     fprintf(stderr, "usage: sample-oneshot [WIDTH HEIGHT] (1..16384)\n");
     return 1;
   }

@@ -9,11 +9,26 @@
  * The frames are generated: a disc of noise that moves across a flat background.
  * Uses only the public header.
  */
+#include <ctype.h>
+#include <errno.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 
 #include "entropy_stream.h"
+
+/* 1 with *out set where s is a whole decimal number in lo..hi, else 0: "5x", "abc", " 5"
+ * or "" are not numbers (atoi read them as 5, 0, 5 and 0). */
+static int arg_int(const char *s, long lo, long hi, int *out) {
+  if (!isdigit((unsigned char)s[0]) && !(s[0] == '-' && isdigit((unsigned char)s[1]))) return 0;
+  char *end;
+  errno = 0;
+  long v = strtol(s, &end, 10);
+  if (*end || errno || v < lo || v > hi) return 0;
+  *out = (int)v;
+  return 1;
+}
 
 typedef struct producer {
   es_stream *s;
@@ -58,14 +73,14 @@ static void *produce(void *arg) {
 }
 
 int main(int argc, char **argv) {
-  int frames = argc > 1 ? atoi(argv[1]) : 100;
-  int w = argc > 3 ? atoi(argv[2]) : 320, h = argc > 3 ? atoi(argv[3]) : 240;
+  int frames = 100, w = 320, h = 240;
   char msg[256];
   es_context *ctx = NULL;
   es_stream *s = NULL;
   int ret = 1, rc;
-  if (argc == 3 || argc > 4 || frames < 1 || w < 1 || h < 1) {
-    fprintf(stderr, "usage: sample-stream [FRAMES [WIDTH HEIGHT]]\n");
+  if (argc == 3 || argc > 4 || (argc > 1 && !arg_int(argv[1], 1, INT_MAX, &frames)) ||
+      (argc > 3 && !(arg_int(argv[2], 1, INT_MAX, &w) && arg_int(argv[3], 1, INT_MAX, &h)))) {
+    fprintf(stderr, "usage: sample-stream [FRAMES [WIDTH HEIGHT]] (each >= 1)\n");
     return 1;
   }
 

@@ -8,6 +8,9 @@
  *
  * The frames are 4 noise images used in turn. Uses only the public header.
  */
+#include <ctype.h>
+#include <errno.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,6 +18,18 @@
 #include <time.h>
 
 #include "entropy_stream.h"
+
+/* 1 with *out set where s is a whole decimal number in lo..hi, else 0: "5x", "abc", " 5"
+ * or "" are not numbers (atoi read them as 5, 0, 5 and 0). */
+static int arg_int(const char *s, long lo, long hi, int *out) {
+  if (!isdigit((unsigned char)s[0]) && !(s[0] == '-' && isdigit((unsigned char)s[1]))) return 0;
+  char *end;
+  errno = 0;
+  long v = strtol(s, &end, 10);
+  if (*end || errno || v < lo || v > hi) return 0;
+  *out = (int)v;
+  return 1;
+}
 
 typedef struct producer {
   es_stream *s;
@@ -42,16 +57,21 @@ static void *produce(void *arg) {
 }
 
 int main(int argc, char **argv) {
-  int w = argc > 3 ? atoi(argv[1]) : 320, h = argc > 3 ? atoi(argv[2]) : 240;
-  int n = argc > 3 ? atoi(argv[3]) : 400;
+  int w = 320, h = 240, n = 400;
   char msg[256];
   es_config cfg;
   es_config_default(&cfg);
-  cfg.queue = argc > 4 ? atoi(argv[4]) : 8;
-  cfg.threads = argc > 5 ? atoi(argv[5]) : 0;
+  cfg.queue = 8;
+  cfg.threads = 0;
   cfg.verbose = 0;
-  if (argc == 2 || argc == 3 || argc > 6 || w < 1 || h < 1 || n < 1 || w > 16384 || h > 16384) {
-    fprintf(stderr, "usage: sample-throughput [WIDTH HEIGHT FRAMES [QUEUE [THREADS]]]\n");
+  if (argc == 2 || argc == 3 || argc > 6 ||
+      (argc > 3 && !(arg_int(argv[1], 1, 16384, &w) && arg_int(argv[2], 1, 16384, &h) &&
+                     arg_int(argv[3], 1, INT_MAX, &n))) ||
+      (argc > 4 && !arg_int(argv[4], 0, 4096, &cfg.queue)) ||
+      (argc > 5 && !arg_int(argv[5], 0, 4096, &cfg.threads))) {
+    fprintf(stderr, "usage: sample-throughput [WIDTH HEIGHT FRAMES [QUEUE [THREADS]]] (sides "
+                    "1..16384, FRAMES >= 1, QUEUE 0..4096 (0: 8), THREADS 0..4096 (0: all "
+                    "cores))\n");
     return 1;
   }
   es_context *ctx = NULL;

@@ -161,8 +161,9 @@ static void edges(es_context *ctx) {
     }
     es_stream_destroy(&st);
   }
-  /* A lent frame (rows in the producer's memory) with such a stride: that frame fails
-   * with a usage error (the worker read outside any buffer: a crash). */
+  /* A lent frame (rows in the producer's memory) with such a stride: refused at push with
+   * a usage error, as es_compute refuses it (the worker once read outside any buffer: a
+   * crash; then the frame failed at compute time), the frame still the producer's. */
   st = NULL;
   CHECK(es_stream_open(ctx, &sc, &st) == ES_OK && st, "stream: %s", es_context_error(ctx));
   if (st) {
@@ -174,11 +175,8 @@ static void edges(es_context *ctx) {
       f->depth = 8;
       f->stride = (size_t)1 << 63;
       f->lend = lent;
-      CHECK(es_stream_push(st, f) == ES_OK, "push of a lent frame: %s", es_context_error(ctx));
-      es_stream_finish(st);
-      CHECK(es_stream_pull(st, &f) == ES_OK && f->status == ES_ERR_USAGE &&
-                strstr(es_context_error(ctx), "address space"),
-            "a lent frame of stride 2^63: status %d %s", f ? f->status : 0, es_context_error(ctx));
+      CHECK(es_stream_push(st, f) == ES_ERR_USAGE && strstr(es_context_error(ctx), "address space"),
+            "a lent frame of stride 2^63 was pushed: %s", es_context_error(ctx));
       es_stream_release(st, f);
     }
     es_stream_destroy(&st);

@@ -2,7 +2,8 @@
 # test_pipeline_samples.sh - the sample programs build and run: sample-oneshot prints its
 # statistics (noise side of higher entropy than the gradient side), sample-stream prints one
 # line per frame, in order; sample-throughput runs both paths to the end. Their errors: bad
-# arguments are usage (exit 1, not the defaults taken silently), and a producer that fails
+# arguments are usage (exit 1, not the defaults taken silently; numbers read whole, "5x" and
+# "abc" refused with the usage line), and a producer that fails
 # gives its own error's exit code (out of memory: 4), not the aborted pull's 130.
 set -u
 B=${ES_BUILD:?ES_BUILD not set}/samples
@@ -30,11 +31,34 @@ for args in "oneshot 5" "oneshot 5 5 5" "stream 5 320" "throughput 10 10" "throu
   rc=$?
   [ $rc = 1 ] || { echo "sample-$args: exit $rc, want 1 (usage)"; fail=1; }
 done
+# Numbers are read whole (atoi took "5x" as 5 and "abc" as 0, the default): anything else
+# in an argument, a number out of int's range or of the sample's own, is usage too.
+for args in "oneshot 5x 5" "oneshot 64 48abc" "oneshot 64 ' 48'" "oneshot 64 ''" \
+            "oneshot 64 4294967344" "stream 5x" "stream abc 8 8" "stream 3 8 8.5" \
+            "stream 99999999999" "stream 3 0x10 8" "throughput 33 17 50x" \
+            "throughput 33 17 50 x" "throughput 33 17 50 3 abc" "throughput 33 17 50 -1" \
+            "throughput 33 17 50 3 -2" "throughput 33 17 50 3 2e0"; do
+  eval "set -- $args"
+  prog=$1; shift
+  timeout 60 "$B/sample-$prog" "$@" >/dev/null 2>"$B/../samples-usage.err"
+  rc=$?
+  [ $rc = 1 ] || { echo "sample-$args: exit $rc, want 1 (usage)"; fail=1; }
+  grep -q "^usage: sample-$prog" "$B/../samples-usage.err" ||
+    { echo "sample-$args: no usage line: $(cat "$B/../samples-usage.err")"; fail=1; }
+done
+rm -f "$B/../samples-usage.err"
 # A frame the producer cannot reserve (no memory for it): the message and exit 4.
+err=$(ASAN_OPTIONS=allocator_may_return_null=1 "$B/sample-stream" 2 2000000000 2000000000 2>&1 >/dev/null)
+rc=$?
+if [ $rc != 4 ] || ! echo "$err" | grep -q "out of memory for a 2000000000x2000000000 frame"; then
+  echo "sample-stream, a frame too large for memory: exit $rc, want 4: $err"; fail=1
+fi
+# Sides longer than the engines take: refused by the reserve before it allocates anything
+# (an input error, exit 2; it once tried for the memory, and failed the frame at compute).
 err=$(ASAN_OPTIONS=allocator_may_return_null=1 "$B/sample-stream" 2 2147483647 2147483647 2>&1 >/dev/null)
 rc=$?
-if [ $rc != 4 ] || ! echo "$err" | grep -q "out of memory for a 2147483647x2147483647 frame"; then
-  echo "sample-stream, a frame too large for memory: exit $rc, want 4: $err"; fail=1
+if [ $rc != 2 ] || ! echo "$err" | grep -q "a side above 2147483137 is not supported"; then
+  echo "sample-stream, sides too long for the engines: exit $rc, want 2: $err"; fail=1
 fi
 out=$("$B/sample-throughput" 9 9 5 0 1) || { echo "sample-throughput 9 9 5 0 1 failed: $?"; fail=1; }
 echo "$out" | grep -q ", queue 8: " || { echo "sample-throughput with queue 0 (8): $out"; fail=1; }

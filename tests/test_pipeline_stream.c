@@ -6,6 +6,7 @@
  * another thread unblocking acquire and pull; destroy in mid-flight; bounded memory (frames
  * out of the pool never above cfg.queue; resident memory flat over a long stream).
  */
+#include <limits.h>
 #include <pthread.h>
 #include <unistd.h>
 
@@ -427,6 +428,95 @@ static void test_misuse(void) {
   es_context_destroy(&ctx);
 }
 
+/* ---- A frame whose geometry no engine can compute is refused at reserve and push. ----
+ * The push checked a lent frame's stride only against its row: a stride whose rows span
+ * more than the address space, or a side too long for the engines, went to a worker and
+ * failed there as the frame's status (and the map of a frame one row of 2^31 - 100 samples
+ * wide was allocated first). Now es_stream_push refuses it with the same message
+ * es_compute gives, and the frame stays the producer's: fixed, it goes through. */
+static void test_push_geometry(void) {
+  es_config c;
+  es_config_default(&c);
+  c.queue = 2;
+  c.threads = 1;
+  c.verbose = 0;
+  c.device = ES_DEVICE_CPU;
+  es_context *ctx = NULL;
+  CHECK(es_context_create(&ctx, &c, NULL, 0) == ES_OK, "create");
+  es_stream_config sc;
+  memset(&sc, 0, sizeof sc);
+  sc.want_map = 1;
+  es_stream *s = NULL;
+  CHECK(es_stream_open(ctx, &sc, &s) == ES_OK, "open");
+  static uint8_t pixels[9 * 7];
+  memset(pixels, 5, sizeof pixels);
+  es_frame *f = NULL;
+  CHECK(es_stream_acquire(s, &f) == ES_OK, "acquire");
+  /* A side too long for the engines is refused by the reserve too, before its 2 GB of
+   * samples and 8 GB of map are allocated for a frame no engine could compute (a PNG of
+   * one such row passes --max-pixels; it was refused only at compute time). */
+  CHECK(es_stream_reserve(s, f, INT_MAX - 100, 1, 8) == ES_ERR_INPUT &&
+            strstr(es_context_error(ctx), "not supported"),
+        "reserve of a %d-wide frame: %s", INT_MAX - 100, es_context_error(ctx));
+  CHECK(es_stream_reserve(s, f, 1, INT_MAX - 100, 16) == ES_ERR_INPUT, "reserve, too tall");
+  CHECK(es_stream_reserve(s, f, 9, 7, 8) == ES_OK, "reserve after a refused one");
+  atomic_store(&lend_returns, 0);
+  f->width = 9;
+  f->height = 7;
+  f->depth = 8;
+  f->lend = pixels;
+  f->lend_release = lend_free;
+  f->lend_arg = NULL;
+  const struct {
+    int width, height, depth;
+    size_t stride;
+    int want;
+    const char *says;
+  } bad[] = {
+      {9, 7, 8, 8, ES_ERR_USAGE, "stride"},                   /* shorter than a row */
+      {9, 7, 16, 17, ES_ERR_USAGE, "stride"},                 /* 16-bit: a row is 18 bytes */
+      {9, 7, 8, SIZE_MAX / 2, ES_ERR_USAGE, "address space"}, /* rows past PTRDIFF_MAX */
+      {9, 7, 8, SIZE_MAX / 3, ES_ERR_USAGE, "address space"}, /* the extent wraps size_t */
+      {9, 7, 8, (size_t)PTRDIFF_MAX / 6 + 1, ES_ERR_USAGE, "address space"},
+      {INT_MAX - 100, 1, 8, (size_t)INT_MAX, ES_ERR_INPUT, "not supported"}, /* too wide */
+  };
+  for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+    f->width = bad[i].width;
+    f->height = bad[i].height;
+    f->depth = bad[i].depth;
+    f->stride = bad[i].stride;
+    const int rc = es_stream_push(s, f);
+    CHECK(rc == bad[i].want, "lent %dx%d depth %d stride %zu: push gave %d, want %d", bad[i].width,
+          bad[i].height, bad[i].depth, bad[i].stride, rc, bad[i].want);
+    CHECK(strstr(es_context_error(ctx), bad[i].says), "lent stride %zu: message '%s', want '%s'",
+          bad[i].stride, es_context_error(ctx), bad[i].says);
+  }
+  CHECK(atomic_load(&lend_returns) == 0, "a refused frame's lent samples were given back");
+  /* The frame is still the producer's: corrected, it is computed. */
+  f->width = 9;
+  f->height = 7;
+  f->depth = 8;
+  f->stride = 9;
+  CHECK(es_stream_push(s, f) == ES_OK, "push of the corrected frame: %s", es_context_error(ctx));
+  CHECK(es_stream_finish(s) == ES_OK, "finish");
+  f = NULL;
+  CHECK(es_stream_pull(s, &f) == ES_OK && f && f->index == 0, "pull");
+  if (f) {
+    CHECK(f->status == ES_OK, "corrected frame: status %d (%s)", f->status, es_context_error(ctx));
+    int zero = f->map != NULL;
+    for (int y = 0; zero && y < 7; y++)
+      for (int x = 0; x < 9; x++)
+        zero &= f->map[(size_t)y * f->map_stride + x] == 0.0f;
+    CHECK(zero, "constant lent frame: entropy not zero");
+    es_stream_release(s, f);
+  }
+  CHECK(atomic_load(&lend_returns) == 1, "lent samples given back %ld times, want 1",
+        atomic_load(&lend_returns));
+  CHECK(es_stream_pull(s, &f) == ES_ERR_EOF, "EOF");
+  es_stream_destroy(&s);
+  es_context_destroy(&ctx);
+}
+
 /* ---- The context destroyed while a stream lives. ---- */
 /* es_context_destroy with frames queued: the stream keeps the context, computes them and
  * frees it at es_stream_destroy (the workers read the freed context: under ASan a
@@ -563,6 +653,7 @@ int main(void) {
   run_stream(101, "frames=0,1,2,5,40", 30);
   test_abort();
   test_misuse();
+  test_push_geometry();
   test_context_first();
   test_long();
   return es_test_done("test_pipeline_stream");

@@ -10,6 +10,7 @@
  */
 #include <inttypes.h>
 #include <math.h>
+#include <sys/resource.h>
 
 #include "es_io.h"
 #include "es_test_video.h"
@@ -61,6 +62,7 @@ typedef struct decoded {
   int open_rc, end_rc;
   int64_t corrupt;
   int lent;            /* frames lent (g_lend) */
+  int asked;           /* g_ask: frames that needed a buffer (ES_ERR_AGAIN without one) */
   char msg[256];
 } decoded;
 
@@ -69,6 +71,10 @@ typedef struct decoded {
  * shows; the last one is given back after es_video_in_close. The pin hook page-locks
  * nothing: it accepts every other call, to exercise a retry on the buffer's next frame. */
 static int g_lend;
+/* g_ask: each frame is asked for without a buffer first (lending), as the CLI asks, and
+ * read into one only where the reader says ES_ERR_AGAIN (it exists, and is held); asking
+ * again without one must say the same. The frames, time stamps and end must not change. */
+static int g_ask;
 static int pin_calls, pin_ok, unpin_calls;
 static int fake_pin(void *p, size_t bytes) {
   CHECK(p && bytes && ((uintptr_t)p & 4095) == 0 && bytes % 4096 == 0, "pin %p %zu", p, bytes);
@@ -100,8 +106,9 @@ static void give_back(decoded *d, held *h, size_t frame, size_t row) {
 static void decode_all(const char *path, const char *raw, int64_t max_pixels, int threads,
                        decoded *d) {
   memset(d, 0, sizeof *d);
+  const int lend = g_lend || g_ask;
   es_video_in_opts o = {.raw = raw, .max_pixels = max_pixels, .threads = threads,
-                       .lend = g_lend, .pin = fake_pin, .unpin = fake_unpin};
+                       .lend = lend, .pin = fake_pin, .unpin = fake_unpin};
   held hold[HOLD];
   int nheld = 0;
   es_video_in *v = NULL;
@@ -114,17 +121,34 @@ static void decode_all(const char *path, const char *raw, int64_t max_pixels, in
   size_t bps = d->info.depth == 16 ? 2 : 1;
   size_t frame = (size_t)d->info.width * d->info.height * bps;
   size_t stride = (size_t)d->info.width * bps + (getenv("TV_PAD") ? atoi(getenv("TV_PAD")) : 13); /* a padded destination */
-  uint8_t *buf = malloc(stride * d->info.height);
+  /* g_ask: made once the reader says a frame exists, as the CLI makes its buffers */
+  uint8_t *buf = g_ask ? NULL : malloc(stride * d->info.height);
   for (;;) {
-    memset(buf, 0xa5, stride * d->info.height);
+    if (buf) memset(buf, 0xa5, stride * d->info.height);
     int64_t pts = -777;
     double secs = -777;
     es_video_lent lent;
-    int rc = g_lend ? es_video_in_read_lend(v, buf, stride, &lent, &pts, &secs, d->msg,
-                                            sizeof d->msg)
-                    : es_video_in_read(v, buf, stride, &pts, &secs, d->msg, sizeof d->msg);
+    int rc;
+    if (g_ask) {
+      rc = es_video_in_read_lend(v, NULL, 0, &lent, &pts, &secs, d->msg, sizeof d->msg);
+      if (rc == ES_ERR_AGAIN) {
+        CHECK(!lent.ref, "ES_ERR_AGAIN, and a frame lent");
+        rc = es_video_in_read_lend(v, NULL, 0, &lent, &pts, &secs, d->msg, sizeof d->msg);
+        CHECK(rc == ES_ERR_AGAIN, "frame %d: asked again without a buffer: %d %s", d->n, rc,
+              d->msg);
+        if (!buf && (buf = malloc(stride * d->info.height)))
+          memset(buf, 0xa5, stride * d->info.height);
+        rc = es_video_in_read_lend(v, buf, stride, &lent, &pts, &secs, d->msg, sizeof d->msg);
+        CHECK(rc != ES_ERR_AGAIN, "frame %d: ES_ERR_AGAIN with a buffer", d->n);
+        d->asked += rc == ES_OK; /* from a pipe, the end may come after ES_ERR_AGAIN */
+      }
+    } else if (g_lend) {
+      rc = es_video_in_read_lend(v, buf, stride, &lent, &pts, &secs, d->msg, sizeof d->msg);
+    } else {
+      rc = es_video_in_read(v, buf, stride, &pts, &secs, d->msg, sizeof d->msg);
+    }
     if (rc < 0) {
-      CHECK(!g_lend || !lent.ref, "a failed read lent a frame");
+      CHECK(!(g_lend || g_ask) || !lent.ref, "a failed read lent a frame");
       d->end_rc = rc;
       break;
     }
@@ -132,7 +156,7 @@ static void decode_all(const char *path, const char *raw, int64_t max_pixels, in
     uint8_t *nd = realloc(d->data, frame * (d->n + 1));
     if (!nd) break;
     d->data = nd;
-    if (g_lend && lent.ref) {
+    if ((g_lend || g_ask) && lent.ref) {
       CHECK(lent.data && lent.stride >= (size_t)d->info.width * bps, "lent stride %zu",
             lent.stride);
       if (nheld == HOLD) { /* the oldest goes back */
@@ -151,7 +175,7 @@ static void decode_all(const char *path, const char *raw, int64_t max_pixels, in
     d->n++;
   }
   /* EOF is sticky */
-  if (d->end_rc == ES_ERR_EOF)
+  if (d->end_rc == ES_ERR_EOF && buf)
     CHECK(es_video_in_read(v, buf, stride, NULL, NULL, d->msg, sizeof d->msg) == ES_ERR_EOF,
           "second read after EOF");
   d->corrupt = es_video_in_corrupt(v);
@@ -263,6 +287,19 @@ static void clip_case(const char *name, int w, int h, const char *rate, int n,
           "%s: %d of %d frames lent, %d pin calls (want lends %d)", name, l.lent, l.n, pin_calls,
           lends);
     free(l.data);
+    /* Asked for without a buffer first: the same frames (decoded frames lent, or held). */
+    g_ask = 1;
+    decode_all(clip, NULL, 0, es_test_range(0, 3), &l);
+    g_ask = 0;
+    CHECK(l.open_rc == ES_OK && l.end_rc == ES_ERR_EOF && l.n == d.n, "%s asked: %d %d %d frames",
+          name, l.open_rc, l.end_rc, l.n);
+    CHECK(l.n != d.n || !memcmp(l.data, d.data, fbytes * (size_t)d.n), "%s: asked frames differ",
+          name);
+    for (int i = 0; i < l.n && i < d.n; i++)
+      CHECK(l.pts[i] == d.pts[i], "%s asked: frame %d pts", name, i);
+    CHECK(l.lent + l.asked == l.n && l.lent == (lends ? l.n : 0),
+          "%s asked: %d lent, %d held for a buffer, of %d", name, l.lent, l.asked, l.n);
+    free(l.data);
   }
   int64_t ppts[512];
   int pn = probe_pts(clip, ppts, 512);
@@ -357,6 +394,12 @@ static void raw_case(int depth, int short_tail, int via, int big) {
       CHECK(fabs(d.secs[i] - want) < 1e-6, "raw frame %d at %.6f s, want %.6f", i, d.secs[i],
             want);
     }
+    /* Asked without a buffer: from a pipe the first frame is read into memory of the
+     * reader's own and lent, later ones wait for a buffer; a file's all wait for one. */
+    const int lent0 = g_ask && via == VIA_PIPE && d.n > 0;
+    CHECK(d.lent == lent0 && d.asked == (g_ask ? d.n - lent0 : 0),
+          "raw %s %s asked %d: %d lent, %d held for a buffer, of %d", spec, via_name[via], g_ask,
+          d.lent, d.asked, d.n);
     if (short_tail) {
       char want[160];
       snprintf(want, sizeof want, "frame %d is short (got %zu of %zu bytes)", n, tail, fsize);
@@ -452,6 +495,12 @@ static void y4m_pipe_case(const char *pixfmt, int depth, int bits, int mode, int
         "y4m pipe %s: %d frames %dx%d depth %d", pixfmt, d.n, d.info.width, d.info.height,
         d.info.depth);
   CHECK(d.info.fps_num == 24 && d.info.fps_den == 1, "y4m fps");
+  /* Asked without a buffer (see raw_case); 10-bit frames come from the decoder, converted:
+   * never lent, each held for a buffer. */
+  const int lent0 = g_ask && via == VIA_PIPE && bits == 8 && d.n > 0;
+  CHECK(d.lent == lent0 && d.asked == (g_ask ? d.n - lent0 : 0),
+        "y4m %s %s asked %d: %d lent, %d held for a buffer, of %d", pixfmt, via_name[via], g_ask,
+        d.lent, d.asked, d.n);
   size_t fb = (size_t)w * h * (depth == 16 ? 2 : 1);
   if (d.n == n && r && rsize >= fb * (n + (skipped >= 0))) {
     int maxdiff = 0;
@@ -467,6 +516,93 @@ static void y4m_pipe_case(const char *pixfmt, int depth, int bits, int mode, int
   free(c);
   free(r);
   free(d.data);
+}
+
+/* A y4m header declaring frames of fsize bytes (C field c, w x h), then the FRAME line and
+ * 6 bytes: read as the CLI reads, asking without a buffer (g_ask), in a child process
+ * whose address space is limited to what it maps now and 128 MB more (not under ASan,
+ * whose shadow memory needs terabytes). The reader once allocated the declared frame before
+ * its bytes came (a packet of fsize for 10-bit frames; the CLI, a pool of them): now the
+ * first frame is found short from the file's size, or read from a pipe into memory that
+ * grows as its bytes come. Either way: frame 0 is short, no frame delivered. */
+static void huge_header_case(const char *c, int w, int h, size_t fsize, int via) {
+  char hdr[160];
+  const int n = snprintf(hdr, sizeof hdr, "YUV4MPEG2 W%d H%d F25:1 Ip A1:1 C%s\nFRAME\nabcdef",
+                         w, h, c);
+  fflush(stdout);
+  fflush(stderr);
+  const pid_t child = fork();
+  if (child == 0) {
+#if !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
+    long vm_kb = 0;
+    FILE *st = fopen("/proc/self/status", "r");
+    char line[256];
+    while (st && fgets(line, sizeof line, st))
+      if (!strncmp(line, "VmSize:", 7)) vm_kb = atol(line + 7);
+    if (st) fclose(st);
+    const struct rlimit lim = {(rlim_t)(vm_kb + 128 * 1024) * 1024, RLIM_INFINITY};
+    if (vm_kb <= 0 || setrlimit(RLIMIT_AS, &lim) != 0) printf("huge header: no limit set\n");
+#endif
+    es_test_failures = 0;
+    int saved = -1;
+    pid_t pid;
+    const char *path = via_open(via, hdr, (size_t)n, &pid, &saved);
+    decoded d;
+    g_ask = 1;
+    decode_all(path, NULL, 0, 0, &d);
+    tv_stdin_restore(pid, saved);
+    char want[160];
+    snprintf(want, sizeof want, "frame 0 is short (got 6 of %zu bytes)", fsize);
+    CHECK(d.open_rc == ES_OK && d.end_rc == ES_ERR_INPUT && d.n == 0 && !strcmp(d.msg, want),
+          "huge %s header, %s: open %d, end %d, %d frames, '%s' (want '%s')", c, via_name[via],
+          d.open_rc, d.end_rc, d.n, d.msg, want);
+    free(d.data);
+    fflush(stdout);
+    _exit(es_test_failures ? 1 : 0);
+  }
+  int status = 0;
+  CHECK(child > 0 && waitpid(child, &status, 0) == child && WIFEXITED(status) &&
+            WEXITSTATUS(status) == 0,
+        "huge %s header, %s: the child failed (status %#x)", c, via_name[via], status);
+}
+
+/* y4m (where ffmpeg writes it and libavformat reads it) and raw frames, through a pipe,
+ * standard input redirected from a file and a named file. */
+static void stream_cases(int have_y4m) {
+  if (have_y4m) {
+    /* 10-bit frames are read as packets for the decoder, with the same rules */
+    static const struct {
+      const char *pixfmt;
+      int depth, bits, mode;
+    } y4m_cases[] = {
+        {"yuv420p", 8, 8, Y4M_CLEAN},       {"gray", 8, 8, Y4M_CLEAN},
+        {"yuv444p10le", 16, 10, Y4M_CLEAN}, {"yuv420p", 8, 8, Y4M_SHORT},
+        {"gray", 8, 8, Y4M_SHORT},          {"yuv420p", 8, 8, Y4M_BAD},
+        {"gray", 8, 8, Y4M_PARAMS},         {"yuv444p10le", 16, 10, Y4M_SHORT},
+        {"yuv444p10le", 16, 10, Y4M_BAD},   {"yuv444p10le", 16, 10, Y4M_PARAMS},
+    };
+    for (int via = VIA_PIPE; via <= VIA_NAMED; via++)
+      for (size_t i = 0; i < sizeof y4m_cases / sizeof y4m_cases[0]; i++)
+        y4m_pipe_case(y4m_cases[i].pixfmt, y4m_cases[i].depth, y4m_cases[i].bits,
+                      y4m_cases[i].mode, via, 0);
+    /* frames big enough to be read by several threads from a file */
+    y4m_pipe_case("yuv420p", 8, 8, Y4M_CLEAN, VIA_STDIN_FILE, 1);
+    y4m_pipe_case("gray", 8, 8, Y4M_SHORT, VIA_NAMED, 1);
+    y4m_pipe_case("yuv420p", 8, 8, Y4M_BAD, VIA_NAMED, 1);
+  } else {
+    /* Standard input is still covered by the raw cases below. */
+    printf("test_video_in: y4m pipe cases skipped: no y4m muxer in the ffmpeg program or no "
+           "yuv4mpegpipe demuxer in libavformat\n");
+  }
+  for (int depth = 8; depth <= 16; depth += 8)
+    for (int via = VIA_PIPE; via <= VIA_NAMED; via++) {
+      raw_case(depth, 0, via, 0);
+      raw_case(depth, 1, via, 0);
+      if (via != VIA_PIPE || g_ask) {
+        raw_case(depth, 0, via, 1);
+        raw_case(depth, 1, via, 1);
+      }
+    }
 }
 
 /* A build without FFmpeg: every open fails with one clear line (video_stub.c). */
@@ -535,39 +671,14 @@ int main(void) {
     if (tv_exists(sample)) clip_case(sample, 320, 240, "25", 75, NULL, y, 8, 0, 8, 2);
   }
 
-  if (have_y4m) {
-    /* 10-bit frames are read as packets for the decoder, with the same rules */
-    static const struct {
-      const char *pixfmt;
-      int depth, bits, mode;
-    } y4m_cases[] = {
-        {"yuv420p", 8, 8, Y4M_CLEAN},       {"gray", 8, 8, Y4M_CLEAN},
-        {"yuv444p10le", 16, 10, Y4M_CLEAN}, {"yuv420p", 8, 8, Y4M_SHORT},
-        {"gray", 8, 8, Y4M_SHORT},          {"yuv420p", 8, 8, Y4M_BAD},
-        {"gray", 8, 8, Y4M_PARAMS},         {"yuv444p10le", 16, 10, Y4M_SHORT},
-        {"yuv444p10le", 16, 10, Y4M_BAD},   {"yuv444p10le", 16, 10, Y4M_PARAMS},
-    };
-    for (int via = VIA_PIPE; via <= VIA_NAMED; via++)
-      for (size_t i = 0; i < sizeof y4m_cases / sizeof y4m_cases[0]; i++)
-        y4m_pipe_case(y4m_cases[i].pixfmt, y4m_cases[i].depth, y4m_cases[i].bits,
-                      y4m_cases[i].mode, via, 0);
-    /* frames big enough to be read by several threads from a file */
-    y4m_pipe_case("yuv420p", 8, 8, Y4M_CLEAN, VIA_STDIN_FILE, 1);
-    y4m_pipe_case("gray", 8, 8, Y4M_SHORT, VIA_NAMED, 1);
-    y4m_pipe_case("yuv420p", 8, 8, Y4M_BAD, VIA_NAMED, 1);
-  } else {
-    /* Standard input is still covered by the raw cases below. */
-    printf("test_video_in: y4m pipe cases skipped: no y4m muxer in the ffmpeg program or no "
-           "yuv4mpegpipe demuxer in libavformat\n");
-  }
-  for (int depth = 8; depth <= 16; depth += 8)
+  /* Twice: read into a buffer given each time, and asked for without one first (g_ask;
+   * with frames of ~1 MB through a pipe too, whose first frame is read in growing steps). */
+  for (g_ask = 0; g_ask < 2; g_ask++) stream_cases(have_y4m);
+  g_ask = 0;
+  if (tv_lavf_has_demuxer("yuv4mpegpipe"))
     for (int via = VIA_PIPE; via <= VIA_NAMED; via++) {
-      raw_case(depth, 0, via, 0);
-      raw_case(depth, 1, via, 0);
-      if (via != VIA_PIPE) {
-        raw_case(depth, 0, via, 1);
-        raw_case(depth, 1, via, 1);
-      }
+      huge_header_case("mono", 16000, 16000, 256000000, via);
+      huge_header_case("mono10", 12000, 12000, 288000000, via);
     }
 
   /* Bad raw specs: usage errors naming the option. */

@@ -954,6 +954,7 @@ static const char *frame_error(es_context *ctx, int status) {
 
 /* es_png_read_to's destination: the acquired frame, grown to the image's size. */
 typedef struct frame_dest {
+  es_context *ctx; /* whose message says why a reserve was refused */
   es_stream *st;
   es_frame *f;
 } frame_dest;
@@ -962,8 +963,12 @@ static int frame_dest_fn(void *user, int width, int height, int depth, void **ds
                          size_t *dst_stride, char *msg, size_t len) {
   frame_dest *d = user;
   int rc = es_stream_reserve(d->st, d->f, width, height, depth);
-  if (rc != ES_OK) {
+  if (rc == ES_ERR_NOMEM) {
     snprintf(msg, len, "out of memory for a %dx%d image", width, height);
+    return rc;
+  }
+  if (rc != ES_OK) { /* a size no engine takes */
+    snprintf(msg, len, "%s", es_context_error(d->ctx));
     return rc;
   }
   *dst = d->f->data;
@@ -976,7 +981,7 @@ static int frame_dest_fn(void *user, int width, int height, int depth, void **ds
 static int decode_image(img_batch *b, img_job *j) {
   const cli_opts *o = b->o;
   char msg[MSG_LEN] = "";
-  frame_dest d = {b->st, NULL};
+  frame_dest d = {b->ctx, b->st, NULL};
   es_image img;
   int rc;
 
@@ -1612,6 +1617,12 @@ typedef struct vid_run {
   int read_status;      /* ES_OK, ES_ERR_INTERRUPTED (signal) or the input error */
   char read_msg[MSG_LEN];
   int64_t pushed;
+  /* Frame 0 as run_video read it, lent, before the decode thread starts (which pushes it
+   * first and clears first_lent); run_video gives it back where the thread never ran. */
+  int first_lent;
+  es_video_lent first;
+  int64_t first_pts;
+  double first_pts_seconds;
 } vid_run;
 
 static void *decode_thread(void *arg) {
@@ -1635,19 +1646,35 @@ static void *decode_thread(void *arg) {
       f = NULL;
       break;
     }
-    rc = es_stream_reserve(v->st, f, v->info.width, v->info.height, v->info.depth);
-    if (rc != ES_OK) {
-      snprintf(v->read_msg, sizeof v->read_msg, "out of memory for a %dx%d frame",
-               v->info.width, v->info.height);
-      break;
-    }
-    if (tr) t0 = es_trace_ms();
+    /* A frame buffer is made for a frame the reader has (ES_ERR_AGAIN: it exists), not
+     * for the size a header declared: a slot that never held a frame of ours (f->data
+     * NULL) asks without one. Lent frames never need one. */
     es_video_lent lent;
-    rc = es_video_in_read_lend(v->vin, f->data, f->stride, &lent, &pts, &ptss, v->read_msg,
-                               sizeof v->read_msg);
-    if (tr) t_read += es_trace_ms() - t0;
+    rc = ES_ERR_AGAIN;
+    if (v->first_lent) { /* frame 0, read before the outputs were opened */
+      lent = v->first;
+      pts = v->first_pts;
+      ptss = v->first_pts_seconds;
+      v->first_lent = 0;
+      rc = ES_OK;
+    }
+    for (int pass = 0; rc == ES_ERR_AGAIN && pass < 2; pass++) {
+      if ((f->data || pass) &&
+          (rc = es_stream_reserve(v->st, f, v->info.width, v->info.height, v->info.depth))) {
+        snprintf(v->read_msg, sizeof v->read_msg, "out of memory for a %dx%d frame", v->info.width,
+                 v->info.height);
+        break;
+      }
+      if (tr) t0 = es_trace_ms();
+      rc = es_video_in_read_lend(v->vin, f->data, f->stride, &lent, &pts, &ptss, v->read_msg,
+                                 sizeof v->read_msg);
+      if (tr) t_read += es_trace_ms() - t0;
+    }
     if (rc != ES_OK) break;
     if (lent.ref) { /* the decoded frame itself, until the stream gives it back */
+      f->width = v->info.width;
+      f->height = v->info.height;
+      f->depth = v->info.depth;
       f->lend = lent.data;
       f->stride = lent.stride;
       f->lend_release = es_video_in_unlend;
@@ -1813,6 +1840,26 @@ static int run_video(cli_opts *o, int out_kind) {
     code = 1;
     goto end;
   }
+  /* Frame 0 before anything is sized for the frames (an encoder allocates for the header's
+   * size when it opens, the stream's buffers are the frame's size): a header alone declares
+   * sizes, and a 49-byte y4m of 16000x16000 frames must not cost gigabytes. The reader
+   * lends it, or holds it (ES_ERR_AGAIN) for the decode thread; a first frame that is
+   * short or unreadable is the input's error, as a header the reader refused is. */
+  rc = es_video_in_read_lend(v.vin, NULL, 0, &v.first, &v.first_pts, &v.first_pts_seconds, msg,
+                             sizeof msg);
+  if (rc == ES_OK) {
+    v.first_lent = 1;
+  } else if (rc != ES_ERR_AGAIN && rc != ES_ERR_EOF) {
+    if (g_stop) { /* the pump closed standard input: the read came out short */
+      if (!o->quiet) err(in_name, "interrupted before the first frame");
+      code = 130;
+      goto end;
+    }
+    err(in_name, "%s", *msg ? msg : es_strerror(rc));
+    code = es_exit_code(rc);
+    goto end;
+  }
+  es_trace("video: first frame read");
 
   /* Outputs. */
   if (out_kind == OUT_VIDEO || out_kind == OUT_STDOUT) {
@@ -1876,9 +1923,8 @@ static int run_video(cli_opts *o, int out_kind) {
     }
     sc.want_stats = 1;
   }
-  sc.max_width = v.info.width;
-  sc.max_height = v.info.height;
-  sc.depth = v.info.depth;
+  /* max_width 0: each frame buffer is made when a frame for it has come (decode_thread),
+   * at most --queue of them, rather than --queue of the header's size up front. */
   es_trace("video: outputs open, joining the context thread");
 
   if (cth_started) {
@@ -2123,6 +2169,7 @@ end:
   exit_if_gpus_opening(ctx ? ctx : co.ctx, code);
   es_context_destroy(&co.ctx);
   es_stream_destroy(&v.st);   /* gives lent frames back to the reader */
+  if (v.first_lent) es_video_in_unlend(v.first.ref); /* frame 0, never pushed */
   es_video_in_close(&v.vin);  /* frees (and unpins) its buffers, while the context lives */
   atomic_store(&g_pin_ctx, NULL);
   es_context_destroy(&ctx);
