@@ -422,22 +422,35 @@ int es_stream_acquire(es_stream *s, es_frame **out) {
   return ES_OK;
 }
 
+/* The slot of a frame of this stream's pool, or NULL for any other pointer: a frame of
+ * another stream (its state is that stream's, under that stream's lock), or an es_frame of
+ * the caller's own (a slot's fields would be read past its end). */
+static es_slot *slot_of(const es_stream *s, es_frame *f) {
+  uintptr_t p = (uintptr_t)f, base = (uintptr_t)s->slots;
+  if (!f || !s->slots || p < base) return NULL;
+  uintptr_t off = p - base;
+  if (off >= (uintptr_t)s->nslots * sizeof(es_slot) || off % sizeof(es_slot) != 0) return NULL;
+  return (es_slot *)f;
+}
+
 /* 1 when the caller holds the frame as a producer (acquired, not pushed): only then may its
- * buffers change. */
-static int held_by_producer(es_stream *s, es_slot *sl) {
+ * buffers change. Records the error otherwise (`what`: the call). */
+static int held_by_producer(es_stream *s, es_slot *sl, const char *what) {
+  if (!sl) {
+    es_ctx_set_error(s->ctx, "%s of a frame not from this stream", what);
+    return 0;
+  }
   pthread_mutex_lock(&s->lock);
   int held = sl->state == SLOT_ACQUIRED;
   pthread_mutex_unlock(&s->lock);
+  if (!held) es_ctx_set_error(s->ctx, "%s of a frame not acquired", what);
   return held;
 }
 
 int es_stream_reserve(es_stream *s, es_frame *f, int width, int height, int depth) {
   if (!s || !f) return ES_ERR_USAGE;
-  es_slot *sl = (es_slot *)f;
-  if (!held_by_producer(s, sl)) {
-    es_ctx_set_error(s->ctx, "reserve of a frame not acquired");
-    return ES_ERR_USAGE;
-  }
+  es_slot *sl = slot_of(s, f);
+  if (!held_by_producer(s, sl, "reserve")) return ES_ERR_USAGE;
   if (width < 1 || height < 1 || (depth != 8 && depth != 16)) {
     es_ctx_set_error(s->ctx, "frame %dx%d depth %d: bad size", width, height, depth);
     return ES_ERR_USAGE;
@@ -461,11 +474,8 @@ int es_stream_reserve(es_stream *s, es_frame *f, int width, int height, int dept
 
 int es_stream_push(es_stream *s, es_frame *f) {
   if (!s || !f) return ES_ERR_USAGE;
-  es_slot *sl = (es_slot *)f;
-  if (!held_by_producer(s, sl)) {
-    es_ctx_set_error(s->ctx, "push of a frame not acquired");
-    return ES_ERR_USAGE;
-  }
+  es_slot *sl = slot_of(s, f);
+  if (!held_by_producer(s, sl, "push")) return ES_ERR_USAGE;
   if (f->width < 1 || f->height < 1 || (f->depth != 8 && f->depth != 16) ||
       (!f->data && !f->lend)) {
     es_ctx_set_error(s->ctx, "frame %dx%d depth %d: bad size (es_stream_reserve first)",
@@ -587,8 +597,8 @@ static void lend_give(lend_ret r) {
 }
 
 void es_stream_release(es_stream *s, es_frame *f) {
-  if (!s || !f) return;
-  es_slot *sl = (es_slot *)f;
+  es_slot *sl = s ? slot_of(s, f) : NULL;
+  if (!sl) return; /* not a frame of this stream: nothing to give back */
   lend_ret lent = {NULL, NULL};
   pthread_mutex_lock(&s->lock);
   /* Only a frame the caller holds (acquired and not pushed, or pulled) may go back. */

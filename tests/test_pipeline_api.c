@@ -1,0 +1,90 @@
+/*
+ * test_pipeline_api.c - the public header used as a third-party program would use it, where
+ * it went wrong: frames handed to a stream they do not belong to.
+ */
+#include <pthread.h>
+#include <stdatomic.h>
+
+#include "entropy_stream.h"
+#include "es_test.h"
+
+static es_context *cpu_context(int queue) {
+  es_config c;
+  es_config_default(&c);
+  c.device = ES_DEVICE_CPU;
+  c.queue = queue;
+  c.threads = 1;
+  c.verbose = 0;
+  es_context *ctx = NULL;
+  char msg[200];
+  int rc = es_context_create(&ctx, &c, msg, sizeof msg);
+  CHECK(rc == ES_OK, "create: %s", msg);
+  return ctx;
+}
+
+/* A frame of one stream pushed, reserved or released on another, and an es_frame of the
+ * caller's own: each refused (ES_ERR_USAGE; a release ignored), the stream unharmed. The
+ * library once took them: the other stream numbered and computed a frame of a pool not its
+ * own (its producer then could not push it), and a caller's es_frame had the slot's state
+ * read past its end (ASan: heap-buffer-overflow). */
+static void test_foreign_frames(void) {
+  es_context *ctx = cpu_context(2);
+  if (!ctx) return;
+  es_stream_config sc;
+  memset(&sc, 0, sizeof sc);
+  sc.want_map = 1;
+  es_stream *s1 = NULL, *s2 = NULL;
+  CHECK(es_stream_open(ctx, &sc, &s1) == ES_OK && es_stream_open(ctx, &sc, &s2) == ES_OK,
+        "open: %s", es_context_error(ctx));
+  if (!s1 || !s2) goto end;
+  es_frame *f = NULL, *g = NULL;
+  CHECK(es_stream_acquire(s1, &f) == ES_OK && es_stream_reserve(s1, f, 8, 6, 8) == ES_OK,
+        "acquire");
+  memset(f->data, 9, 48);
+  int rc = es_stream_push(s2, f);
+  CHECK(rc == ES_ERR_USAGE, "push into another stream: %d", rc);
+  CHECK(strstr(es_context_error(ctx), "not from this stream"), "message: %s",
+        es_context_error(ctx));
+  rc = es_stream_reserve(s2, f, 8, 6, 8);
+  CHECK(rc == ES_ERR_USAGE, "reserve in another stream: %d", rc);
+  es_stream_release(s2, f); /* ignored */
+  CHECK(es_stream_push(s1, f) == ES_OK, "push into its own stream: %s", es_context_error(ctx));
+  CHECK(es_stream_finish(s1) == ES_OK && es_stream_finish(s2) == ES_OK, "finish");
+  CHECK(es_stream_pull(s1, &g) == ES_OK && g == f && g->index == 0 && g->status == ES_OK &&
+            g->map[0] == 0.0f,
+        "pull from its own stream");
+  CHECK(es_stream_pull(s2, &g) == ES_ERR_EOF, "the other stream got a frame");
+  if (f) es_stream_release(s1, f);
+
+  /* An es_frame of the caller's own (heap, so that ASan sees a read past it). */
+  es_frame *mine = calloc(1, sizeof *mine);
+  uint8_t px[16] = {0};
+  if (mine) {
+    mine->width = mine->height = 4;
+    mine->depth = 8;
+    mine->stride = 4;
+    mine->data = px;
+    CHECK(es_stream_push(s1, mine) == ES_ERR_USAGE, "push of a caller's es_frame");
+    CHECK(es_stream_reserve(s1, mine, 4, 4, 8) == ES_ERR_USAGE, "reserve of a caller's es_frame");
+    es_stream_release(s1, mine);
+    /* Inside the pool, but not at a frame. */
+    es_frame *h = NULL;
+    CHECK(es_stream_acquire(s1, &h) == ES_OK, "acquire");
+    if (h) {
+      CHECK(es_stream_push(s1, (es_frame *)((char *)h + 8)) == ES_ERR_USAGE,
+            "push of a pointer into a frame");
+      es_stream_release(s1, h);
+    }
+    free(mine);
+  }
+end:
+  es_stream_destroy(&s1);
+  es_stream_destroy(&s2);
+  es_context_destroy(&ctx);
+}
+
+int main(void) {
+  es_test_seed("test_pipeline_api");
+  test_foreign_frames();
+  return es_test_done("test_pipeline_api");
+}
