@@ -194,7 +194,11 @@ typedef struct es_frame {
   /* Set by the producer before es_stream_push. */
   int width, height, depth; /* as in es_image */
   size_t stride;            /* bytes between rows of data */
-  void *data;               /* owned by the stream; capacity set at acquire */
+  void *data;               /* the stream's buffer, to fill (not to replace: es_stream_push
+                             * refuses another pointer; lend other memory, below). Holds
+                             * max_width x max_height samples of the stream's depth; in a
+                             * stream of 0 x 0, only what es_stream_reserve made sure of
+                             * (may be NULL before it). */
   int64_t index;            /* frame number (the stream fills it in push order) */
   int64_t pts;              /* presentation time in time_base units, or INT64_MIN */
   double pts_seconds;       /* or NAN */

@@ -1,6 +1,7 @@
 /*
  * test_pipeline_api.c - the public header used as a third-party program would use it, where
- * it went wrong: frames handed to a stream they do not belong to.
+ * it went wrong: frames handed to a stream they do not belong to; the buffer pointers of an
+ * es_frame (fields a caller can write) taken for the stream's own.
  */
 #include <pthread.h>
 #include <stdatomic.h>
@@ -83,8 +84,93 @@ end:
   es_context_destroy(&ctx);
 }
 
+/* The pointers in an es_frame are fields the caller can write. A producer that lends its
+ * samples and sets data to NULL (it has nothing to fill), a consumer that clears map, or a
+ * producer that points data at memory of its own: the stream must keep its buffers. The
+ * library kept them only in those fields: after a lent frame with data NULL, a reserve of
+ * that slot returned ES_OK with data still NULL (the caller then wrote through NULL); after
+ * a consumer cleared map, the next frame of the slot came back without one; a caller's own
+ * data was computed and then freed by es_stream_destroy (ASan: double free; the stream's
+ * buffer leaked). */
+static int lend_returned;
+static void lend_back(void *arg) {
+  free(arg);
+  lend_returned++;
+}
+
+static void test_frame_pointers(void) {
+  es_context *ctx = cpu_context(1); /* one slot: every frame is the same one */
+  if (!ctx) return;
+  es_stream_config sc;
+  memset(&sc, 0, sizeof sc);
+  sc.want_map = 1;
+  es_render_default(&sc.render);
+  sc.render.format = ES_PIX_GRAY8;
+  es_stream *s = NULL;
+  CHECK(es_stream_open(ctx, &sc, &s) == ES_OK, "open: %s", es_context_error(ctx));
+  if (!s) goto end;
+  es_frame *f = NULL, *g = NULL;
+  /* 1: copied, so the slot has an input buffer. */
+  CHECK(es_stream_acquire(s, &f) == ES_OK && es_stream_reserve(s, f, 8, 8, 8) == ES_OK,
+        "acquire 1");
+  if (!f || !f->data) goto end;
+  memset(f->data, 1, 64);
+  CHECK(es_stream_push(s, f) == ES_OK && es_stream_pull(s, &g) == ES_OK && g == f, "frame 1");
+  /* The consumer clears what it was given. */
+  g->map = NULL;
+  g->pix.plane[0] = NULL;
+  es_stream_release(s, g);
+  /* 2: lent; data set to NULL by the producer. */
+  CHECK(es_stream_acquire(s, &f) == ES_OK, "acquire 2");
+  uint8_t *lent = malloc(64);
+  if (!lent) goto end;
+  for (int i = 0; i < 64; i++) lent[i] = (uint8_t)(i * 37);
+  f->width = f->height = 8;
+  f->depth = 8;
+  f->stride = 8;
+  f->lend = lent;
+  f->lend_release = lend_back;
+  f->lend_arg = lent;
+  f->data = NULL;
+  CHECK(es_stream_push(s, f) == ES_OK, "push lent: %s", es_context_error(ctx));
+  CHECK(es_stream_pull(s, &g) == ES_OK && g == f && g->status == ES_OK, "pull lent");
+  CHECK(g->map && g->pix.plane[0], "frame 2 came back without its map (%p) or plane (%p)",
+        (void *)g->map, (void *)g->pix.plane[0]);
+  es_stream_release(s, g);
+  CHECK(lend_returned == 1, "lent buffer given back %d times", lend_returned);
+  /* 3: copied again: the reserve must give a buffer. */
+  CHECK(es_stream_acquire(s, &f) == ES_OK, "acquire 3");
+  CHECK(es_stream_reserve(s, f, 8, 8, 8) == ES_OK && f->data, "reserve after a lent frame: data %p",
+        f->data);
+  if (f->data) {
+    memset(f->data, 5, 64);
+    CHECK(es_stream_push(s, f) == ES_OK && es_stream_pull(s, &g) == ES_OK && g == f, "frame 3");
+    CHECK(g->map && g->map[0] == 0.0f, "frame 3 map");
+  }
+  es_stream_release(s, f);
+  /* 4: data pointed at memory of the caller's own: refused (lend is the way to do that). */
+  CHECK(es_stream_acquire(s, &f) == ES_OK, "acquire 4");
+  uint8_t *own = malloc(64);
+  if (own) {
+    memset(own, 3, 64);
+    f->width = f->height = 8;
+    f->depth = 8;
+    f->stride = 8;
+    f->data = own;
+    CHECK(es_stream_push(s, f) == ES_ERR_USAGE, "push of the caller's own data");
+    CHECK(strstr(es_context_error(ctx), "es_frame.lend"), "message: %s", es_context_error(ctx));
+    es_stream_release(s, f); /* back to the pool: the stream must not keep `own` */
+  }
+  es_stream_destroy(&s);
+  free(own); /* still the caller's */
+end:
+  es_stream_destroy(&s);
+  es_context_destroy(&ctx);
+}
+
 int main(void) {
   es_test_seed("test_pipeline_api");
   test_foreign_frames();
+  test_frame_pointers();
   return es_test_done("test_pipeline_api");
 }
