@@ -60,7 +60,7 @@ typedef struct es_params {
   int base;   /* enum es_base; default 2 (bits) */
 } es_params;
 
-/* Fills the defaults above. */
+/* Fills the defaults above (p NULL: does nothing; so do the other *_default functions). */
 void es_params_default(es_params *p);
 /* Checks p for input of bit depth `depth` (8 or 16). On ES_ERR_USAGE writes a one-line
  * message naming the option and its allowed range into msg (may be NULL). */
@@ -139,19 +139,20 @@ typedef struct es_config {
                          * choice (spin while cores outnumber contexts). */
 } es_config;
 void es_config_default(es_config *c);
-/* The frames in flight a context of this configuration uses: cfg->queue, or where that is
- * 0 the default, 8 or 4 for each GPU it is to use, whichever is more. The GPUs of "all" are
+/* The frames in flight a context of this configuration uses (c NULL: of the default
+ * configuration, as es_context_create takes NULL): c->queue, or where that is 0 the
+ * default, 8 or 4 for each GPU it is to use, whichever is more. The GPUs of "all" are
  * counted without starting CUDA: CUDA_VISIBLE_DEVICES' entries, else the driver's
  * /proc/driver/nvidia/gpus. */
 int es_config_queue(const es_config *c);
 
 typedef struct es_context es_context;
 
-/* Creates a context: checks the configuration, opens the GPUs asked for and warms them up
- * (module load, tables, staging buffers). With device auto and no GPU, uses the CPU.
- * With device gpu and no usable GPU, or a gpus[] ordinal that is not visible, returns
- * ES_ERR_DEVICE. On failure *out is NULL and,
- * where msg is not NULL, a one-line reason is written there. */
+/* Creates a context: checks the configuration (cfg NULL: es_config_default's; a value out
+ * of range: ES_ERR_USAGE), opens the GPUs asked for and warms them up (module load,
+ * tables, staging buffers). With device auto and no GPU, uses the CPU. With device gpu
+ * and no usable GPU, or a gpus[] ordinal that is not visible, returns ES_ERR_DEVICE. On
+ * failure *out is NULL and, where msg is not NULL, a one-line reason is written there. */
 int es_context_create(es_context **out, const es_config *cfg, char *msg, size_t msglen);
 /* Ends the caller's use of the context. Streams still open keep it (and their frames in
  * flight compute): it is freed with the last of them, at es_stream_destroy. */

@@ -1,7 +1,7 @@
 /*
  * test_pipeline_api.c - the public header used as a third-party program would use it, where
  * it went wrong: frames handed to a stream they do not belong to; the buffer pointers of an
- * es_frame (fields a caller can write) taken for the stream's own.
+ * es_frame (fields a caller can write) taken for the stream's own; NULL arguments.
  */
 #include <pthread.h>
 #include <stdatomic.h>
@@ -168,9 +168,65 @@ end:
   es_context_destroy(&ctx);
 }
 
+/* Every function with NULL pointers: the documented status, never a crash. es_params_default,
+ * es_config_default and es_render_default wrote through NULL, es_config_queue read it
+ * (SIGSEGV); NULL now leaves them nothing to do, and es_config_queue answers for the
+ * defaults (as es_context_create takes a NULL configuration for them). */
+static void test_null_arguments(void) {
+  es_params_default(NULL);
+  es_config_default(NULL);
+  es_render_default(NULL);
+  es_config def;
+  es_config_default(&def);
+  CHECK(es_config_queue(NULL) == es_config_queue(&def), "es_config_queue(NULL) %d, defaults %d",
+        es_config_queue(NULL), es_config_queue(&def));
+  char msg[100];
+  CHECK(es_params_check(NULL, 8, msg, sizeof msg) == ES_ERR_USAGE, "es_params_check");
+  CHECK(es_params_hmax(NULL) == 0.0, "es_params_hmax");
+  CHECK(es_context_create(NULL, NULL, msg, sizeof msg) == ES_ERR_USAGE, "create");
+  CHECK(es_context_error(NULL) && es_context_gpu_count(NULL) == 0 &&
+            es_context_gpus_open(NULL) == 0 && !es_context_config(NULL) &&
+            es_context_retries(NULL) == 0,
+        "context queries");
+  es_context_destroy(NULL);
+  CHECK(es_compute(NULL, NULL, NULL, 0, NULL, NULL, NULL) == ES_ERR_USAGE, "compute");
+  es_stream *s = NULL;
+  es_frame *f = NULL;
+  CHECK(es_stream_open(NULL, NULL, &s) == ES_ERR_USAGE && !s, "open");
+  CHECK(es_stream_open(NULL, NULL, NULL) == ES_ERR_USAGE, "open");
+  CHECK(es_stream_acquire(NULL, &f) == ES_ERR_USAGE && es_stream_acquire(NULL, NULL) == ES_ERR_USAGE,
+        "acquire");
+  CHECK(es_stream_reserve(NULL, NULL, 1, 1, 8) == ES_ERR_USAGE, "reserve");
+  CHECK(es_stream_push(NULL, NULL) == ES_ERR_USAGE, "push");
+  CHECK(es_stream_finish(NULL) == ES_ERR_USAGE, "finish");
+  CHECK(es_stream_pull(NULL, &f) == ES_ERR_USAGE && es_stream_pull(NULL, NULL) == ES_ERR_USAGE,
+        "pull");
+  es_stream_release(NULL, NULL);
+  es_stream_abort(NULL);
+  es_stream_destroy(NULL);
+  es_stream_destroy(&s);
+  CHECK(es_version_info(NULL, 0) > 0, "version info");
+  CHECK(es_host_pin(NULL, 0) == 0, "pin");
+  es_host_unpin(NULL);
+  es_context *ctx = cpu_context(1);
+  if (!ctx) return;
+  es_stream_config sc;
+  memset(&sc, 0, sizeof sc);
+  CHECK(es_stream_open(ctx, NULL, &s) == ES_ERR_USAGE && !s, "open without a configuration");
+  CHECK(es_stream_open(ctx, &sc, &s) == ES_OK, "open");
+  CHECK(es_stream_acquire(s, NULL) == ES_ERR_USAGE, "acquire");
+  CHECK(es_stream_reserve(s, NULL, 1, 1, 8) == ES_ERR_USAGE, "reserve");
+  CHECK(es_stream_push(s, NULL) == ES_ERR_USAGE, "push");
+  CHECK(es_stream_pull(s, NULL) == ES_ERR_USAGE, "pull");
+  es_stream_release(s, NULL);
+  es_stream_destroy(&s);
+  es_context_destroy(&ctx);
+}
+
 int main(void) {
   es_test_seed("test_pipeline_api");
   test_foreign_frames();
   test_frame_pointers();
+  test_null_arguments();
   return es_test_done("test_pipeline_api");
 }
