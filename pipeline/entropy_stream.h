@@ -214,7 +214,8 @@ typedef struct es_frame {
   int64_t pts;              /* presentation time in time_base units, or INT64_MIN */
   double pts_seconds;       /* or NAN */
   void *user;               /* producer's tag, passed through untouched */
-  /* Results, valid after es_stream_pull. */
+  /* Results, valid from es_stream_pull until es_stream_release. map, pix and stats hold this
+   * frame's results only where status is ES_OK (else whatever the buffers last held). */
   int status;               /* ES_OK or the error of this frame */
   float *map;               /* float32 map when the stream wants it, else NULL */
   size_t map_stride;        /* floats */
