@@ -37,9 +37,9 @@ typedef struct es_slot {
    * write those fields (a lending producer may set data to NULL, a consumer clear map):
    * the stream reads its buffers only from here, and sets the frame's fields from them at
    * acquire, reserve and push. Changed only by the producer while ACQUIRED. */
-  void *data_buf;       /* input samples: data_cap bytes */
-  float *map_buf;       /* map: map_cap floats */
-  uint8_t *pix_buf[3];  /* rendered planes: pix_cap[i] bytes */
+  void *data_buf;      /* input samples: data_cap bytes */
+  float *map_buf;      /* map: map_cap floats */
+  uint8_t *pix_buf[3]; /* rendered planes: pix_cap[i] bytes */
   size_t data_cap;
   size_t map_cap;
   size_t pix_cap[3];
@@ -179,7 +179,8 @@ static void frame_job(es_stream *s, es_slot *sl, es_job *job) {
   job->stats_bins = s->ctx->cfg.stats_bins;
   job->render = s->sc.render;
   job->pix = f->pix; /* strides; the planes: */
-  for (int i = 0; i < 3; i++) job->pix.plane[i] = sl->pix_buf[i];
+  for (int i = 0; i < 3; i++)
+    job->pix.plane[i] = sl->pix_buf[i];
 }
 
 static void run_frame(es_stream *s, es_worker_arg *a, es_slot *sl) {
@@ -512,7 +513,8 @@ int es_stream_push(es_stream *s, es_frame *f) {
   }
   f->map = s->sc.want_map ? sl->map_buf : NULL;
   f->map_stride = s->sc.want_map ? (size_t)f->width : 0;
-  for (int i = 0; i < 3; i++) f->pix.plane[i] = sl->pix_buf[i];
+  for (int i = 0; i < 3; i++)
+    f->pix.plane[i] = sl->pix_buf[i];
   for (int i = 0; i < 3; i++)
     f->pix.stride[i] = i < es_pix_planes(s->sc.render.format)
                            ? es_pix_stride(s->sc.render.format, i, f->width)
@@ -672,7 +674,8 @@ void es_stream_destroy(es_stream **ps) {
       lend_give(lend_take(&sl->f)); /* pushed and never pulled (abort), or never released */
       data_free(sl);
       buf_free(sl->map_buf, &sl->reg[1]);
-      for (int k = 0; k < 3; k++) buf_free(sl->pix_buf[k], &sl->reg[2 + k]);
+      for (int k = 0; k < 3; k++)
+        buf_free(sl->pix_buf[k], &sl->reg[2 + k]);
     }
   }
   free(s->slots);

@@ -124,7 +124,8 @@ static void test_frame_pointers(void) {
   CHECK(es_stream_acquire(s, &f) == ES_OK, "acquire 2");
   uint8_t *lent = malloc(64);
   if (!lent) goto end;
-  for (int i = 0; i < 64; i++) lent[i] = (uint8_t)(i * 37);
+  for (int i = 0; i < 64; i++)
+    lent[i] = (uint8_t)(i * 37);
   f->width = f->height = 8;
   f->depth = 8;
   f->stride = 8;
@@ -194,7 +195,8 @@ static void test_null_arguments(void) {
   es_frame *f = NULL;
   CHECK(es_stream_open(NULL, NULL, &s) == ES_ERR_USAGE && !s, "open");
   CHECK(es_stream_open(NULL, NULL, NULL) == ES_ERR_USAGE, "open");
-  CHECK(es_stream_acquire(NULL, &f) == ES_ERR_USAGE && es_stream_acquire(NULL, NULL) == ES_ERR_USAGE,
+  CHECK(es_stream_acquire(NULL, &f) == ES_ERR_USAGE &&
+            es_stream_acquire(NULL, NULL) == ES_ERR_USAGE,
         "acquire");
   CHECK(es_stream_reserve(NULL, NULL, 1, 1, 8) == ES_ERR_USAGE, "reserve");
   CHECK(es_stream_push(NULL, NULL) == ES_ERR_USAGE, "push");
