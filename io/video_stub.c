@@ -25,6 +25,14 @@ int es_video_in_read(es_video_in *v, void *dst, size_t dst_stride, int64_t *pts,
   return ES_ERR_INPUT;
 }
 
+int es_video_in_read_lend(es_video_in *v, void *dst, size_t dst_stride, es_video_lent *lent,
+                          int64_t *pts, double *pts_seconds, char *msg, size_t len) {
+  if (lent) lent->ref = NULL;
+  return es_video_in_read(v, dst, dst_stride, pts, pts_seconds, msg, len);
+}
+
+void es_video_in_unlend(void *ref) { (void)ref; }
+
 int64_t es_video_in_corrupt(const es_video_in *v) {
   (void)v;
   return 0;

@@ -60,6 +60,7 @@ void es_window_make(es_window *w, int window, int shape) {
 double es_out_scale(int base) { return base == ES_BASE_E ? M_LN2 : 1.0; }
 
 void es_params_default(es_params *p) {
+  if (!p) return;
   p->window = 5;
   p->shape = ES_SHAPE_SQUARE;
   p->border = ES_BORDER_CLIP;
@@ -151,6 +152,7 @@ double es_global_entropy(const uint64_t *level_hist, int levels, int64_t total) 
 }
 
 void es_render_default(es_render *r) {
+  if (!r) return;
   r->format = ES_PIX_RGB24;
   r->colormap = ES_CMAP_INFERNO;
   r->range_auto = 0;

@@ -51,6 +51,7 @@ int es_exit_code(int status) {
 }
 
 void es_config_default(es_config *c) {
+  if (!c) return;
   memset(c, 0, sizeof *c);
   es_params_default(&c->params);
   c->device = ES_DEVICE_AUTO;
@@ -165,6 +166,11 @@ static int gpus_visible_hint(void) {
 }
 
 int es_config_queue(const es_config *c) {
+  es_config def;
+  if (!c) { /* the defaults, as es_context_create reads a NULL configuration */
+    es_config_default(&def);
+    c = &def;
+  }
   if (c->queue > 0) return c->queue;
   int n = 0;
   if (c->device != ES_DEVICE_CPU && es_gpu_built()) n = c->ngpus > 0 ? c->ngpus : gpus_visible_hint();

@@ -33,7 +33,8 @@ enum es_status {
   ES_ERR_NOMEM = -5,       /* out of host memory; exit 4 */
   ES_ERR_INTERRUPTED = -6, /* stopped by SIGINT/SIGTERM; exit 130 */
   ES_ERR_EOF = -7,         /* flow: no more frames (not an error) */
-  ES_ERR_AGAIN = -8,       /* flow: try again later (not an error) */
+  ES_ERR_AGAIN = -8,       /* flow: try again later (not an error; no function of this
+                            * version returns it) */
   ES_ERR_INTERNAL = -9     /* a bug; exit 4 */
 };
 
@@ -60,7 +61,7 @@ typedef struct es_params {
   int base;   /* enum es_base; default 2 (bits) */
 } es_params;
 
-/* Fills the defaults above. */
+/* Fills the defaults above (p NULL: does nothing; so do the other *_default functions). */
 void es_params_default(es_params *p);
 /* Checks p for input of bit depth `depth` (8 or 16). On ES_ERR_USAGE writes a one-line
  * message naming the option and its allowed range into msg (may be NULL). */
@@ -140,22 +141,24 @@ typedef struct es_config {
                          * choice (spin while cores outnumber contexts). */
 } es_config;
 void es_config_default(es_config *c);
-/* The frames in flight a context of this configuration uses: cfg->queue, or where that is
- * 0 the default, 8 or 4 for each GPU it is to use, whichever is more. The GPUs of "all" are
+/* The frames in flight a context of this configuration uses (c NULL: of the default
+ * configuration, as es_context_create takes NULL): c->queue, or where that is 0 the
+ * default, 8 or 4 for each GPU it is to use, whichever is more. The GPUs of "all" are
  * counted without starting CUDA: CUDA_VISIBLE_DEVICES' entries, else the driver's
  * /proc/driver/nvidia/gpus. */
 int es_config_queue(const es_config *c);
 
 typedef struct es_context es_context;
 
-/* Creates a context: checks the configuration, opens the GPUs asked for and warms them up
- * (module load, tables, staging buffers). With device auto and no GPU, uses the CPU.
- * With device gpu and no usable GPU, or a gpus[] ordinal that is not visible, returns
- * ES_ERR_DEVICE. On failure *out is NULL and,
- * where msg is not NULL, a one-line reason is written there. */
+/* Creates a context: checks the configuration (cfg NULL: es_config_default's; a value out
+ * of range: ES_ERR_USAGE), opens the GPUs asked for and warms them up (module load,
+ * tables, staging buffers). With device auto and no GPU, uses the CPU. With device gpu
+ * and no usable GPU, or a gpus[] ordinal that is not visible, returns ES_ERR_DEVICE. On
+ * failure *out is NULL and, where msg is not NULL, a one-line reason is written there. */
 int es_context_create(es_context **out, const es_config *cfg, char *msg, size_t msglen);
 /* Ends the caller's use of the context. Streams still open keep it (and their frames in
- * flight compute): it is freed with the last of them, at es_stream_destroy. */
+ * flight compute): it is freed with the last of them, at es_stream_destroy. No other thread
+ * may be inside a call on the context (es_compute, ...) or make one after. */
 void es_context_destroy(es_context **ctx);
 /* The message of the last error the calling thread got from this context (so threads
  * sharing a context each read their own; kept for the last 4 contexts a thread got errors
@@ -188,19 +191,32 @@ int es_compute(es_context *ctx, const es_image *img, float *out, size_t out_stri
                es_stats *stats, const es_render *render, es_planes *pix);
 
 /* ---- Streaming: push frames in, pull results out in push order. ----
- * The stream owns a fixed pool of frame buffers (cfg.queue frames, pinned when a GPU is
- * used): the producer acquires one, fills `data`, pushes it; the consumer pulls results in
- * order and releases each frame back to the pool. Memory is bounded by the pool. */
+ * The stream owns a fixed pool of frame buffers (es_context_config(ctx)->queue frames,
+ * pinned when a GPU is used): the producer acquires one, fills `data`, pushes it; the
+ * consumer pulls results in order and releases each frame back to the pool. Memory is
+ * bounded by the pool.
+ * Every frame out of the pool counts against it: acquired and not yet pushed, in flight,
+ * and pulled and not yet released. With all of them out, es_stream_acquire waits for a
+ * release, so a caller that pushes and pulls on one thread must pull (and release) before
+ * it acquires more than the pool holds, or that acquire waits forever.
+ * Threads: every stream function may be called from any thread. Several producers may
+ * acquire and push at once (frames are numbered in the order their pushes happen), and
+ * several consumers may pull at once. es_stream_destroy is the exception (see there). */
 typedef struct es_frame {
   /* Set by the producer before es_stream_push. */
   int width, height, depth; /* as in es_image */
   size_t stride;            /* bytes between rows of data */
-  void *data;               /* owned by the stream; capacity set at acquire */
+  void *data;               /* the stream's buffer, to fill (not to replace: es_stream_push
+                             * refuses another pointer; lend other memory, below). Holds
+                             * max_width x max_height samples of the stream's depth; in a
+                             * stream of 0 x 0, only what es_stream_reserve made sure of
+                             * (may be NULL before it). */
   int64_t index;            /* frame number (the stream fills it in push order) */
   int64_t pts;              /* presentation time in time_base units, or INT64_MIN */
   double pts_seconds;       /* or NAN */
   void *user;               /* producer's tag, passed through untouched */
-  /* Results, valid after es_stream_pull. */
+  /* Results, valid from es_stream_pull until es_stream_release. map, pix and stats hold this
+   * frame's results only where status is ES_OK (else whatever the buffers last held). */
   int status;               /* ES_OK or the error of this frame */
   float *map;               /* float32 map when the stream wants it, else NULL */
   size_t map_stride;        /* floats */
@@ -226,35 +242,49 @@ typedef struct es_stream_config {
 } es_stream_config;
 
 typedef struct es_stream es_stream;
+/* Opens a stream on ctx and starts its compute threads. ES_ERR_USAGE for a bad sc (render
+ * format, colormap or overlay; a negative size, one side 0, or a depth not 8 or 16 with a
+ * size), ES_ERR_NOMEM; the stream keeps the context until es_stream_destroy (es_context_destroy
+ * may come first). On failure *out is NULL. */
 int es_stream_open(es_context *ctx, const es_stream_config *sc, es_stream **out);
 /* Blocks until a free frame buffer is available; returns ES_ERR_INTERRUPTED if the stream
- * was aborted. */
+ * was aborted. Still hands frames out after es_stream_finish (they can only be released). */
 int es_stream_acquire(es_stream *s, es_frame **out);
 /* Makes sure an acquired frame can hold width x height samples of `depth` bits (grows its
- * buffer if needed) and sets width, height, depth and a tight stride. ES_ERR_USAGE for a
- * bad size or depth, ES_ERR_INPUT for a frame no engine takes (a side too long: as
- * es_stream_push refuses it) or too large to address, before any allocation; ES_ERR_NOMEM. */
+ * buffer if needed) and sets data, width, height, depth and a tight stride. ES_ERR_USAGE
+ * for a frame not acquired from this stream, a bad size or depth; ES_ERR_INPUT for a frame
+ * no engine takes (a side too long: as es_stream_push refuses it) or too large to address,
+ * before any allocation; ES_ERR_NOMEM. */
 int es_stream_reserve(es_stream *s, es_frame *f, int width, int height, int depth);
-/* Hands a filled frame to the compute stage; the stream owns it until it is pulled. A frame
- * es_compute would refuse for its geometry (size, depth, a stride shorter than a row, rows
- * past its buffer or the address space: ES_ERR_USAGE; a side too long for the engines:
- * ES_ERR_INPUT) is refused here with es_context_error's message, as is a push after finish
- * (ES_ERR_USAGE); ES_ERR_NOMEM where its outputs cannot grow, ES_ERR_INTERRUPTED after
- * abort. On any error the frame stays the caller's (acquired): correct it and push again,
- * or give it back with es_stream_release (es_stream_destroy also reclaims it, lent samples
- * included). */
+/* Hands a filled frame to the compute stage; the stream owns it until it is pulled.
+ * ES_ERR_USAGE: a frame not acquired from this stream (or pushed already), data that is
+ * not the stream's buffer, a push after es_stream_finish, or a geometry es_compute would
+ * refuse (size, depth, a stride shorter than a row, rows past its buffer or the address
+ * space); ES_ERR_INPUT: a side too long for the engines; each with es_context_error's
+ * message. ES_ERR_NOMEM where its outputs cannot grow, ES_ERR_INTERRUPTED once aborted.
+ * On any error the frame stays the caller's (acquired): correct it and push again, or give
+ * it back with es_stream_release (which returns a lent buffer, below; es_stream_destroy
+ * also reclaims it). */
 int es_stream_push(es_stream *s, es_frame *f);
-/* No more frames will be pushed. */
+/* No more frames will be pushed (later pushes fail with ES_ERR_USAGE). May be called again. */
 int es_stream_finish(es_stream *s);
 /* Blocks for the next result in push order; ES_ERR_EOF once finished and drained. A frame
  * whose status is not ES_OK also sets es_context_error to its message ("frame N: ..."),
  * here, in the caller's thread: the compute threads never overwrite the context's message.
  * Several threads may pull at once; each call takes the next frame in push order. */
 int es_stream_pull(es_stream *s, es_frame **out);
-/* Gives a pulled frame back to the pool. */
+/* Gives a pulled frame back to the pool, in any order, or an acquired frame that was not
+ * pushed. Its fields (map, pix, data) are not to be used after. A frame pushed and not
+ * pulled, or of another stream, is ignored. */
 void es_stream_release(es_stream *s, es_frame *f);
-/* Wakes every blocked call with ES_ERR_INTERRUPTED (for a fatal error in another stage). */
+/* Wakes every blocked call with ES_ERR_INTERRUPTED (for a fatal error in another stage).
+ * After it acquire, push and pull return ES_ERR_INTERRUPTED (pull also for frames already
+ * computed); frames queued are not computed. reserve, release, finish and destroy work. */
 void es_stream_abort(es_stream *s);
+/* Waits for the frames being computed, then frees the pool, frames still held included,
+ * and gives back every lent buffer not yet given back. No other thread may be inside a
+ * call on the stream, or make one after: to stop threads blocked in acquire or pull,
+ * es_stream_abort, join them, then destroy. */
 void es_stream_destroy(es_stream **s);
 
 /* Page-locks host memory for the GPUs (cudaHostRegister, portable): 1 if done, 0 if not

@@ -33,9 +33,16 @@ typedef struct es_slot {
   int to_gpu;           /* set at push (producer) */
   int stealable;        /* set at push: on the CPU queue only because the GPUs were still
                          * opening; an idle GPU thread may take it */
-  size_t data_cap;      /* bytes of f.data; changed only by the producer while ACQUIRED */
-  size_t map_cap;       /* floats of f.map; likewise */
-  size_t pix_cap[3];    /* bytes of f.pix.plane[i]; likewise */
+  /* The slot's buffers. f.data, f.map and f.pix.plane[] show them to the caller, who can
+   * write those fields (a lending producer may set data to NULL, a consumer clear map):
+   * the stream reads its buffers only from here, and sets the frame's fields from them at
+   * acquire, reserve and push. Changed only by the producer while ACQUIRED. */
+  void *data_buf;      /* input samples: data_cap bytes */
+  float *map_buf;      /* map: map_cap floats */
+  uint8_t *pix_buf[3]; /* rendered planes: pix_cap[i] bytes */
+  size_t data_cap;
+  size_t map_cap;
+  size_t pix_cap[3];
   /* Page-locked (es_gpu_host_register) buffers: data, map, planes 0..2. Set by a GPU thread
    * while RUNNING, cleared when the producer or destroy frees the buffer. */
   unsigned char reg[5];
@@ -109,7 +116,7 @@ static void buf_free(void *p, unsigned char *reg) {
 
 /* Page-locks the slot's buffers that are not yet (a GPU thread holding the slot). */
 static void slot_register(es_slot *sl) {
-  void *p[5] = {sl->f.data, sl->f.map, sl->f.pix.plane[0], sl->f.pix.plane[1], sl->f.pix.plane[2]};
+  void *p[5] = {sl->data_buf, sl->map_buf, sl->pix_buf[0], sl->pix_buf[1], sl->pix_buf[2]};
   size_t n[5] = {sl->data_cap, sl->map_cap * sizeof(float), sl->pix_cap[0], sl->pix_cap[1],
                  sl->pix_cap[2]};
   for (int i = 0; i < 5; i++)
@@ -117,16 +124,16 @@ static void slot_register(es_slot *sl) {
 }
 
 static void data_free(es_slot *sl) {
-  buf_free(sl->f.data, &sl->reg[0]);
-  sl->f.data = NULL;
+  buf_free(sl->data_buf, &sl->reg[0]);
+  sl->data_buf = sl->f.data = NULL;
   sl->data_cap = 0;
 }
 
 static int data_grow(es_stream *s, es_slot *sl, size_t need) {
   if (need <= sl->data_cap) return ES_OK;
   data_free(sl);
-  sl->f.data = buf_alloc(s, need);
-  if (!sl->f.data) return ES_ERR_NOMEM;
+  sl->data_buf = sl->f.data = buf_alloc(s, need);
+  if (!sl->data_buf) return ES_ERR_NOMEM;
   sl->data_cap = need;
   return ES_OK;
 }
@@ -137,20 +144,20 @@ static int outputs_grow(es_stream *s, es_slot *sl, int w, int h) {
   if (s->sc.want_map) {
     size_t need = (size_t)w * (size_t)h;
     if (need > sl->map_cap) {
-      buf_free(sl->f.map, &sl->reg[1]);
-      sl->f.map = buf_alloc(s, need * sizeof(float));
-      sl->map_cap = sl->f.map ? need : 0;
-      if (!sl->f.map) return ES_ERR_NOMEM;
+      buf_free(sl->map_buf, &sl->reg[1]);
+      sl->map_buf = buf_alloc(s, need * sizeof(float));
+      sl->map_cap = sl->map_buf ? need : 0;
+      if (!sl->map_buf) return ES_ERR_NOMEM;
     }
   }
   int fmt = s->sc.render.format;
   for (int i = 0; i < es_pix_planes(fmt); i++) {
     size_t need = es_pix_stride(fmt, i, w) * (size_t)es_pix_plane_height(fmt, i, h);
     if (need > sl->pix_cap[i]) {
-      buf_free(sl->f.pix.plane[i], &sl->reg[2 + i]);
-      sl->f.pix.plane[i] = buf_alloc(s, need);
-      sl->pix_cap[i] = sl->f.pix.plane[i] ? need : 0;
-      if (!sl->f.pix.plane[i]) return ES_ERR_NOMEM;
+      buf_free(sl->pix_buf[i], &sl->reg[2 + i]);
+      sl->pix_buf[i] = buf_alloc(s, need);
+      sl->pix_cap[i] = sl->pix_buf[i] ? need : 0;
+      if (!sl->pix_buf[i]) return ES_ERR_NOMEM;
     }
   }
   return ES_OK;
@@ -160,18 +167,20 @@ static int outputs_grow(es_stream *s, es_slot *sl, int w, int h) {
 static void frame_job(es_stream *s, es_slot *sl, es_job *job) {
   es_frame *f = &sl->f;
   memset(job, 0, sizeof *job);
-  job->in.data = f->lend ? (void *)f->lend : f->data;
+  job->in.data = f->lend ? f->lend : sl->data_buf;
   job->in.width = f->width;
   job->in.height = f->height;
   job->in.stride = f->stride;
   job->in.depth = f->depth;
   job->params = s->ctx->cfg.params;
-  job->map = s->sc.want_map ? f->map : NULL;
+  job->map = s->sc.want_map ? sl->map_buf : NULL;
   job->map_stride = f->map_stride;
   job->stats = s->sc.want_stats ? &f->stats : NULL;
   job->stats_bins = s->ctx->cfg.stats_bins;
   job->render = s->sc.render;
-  job->pix = f->pix;
+  job->pix = f->pix; /* strides; the planes: */
+  for (int i = 0; i < 3; i++)
+    job->pix.plane[i] = sl->pix_buf[i];
 }
 
 static void run_frame(es_stream *s, es_worker_arg *a, es_slot *sl) {
@@ -406,6 +415,7 @@ int es_stream_acquire(es_stream *s, es_frame **out) {
   f->lend = NULL;
   f->lend_release = NULL;
   f->lend_arg = NULL;
+  f->data = sl->data_buf; /* whatever the last holder left in the field */
   sl->err[0] = '\0';
   memset(&f->stats, 0, sizeof f->stats);
   if (s->sc.max_width > 0) {
@@ -422,22 +432,35 @@ int es_stream_acquire(es_stream *s, es_frame **out) {
   return ES_OK;
 }
 
+/* The slot of a frame of this stream's pool, or NULL for any other pointer: a frame of
+ * another stream (its state is that stream's, under that stream's lock), or an es_frame of
+ * the caller's own (a slot's fields would be read past its end). */
+static es_slot *slot_of(const es_stream *s, es_frame *f) {
+  uintptr_t p = (uintptr_t)f, base = (uintptr_t)s->slots;
+  if (!f || !s->slots || p < base) return NULL;
+  uintptr_t off = p - base;
+  if (off >= (uintptr_t)s->nslots * sizeof(es_slot) || off % sizeof(es_slot) != 0) return NULL;
+  return (es_slot *)f;
+}
+
 /* 1 when the caller holds the frame as a producer (acquired, not pushed): only then may its
- * buffers change. */
-static int held_by_producer(es_stream *s, es_slot *sl) {
+ * buffers change. Records the error otherwise (`what`: the call). */
+static int held_by_producer(es_stream *s, es_slot *sl, const char *what) {
+  if (!sl) {
+    es_ctx_set_error(s->ctx, "%s of a frame not from this stream", what);
+    return 0;
+  }
   pthread_mutex_lock(&s->lock);
   int held = sl->state == SLOT_ACQUIRED;
   pthread_mutex_unlock(&s->lock);
+  if (!held) es_ctx_set_error(s->ctx, "%s of a frame not acquired", what);
   return held;
 }
 
 int es_stream_reserve(es_stream *s, es_frame *f, int width, int height, int depth) {
   if (!s || !f) return ES_ERR_USAGE;
-  es_slot *sl = (es_slot *)f;
-  if (!held_by_producer(s, sl)) {
-    es_ctx_set_error(s->ctx, "reserve of a frame not acquired");
-    return ES_ERR_USAGE;
-  }
+  es_slot *sl = slot_of(s, f);
+  if (!held_by_producer(s, sl, "reserve")) return ES_ERR_USAGE;
   if (width < 1 || height < 1 || (depth != 8 && depth != 16)) {
     es_ctx_set_error(s->ctx, "frame %dx%d depth %d: bad size", width, height, depth);
     return ES_ERR_USAGE;
@@ -460,6 +483,7 @@ int es_stream_reserve(es_stream *s, es_frame *f, int width, int height, int dept
     es_ctx_set_error(s->ctx, "out of memory for a %dx%d frame", width, height);
     return ES_ERR_NOMEM;
   }
+  f->data = sl->data_buf;
   f->width = width;
   f->height = height;
   f->depth = depth;
@@ -469,15 +493,18 @@ int es_stream_reserve(es_stream *s, es_frame *f, int width, int height, int dept
 
 int es_stream_push(es_stream *s, es_frame *f) {
   if (!s || !f) return ES_ERR_USAGE;
-  es_slot *sl = (es_slot *)f;
-  if (!held_by_producer(s, sl)) {
-    es_ctx_set_error(s->ctx, "push of a frame not acquired");
-    return ES_ERR_USAGE;
-  }
+  es_slot *sl = slot_of(s, f);
+  if (!held_by_producer(s, sl, "push")) return ES_ERR_USAGE;
   if (f->width < 1 || f->height < 1 || (f->depth != 8 && f->depth != 16) ||
-      (!f->data && !f->lend)) {
+      (!sl->data_buf && !f->lend)) {
     es_ctx_set_error(s->ctx, "frame %dx%d depth %d: bad size (es_stream_reserve first)",
                      f->width, f->height, f->depth);
+    return ES_ERR_USAGE;
+  }
+  if (!f->lend && f->data != sl->data_buf) {
+    /* The stream would compute (and later free) memory it does not own. */
+    es_ctx_set_error(s->ctx, "push: frame data is not the stream's buffer (lend other memory "
+                             "with es_frame.lend)");
     return ES_ERR_USAGE;
   }
   /* What es_compute would refuse (a side the engines cannot pad, a stride shorter than a
@@ -503,8 +530,10 @@ int es_stream_push(es_stream *s, es_frame *f) {
     es_ctx_set_error(s->ctx, "out of memory for a %dx%d frame", f->width, f->height);
     return ES_ERR_NOMEM;
   }
-  if (!s->sc.want_map) f->map = NULL;
+  f->map = s->sc.want_map ? sl->map_buf : NULL;
   f->map_stride = s->sc.want_map ? (size_t)f->width : 0;
+  for (int i = 0; i < 3; i++)
+    f->pix.plane[i] = sl->pix_buf[i];
   for (int i = 0; i < 3; i++)
     f->pix.stride[i] = i < es_pix_planes(s->sc.render.format)
                            ? es_pix_stride(s->sc.render.format, i, f->width)
@@ -605,8 +634,8 @@ static void lend_give(lend_ret r) {
 }
 
 void es_stream_release(es_stream *s, es_frame *f) {
-  if (!s || !f) return;
-  es_slot *sl = (es_slot *)f;
+  es_slot *sl = s ? slot_of(s, f) : NULL;
+  if (!sl) return; /* not a frame of this stream: nothing to give back */
   lend_ret lent = {NULL, NULL};
   pthread_mutex_lock(&s->lock);
   /* Only a frame the caller holds (acquired and not pushed, or pulled) may go back. */
@@ -662,8 +691,9 @@ void es_stream_destroy(es_stream **ps) {
       es_slot *sl = &s->slots[i];
       lend_give(lend_take(&sl->f)); /* pushed and never pulled (abort), or never released */
       data_free(sl);
-      buf_free(sl->f.map, &sl->reg[1]);
-      for (int k = 0; k < 3; k++) buf_free(sl->f.pix.plane[k], &sl->reg[2 + k]);
+      buf_free(sl->map_buf, &sl->reg[1]);
+      for (int k = 0; k < 3; k++)
+        buf_free(sl->pix_buf[k], &sl->reg[2 + k]);
     }
   }
   free(s->slots);

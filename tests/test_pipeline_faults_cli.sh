@@ -6,6 +6,10 @@
 set -u
 BIN=${ES_BIN:?ES_BIN not set}
 PY=${ES_PYTHON3:-/usr/bin/python3}
+if [ "${ES_HAVE_FFMPEG:-0}" != 1 ]; then # --raw on stdin is read through libavformat
+  echo "skip: built without FFmpeg"
+  exit 77
+fi
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
 W=$((RANDOM % 90 + 17)); H=$((RANDOM % 60 + 9)); N=$((RANDOM % 12 + 9))
