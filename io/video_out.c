@@ -229,6 +229,10 @@ static int open_encoder(AVCodecContext **out, const AVCodec *codec, const es_vid
     e->colorspace = AVCOL_SPC_SMPTE170M; /* the renderer's YUV is BT.601 */
   }
   if (global_header) e->flags |= AV_CODEC_FLAG_GLOBAL_HEADER;
+  /* libx265 prints its banner, settings and errors straight to stderr (27 lines a run), past
+   * libavutil's log: silenced with it, as the failure comes back as our own message. */
+  if (!strcmp(codec->name, "libx265") && av_log_get_level() < AV_LOG_INFO)
+    av_opt_set(e->priv_data, "x265-params", "log-level=none", 0);
   if (tuning) {
     int has_crf = av_opt_find(e->priv_data, "crf", NULL, 0, 0) != NULL;
     if (o->crf >= 0 && has_crf) {

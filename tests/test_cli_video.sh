@@ -256,6 +256,22 @@ if ffmpeg -hide_banner -encoders 2>/dev/null | grep -q " libx264 "; then
   [ ! -e "$T/p.mp4" ] || fail "--preset warp9 left $T/p.mp4"
 fi
 
+# Encoders that print to stderr past libavutil's log: libx265 (its banner and settings, 27
+# lines, and its own error lines beside ours) and SVT-AV1 (12 lines). With -q nothing is
+# printed; a refusal is our one line.
+$FF -f lavfi -i "testsrc=size=64x64:rate=10" -frames:v 3 -c:v ffv1 "$T/sq.mkv" || fail "cannot make sq.mkv"
+for c in libx265 libsvtav1; do
+  ff_has encoders $c || { echo "test_cli_video: --codec $c skipped: no such encoder"; continue; }
+  "$BIN" -q "$T/sq.mkv" -o "$T/$c.mkv" --codec $c 2>"$T/$c.err"; rc=$?
+  [ $rc = 0 ] && [ ! -s "$T/$c.err" ] || fail "--codec $c -q: exit $rc, stderr: $(head -c 300 "$T/$c.err")"
+  [ "$(probe "$T/$c.mkv" nb_read_frames)" = 3 ] || fail "--codec $c: $(probe "$T/$c.mkv" nb_read_frames) frames, want 3"
+done
+if ff_has encoders libx265; then
+  msg=$("$BIN" -q "$T/sq.mkv" -o "$T/x265-63.mkv" --codec libx265 --crf 63 2>&1); rc=$?
+  [ $rc = 1 ] && [ "$msg" = "entropy-stream: $T/x265-63.mkv: --crf 63: refused by encoder libx265" ] ||
+    fail "--codec libx265 --crf 63: exit $rc, want 1 and one line: $msg"
+fi
+
 # A .y4m output file: the same uncompressed frames as stdout, byte for byte (a bug once sent
 # libx264 packets into the y4m muxer, which refused them).
 if [ $Y4M_OUT = 1 ]; then

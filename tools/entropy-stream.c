@@ -2093,6 +2093,10 @@ int main(int argc, char **argv) {
   rc = parse_args(argc, argv, &o);
   if (rc == -2) return 0;
   if (rc) return 1;
+  /* SVT-AV1 (--codec libsvtav1) prints a 12-line banner and its errors to stderr past
+   * libavutil's log; only its environment variable quiets it, and setenv is safe only
+   * before any thread starts. Our own message reports a failure. A user's SVT_LOG stays. */
+  setenv("SVT_LOG", "0", 0);
   o.cfg.verbose = o.quiet ? 0 : o.verbose ? 2 : 1;
   /* CUDA start-up (a few hundred ms) overlaps the first frames, computed on the CPU. */
   o.cfg.gpu_background = 1;
