@@ -172,6 +172,11 @@ bad_opt "--raw gray8:4x4@30/0: " "30000/1001" --raw gray8:4x4@30/0
 bad_opt "--crf 99: " "0..63" --crf 99
 bad_opt "--max-pixels 0: " "1.." --max-pixels 0
 bad_opt "--bogus: " "unknown option" --bogus
+# An abbreviation of several options is ambiguous, not unknown (it said "unknown option"
+# for --ver, which is the start of --verbose and --version).
+bad_opt "--ver: " "ambiguous option (--verbose, --version; see --help)" --ver
+bad_opt "--pr: " "ambiguous option (--preset, --progress; see --help)" --pr
+bad_opt "--st: " "ambiguous option (--stats, --stats-bins; see --help)" --st=s.csv
 bad_opt "-Z: " "unknown option" -Z
 # A value given to an option that takes none: said so (it was "unknown option").
 for o in help recursive quiet verbose progress no-progress version; do

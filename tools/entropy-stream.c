@@ -571,6 +571,21 @@ static int parse_args(int argc, char **argv, cli_opts *o) {
         snprintf(name, sizeof name, "%.*s", (int)strcspn(arg, "="), arg);
       else
         snprintf(name, sizeof name, "-%c", optopt ? optopt : '?');
+      /* An abbreviation of several options comes back as '?' with optopt 0, as an unknown
+       * name does: name the options it could be. */
+      if (c == '?' && !optopt && !strncmp(arg, "--", 2) && name[2]) {
+        char list[256] = "";
+        size_t at = 0, n = strlen(name + 2);
+        int k = 0;
+        for (const struct option *lo = longopts; lo->name; lo++) {
+          if (strncmp(lo->name, name + 2, n) || at >= sizeof list) continue;
+          at += (size_t)snprintf(list + at, sizeof list - at, "%s--%s", k++ ? ", " : "", lo->name);
+        }
+        if (k > 1) {
+          err(NULL, "%s: ambiguous option (%s; see --help)", name, list);
+          return 1;
+        }
+      }
       err(NULL, "%s: %s (see --help)", name, c == ':' ? "needs a value" : "unknown option");
       return 1;
     }
