@@ -149,6 +149,23 @@ bad_opt "--format gray16: " "always float32" --format gray16
 bad_opt "--format heat: " "always float32" --format heat
 "$BIN" -q "$T/good.png" -o "$T/f32.npy" --format f32 || fail "--format f32 -o x.npy: exit $?"
 bad_opt "--colormap jet: " "inferno" --colormap jet
+# Encoder settings and rendering options that the output would ignore are refused, as
+# --format and --overlay are with a .npy (each was silently ignored, exit 0).
+bad_opt "--codec: " "only for a video file output" --codec mpeg4
+bad_opt "--crf: " "only for a video file output" --crf 20
+bad_opt "--preset: " "only for a video file output" --preset fast
+bad_opt "--colormap: " "only for --format heat" --colormap viridis
+bad_opt "--range: " "not float32 maps" --range auto
+msg=$("$BIN" -q "$T/good.png" -o "$T/cm.png" --format gray8 --colormap turbo 2>&1); rc=$?
+[ $rc = 1 ] && [ "$msg" = "entropy-stream: --colormap: only for --format heat (the output is gray8)" ] ||
+  fail "--colormap with gray8: exit $rc, want 1 ($msg)"
+[ -e "$T/cm.png" ] && fail "--colormap with gray8: output written"
+msg=$("$BIN" -q "$T/good.png" -o - --codec mpeg4 2>&1 >/dev/null); rc=$?
+[ $rc = 1 ] || fail "--codec with -o -: exit $rc, want 1 ($msg)"
+# ... but taken where they count, and with no -o (only --stats), as --format is.
+"$BIN" -q "$T/good.png" -o "$T/cm.png" --colormap turbo --range auto || fail "--colormap heat png: exit $?"
+"$BIN" -q "$T/good.png" -o "$T/cm16.png" --format gray16 --range auto || fail "--range gray16 png: exit $?"
+"$BIN" -q "$T/good.png" --stats "$T/cm.csv" --codec mpeg4 --colormap turbo || fail "--codec with --stats only: exit $?"
 bad_opt "--range x: " "fixed or auto" --range x
 bad_opt "--overlay 1.5: " "0..1" --overlay 1.5
 bad_opt "--overlay -0.1: " "0..1" --overlay -0.1

@@ -55,6 +55,8 @@ typedef struct cli_opts {
   es_render render;
   int format; /* enum fmt */
   int format_set; /* --format given */
+  int colormap_set; /* --colormap given */
+  int range_set;    /* --range given */
   const char *stats_path;
   const char *raw;
   const char *codec;
@@ -407,6 +409,7 @@ static int parse_args(int argc, char **argv, cli_opts *o) {
         return 1;
       }
       o->render.colormap = v; /* the names are in es_colormap order */
+      o->colormap_set = 1;
       break;
     case OPT_RANGE:
       if ((v = pick(a, ranges, 2)) < 0) {
@@ -414,6 +417,7 @@ static int parse_args(int argc, char **argv, cli_opts *o) {
         return 1;
       }
       o->render.range_auto = v;
+      o->range_set = 1;
       break;
     case OPT_OVERLAY: {
       char *end;
@@ -2157,6 +2161,22 @@ int main(int argc, char **argv) {
   if (o.render.overlay_on && (out_kind == OUT_NPY || o.format == FMT_F32)) {
     /* It would be ignored too: float32 maps are the values, never a picture. */
     err(NULL, "--overlay: only for pictures (heat or gray8), not float32 maps");
+    return 1;
+  }
+  /* Options the output given would ignore, as the two above. Without -o they are let be, as
+   * --format is: a run for --stats alone may share a rendering run's options. */
+  if (o.output && out_kind != OUT_VIDEO && (o.codec || o.crf >= 0 || o.preset)) {
+    err(NULL, "%s: only for a video file output (x.mp4, x.mkv, ...)",
+        o.codec ? "--codec" : o.crf >= 0 ? "--crf" : "--preset");
+    return 1;
+  }
+  if (o.output && o.colormap_set && (out_kind == OUT_NPY || o.format != FMT_HEAT)) {
+    err(NULL, "--colormap: only for --format heat (the output is %s)",
+        out_kind == OUT_NPY ? "float32" : fmt_names[o.format]);
+    return 1;
+  }
+  if (o.output && o.range_set && (out_kind == OUT_NPY || o.format == FMT_F32)) {
+    err(NULL, "--range: only for pictures (heat, gray8, gray16), not float32 maps");
     return 1;
   }
   if (o.raw && in_kind != IN_VIDEO) {
