@@ -210,6 +210,11 @@ msg=$("$BIN" -q "$T/good.png" -o "$T/sdir/" --stats "$T/s.txt" 2>&1); rc=$?
 [ $rc = 1 ] || fail "--stats s.txt: exit $rc, want 1 ($msg)"
 case "$msg" in "entropy-stream: "*"--stats"*csv*jsonl*) ;; *) fail "--stats s.txt message: $msg";; esac
 [ -e "$T/sdir" ] && fail "--stats s.txt: the output directory was created anyway"
+# Two statistics files, as two -o: refused (the first was dropped in silence, exit 0).
+msg=$("$BIN" -q "$T/good.png" --stats "$T/st1.csv" --stats "$T/st2.csv" 2>&1); rc=$?
+[ $rc = 1 ] && [ "$msg" = "entropy-stream: --stats $T/st2.csv: only one statistics file" ] ||
+  fail "--stats twice: exit $rc, want 1 ($msg)"
+[ -e "$T/st1.csv" ] || [ -e "$T/st2.csv" ] && fail "--stats twice: a statistics file written"
 msg=$("$BIN" "$T/good.png" -o 2>&1); rc=$?
 [ $rc = 1 ] || fail "-o without a value: exit $rc"
 msg=$("$BIN" 2>&1); rc=$?

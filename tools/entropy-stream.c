@@ -433,6 +433,10 @@ static int parse_args(int argc, char **argv, cli_opts *o) {
       break;
     }
     case OPT_STATS:
+      if (o->stats_path) { /* as -o: the first would be dropped */
+        err(NULL, "--stats %s: only one statistics file", a);
+        return 1;
+      }
       if (!*a) {
         err(NULL, "--stats: needs a file name (.csv, .jsonl) or -");
         return 1;
