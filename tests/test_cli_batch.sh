@@ -217,6 +217,21 @@ for f in a/b/y a/c a/d/z a/e top; do cp "$T/in/a.png" "$T/sd2/$f.png"; done
 grep -qx "entropy-stream: $T/sdo2/a: cannot create directory: exists and is not a directory" "$T/sd2.err" || fail "directory in the way of subdirectories: message: $(cat "$T/sd2.err")"
 grep -qx "entropy-stream: 4 of 5 files failed" "$T/sd2.err" || fail "directory in the way of subdirectories: no '4 of 5 files failed': $(cat "$T/sd2.err")"
 
+# Two inputs whose float maps get one name (m.PNG and m.png both make m.npy): the second
+# in name order fails, named, and the first's map is the one written. Both were written to
+# the same file at once: with -y "2 written" and one map lost (which one, by thread timing);
+# without, "m.npy: exists (use -y to overwrite)" for a file the run itself had just made.
+mkdir -p "$T/cc"; cp "$T/in/a.png" "$T/cc/m.PNG"; cp "$T/in/b.png" "$T/cc/m.png"
+"$BIN" -q "$T/cc/m.PNG" -o "$T/cc-want.npy" || fail "m.PNG alone: exit $?"
+for y in "" -y; do
+  "$BIN" --no-progress $y --format f32 "$T/cc" -o "$T/cco" 2> "$T/cc.err"; rc=$?
+  [ $rc = 3 ] || fail "two inputs onto one .npy ($y): exit $rc, want 3 ($(cat "$T/cc.err"))"
+  grep -qx "entropy-stream: $T/cco/m.npy: also the output of $T/cc/m.PNG (rename one of them)" "$T/cc.err" ||
+    fail "two inputs onto one .npy ($y): message: $(cat "$T/cc.err")"
+  grep -qx "entropy-stream: 1 of 2 files failed" "$T/cc.err" || fail "two inputs onto one .npy ($y): no summary: $(cat "$T/cc.err")"
+  cmp -s "$T/cc-want.npy" "$T/cco/m.npy" || fail "two inputs onto one .npy ($y): m.npy is not m.PNG's map"
+done
+
 if [ $FAIL -ne 0 ]; then
   echo "test_cli_batch: $FAIL failure(s)"
   exit 1

@@ -941,6 +941,13 @@ static int job_cmp(const void *a, const void *b) {
   return strcmp(((const img_job *)a)->name, ((const img_job *)b)->name);
 }
 
+/* Jobs (pointers into the name-sorted array) by output name, then in name order. */
+static int job_out_cmp(const void *a, const void *b) {
+  const img_job *x = *(img_job *const *)a, *y = *(img_job *const *)b;
+  int c = strcmp(x->out, y->out);
+  return c ? c : (x > y) - (x < y);
+}
+
 /* A job is over (written, skipped or failed): count it and show progress. */
 static void job_done(img_batch *b, img_job *j, int status) {
   pthread_mutex_lock(&b->lock);
@@ -1207,6 +1214,31 @@ static int run_images(cli_opts *o, int in_kind, int out_kind) {
       jobs[i].out = out;
     }
     b.out_kind = o->output ? (o->format == FMT_F32 ? OUT_NPY : OUT_PNG) : OUT_NONE;
+    /* Inputs whose outputs get one name (m.PNG and m.png both make m.npy): the first in name
+     * order (of those not failed already) keeps it, the others fail, named. Both were
+     * written at once: one map lost. */
+    if (o->output && n > 1) {
+      img_job **by_out = malloc(n * sizeof *by_out);
+      if (!by_out) {
+        code = 4;
+        goto end;
+      }
+      for (size_t i = 0; i < n; i++) by_out[i] = &jobs[i];
+      qsort(by_out, n, sizeof *by_out, job_out_cmp);
+      const img_job *owner = NULL;
+      for (size_t i = 0; i < n; i++) {
+        img_job *j = by_out[i];
+        if (owner && strcmp(j->out, owner->out)) owner = NULL;
+        if (j->failed) continue;
+        if (!owner) {
+          owner = j;
+          continue;
+        }
+        err(j->out, "also the output of %s (rename one of them)", owner->in);
+        j->failed = ES_ERR_OUTPUT;
+      }
+      free(by_out);
+    }
     if (n == 0 && !o->quiet) err(o->input, "no *.png files%s", o->recursive ? "" : " (-r descends)");
   } else {
     jobs = calloc(1, sizeof *jobs);
