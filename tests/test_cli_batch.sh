@@ -232,6 +232,18 @@ for y in "" -y; do
   cmp -s "$T/cc-want.npy" "$T/cco/m.npy" || fail "two inputs onto one .npy ($y): m.npy is not m.PNG's map"
 done
 
+# An output that is another file's input: d/a.png and d/d/a.png into the parent of d make
+# ./a.png and ./d/a.png, the second being the first's input. -y replaced that input with the
+# heat map of d/d/a.png (exit 0, "2 written"); now refused as an output onto its own input
+# is, before anything is written (exit 1, one line naming both).
+mkdir -p "$T/par/d/d"; cp "$T/in/a.png" "$T/par/d/a.png"; cp "$T/in/b.png" "$T/par/d/d/a.png"
+msg=$(cd "$T/par" && "$BIN" -q -r -y d -o . 2>&1); rc=$?
+[ $rc = 1 ] || fail "output onto another file's input: exit $rc, want 1 ($msg)"
+[ "$msg" = "entropy-stream: ./d/a.png: is the input d/a.png itself (choose another output)" ] ||
+  fail "output onto another file's input: message: $msg"
+cmp -s "$T/in/a.png" "$T/par/d/a.png" || fail "output onto another file's input: the input was replaced"
+[ -e "$T/par/a.png" ] && fail "output onto another file's input: an output was written"
+
 if [ $FAIL -ne 0 ]; then
   echo "test_cli_batch: $FAIL failure(s)"
   exit 1

@@ -941,6 +941,25 @@ static int job_cmp(const void *a, const void *b) {
   return strcmp(((const img_job *)a)->name, ((const img_job *)b)->name);
 }
 
+/* A file by its identity (links followed), and the job whose input it is. */
+typedef struct file_id {
+  dev_t dev;
+  ino_t ino;
+  size_t job;
+} file_id;
+
+static int file_id_cmp(const void *a, const void *b) {
+  const file_id *x = a, *y = b;
+  if (x->dev != y->dev) return x->dev < y->dev ? -1 : 1;
+  return (x->ino > y->ino) - (x->ino < y->ino);
+}
+
+/* The input that st is, or NULL. */
+static const file_id *find_file_id(const file_id *ids, size_t n, const struct stat *st) {
+  file_id key = {st->st_dev, st->st_ino, 0};
+  return n ? bsearch(&key, ids, n, sizeof *ids, file_id_cmp) : NULL;
+}
+
 /* Jobs (pointers into the name-sorted array) by output name, then in name order. */
 static int job_out_cmp(const void *a, const void *b) {
   const img_job *x = *(img_job *const *)a, *y = *(img_job *const *)b;
@@ -1285,16 +1304,37 @@ static int run_images(cli_opts *o, int in_kind, int out_kind) {
     }
   }
 
-  /* Never let an output replace its own input: an image written into a directory (the
-   * input's own, or one a symlinked input points into) and the statistics file. */
-  for (size_t i = 0; i < n; i++) {
+  /* Never let an output replace an input of the run, its own or another's: an image written
+   * into a directory (the input's own, or one a symlinked input points into), d/a.png and
+   * d/d/a.png into the parent of d (./d/a.png is the first's input), and the statistics
+   * file. The inputs' identities are sorted once, each output looked up in them. */
+  {
+    file_id *ids = malloc((n ? n : 1) * sizeof *ids);
+    size_t nid = 0;
+    const file_id *hit = NULL;
     const char *bad = NULL;
-    if (jobs[i].out && b.out_kind != OUT_STDOUT && same_file(jobs[i].in, jobs[i].out))
-      bad = jobs[i].out;
-    else if (o->stats_path && strcmp(o->stats_path, "-") && same_file(jobs[i].in, o->stats_path))
+    struct stat st;
+    if (!ids) {
+      code = 4;
+      goto end;
+    }
+    for (size_t i = 0; i < n; i++) {
+      if (stat(jobs[i].in, &st) != 0) continue;
+      ids[nid].dev = st.st_dev;
+      ids[nid].ino = st.st_ino;
+      ids[nid++].job = i;
+    }
+    if (nid) qsort(ids, nid, sizeof *ids, file_id_cmp);
+    for (size_t i = 0; i < n && !bad; i++)
+      if (jobs[i].out && b.out_kind != OUT_STDOUT && stat(jobs[i].out, &st) == 0 &&
+          (hit = find_file_id(ids, nid, &st)))
+        bad = jobs[i].out;
+    if (!bad && o->stats_path && strcmp(o->stats_path, "-") && stat(o->stats_path, &st) == 0 &&
+        (hit = find_file_id(ids, nid, &st)))
       bad = o->stats_path;
+    if (bad) err(bad, "is the input %s itself (choose another output)", jobs[hit->job].in);
+    free(ids);
     if (bad) {
-      err(bad, "is the input %s itself (choose another output)", jobs[i].in);
       code = 1;
       goto end;
     }
