@@ -333,6 +333,17 @@ for rate in 30000/1001 30000:1001; do
   "$PY" -c "import sys; sys.exit(0 if abs(float('${t2:-nan}') - 2002 / 30000) < 1e-6 else 1)" ||
     fail "--raw @$rate: frame 2 at '$t2' s, want $(( 2002 ))/30000"
 done
+# Standard input redirected from the very file named as an output: refused as a named input
+# is, even with -y (it was replaced by the output, exit 0), for -o, a frame and --stats.
+head -c $(( RW * RH * 2 )) "$T/raw.bin" > "$T/self.npy"; cp "$T/self.npy" "$T/self.keep"
+mkdir "$T/selfdir"; cp "$T/self.npy" "$T/selfdir/frame_000000.npy"; cp "$T/self.npy" "$T/self.csv"
+for args in "-o $T/self.npy" "--format f32 -o $T/selfdir" "--stats $T/self.csv"; do
+  f=${args##* }; [ -d "$f" ] && f=$f/frame_000000.npy
+  msg=$("$BIN" -q -y - --raw gray8:${RW}x${RH} $args < "$f" 2>&1); rc=$?
+  [ $rc = 1 ] && [ "$msg" = "entropy-stream: $f: is the input itself (choose another output)" ] ||
+    fail "stdin from the output ($args): exit $rc, want 1 ($msg)"
+  cmp -s "$T/self.keep" "$f" || fail "stdin from the output ($args): the input was replaced"
+done
 # 16-bit raw.
 head -c $(( RW * RH * 2 * 2 )) /dev/urandom | "$BIN" -q - --raw gray16le:${RW}x${RH} -L 4096 -o "$T/raw16.npy"; rc=$?
 [ $rc = 0 ] || fail "raw gray16le: exit $rc"

@@ -654,10 +654,12 @@ static int is_dir(const char *path) {
 
 /* 1 when `out` exists and is the file `in` (same device and inode, links followed): writing
  * it would replace the input. The -o guard in main compares only the -o path; the names
- * made inside an output directory are known later and checked with this. */
+ * made inside an output directory are known later and checked with this. `in` "-" is what
+ * standard input is (`- < x.y4m`: that file). */
 static int same_file(const char *in, const char *out) {
   struct stat a, b;
-  return stat(in, &a) == 0 && stat(out, &b) == 0 && a.st_dev == b.st_dev && a.st_ino == b.st_ino;
+  int have_in = strcmp(in, "-") ? stat(in, &a) == 0 : fstat(0, &a) == 0;
+  return have_in && stat(out, &b) == 0 && a.st_dev == b.st_dev && a.st_ino == b.st_ino;
 }
 
 static int is_video_ext(const char *e) {
@@ -1829,8 +1831,7 @@ static int run_video(cli_opts *o, int out_kind) {
       return 3;
     }
   }
-  if (o->stats_path && strcmp(o->stats_path, "-") && strcmp(o->input, "-") &&
-      same_file(o->input, o->stats_path)) {
+  if (o->stats_path && strcmp(o->stats_path, "-") && same_file(o->input, o->stats_path)) {
     err(o->stats_path, "is the input itself (choose another output)");
     return 1;
   }
@@ -2032,7 +2033,7 @@ static int run_video(cli_opts *o, int out_kind) {
           what = path ? path : out_name;
           if (!path) {
             rc = ES_ERR_NOMEM;
-          } else if (strcmp(o->input, "-") && same_file(o->input, path)) {
+          } else if (same_file(o->input, path)) {
             snprintf(msg, sizeof msg, "is the input itself (choose another output)");
             rc = ES_ERR_USAGE;
           } else if (o->skip && es_output_exists(path)) {
@@ -2267,8 +2268,9 @@ int main(int argc, char **argv) {
     err("-", "standard output is a terminal (pipe it into a program or a file)");
     return 1;
   }
-  /* Never let an output replace its own input (-y would destroy it). */
-  if (o.output && strcmp(o.input, "-") && strcmp(o.output, "-") && same_file(o.input, o.output)) {
+  /* Never let an output replace its own input (-y would destroy it), standard input's file
+   * included. */
+  if (o.output && strcmp(o.output, "-") && same_file(o.input, o.output)) {
     err(o.output, "is the input itself (choose another output)");
     return 1;
   }
