@@ -243,6 +243,12 @@ msg=$(cd "$T/par" && "$BIN" -q -r -y d -o . 2>&1); rc=$?
   fail "output onto another file's input: message: $msg"
 cmp -s "$T/in/a.png" "$T/par/d/a.png" || fail "output onto another file's input: the input was replaced"
 [ -e "$T/par/a.png" ] && fail "output onto another file's input: an output was written"
+# --stats - appended to one of the batch's inputs: refused (the CSV went onto the PNG).
+mkdir -p "$T/so"; cp "$T/in/a.png" "$T/so/a.png"; cp "$T/in/b.png" "$T/so/b.png"
+msg=$("$BIN" -q "$T/so" --stats - 2>&1 >> "$T/so/b.png"); rc=$?
+[ $rc = 1 ] && [ "$msg" = "entropy-stream: -: standard output is the input $T/so/b.png itself (choose another output)" ] ||
+  fail "--stats - appended to an input: exit $rc, want 1 ($msg)"
+cmp -s "$T/in/b.png" "$T/so/b.png" || fail "--stats - appended to an input: the input changed"
 
 if [ $FAIL -ne 0 ]; then
   echo "test_cli_batch: $FAIL failure(s)"

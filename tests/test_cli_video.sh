@@ -344,6 +344,22 @@ for args in "-o $T/self.npy" "--format f32 -o $T/selfdir" "--stats $T/self.csv";
     fail "stdin from the output ($args): exit $rc, want 1 ($msg)"
   cmp -s "$T/self.keep" "$f" || fail "stdin from the output ($args): the input was replaced"
 done
+# Standard output appended to the input itself ('in -o - >> in'): the run read what it wrote
+# and never ended (frames of the input's size go on as one stream), filling the disk; --stats
+# - >> in appended text to the input. Refused as cat refuses it: exit 1, one line, the input
+# as it was. (timeout: before the fix this ran until killed.)
+cp "$T/self.keep" "$T/selfo.raw"
+msg=$(timeout 20 "$BIN" -q - --raw gray8:${RW}x${RH} --format f32 -o - < "$T/selfo.raw" 2>&1 >> "$T/selfo.raw"); rc=$?
+[ $rc = 1 ] && [ "$msg" = "entropy-stream: -: standard output is the file on standard input (choose another output)" ] ||
+  fail "-o - appended to stdin's file: exit $rc, want 1 ($msg)"
+cmp -s "$T/self.keep" "$T/selfo.raw" || fail "-o - appended to stdin's file: the input changed"
+cp "$T/clip.mkv" "$T/selfo.mkv"
+for args in "-o -" "--stats -"; do
+  msg=$(timeout 20 "$BIN" -q "$T/selfo.mkv" $args 2>&1 >> "$T/selfo.mkv"); rc=$?
+  [ $rc = 1 ] && [ "$msg" = "entropy-stream: -: standard output is the input $T/selfo.mkv itself (choose another output)" ] ||
+    fail "$args appended to the input: exit $rc, want 1 ($msg)"
+  cmp -s "$T/clip.mkv" "$T/selfo.mkv" || fail "$args appended to the input: the input changed"
+done
 # 16-bit raw.
 head -c $(( RW * RH * 2 * 2 )) /dev/urandom | "$BIN" -q - --raw gray16le:${RW}x${RH} -L 4096 -o "$T/raw16.npy"; rc=$?
 [ $rc = 0 ] || fail "raw gray16le: exit $rc"

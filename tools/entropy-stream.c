@@ -658,8 +658,16 @@ static int is_dir(const char *path) {
  * standard input is (`- < x.y4m`: that file). */
 static int same_file(const char *in, const char *out) {
   struct stat a, b;
-  int have_in = strcmp(in, "-") ? stat(in, &a) == 0 : fstat(0, &a) == 0;
+  int have_in = strcmp(in, "-") ? stat(in, &a) == 0 : fstat(0, &a) == 0 && S_ISREG(a.st_mode);
   return have_in && stat(out, &b) == 0 && a.st_dev == b.st_dev && a.st_ino == b.st_ino;
+}
+
+/* 1 when standard output is a regular file and the file `in` ("-": standard input's). */
+static int stdout_is(const char *in) {
+  struct stat a, b;
+  int have_in = strcmp(in, "-") ? stat(in, &a) == 0 : fstat(0, &a) == 0;
+  return have_in && fstat(1, &b) == 0 && S_ISREG(b.st_mode) && a.st_dev == b.st_dev &&
+         a.st_ino == b.st_ino;
 }
 
 static int is_video_ext(const char *e) {
@@ -1334,6 +1342,15 @@ static int run_images(cli_opts *o, int in_kind, int out_kind) {
     if (!bad && o->stats_path && strcmp(o->stats_path, "-") && stat(o->stats_path, &st) == 0 &&
         (hit = find_file_id(ids, nid, &st)))
       bad = o->stats_path;
+    /* --stats - appended to an input (>> in/a.png), as main refuses it for one input. */
+    if (!bad && o->stats_path && !strcmp(o->stats_path, "-") && fstat(1, &st) == 0 &&
+        S_ISREG(st.st_mode) && (hit = find_file_id(ids, nid, &st))) {
+      err("-", "standard output is the input %s itself (choose another output)",
+          jobs[hit->job].in);
+      free(ids);
+      code = 1;
+      goto end;
+    }
     if (bad) err(bad, "is the input %s itself (choose another output)", jobs[hit->job].in);
     free(ids);
     if (bad) {
@@ -2272,6 +2289,17 @@ int main(int argc, char **argv) {
    * included. */
   if (o.output && strcmp(o.output, "-") && same_file(o.input, o.output)) {
     err(o.output, "is the input itself (choose another output)");
+    return 1;
+  }
+  /* Nor standard output be the input ('in.y4m -o - >> in.y4m'): the run read what it wrote,
+   * and frames of the input's size go on as one stream, so it never ended; '--stats - >>'
+   * wrote onto the input. Refused, as cat refuses it. A directory's files: run_images. */
+  if ((out_kind == OUT_STDOUT || (o.stats_path && !strcmp(o.stats_path, "-"))) &&
+      in_kind != IN_DIR && stdout_is(o.input)) {
+    if (!strcmp(o.input, "-"))
+      err("-", "standard output is the file on standard input (choose another output)");
+    else
+      err("-", "standard output is the input %s itself (choose another output)", o.input);
     return 1;
   }
   install_signals();
