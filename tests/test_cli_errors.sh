@@ -276,6 +276,12 @@ if command -v script >/dev/null; then
   script -qec "'$BIN' -q '$T/good.png' -o -" /dev/null > "$T/tty.out" 2>&1; rc=$?
   [ $rc = 1 ] || fail "-o - on a terminal: exit $rc, want 1 ($(cat -v "$T/tty.out"))"
   grep -aq "entropy-stream: -: standard output is a terminal" "$T/tty.out" || fail "-o - on a terminal: $(cat -v "$T/tty.out")"
+  # So is standard input from a terminal: it waited for frames a keyboard does not type
+  # (script's input stays open here; timeout: before the fix it ran until killed).
+  timeout 20 script -qec "'$BIN' -q - --stats -" /dev/null > "$T/tty-in.out" 2>&1 < <(sleep 30); rc=$?
+  [ $rc = 1 ] || fail "- on a terminal: exit $rc, want 1 ($(cat -v "$T/tty-in.out"))"
+  grep -aq "entropy-stream: -: standard input is a terminal (pipe frames into it or redirect a file)" "$T/tty-in.out" ||
+    fail "- on a terminal: $(cat -v "$T/tty-in.out")"
 fi
 
 # --version and --help.

@@ -2285,6 +2285,10 @@ int main(int argc, char **argv) {
     err("-", "standard output is a terminal (pipe it into a program or a file)");
     return 1;
   }
+  if (!strcmp(o.input, "-") && isatty(0)) { /* no frames come from a keyboard: it would wait */
+    err("-", "standard input is a terminal (pipe frames into it or redirect a file)");
+    return 1;
+  }
   /* Never let an output replace its own input (-y would destroy it), standard input's file
    * included. */
   if (o.output && strcmp(o.output, "-") && same_file(o.input, o.output)) {
