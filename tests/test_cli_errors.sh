@@ -297,6 +297,19 @@ for o in --window --shape --border --levels --base --format --colormap --range -
   printf '%s\n' "$out" | grep -q -e "$o" || fail "--help does not mention $o"
 done
 
+# ... written to a full disk or a closed standard output: an output error (exit 3, one line),
+# as GNU tools say 'write error' (both exited 0 without a word).
+for o in --help --version; do
+  if [ -w /dev/full ]; then
+    msg=$("$BIN" $o 2>&1 >/dev/full); rc=$?
+    [ $rc = 3 ] && [ "$msg" = "entropy-stream: -: write error: No space left on device" ] ||
+      fail "$o > /dev/full: exit $rc, want 3 ($msg)"
+  fi
+  msg=$("$BIN" $o 2>&1 >&-); rc=$?
+  [ $rc = 3 ] && [ "$msg" = "entropy-stream: -: write error: Bad file descriptor" ] ||
+    fail "$o >&-: exit $rc, want 3 ($msg)"
+done
+
 # --device gpu where no GPU can be used: exit 4 with one line.
 if [ "${ES_HAVE_CUDA:-0}" = 1 ] && nvidia-smi -L >/dev/null 2>&1; then
   echo "a GPU is present: --device gpu failure not tested here"

@@ -2204,7 +2204,13 @@ int main(int argc, char **argv) {
   o.progress = -1;
 
   rc = parse_args(argc, argv, &o);
-  if (rc == -2) return 0;
+  if (rc == -2) { /* --help, --version: written, or a write error (a full disk, no stdout) */
+    if (fflush(stdout) != 0 || ferror(stdout)) {
+      err("-", "write error: %s", strerror(errno));
+      return 3;
+    }
+    return 0;
+  }
   if (rc) return 1;
   /* SVT-AV1 (--codec libsvtav1) prints a 12-line banner and its errors to stderr past
    * libavutil's log; only its environment variable quiets it, and setenv is safe only
