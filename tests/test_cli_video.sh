@@ -441,6 +441,24 @@ EOF2
   done
 fi
 
+# A video of which no frame could be decoded (every y4m FRAME line damaged): an input error,
+# exit 2, said in one line. It was exit 0 ("everything asked for was written") with an
+# empty map and only the summary's corrupt count.
+if [ $Y4M_IN = 1 ]; then
+  "$PY" -c "
+import sys
+out = bytearray(b'YUV4MPEG2 W8 H6 F25:1 Ip A1:1 Cmono\n')
+for i in range(4): out += b'FRAMX\n' + bytes(48)
+open(sys.argv[1], 'wb').write(bytes(out))" "$T/allbad.y4m"
+  for how in file pipe; do
+    if [ $how = file ]; then "$BIN" -q "$T/allbad.y4m" --stats "$T/allbad.csv" -y 2> "$T/allbad.err"; rc=$?
+    else cat "$T/allbad.y4m" | "$BIN" -q - --stats "$T/allbad.csv" -y 2> "$T/allbad.err"; rc=$?; fi
+    [ $rc = 2 ] || fail "no frame decodable ($how): exit $rc, want 2 ($(cat "$T/allbad.err"))"
+    grep -q "^entropy-stream: [^:]*: no frame could be decoded (4 corrupt packets skipped)$" "$T/allbad.err" ||
+      fail "no frame decodable ($how): message: $(cat "$T/allbad.err")"
+  done
+fi
+
 # Rotation metadata (a display matrix) goes to the heat video, so players turn it as they
 # turn the source; the map itself is in the stored orientation (SPEC: the Y plane as stored).
 if ff_has encoders libx264 && ff_has muxers mp4; then

@@ -2120,6 +2120,16 @@ static int run_video(cli_opts *o, int out_kind) {
       code = worse(code, es_exit_code(v.read_status));
     }
   }
+  /* Corrupt packets are skipped and the rest kept (SPEC 3); where nothing was left, the
+   * input is as good as unreadable: an input error, the empty outputs kept as a short
+   * first frame leaves them. */
+  if (v.read_status == ES_OK && !write_failed && !g_stop && v.pushed == 0 &&
+      es_video_in_corrupt(v.vin) > 0) {
+    int64_t nc = es_video_in_corrupt(v.vin);
+    err(in_name, "no frame could be decoded (%" PRId64 " corrupt packet%s skipped)", nc,
+        nc == 1 ? "" : "s");
+    code = worse(code, 2);
+  }
   if (g_stop) code = 130;
 
   /* Close the outputs: committed unless writing itself failed. */
