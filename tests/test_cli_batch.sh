@@ -243,6 +243,23 @@ msg=$(cd "$T/par" && "$BIN" -q -r -y d -o . 2>&1); rc=$?
   fail "output onto another file's input: message: $msg"
 cmp -s "$T/in/a.png" "$T/par/d/a.png" || fail "output onto another file's input: the input was replaced"
 [ -e "$T/par/a.png" ] && fail "output onto another file's input: an output was written"
+# The statistics file inside the output directory the run creates: the directory is made
+# first, as a video's frame directory is (it was exit 3, "OUT/s.csv: cannot create: No such
+# file or directory", nothing done), for a batch and a single image; a bad name still creates
+# nothing.
+rm -rf "$T/sin"; mkdir -p "$T/sin"; cp "$T/in/a.png" "$T/in/b.png" "$T/sin/"
+for o in "$T/sout" "$T/sout2/"; do
+  msg=$("$BIN" -q "$T/sin" -o "$o" --stats "${o%/}/s.csv" 2>&1); rc=$?
+  [ $rc = 0 ] && [ -f "${o%/}/a.png" ] && [ "$(wc -l < "${o%/}/s.csv")" = 3 ] ||
+    fail "--stats inside the new output directory $o: exit $rc ($msg)"
+done
+msg=$("$BIN" -q "$T/sin/a.png" -o "$T/sout3/" --stats "$T/sout3/s.jsonl" 2>&1); rc=$?
+[ $rc = 0 ] && [ -f "$T/sout3/a.png" ] && [ "$(wc -l < "$T/sout3/s.jsonl")" = 1 ] ||
+  fail "--stats inside a single image's new output directory: exit $rc ($msg)"
+msg=$("$BIN" -q "$T/sin" -o "$T/sout4" --stats "$T/sout4/s.txt" 2>&1); rc=$?
+[ $rc = 1 ] || fail "--stats s.txt inside the output directory: exit $rc, want 1 ($msg)"
+[ -e "$T/sout4" ] && fail "--stats s.txt inside the output directory: the directory was made"
+
 # --stats - appended to one of the batch's inputs: refused (the CSV went onto the PNG).
 mkdir -p "$T/so"; cp "$T/in/a.png" "$T/so/a.png"; cp "$T/in/b.png" "$T/so/b.png"
 msg=$("$BIN" -q "$T/so" --stats - 2>&1 >> "$T/so/b.png"); rc=$?

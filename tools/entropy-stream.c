@@ -441,6 +441,10 @@ static int parse_args(int argc, char **argv, cli_opts *o) {
         err(NULL, "--stats: needs a file name (.csv, .jsonl) or -");
         return 1;
       }
+      if (!es_stats_path_ok(a)) { /* before any output directory is made */
+        err(a, "--stats FILE: must end in .csv or .jsonl (or be -)");
+        return 1;
+      }
       o->stats_path = a;
       break;
     case OPT_STATS_BINS:
@@ -741,6 +745,13 @@ static int make_out_dir(const char *path) {
     err(name, "%s", msg);
   }
   return rc;
+}
+
+/* 1 when path names something under the directory dir ("out/s.csv" under "out/"). */
+static int path_inside(const char *dir, const char *path) {
+  size_t n = strlen(dir);
+  while (n > 1 && dir[n - 1] == '/') n--;
+  return !strncmp(path, dir, n) && path[n] == '/';
 }
 
 static char *join(const char *a, const char *b) {
@@ -1358,13 +1369,20 @@ static int run_images(cli_opts *o, int in_kind, int out_kind) {
       goto end;
     }
   }
-  /* The statistics file first: a bad name creates no output directory. */
+  /* The statistics file first: one that cannot be written creates no output directory.
+   * Unless it is to be inside that directory: then the directory is made first (and the
+   * subdirectories below). */
   rc = stats_file_check(o);
   if (rc == STATS_REFUSED) {
     code = 3;
     goto end;
   }
   if (rc == STATS_SKIPPED && !o->output) goto end;
+  if (o->stats_path && o->output && (out_kind == OUT_DIR || in_kind == IN_DIR) &&
+      path_inside(o->output, o->stats_path) && make_out_dir(o->output) != ES_OK) {
+    code = 3;
+    goto end;
+  }
   if (o->stats_path) {
     rc = es_stats_writer_open(&sw, o->stats_path, o->overwrite, o->cfg.stats_bins, msg,
                               sizeof msg);
