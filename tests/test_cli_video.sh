@@ -381,6 +381,13 @@ printf 'x' > "$T/afile"
 msg=$("$BIN" -q "$T/clip.mkv" -o "$T/afile/x.mp4" 2>&1); rc=$?
 [ $rc = 3 ] || fail "mp4 under a regular file: exit $rc, want 3 ($msg)"
 case "$msg" in "entropy-stream: $T/afile/x.mp4: "?*) ;; *) fail "mp4 output error message: $msg";; esac
+# A statistics file that cannot be made leaves no frame directory behind (an empty one was
+# left: the directory was made first), as a batch leaves none; inside it, it is made first.
+msg=$("$BIN" -q "$T/clip.mkv" -o "$T/nodir" --stats "$T/afile/s.csv" 2>&1); rc=$?
+[ $rc = 3 ] || fail "frames with an unwritable --stats: exit $rc, want 3 ($msg)"
+[ -e "$T/nodir" ] && fail "frames with an unwritable --stats: $T/nodir left behind"
+"$BIN" -q "$T/clip.mkv" -o "$T/indir" --stats "$T/indir/s.csv" && [ "$(wc -l < "$T/indir/s.csv")" = $((N + 1)) ] ||
+  fail "frames with --stats inside their directory: exit $?"
 
 # Corrupt packets in the middle of a video: skipped and counted, the rest kept, exit 0.
 $FF -f lavfi -i testsrc=size=96x64:rate=10 -frames:v 30 -c:v mpeg4 -g 5 "$T/c.avi" || fail "cannot make c.avi"

@@ -833,6 +833,15 @@ static void fmt_eta(char *buf, size_t len, double s) {
     snprintf(buf, len, "%d:%02d", (int)s / 60, (int)s % 60);
 }
 
+/* Opens the --stats writer; a failure is reported. */
+static int stats_open(const cli_opts *o, es_stats_writer **sw) {
+  char msg[MSG_LEN] = "";
+  int rc = es_stats_writer_open(sw, o->stats_path, o->overwrite, o->cfg.stats_bins, msg,
+                                sizeof msg);
+  if (rc != ES_OK) err(o->stats_path, "%s", *msg ? msg : es_strerror(rc));
+  return rc;
+}
+
 /* ======================================================================================
  * Images: one PNG or a directory of them, through an es_stream. Decode workers take the
  * files in name order, read each PNG straight into a frame of the stream and push it;
@@ -1383,14 +1392,9 @@ static int run_images(cli_opts *o, int in_kind, int out_kind) {
     code = 3;
     goto end;
   }
-  if (o->stats_path) {
-    rc = es_stats_writer_open(&sw, o->stats_path, o->overwrite, o->cfg.stats_bins, msg,
-                              sizeof msg);
-    if (rc != ES_OK) {
-      err(o->stats_path, "%s", *msg ? msg : es_strerror(rc));
-      code = es_exit_code(rc);
-      goto end;
-    }
+  if (o->stats_path && (rc = stats_open(o, &sw)) != ES_OK) {
+    code = es_exit_code(rc);
+    goto end;
   }
 
   if (o->output && (out_kind == OUT_DIR || in_kind == IN_DIR)) {
@@ -1918,7 +1922,15 @@ static int run_video(cli_opts *o, int out_kind) {
     goto end;
   }
 
-  /* Outputs. */
+  /* Outputs. The statistics file first, so that one that cannot be written leaves no
+   * frame directory behind (as in run_images); where it lies inside that directory, after. */
+  if (o->stats_path && !(out_kind == OUT_DIR && path_inside(o->output, o->stats_path))) {
+    rc = stats_open(o, &sw);
+    if (rc != ES_OK) {
+      code = es_exit_code(rc);
+      goto end;
+    }
+  }
   if (out_kind == OUT_VIDEO || out_kind == OUT_STDOUT) {
     es_video_out_opts vopt;
     memset(&vopt, 0, sizeof vopt);
@@ -1970,16 +1982,14 @@ static int run_video(cli_opts *o, int out_kind) {
     sc.render = o->render;
     sc.render.format = fmt;
   }
-  if (o->stats_path) {
-    rc = es_stats_writer_open(&sw, o->stats_path, o->overwrite, o->cfg.stats_bins, msg,
-                              sizeof msg);
+  if (o->stats_path && !sw) {
+    rc = stats_open(o, &sw);
     if (rc != ES_OK) {
-      err(o->stats_path, "%s", *msg ? msg : es_strerror(rc));
       code = es_exit_code(rc);
       goto end;
     }
-    sc.want_stats = 1;
   }
+  sc.want_stats = sw != NULL;
   sc.max_width = v.info.width;
   sc.max_height = v.info.height;
   sc.depth = v.info.depth;
