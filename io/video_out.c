@@ -160,8 +160,9 @@ static int counts_frames(const AVOutputFormat *f, const AVCodec *c) {
  * counts (Matroska's query knows its native ids only, yet it writes any codec of that list,
  * png, huffyuv, ..., as V_MS/VFW/FOURCC, and one with a QuickTime tag, gif, tiff, hap, as
  * V_QUICKTIME, as ffmpeg does). Where the muxer has neither query
- * nor list (ogg, yuv4mpegpipe, mpegts, mpeg) its init is tried on a w x h stream of that
- * codec, written into memory: ogg and yuv4mpegpipe refuse what they cannot hold there. */
+ * nor list (ogg, yuv4mpegpipe, mpegts, mpeg, gif) its init and header are tried on a w x h
+ * stream of that codec, written into memory: ogg and yuv4mpegpipe refuse what they cannot
+ * hold in their init, gif in its header. */
 static int muxer_takes(const AVOutputFormat *ofmt, enum AVCodecID id, int w, int h) {
   unsigned int tag;
   int q = avformat_query_codec(ofmt, id, FF_COMPLIANCE_NORMAL);
@@ -182,7 +183,8 @@ static int muxer_takes(const AVOutputFormat *ofmt, enum AVCodecID id, int w, int
     st->codecpar->width = w;
     st->codecpar->height = h;
     st->time_base = (AVRational){1, 25};
-    ok = avformat_init_output(f, NULL) >= 0;
+    /* The header too: some muxers check the codec only there (gif takes gif alone). */
+    ok = avformat_init_output(f, NULL) >= 0 && avformat_write_header(f, NULL) >= 0;
     uint8_t *buf = NULL;
     avio_close_dyn_buf(f->pb, &buf);
     av_free(buf);

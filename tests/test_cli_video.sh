@@ -154,6 +154,18 @@ default_for() { # EXT MUXER
 default_for webm webm
 default_for ogv ogv
 
+# Animated GIF and APNG, as ffmpeg writes heat.gif from the same frames: "unknown output
+# type" before. Their muxers take their own codec only, which the gif muxer checks in its
+# header alone: the default-codec probe (muxer_takes) tries the header too, or libx264 was
+# taken and the header failed (exit 3).
+for ext in gif apng; do
+  ff_has muxers $ext && ff_has encoders $ext || { echo "test_cli_video: -o heat.$ext skipped: no $ext muxer or encoder"; continue; }
+  "$BIN" -q "$T/even.mkv" -o "$T/pairs/heat.$ext" 2>"$T/ext.err"; rc=$?
+  got=$(probe "$T/pairs/heat.$ext" codec_name,nb_read_frames)
+  [ $rc = 0 ] && [ "$got" = "$ext,4" ] || fail "-o heat.$ext: exit $rc, got '$got', want $ext,4: $(cat "$T/ext.err")"
+  rm -f "$T/pairs/heat.$ext"
+done
+
 # .npy [T,H,W] against each frame extracted and computed as an image.
 K=$(( 3 + 2 * (SEED % 4) ))
 "$BIN" -q "$T/clip.mkv" -o "$T/v.npy" -w $K --border reflect; rc=$?

@@ -675,8 +675,8 @@ static int stdout_is(const char *in) {
 }
 
 static int is_video_ext(const char *e) {
-  static const char *const exts[] = {"mp4", "mkv", "avi", "mov", "nut", "y4m", "webm",
-                                     "m4v", "ts",  "flv", "mpg", "mpeg", "ogv", "wmv"};
+  static const char *const exts[] = {"mp4", "mkv", "avi", "mov", "nut", "y4m",  "webm", "m4v",
+                                     "ts",  "flv", "mpg", "mpeg", "ogv", "wmv", "gif", "apng"};
   for (size_t i = 0; i < sizeof exts / sizeof *exts; i++)
     if (!strcasecmp(e, exts[i])) return 1;
   return 0;
