@@ -125,6 +125,8 @@ int es_npy_stream_close(es_npy_stream **s, int commit, char *msg, size_t len);
 
 /* ---- Statistics records (CSV with a header line, or JSON lines). path "-" = stdout CSV. */
 typedef struct es_stats_writer es_stats_writer;
+/* 1 when path names a statistics file es_stats_writer_open takes (.csv, .jsonl, .json, -). */
+int es_stats_path_ok(const char *path);
 int es_stats_writer_open(es_stats_writer **out, const char *path, int overwrite, int bins,
                          char *msg, size_t len);
 /* name: file name (batch) or NULL (video: the index is used); pts_seconds NAN if unknown. */

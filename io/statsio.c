@@ -65,6 +65,8 @@ static int es_stats_format(const char *path) {
   return -1;
 }
 
+int es_stats_path_ok(const char *path) { return path && es_stats_format(path) >= 0; }
+
 int es_stats_writer_open(es_stats_writer **out, const char *path, int overwrite, int bins,
                          char *msg, size_t len) {
   int status = ES_OK;

@@ -42,8 +42,12 @@ struct es_video_out {
   AVStream *st;
   AVFrame *frame;             /* the encoder's input, refilled per frame */
   AVPacket *pkt;
-  struct SwsContext *sws;     /* want -> encoder format, when they differ */
+  struct SwsContext *sws;     /* want -> made_av, when they differ */
   enum AVPixelFormat want_av; /* AVPixelFormat of want */
+  enum AVPixelFormat made_av; /* what the frame's planes are made as: the encoder's format, or
+                                 for a palette encoder (pal8) its indices as BGR8 or GRAY8 */
+  int pal;                    /* the encoder takes pal8: palette is set on every frame */
+  uint32_t palette[256];      /* pal8: BGR8's fixed 3-3-2 colours, or a grey ramp */
   AVRational in_tb;           /* time base of the pts the caller passes */
   int counted;                /* the output counts frames: pts become frame numbers */
   int64_t first_pts;          /* counted: the first pts passed (frame 0), or AV_NOPTS_VALUE */
@@ -81,7 +85,25 @@ static int supports(const AVCodec *c, enum AVPixelFormat f) {
   return 0;
 }
 
-/* Chooses the encoder's pixel format and the rendering asked of the caller. */
+/* Whether frames of format f can be made for an encoder: libswscale writes it, or it is pal8,
+ * made as BGR8 (grey: GRAY8) indices with a fixed palette, as ffmpeg's scale filter does. */
+static int can_make(enum AVPixelFormat f) {
+  return f == AV_PIX_FMT_PAL8 || sws_isSupportedOutput(f) > 0;
+}
+
+/* The encoder's best format for src among those can_make allows; AV_PIX_FMT_NONE if none
+ * (hardware frames only). */
+static enum AVPixelFormat best_of(const AVCodec *c, enum AVPixelFormat src) {
+  enum AVPixelFormat list[256];
+  int n = 0;
+  for (const enum AVPixelFormat *p = c->pix_fmts; *p != AV_PIX_FMT_NONE && n < 255; p++)
+    if (can_make(*p)) list[n++] = *p;
+  list[n] = AV_PIX_FMT_NONE;
+  return n ? avcodec_find_best_pix_fmt_of_list(list, src, 0, NULL) : AV_PIX_FMT_NONE;
+}
+
+/* Chooses the encoder's pixel format and the rendering asked of the caller. *enc is
+ * AV_PIX_FMT_NONE when the encoder takes nothing that can be made. */
 static void choose_formats(const AVCodec *c, int format, int w, int h, enum AVPixelFormat *enc,
                            int *want) {
   int odd = (w | h) & 1;
@@ -95,7 +117,7 @@ static void choose_formats(const AVCodec *c, int format, int w, int h, enum AVPi
     }
     /* Convert on the CPU: the encoder's best format for grey of this depth. */
     if (c->pix_fmts)
-      *enc = avcodec_find_best_pix_fmt_of_list(c->pix_fmts, g, 0, NULL);
+      *enc = best_of(c, g);
     else
       *enc = AV_PIX_FMT_YUV420P;
     if (x264 && odd && *enc == AV_PIX_FMT_YUV420P) *enc = AV_PIX_FMT_YUV444P;
@@ -115,7 +137,7 @@ static void choose_formats(const AVCodec *c, int format, int w, int h, enum AVPi
     *enc = AV_PIX_FMT_YUV444P;
     *want = ES_PIX_YUV444P;
   } else {
-    *enc = avcodec_find_best_pix_fmt_of_list(c->pix_fmts, AV_PIX_FMT_RGB24, 0, NULL);
+    *enc = best_of(c, AV_PIX_FMT_RGB24);
     *want = ES_PIX_RGB24;
   }
 }
@@ -138,8 +160,9 @@ static int counts_frames(const AVOutputFormat *f, const AVCodec *c) {
  * counts (Matroska's query knows its native ids only, yet it writes any codec of that list,
  * png, huffyuv, ..., as V_MS/VFW/FOURCC, and one with a QuickTime tag, gif, tiff, hap, as
  * V_QUICKTIME, as ffmpeg does). Where the muxer has neither query
- * nor list (ogg, yuv4mpegpipe, mpegts, mpeg) its init is tried on a w x h stream of that
- * codec, written into memory: ogg and yuv4mpegpipe refuse what they cannot hold there. */
+ * nor list (ogg, yuv4mpegpipe, mpegts, mpeg, gif) its init and header are tried on a w x h
+ * stream of that codec, written into memory: ogg and yuv4mpegpipe refuse what they cannot
+ * hold in their init, gif in its header. */
 static int muxer_takes(const AVOutputFormat *ofmt, enum AVCodecID id, int w, int h) {
   unsigned int tag;
   int q = avformat_query_codec(ofmt, id, FF_COMPLIANCE_NORMAL);
@@ -160,7 +183,8 @@ static int muxer_takes(const AVOutputFormat *ofmt, enum AVCodecID id, int w, int
     st->codecpar->width = w;
     st->codecpar->height = h;
     st->time_base = (AVRational){1, 25};
-    ok = avformat_init_output(f, NULL) >= 0;
+    /* The header too: some muxers check the codec only there (gif takes gif alone). */
+    ok = avformat_init_output(f, NULL) >= 0 && avformat_write_header(f, NULL) >= 0;
     uint8_t *buf = NULL;
     avio_close_dyn_buf(f->pb, &buf);
     av_free(buf);
@@ -207,6 +231,10 @@ static int open_encoder(AVCodecContext **out, const AVCodec *codec, const es_vid
     e->colorspace = AVCOL_SPC_SMPTE170M; /* the renderer's YUV is BT.601 */
   }
   if (global_header) e->flags |= AV_CODEC_FLAG_GLOBAL_HEADER;
+  /* libx265 prints its banner, settings and errors straight to stderr (27 lines a run), past
+   * libavutil's log: silenced with it, as the failure comes back as our own message. */
+  if (!strcmp(codec->name, "libx265") && av_log_get_level() < AV_LOG_INFO)
+    av_opt_set(e->priv_data, "x265-params", "log-level=none", 0);
   if (tuning) {
     int has_crf = av_opt_find(e->priv_data, "crf", NULL, 0, 0) != NULL;
     if (o->crf >= 0 && has_crf) {
@@ -362,6 +390,15 @@ int es_video_out_open(es_video_out **out, const char *path, const es_video_out_o
       v->want = o->format == ES_PIX_RGB24 ? ES_PIX_YUV444P : o->format, enc_fmt = av_of(v->want);
     else
       choose_formats(codec, o->format, o->width, o->height, &enc_fmt, &v->want);
+    if (enc_fmt == AV_PIX_FMT_NONE) {
+      char names[160] = "";
+      for (const enum AVPixelFormat *p = codec->pix_fmts; p && *p != AV_PIX_FMT_NONE; p++)
+        av_strlcatf(names, sizeof names, "%s%s", *names ? " " : "", av_get_pix_fmt_name(*p));
+      snprintf(msg, len, "--codec %s: the encoder takes only %s frames, which cannot be made here",
+               codec->name, names);
+      rc = ES_ERR_USAGE;
+      goto end;
+    }
     v->want_av = av_of(v->want);
     /* A link is followed (the temporary goes next to what it names); a FIFO or device is
      * written in place without -y, as es_atomic_open does: nothing is replaced. */
@@ -542,13 +579,26 @@ int es_video_out_open(es_video_out **out, const char *path, const es_video_out_o
     snprintf(msg, len, "out of memory");
     goto end;
   }
-  if (v->want_av != enc_fmt) {
-    v->sws = sws_getContext(o->width, o->height, v->want_av, o->width, o->height, enc_fmt,
+  v->made_av = enc_fmt;
+  if (enc_fmt == AV_PIX_FMT_PAL8) {
+    /* libswscale does not write pal8: ffmpeg's scale filter makes BGR8 and gives it BGR8's
+     * fixed palette; grey keeps its values through a grey ramp. */
+    int grey = v->want == ES_PIX_GRAY8 || v->want == ES_PIX_GRAY16;
+    v->made_av = grey ? AV_PIX_FMT_GRAY8 : AV_PIX_FMT_BGR8;
+    v->pal = 1;
+    for (int i = 0; i < 256; i++) {
+      uint32_t r = grey ? i : (i & 7) * 36, g = grey ? i : (i >> 3 & 7) * 36,
+               b = grey ? i : (i >> 6) * 85;
+      v->palette[i] = 0xFF000000u | r << 16 | g << 8 | b;
+    }
+  }
+  if (v->want_av != v->made_av) {
+    v->sws = sws_getContext(o->width, o->height, v->want_av, o->width, o->height, v->made_av,
                             SWS_BICUBIC | SWS_ACCURATE_RND | SWS_FULL_CHR_H_INT, NULL, NULL,
                             NULL);
     if (!v->sws) {
       snprintf(msg, len, "cannot convert %s to %s", av_get_pix_fmt_name(v->want_av),
-               av_get_pix_fmt_name(enc_fmt));
+               av_get_pix_fmt_name(v->made_av));
       rc = ES_ERR_OUTPUT;
       goto end;
     }
@@ -639,7 +689,10 @@ int es_video_out_write(es_video_out *v, const es_planes *pix, const float *map,
   if (v->sws) {
     const uint8_t *src[4] = {pix->plane[0], pix->plane[1], pix->plane[2], NULL};
     int sls[4] = {(int)pix->stride[0], (int)pix->stride[1], (int)pix->stride[2], 0};
-    sws_scale(v->sws, src, sls, 0, v->height, v->frame->data, v->frame->linesize);
+    uint8_t *dst[4] = {v->frame->data[0], v->frame->data[1], v->frame->data[2],
+                       v->frame->data[3]};
+    if (v->pal) dst[1] = NULL; /* the indices only: the palette is set below */
+    sws_scale(v->sws, src, sls, 0, v->height, dst, v->frame->linesize);
   } else {
     const AVPixFmtDescriptor *d = av_pix_fmt_desc_get(v->frame->format);
     int np = av_pix_fmt_count_planes(v->frame->format);
@@ -654,6 +707,7 @@ int es_video_out_write(es_video_out *v, const es_planes *pix, const float *map,
                           (int)pix->stride[p], bytes, h);
     }
   }
+  if (v->pal) memcpy(v->frame->data[1], v->palette, sizeof v->palette);
   int64_t p;
   if (pts == INT64_MIN || pts == AV_NOPTS_VALUE) {
     p = v->last_pts == INT64_MIN ? 0 : v->last_pts + 1;

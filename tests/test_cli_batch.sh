@@ -224,6 +224,56 @@ for f in a/b/y a/c a/d/z a/e top; do cp "$T/in/a.png" "$T/sd2/$f.png"; done
 grep -qx "entropy-stream: $T/sdo2/a: cannot create directory: exists and is not a directory" "$T/sd2.err" || fail "directory in the way of subdirectories: message: $(cat "$T/sd2.err")"
 grep -qx "entropy-stream: 4 of 5 files failed" "$T/sd2.err" || fail "directory in the way of subdirectories: no '4 of 5 files failed': $(cat "$T/sd2.err")"
 
+# Two inputs whose float maps get one name (m.PNG and m.png both make m.npy): the second
+# in name order fails, named, and the first's map is the one written. Both were written to
+# the same file at once: with -y "2 written" and one map lost (which one, by thread timing);
+# without, "m.npy: exists (use -y to overwrite)" for a file the run itself had just made.
+mkdir -p "$T/cc"; cp "$T/in/a.png" "$T/cc/m.PNG"; cp "$T/in/b.png" "$T/cc/m.png"
+"$BIN" -q "$T/cc/m.PNG" -o "$T/cc-want.npy" || fail "m.PNG alone: exit $?"
+for y in "" -y; do
+  "$BIN" --no-progress $y --format f32 "$T/cc" -o "$T/cco" 2> "$T/cc.err"; rc=$?
+  [ $rc = 3 ] || fail "two inputs onto one .npy ($y): exit $rc, want 3 ($(cat "$T/cc.err"))"
+  grep -qx "entropy-stream: $T/cco/m.npy: also the output of $T/cc/m.PNG (rename one of them)" "$T/cc.err" ||
+    fail "two inputs onto one .npy ($y): message: $(cat "$T/cc.err")"
+  grep -qx "entropy-stream: 1 of 2 files failed" "$T/cc.err" || fail "two inputs onto one .npy ($y): no summary: $(cat "$T/cc.err")"
+  cmp -s "$T/cc-want.npy" "$T/cco/m.npy" || fail "two inputs onto one .npy ($y): m.npy is not m.PNG's map"
+done
+
+# An output that is another file's input: d/a.png and d/d/a.png into the parent of d make
+# ./a.png and ./d/a.png, the second being the first's input. -y replaced that input with the
+# heat map of d/d/a.png (exit 0, "2 written"); now refused as an output onto its own input
+# is, before anything is written (exit 1, one line naming both).
+mkdir -p "$T/par/d/d"; cp "$T/in/a.png" "$T/par/d/a.png"; cp "$T/in/b.png" "$T/par/d/d/a.png"
+msg=$(cd "$T/par" && "$BIN" -q -r -y d -o . 2>&1); rc=$?
+[ $rc = 1 ] || fail "output onto another file's input: exit $rc, want 1 ($msg)"
+[ "$msg" = "entropy-stream: ./d/a.png: is the input d/a.png itself (choose another output)" ] ||
+  fail "output onto another file's input: message: $msg"
+cmp -s "$T/in/a.png" "$T/par/d/a.png" || fail "output onto another file's input: the input was replaced"
+[ -e "$T/par/a.png" ] && fail "output onto another file's input: an output was written"
+# The statistics file inside the output directory the run creates: the directory is made
+# first, as a video's frame directory is (it was exit 3, "OUT/s.csv: cannot create: No such
+# file or directory", nothing done), for a batch and a single image; a bad name still creates
+# nothing.
+rm -rf "$T/sin"; mkdir -p "$T/sin"; cp "$T/in/a.png" "$T/in/b.png" "$T/sin/"
+for o in "$T/sout" "$T/sout2/"; do
+  msg=$("$BIN" -q "$T/sin" -o "$o" --stats "${o%/}/s.csv" 2>&1); rc=$?
+  [ $rc = 0 ] && [ -f "${o%/}/a.png" ] && [ "$(wc -l < "${o%/}/s.csv")" = 3 ] ||
+    fail "--stats inside the new output directory $o: exit $rc ($msg)"
+done
+msg=$("$BIN" -q "$T/sin/a.png" -o "$T/sout3/" --stats "$T/sout3/s.jsonl" 2>&1); rc=$?
+[ $rc = 0 ] && [ -f "$T/sout3/a.png" ] && [ "$(wc -l < "$T/sout3/s.jsonl")" = 1 ] ||
+  fail "--stats inside a single image's new output directory: exit $rc ($msg)"
+msg=$("$BIN" -q "$T/sin" -o "$T/sout4" --stats "$T/sout4/s.txt" 2>&1); rc=$?
+[ $rc = 1 ] || fail "--stats s.txt inside the output directory: exit $rc, want 1 ($msg)"
+[ -e "$T/sout4" ] && fail "--stats s.txt inside the output directory: the directory was made"
+
+# --stats - appended to one of the batch's inputs: refused (the CSV went onto the PNG).
+mkdir -p "$T/so"; cp "$T/in/a.png" "$T/so/a.png"; cp "$T/in/b.png" "$T/so/b.png"
+msg=$("$BIN" -q "$T/so" --stats - 2>&1 >> "$T/so/b.png"); rc=$?
+[ $rc = 1 ] && [ "$msg" = "entropy-stream: -: standard output is the input $T/so/b.png itself (choose another output)" ] ||
+  fail "--stats - appended to an input: exit $rc, want 1 ($msg)"
+cmp -s "$T/in/b.png" "$T/so/b.png" || fail "--stats - appended to an input: the input changed"
+
 if [ $FAIL -ne 0 ]; then
   echo "test_cli_batch: $FAIL failure(s)"
   exit 1

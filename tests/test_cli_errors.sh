@@ -149,6 +149,23 @@ bad_opt "--format gray16: " "always float32" --format gray16
 bad_opt "--format heat: " "always float32" --format heat
 "$BIN" -q "$T/good.png" -o "$T/f32.npy" --format f32 || fail "--format f32 -o x.npy: exit $?"
 bad_opt "--colormap jet: " "inferno" --colormap jet
+# Encoder settings and rendering options that the output would ignore are refused, as
+# --format and --overlay are with a .npy (each was silently ignored, exit 0).
+bad_opt "--codec: " "only for a video file output" --codec mpeg4
+bad_opt "--crf: " "only for a video file output" --crf 20
+bad_opt "--preset: " "only for a video file output" --preset fast
+bad_opt "--colormap: " "only for --format heat" --colormap viridis
+bad_opt "--range: " "not float32 maps" --range auto
+msg=$("$BIN" -q "$T/good.png" -o "$T/cm.png" --format gray8 --colormap turbo 2>&1); rc=$?
+[ $rc = 1 ] && [ "$msg" = "entropy-stream: --colormap: only for --format heat (the output is gray8)" ] ||
+  fail "--colormap with gray8: exit $rc, want 1 ($msg)"
+[ -e "$T/cm.png" ] && fail "--colormap with gray8: output written"
+msg=$("$BIN" -q "$T/good.png" -o - --codec mpeg4 2>&1 >/dev/null); rc=$?
+[ $rc = 1 ] || fail "--codec with -o -: exit $rc, want 1 ($msg)"
+# ... but taken where they count, and with no -o (only --stats), as --format is.
+"$BIN" -q "$T/good.png" -o "$T/cm.png" --colormap turbo --range auto || fail "--colormap heat png: exit $?"
+"$BIN" -q "$T/good.png" -o "$T/cm16.png" --format gray16 --range auto || fail "--range gray16 png: exit $?"
+"$BIN" -q "$T/good.png" --stats "$T/cm.csv" --codec mpeg4 --colormap turbo || fail "--codec with --stats only: exit $?"
 bad_opt "--range x: " "fixed or auto" --range x
 bad_opt "--overlay 1.5: " "0..1" --overlay 1.5
 bad_opt "--overlay -0.1: " "0..1" --overlay -0.1
@@ -181,6 +198,11 @@ case "$msg" in "entropy-stream: --codec: "*"video file"*) ;; *) fail "--codec wi
 [ -s "$T/enc.y4m" ] && fail "--codec with -o -: y4m written anyway"
 bad_opt "--max-pixels 0: " "1.." --max-pixels 0
 bad_opt "--bogus: " "unknown option" --bogus
+# An abbreviation of several options is ambiguous, not unknown (it said "unknown option"
+# for --ver, which is the start of --verbose and --version).
+bad_opt "--ver: " "ambiguous option (--verbose, --version; see --help)" --ver
+bad_opt "--pr: " "ambiguous option (--preset, --progress; see --help)" --pr
+bad_opt "--st: " "ambiguous option (--stats, --stats-bins; see --help)" --st=s.csv
 bad_opt "-Z: " "unknown option" -Z
 # A value given to an option that takes none: said so (it was "unknown option").
 for o in help recursive quiet verbose progress no-progress version; do
@@ -197,6 +219,11 @@ msg=$("$BIN" -q "$T/good.png" -o "$T/sdir/" --stats "$T/s.txt" 2>&1); rc=$?
 [ $rc = 1 ] || fail "--stats s.txt: exit $rc, want 1 ($msg)"
 case "$msg" in "entropy-stream: "*"--stats"*csv*jsonl*) ;; *) fail "--stats s.txt message: $msg";; esac
 [ -e "$T/sdir" ] && fail "--stats s.txt: the output directory was created anyway"
+# Two statistics files, as two -o: refused (the first was dropped in silence, exit 0).
+msg=$("$BIN" -q "$T/good.png" --stats "$T/st1.csv" --stats "$T/st2.csv" 2>&1); rc=$?
+[ $rc = 1 ] && [ "$msg" = "entropy-stream: --stats $T/st2.csv: only one statistics file" ] ||
+  fail "--stats twice: exit $rc, want 1 ($msg)"
+[ -e "$T/st1.csv" ] || [ -e "$T/st2.csv" ] && fail "--stats twice: a statistics file written"
 msg=$("$BIN" "$T/good.png" -o 2>&1); rc=$?
 [ $rc = 1 ] || fail "-o without a value: exit $rc"
 msg=$("$BIN" 2>&1); rc=$?
@@ -258,6 +285,12 @@ if command -v script >/dev/null; then
   script -qec "'$BIN' -q '$T/good.png' -o -" /dev/null > "$T/tty.out" 2>&1; rc=$?
   [ $rc = 1 ] || fail "-o - on a terminal: exit $rc, want 1 ($(cat -v "$T/tty.out"))"
   grep -aq "entropy-stream: -: standard output is a terminal" "$T/tty.out" || fail "-o - on a terminal: $(cat -v "$T/tty.out")"
+  # So is standard input from a terminal: it waited for frames a keyboard does not type
+  # (script's input stays open here; timeout: before the fix it ran until killed).
+  timeout 20 script -qec "'$BIN' -q - --stats -" /dev/null > "$T/tty-in.out" 2>&1 < <(sleep 30); rc=$?
+  [ $rc = 1 ] || fail "- on a terminal: exit $rc, want 1 ($(cat -v "$T/tty-in.out"))"
+  grep -aq "entropy-stream: -: standard input is a terminal (pipe frames into it or redirect a file)" "$T/tty-in.out" ||
+    fail "- on a terminal: $(cat -v "$T/tty-in.out")"
 fi
 
 # --version and --help.
@@ -274,6 +307,19 @@ for o in --window --shape --border --levels --base --format --colormap --range -
          --crf --preset --max-pixels --recursive -y -n --quiet --verbose --progress \
          --no-progress --version --help 1..255 2..256 65536 1..1024; do
   printf '%s\n' "$out" | grep -q -e "$o" || fail "--help does not mention $o"
+done
+
+# ... written to a full disk or a closed standard output: an output error (exit 3, one line),
+# as GNU tools say 'write error' (both exited 0 without a word).
+for o in --help --version; do
+  if [ -w /dev/full ]; then
+    msg=$("$BIN" $o 2>&1 >/dev/full); rc=$?
+    [ $rc = 3 ] && [ "$msg" = "entropy-stream: -: write error: No space left on device" ] ||
+      fail "$o > /dev/full: exit $rc, want 3 ($msg)"
+  fi
+  msg=$("$BIN" $o 2>&1 >&-); rc=$?
+  [ $rc = 3 ] && [ "$msg" = "entropy-stream: -: write error: Bad file descriptor" ] ||
+    fail "$o >&-: exit $rc, want 3 ($msg)"
 done
 
 # --device gpu where no GPU can be used: exit 4 with one line.

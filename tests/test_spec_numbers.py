@@ -391,8 +391,9 @@ def rendering(T):
                 for cmap in (["inferno"] if fmt != "heat" else list(CMAP_ENDS)):
                     for ov in ([None] if fmt == "gray16" else [None, 0, 0.3, 1]):
                         checks += 1
-                        args = base + ["--format", fmt, "--range", rng_, "--colormap", cmap,
-                                       "-o", out]
+                        args = base + ["--format", fmt, "--range", rng_, "-o", out]
+                        if fmt == "heat":  # (refused with gray8 and gray16, which ignore it)
+                            args += ["--colormap", cmap]
                         if ov is not None:
                             args += ["--overlay", str(ov)]
                         what = "%s %s %s overlay %s on %dx%d d%d" % (fmt, rng_, cmap, ov,

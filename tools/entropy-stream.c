@@ -55,6 +55,8 @@ typedef struct cli_opts {
   es_render render;
   int format; /* enum fmt */
   int format_set; /* --format given */
+  int colormap_set; /* --colormap given */
+  int range_set;    /* --range given */
   const char *stats_path;
   const char *raw;
   const char *codec;
@@ -411,6 +413,7 @@ static int parse_args(int argc, char **argv, cli_opts *o) {
         return 1;
       }
       o->render.colormap = v; /* the names are in es_colormap order */
+      o->colormap_set = 1;
       break;
     case OPT_RANGE:
       if ((v = pick(a, ranges, 2)) < 0) {
@@ -418,6 +421,7 @@ static int parse_args(int argc, char **argv, cli_opts *o) {
         return 1;
       }
       o->render.range_auto = v;
+      o->range_set = 1;
       break;
     case OPT_OVERLAY: {
       char *end;
@@ -433,8 +437,16 @@ static int parse_args(int argc, char **argv, cli_opts *o) {
       break;
     }
     case OPT_STATS:
+      if (o->stats_path) { /* as -o: the first would be dropped */
+        err(NULL, "--stats %s: only one statistics file", a);
+        return 1;
+      }
       if (!*a) {
         err(NULL, "--stats: needs a file name (.csv, .jsonl) or -");
+        return 1;
+      }
+      if (!es_stats_path_ok(a)) { /* before any output directory is made */
+        err(a, "--stats FILE: must end in .csv or .jsonl (or be -)");
         return 1;
       }
       o->stats_path = a;
@@ -575,6 +587,21 @@ static int parse_args(int argc, char **argv, cli_opts *o) {
         snprintf(name, sizeof name, "%.*s", (int)strcspn(arg, "="), arg);
       else
         snprintf(name, sizeof name, "-%c", optopt ? optopt : '?');
+      /* An abbreviation of several options comes back as '?' with optopt 0, as an unknown
+       * name does: name the options it could be. */
+      if (c == '?' && !optopt && !strncmp(arg, "--", 2) && name[2]) {
+        char list[256] = "";
+        size_t at = 0, n = strlen(name + 2);
+        int k = 0;
+        for (const struct option *lo = longopts; lo->name; lo++) {
+          if (strncmp(lo->name, name + 2, n) || at >= sizeof list) continue;
+          at += (size_t)snprintf(list + at, sizeof list - at, "%s--%s", k++ ? ", " : "", lo->name);
+        }
+        if (k > 1) {
+          err(NULL, "%s: ambiguous option (%s; see --help)", name, list);
+          return 1;
+        }
+      }
       err(NULL, "%s: %s (see --help)", name, c == ':' ? "needs a value" : "unknown option");
       return 1;
     }
@@ -635,15 +662,25 @@ static int is_dir(const char *path) {
 
 /* 1 when `out` exists and is the file `in` (same device and inode, links followed): writing
  * it would replace the input. The -o guard in main compares only the -o path; the names
- * made inside an output directory are known later and checked with this. */
+ * made inside an output directory are known later and checked with this. `in` "-" is what
+ * standard input is (`- < x.y4m`: that file). */
 static int same_file(const char *in, const char *out) {
   struct stat a, b;
-  return stat(in, &a) == 0 && stat(out, &b) == 0 && a.st_dev == b.st_dev && a.st_ino == b.st_ino;
+  int have_in = strcmp(in, "-") ? stat(in, &a) == 0 : fstat(0, &a) == 0 && S_ISREG(a.st_mode);
+  return have_in && stat(out, &b) == 0 && a.st_dev == b.st_dev && a.st_ino == b.st_ino;
+}
+
+/* 1 when standard output is a regular file and the file `in` ("-": standard input's). */
+static int stdout_is(const char *in) {
+  struct stat a, b;
+  int have_in = strcmp(in, "-") ? stat(in, &a) == 0 : fstat(0, &a) == 0;
+  return have_in && fstat(1, &b) == 0 && S_ISREG(b.st_mode) && a.st_dev == b.st_dev &&
+         a.st_ino == b.st_ino;
 }
 
 static int is_video_ext(const char *e) {
-  static const char *const exts[] = {"mp4", "mkv", "avi", "mov", "nut", "y4m", "webm",
-                                     "m4v", "ts",  "flv", "mpg", "mpeg", "ogv", "wmv"};
+  static const char *const exts[] = {"mp4", "mkv", "avi", "mov", "nut", "y4m",  "webm", "m4v",
+                                     "ts",  "flv", "mpg", "mpeg", "ogv", "wmv", "gif", "apng"};
   for (size_t i = 0; i < sizeof exts / sizeof *exts; i++)
     if (!strcasecmp(e, exts[i])) return 1;
   return 0;
@@ -712,6 +749,13 @@ static int make_out_dir(const char *path) {
     err(name, "%s", msg);
   }
   return rc;
+}
+
+/* 1 when path names something under the directory dir ("out/s.csv" under "out/"). */
+static int path_inside(const char *dir, const char *path) {
+  size_t n = strlen(dir);
+  while (n > 1 && dir[n - 1] == '/') n--;
+  return !strncmp(path, dir, n) && path[n] == '/';
 }
 
 static char *join(const char *a, const char *b) {
@@ -791,6 +835,15 @@ static void fmt_eta(char *buf, size_t len, double s) {
     snprintf(buf, len, "%d:%02d:%02d", (int)s / 3600, (int)s / 60 % 60, (int)s % 60);
   else
     snprintf(buf, len, "%d:%02d", (int)s / 60, (int)s % 60);
+}
+
+/* Opens the --stats writer; a failure is reported. */
+static int stats_open(const cli_opts *o, es_stats_writer **sw) {
+  char msg[MSG_LEN] = "";
+  int rc = es_stats_writer_open(sw, o->stats_path, o->overwrite, o->cfg.stats_bins, msg,
+                                sizeof msg);
+  if (rc != ES_OK) err(o->stats_path, "%s", *msg ? msg : es_strerror(rc));
+  return rc;
 }
 
 /* ======================================================================================
@@ -920,6 +973,32 @@ end:
 
 static int job_cmp(const void *a, const void *b) {
   return strcmp(((const img_job *)a)->name, ((const img_job *)b)->name);
+}
+
+/* A file by its identity (links followed), and the job whose input it is. */
+typedef struct file_id {
+  dev_t dev;
+  ino_t ino;
+  size_t job;
+} file_id;
+
+static int file_id_cmp(const void *a, const void *b) {
+  const file_id *x = a, *y = b;
+  if (x->dev != y->dev) return x->dev < y->dev ? -1 : 1;
+  return (x->ino > y->ino) - (x->ino < y->ino);
+}
+
+/* The input that st is, or NULL. */
+static const file_id *find_file_id(const file_id *ids, size_t n, const struct stat *st) {
+  file_id key = {st->st_dev, st->st_ino, 0};
+  return n ? bsearch(&key, ids, n, sizeof *ids, file_id_cmp) : NULL;
+}
+
+/* Jobs (pointers into the name-sorted array) by output name, then in name order. */
+static int job_out_cmp(const void *a, const void *b) {
+  const img_job *x = *(img_job *const *)a, *y = *(img_job *const *)b;
+  int c = strcmp(x->out, y->out);
+  return c ? c : (x > y) - (x < y);
 }
 
 /* A job is over (written, skipped or failed): count it and show progress. */
@@ -1193,6 +1272,31 @@ static int run_images(cli_opts *o, int in_kind, int out_kind) {
       jobs[i].out = out;
     }
     b.out_kind = o->output ? (o->format == FMT_F32 ? OUT_NPY : OUT_PNG) : OUT_NONE;
+    /* Inputs whose outputs get one name (m.PNG and m.png both make m.npy): the first in name
+     * order (of those not failed already) keeps it, the others fail, named. Both were
+     * written at once: one map lost. */
+    if (o->output && n > 1) {
+      img_job **by_out = malloc(n * sizeof *by_out);
+      if (!by_out) {
+        code = 4;
+        goto end;
+      }
+      for (size_t i = 0; i < n; i++) by_out[i] = &jobs[i];
+      qsort(by_out, n, sizeof *by_out, job_out_cmp);
+      const img_job *owner = NULL;
+      for (size_t i = 0; i < n; i++) {
+        img_job *j = by_out[i];
+        if (owner && strcmp(j->out, owner->out)) owner = NULL;
+        if (j->failed) continue;
+        if (!owner) {
+          owner = j;
+          continue;
+        }
+        err(j->out, "also the output of %s (rename one of them)", owner->in);
+        j->failed = ES_ERR_OUTPUT;
+      }
+      free(by_out);
+    }
     if (n == 0 && !o->quiet) err(o->input, "no *.png files%s", o->recursive ? "" : " (-r descends)");
   } else {
     jobs = calloc(1, sizeof *jobs);
@@ -1239,35 +1343,67 @@ static int run_images(cli_opts *o, int in_kind, int out_kind) {
     }
   }
 
-  /* Never let an output replace its own input: an image written into a directory (the
-   * input's own, or one a symlinked input points into) and the statistics file. */
-  for (size_t i = 0; i < n; i++) {
+  /* Never let an output replace an input of the run, its own or another's: an image written
+   * into a directory (the input's own, or one a symlinked input points into), d/a.png and
+   * d/d/a.png into the parent of d (./d/a.png is the first's input), and the statistics
+   * file. The inputs' identities are sorted once, each output looked up in them. */
+  {
+    file_id *ids = malloc((n ? n : 1) * sizeof *ids);
+    size_t nid = 0;
+    const file_id *hit = NULL;
     const char *bad = NULL;
-    if (jobs[i].out && b.out_kind != OUT_STDOUT && same_file(jobs[i].in, jobs[i].out))
-      bad = jobs[i].out;
-    else if (o->stats_path && strcmp(o->stats_path, "-") && same_file(jobs[i].in, o->stats_path))
+    struct stat st;
+    if (!ids) {
+      code = 4;
+      goto end;
+    }
+    for (size_t i = 0; i < n; i++) {
+      if (stat(jobs[i].in, &st) != 0) continue;
+      ids[nid].dev = st.st_dev;
+      ids[nid].ino = st.st_ino;
+      ids[nid++].job = i;
+    }
+    if (nid) qsort(ids, nid, sizeof *ids, file_id_cmp);
+    for (size_t i = 0; i < n && !bad; i++)
+      if (jobs[i].out && b.out_kind != OUT_STDOUT && stat(jobs[i].out, &st) == 0 &&
+          (hit = find_file_id(ids, nid, &st)))
+        bad = jobs[i].out;
+    if (!bad && o->stats_path && strcmp(o->stats_path, "-") && stat(o->stats_path, &st) == 0 &&
+        (hit = find_file_id(ids, nid, &st)))
       bad = o->stats_path;
+    /* --stats - appended to an input (>> in/a.png), as main refuses it for one input. */
+    if (!bad && o->stats_path && !strcmp(o->stats_path, "-") && fstat(1, &st) == 0 &&
+        S_ISREG(st.st_mode) && (hit = find_file_id(ids, nid, &st))) {
+      err("-", "standard output is the input %s itself (choose another output)",
+          jobs[hit->job].in);
+      free(ids);
+      code = 1;
+      goto end;
+    }
+    if (bad) err(bad, "is the input %s itself (choose another output)", jobs[hit->job].in);
+    free(ids);
     if (bad) {
-      err(bad, "is the input %s itself (choose another output)", jobs[i].in);
       code = 1;
       goto end;
     }
   }
-  /* The statistics file first: a bad name creates no output directory. */
+  /* The statistics file first: one that cannot be written creates no output directory.
+   * Unless it is to be inside that directory: then the directory is made first (and the
+   * subdirectories below). */
   rc = stats_file_check(o);
   if (rc == STATS_REFUSED) {
     code = 3;
     goto end;
   }
   if (rc == STATS_SKIPPED && !o->output) goto end;
-  if (o->stats_path) {
-    rc = es_stats_writer_open(&sw, o->stats_path, o->overwrite, o->cfg.stats_bins, msg,
-                              sizeof msg);
-    if (rc != ES_OK) {
-      err(o->stats_path, "%s", *msg ? msg : es_strerror(rc));
-      code = es_exit_code(rc);
-      goto end;
-    }
+  if (o->stats_path && o->output && (out_kind == OUT_DIR || in_kind == IN_DIR) &&
+      path_inside(o->output, o->stats_path) && make_out_dir(o->output) != ES_OK) {
+    code = 3;
+    goto end;
+  }
+  if (o->stats_path && (rc = stats_open(o, &sw)) != ES_OK) {
+    code = es_exit_code(rc);
+    goto end;
   }
 
   if (o->output && (out_kind == OUT_DIR || in_kind == IN_DIR)) {
@@ -1788,8 +1924,7 @@ static int run_video(cli_opts *o, int out_kind) {
       return 3;
     }
   }
-  if (o->stats_path && strcmp(o->stats_path, "-") && strcmp(o->input, "-") &&
-      same_file(o->input, o->stats_path)) {
+  if (o->stats_path && strcmp(o->stats_path, "-") && same_file(o->input, o->stats_path)) {
     err(o->stats_path, "is the input itself (choose another output)");
     return 1;
   }
@@ -1861,7 +1996,15 @@ static int run_video(cli_opts *o, int out_kind) {
   }
   es_trace("video: first frame read");
 
-  /* Outputs. */
+  /* Outputs. The statistics file first, so that one that cannot be written leaves no
+   * frame directory behind (as in run_images); where it lies inside that directory, after. */
+  if (o->stats_path && !(out_kind == OUT_DIR && path_inside(o->output, o->stats_path))) {
+    rc = stats_open(o, &sw);
+    if (rc != ES_OK) {
+      code = es_exit_code(rc);
+      goto end;
+    }
+  }
   if (out_kind == OUT_VIDEO || out_kind == OUT_STDOUT) {
     es_video_out_opts vopt;
     memset(&vopt, 0, sizeof vopt);
@@ -1913,16 +2056,14 @@ static int run_video(cli_opts *o, int out_kind) {
     sc.render = o->render;
     sc.render.format = fmt;
   }
-  if (o->stats_path) {
-    rc = es_stats_writer_open(&sw, o->stats_path, o->overwrite, o->cfg.stats_bins, msg,
-                              sizeof msg);
+  if (o->stats_path && !sw) {
+    rc = stats_open(o, &sw);
     if (rc != ES_OK) {
-      err(o->stats_path, "%s", *msg ? msg : es_strerror(rc));
       code = es_exit_code(rc);
       goto end;
     }
-    sc.want_stats = 1;
   }
+  sc.want_stats = sw != NULL;
   /* max_width 0: each frame buffer is made when a frame for it has come (decode_thread),
    * at most --queue of them, rather than --queue of the header's size up front. */
   es_trace("video: outputs open, joining the context thread");
@@ -2016,7 +2157,7 @@ static int run_video(cli_opts *o, int out_kind) {
           what = path ? path : out_name;
           if (!path) {
             rc = ES_ERR_NOMEM;
-          } else if (strcmp(o->input, "-") && same_file(o->input, path)) {
+          } else if (same_file(o->input, path)) {
             snprintf(msg, sizeof msg, "is the input itself (choose another output)");
             rc = ES_ERR_USAGE;
           } else if (o->skip && es_output_exists(path)) {
@@ -2100,6 +2241,16 @@ static int run_video(cli_opts *o, int out_kind) {
       err(in_name, "%s", *v.read_msg ? v.read_msg : es_strerror(v.read_status));
       code = worse(code, es_exit_code(v.read_status));
     }
+  }
+  /* Corrupt packets are skipped and the rest kept (SPEC 3); where nothing was left, the
+   * input is as good as unreadable: an input error, the empty outputs kept as a short
+   * first frame leaves them. */
+  if (v.read_status == ES_OK && !write_failed && !g_stop && v.pushed == 0 &&
+      es_video_in_corrupt(v.vin) > 0) {
+    int64_t nc = es_video_in_corrupt(v.vin);
+    err(in_name, "no frame could be decoded (%" PRId64 " corrupt packet%s skipped)", nc,
+        nc == 1 ? "" : "s");
+    code = worse(code, 2);
   }
   if (g_stop) code = 130;
 
@@ -2192,8 +2343,18 @@ int main(int argc, char **argv) {
   o.progress = -1;
 
   rc = parse_args(argc, argv, &o);
-  if (rc == -2) return 0;
+  if (rc == -2) { /* --help, --version: written, or a write error (a full disk, no stdout) */
+    if (fflush(stdout) != 0 || ferror(stdout)) {
+      err("-", "write error: %s", strerror(errno));
+      return 3;
+    }
+    return 0;
+  }
   if (rc) return 1;
+  /* SVT-AV1 (--codec libsvtav1) prints a 12-line banner and its errors to stderr past
+   * libavutil's log; only its environment variable quiets it, and setenv is safe only
+   * before any thread starts. Our own message reports a failure. A user's SVT_LOG stays. */
+  setenv("SVT_LOG", "0", 0);
   o.cfg.verbose = o.quiet ? 0 : o.verbose ? 2 : 1;
   /* CUDA start-up (a few hundred ms) overlaps the first frames, computed on the CPU. */
   o.cfg.gpu_background = 1;
@@ -2241,11 +2402,21 @@ int main(int argc, char **argv) {
     err(NULL, "--overlay: only for pictures (heat or gray8), not float32 maps");
     return 1;
   }
-  if ((o.codec || o.crf >= 0 || o.preset) && out_kind != OUT_VIDEO) {
-    /* No encoder runs for these outputs (standard output is y4m or raw float32, as a .y4m
-     * file is): rather refused than silently ignored. */
+  /* Options the output given would ignore, as the two above (no encoder runs but for a
+   * video file: standard output is y4m or raw float32, as a .y4m file is). Without -o they
+   * are let be, as --format is: a run for --stats alone may share a rendering run's options. */
+  if (o.output && out_kind != OUT_VIDEO && (o.codec || o.crf >= 0 || o.preset)) {
     err(NULL, "%s: only for a video file output (x.mp4, x.mkv, ...)",
         o.codec ? "--codec" : o.crf >= 0 ? "--crf" : "--preset");
+    return 1;
+  }
+  if (o.output && o.colormap_set && (out_kind == OUT_NPY || o.format != FMT_HEAT)) {
+    err(NULL, "--colormap: only for --format heat (the output is %s)",
+        out_kind == OUT_NPY ? "float32" : fmt_names[o.format]);
+    return 1;
+  }
+  if (o.output && o.range_set && (out_kind == OUT_NPY || o.format == FMT_F32)) {
+    err(NULL, "--range: only for pictures (heat, gray8, gray16), not float32 maps");
     return 1;
   }
   if (o.raw && in_kind != IN_VIDEO) {
@@ -2260,9 +2431,25 @@ int main(int argc, char **argv) {
     err("-", "standard output is a terminal (pipe it into a program or a file)");
     return 1;
   }
-  /* Never let an output replace its own input (-y would destroy it). */
-  if (o.output && strcmp(o.input, "-") && strcmp(o.output, "-") && same_file(o.input, o.output)) {
+  if (!strcmp(o.input, "-") && isatty(0)) { /* no frames come from a keyboard: it would wait */
+    err("-", "standard input is a terminal (pipe frames into it or redirect a file)");
+    return 1;
+  }
+  /* Never let an output replace its own input (-y would destroy it), standard input's file
+   * included. */
+  if (o.output && strcmp(o.output, "-") && same_file(o.input, o.output)) {
     err(o.output, "is the input itself (choose another output)");
+    return 1;
+  }
+  /* Nor standard output be the input ('in.y4m -o - >> in.y4m'): the run read what it wrote,
+   * and frames of the input's size go on as one stream, so it never ended; '--stats - >>'
+   * wrote onto the input. Refused, as cat refuses it. A directory's files: run_images. */
+  if ((out_kind == OUT_STDOUT || (o.stats_path && !strcmp(o.stats_path, "-"))) &&
+      in_kind != IN_DIR && stdout_is(o.input)) {
+    if (!strcmp(o.input, "-"))
+      err("-", "standard output is the file on standard input (choose another output)");
+    else
+      err("-", "standard output is the input %s itself (choose another output)", o.input);
     return 1;
   }
   install_signals();
