@@ -2245,7 +2245,7 @@ static int run_video(cli_opts *o, int out_kind) {
   /* Corrupt packets are skipped and the rest kept (SPEC 3); where nothing was left, the
    * input is as good as unreadable: an input error, the empty outputs kept as a short
    * first frame leaves them. */
-  if (v.read_status == ES_OK && !write_failed && !g_stop && v.pushed == 0 &&
+  if (v.read_status == ES_OK && !stopped && !g_stop && v.pushed == 0 &&
       es_video_in_corrupt(v.vin) > 0) {
     int64_t nc = es_video_in_corrupt(v.vin);
     err(in_name, "no frame could be decoded (%" PRId64 " corrupt packet%s skipped)", nc,
