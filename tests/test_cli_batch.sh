@@ -273,6 +273,31 @@ msg=$("$BIN" -q "$T/so" --stats - 2>&1 >> "$T/so/b.png"); rc=$?
 [ $rc = 1 ] && [ "$msg" = "entropy-stream: -: standard output is the input $T/so/b.png itself (choose another output)" ] ||
   fail "--stats - appended to an input: exit $rc, want 1 ($msg)"
 cmp -s "$T/in/b.png" "$T/so/b.png" || fail "--stats - appended to an input: the input changed"
+# --stats keeps each image's record until the end (they are written in name order); a record
+# held its es_stats whole, 8 KB of histogram room (1024 bins) whatever --stats-bins, so
+# memory grew 8 KB a file: 40000 small PNGs took 356 MB against 34 MB without --stats.
+# Now only the bins used are kept. 6000 files: less than 8 MB more than without --stats
+# (before: 49 MB more).
+mkdir "$T/mem"
+"$PY" - "$T/mem" "$T/in/a.png" <<'PYEOF'
+import os, sys
+for i in range(6000):
+    os.link(sys.argv[2], os.path.join(sys.argv[1], 'f%05d.png' % i))
+PYEOF
+"$PY" - "$BIN" "$T/mem" "$T/mem.csv" > "$T/mem.out" <<'PYEOF' || fail "--stats memory: $(cat "$T/mem.out")"
+import resource, subprocess, sys
+b, d, csv = sys.argv[1:4]
+def peak(args):
+    r = subprocess.run([b, '-q', '--threads', '1', d] + args).returncode
+    assert r == 0, (args, r)
+    # a child's own peak: ru_maxrss of the children is the largest so far, so the lighter run first
+    return resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+base = peak([])
+withstats = peak(['--stats', csv])
+print('peak RSS without --stats %d KB, with %d KB' % (base, withstats))
+sys.exit(0 if withstats - base < 8 * 1024 else 1)
+PYEOF
+[ "$(tail -n +2 "$T/mem.csv" | wc -l)" = 6000 ] || fail "--stats memory: $(tail -n +2 "$T/mem.csv" | wc -l) records, want 6000"
 
 if [ $FAIL -ne 0 ]; then
   echo "test_cli_batch: $FAIL failure(s)"

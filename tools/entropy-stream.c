@@ -14,6 +14,7 @@
 #include <limits.h>
 #include <poll.h>
 #include <math.h>
+#include <stddef.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -867,7 +868,8 @@ typedef struct img_job {
                   no output directory), the job's status; it is counted, never opened */
   int width, height;
   double t0;       /* when its decode began (-v) */
-  es_stats *stats; /* when --stats: copied from its frame (owned) */
+  void *stats;     /* when --stats: its frame's es_stats up to the bins used (owned; an
+                    * es_stats whole has room for ES_STATS_MAX_BINS, 8 KB a file) */
 } img_job;
 
 typedef struct img_batch {
@@ -1170,12 +1172,15 @@ static int finish_image(img_batch *b, img_job *j, const es_frame *f) {
     return rc;
   }
   if (o->stats_path) {
-    j->stats = malloc(sizeof *j->stats);
+    /* Kept until the records are written in name order, so only what they hold. */
+    int bins = f->stats.bins > 0 && f->stats.bins <= ES_STATS_MAX_BINS ? f->stats.bins : 0;
+    size_t size = offsetof(es_stats, hist) + (size_t)bins * sizeof f->stats.hist[0];
+    j->stats = malloc(size);
     if (!j->stats) {
       err(j->in, "out of memory");
       return ES_ERR_NOMEM;
     }
-    *j->stats = f->stats;
+    memcpy(j->stats, &f->stats, size);
   }
   j->width = f->width;
   j->height = f->height;
@@ -1531,6 +1536,7 @@ static int run_images(cli_opts *o, int in_kind, int out_kind) {
   {
     size_t failed = 0, skipped = 0, notrun = 0;
     double el = now_s() - b.t0;
+    es_stats rec; /* a kept record, whole again for the writer */
     for (size_t i = 0; i < n; i++) {
       img_job *j = &jobs[i];
       if (i >= b.next) {
@@ -1546,8 +1552,11 @@ static int run_images(cli_opts *o, int in_kind, int out_kind) {
         continue;
       }
       if (sw && j->stats) {
-        rc = es_stats_writer_add(sw, j->name, (int64_t)i, NAN, j->width, j->height, j->stats,
-                                 msg, sizeof msg);
+        memcpy(&rec, j->stats, offsetof(es_stats, hist));
+        memcpy(rec.hist, (const char *)j->stats + offsetof(es_stats, hist),
+               (size_t)rec.bins * sizeof rec.hist[0]);
+        rc = es_stats_writer_add(sw, j->name, (int64_t)i, NAN, j->width, j->height, &rec, msg,
+                                 sizeof msg);
         if (rc != ES_OK) {
           err(o->stats_path, "%s", *msg ? msg : es_strerror(rc));
           code = worse(code, es_exit_code(rc));
