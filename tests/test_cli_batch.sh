@@ -299,6 +299,48 @@ sys.exit(0 if withstats - base < 8 * 1024 else 1)
 PYEOF
 [ "$(tail -n +2 "$T/mem.csv" | wc -l)" = 6000 ] || fail "--stats memory: $(tail -n +2 "$T/mem.csv" | wc -l) records, want 6000"
 
+# --format f32 names each map NAME.npy, so x.png and x.PNG (*.png is taken in any case) both
+# became x.npy: with -y one silently replaced the other, "3 written" and exit 0; without it
+# the second said "exists (use -y to overwrite)" of a file that was not there before the run.
+# Now the first in name order gets it; the other fails before anything runs, naming both.
+mkdir "$T/case"; cp "$T/in/a.png" "$T/case/x.PNG"; cp "$T/in/b.png" "$T/case/x.png"; cp "$T/in/a.png" "$T/case/y.png"
+"$BIN" -q "$T/case/x.PNG" -o "$T/case-x.npy" || fail "x.PNG alone: exit $?"
+for y in -y ""; do
+  rm -rf "$T/caseo"
+  "$BIN" --no-progress $y --format f32 "$T/case" -o "$T/caseo" --stats "$T/case$y.csv" 2> "$T/case.err"; rc=$?
+  [ $rc = 3 ] || fail "x.png and x.PNG to .npy ($y): exit $rc, want 3 ($(cat "$T/case.err"))"
+  grep -qx "entropy-stream: $T/caseo/x.npy: also the output of $T/case/x.PNG (rename one of them)" "$T/case.err" || fail "x.png and x.PNG to .npy ($y): message: $(cat "$T/case.err")"
+  grep -q "^entropy-stream: 3 files, 2 written, 0 skipped, 1 failed" "$T/case.err" || fail "x.png and x.PNG to .npy ($y): summary: $(cat "$T/case.err")"
+  [ "$(tail -n +2 "$T/case$y.csv" | cut -d, -f1 | tr '\n' ' ')" = "x.PNG y.png " ] || fail "x.png and x.PNG to .npy ($y): records $(cat "$T/case$y.csv")"
+  cmp -s "$T/caseo/x.npy" "$T/case-x.npy" || fail "x.png and x.PNG to .npy ($y): x.npy is not x.PNG's map"
+done
+
+# --stats inside the output directory that the run creates (-o heat/ --stats heat/s.csv): the
+# statistics file was opened before the directory was made, so the run failed at once with
+# "cannot create: No such file or directory" (exit 3), for a batch and for one image into a
+# directory alike, while a video into a frame directory took it. A bad --stats name still
+# leaves no output directory behind (test_cli_errors checks .txt), nor does an unwritable one.
+"$BIN" -q -r "$T/sd/a" -o "$T/stin/deep" --stats "$T/stin/deep/s.csv"; rc=$?
+[ $rc = 0 ] || fail "--stats inside the new output directory: exit $rc"
+[ -f "$T/stin/deep/x.png" ] && [ "$(tail -n +2 "$T/stin/deep/s.csv" 2>/dev/null | cut -d, -f1)" = x.png ] || fail "--stats inside the new output directory: not written"
+"$BIN" -q "$T/sd/a/x.png" -o "$T/stin1/" --stats "$T/stin1/s.jsonl"; rc=$?
+[ $rc = 0 ] && [ -f "$T/stin1/x.png" ] && [ -s "$T/stin1/s.jsonl" ] || fail "one image, --stats inside the new output directory: exit $rc"
+"$BIN" -q "$T/sd/a" -o "$T/stin2" --stats "$T/nowhere/s.csv" 2>/dev/null; rc=$?
+[ $rc = 3 ] || fail "--stats in a missing directory: exit $rc, want 3"
+[ -e "$T/stin2" ] && fail "--stats in a missing directory: the output directory was left"
+
+# A symbolic link to a directory is never descended (a link to a parent would loop), and a
+# directory is not an image whatever its name: a real directory x.png was skipped, but a link
+# to a directory named x.png failed the batch as "not a regular file" (exit 2).
+mkdir -p "$T/dl/real.png" "$T/dl/sub"; cp "$T/in/a.png" "$T/dl/a.png"; cp "$T/in/b.png" "$T/dl/sub/b.png"
+ln -s sub "$T/dl/link.png"; ln -s .. "$T/dl/sub/up.png"
+for r in "" -r; do
+  out=$("$BIN" --no-progress $r "$T/dl" --stats - 2> "$T/dl.err"); rc=$?
+  [ $rc = 0 ] || fail "link to a directory named *.png ($r): exit $rc ($(cat "$T/dl.err"))"
+  want="a.png "; [ -n "$r" ] && want="a.png sub/b.png "
+  [ "$(printf '%s\n' "$out" | tail -n +2 | cut -d, -f1 | tr '\n' ' ')" = "$want" ] || fail "link to a directory named *.png ($r): records $out"
+done
+
 if [ $FAIL -ne 0 ]; then
   echo "test_cli_batch: $FAIL failure(s)"
   exit 1

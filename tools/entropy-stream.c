@@ -946,8 +946,14 @@ static int collect_pngs(const char *root, const char *rel, int recursive, const 
       continue;
     }
     /* stat, not the lstat above: a symlink to a regular file is taken, as it always was (a
-     * dangling one fails at open, with its reason). */
+     * dangling one fails at open, with its reason). A symlink to a directory is skipped as
+     * any directory not descended into is, whatever its name. */
     not_regular = stat(full, &st) == 0 && !S_ISREG(st.st_mode);
+    if (not_regular && S_ISDIR(st.st_mode)) {
+      free(relname);
+      free(full);
+      continue;
+    }
     if (not_regular) err(full, "not a regular file");
     if (*n == *cap) {
       size_t nc = *cap ? *cap * 2 : 64;
