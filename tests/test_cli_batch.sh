@@ -341,6 +341,17 @@ for r in "" -r; do
   [ "$(printf '%s\n' "$out" | tail -n +2 | cut -d, -f1 | tr '\n' ' ')" = "$want" ] || fail "link to a directory named *.png ($r): records $out"
 done
 
+# The outputs of a batch fail one by one, as a video's do: an image whose map cannot be
+# written (a directory in the way) was computed, and --stats gets its record (it had none,
+# while -n's kept images have theirs); a file that cannot be read has none. Exit 3, counted.
+printf 'x' > "$T/case/z.png"; mkdir -p "$T/ow/x.png"
+"$BIN" --no-progress -y "$T/case" -o "$T/ow" --stats "$T/ow.csv" 2> "$T/ow.err"; rc=$?
+[ $rc = 3 ] || fail "map in the way: exit $rc, want 3 ($(cat "$T/ow.err"))"
+grep -qx "entropy-stream: $T/ow/x.png: .*" "$T/ow.err" || fail "map in the way: not named: $(cat "$T/ow.err")"
+grep -q "^entropy-stream: 4 files, 2 written, 0 skipped, 2 failed" "$T/ow.err" || fail "map in the way: summary: $(cat "$T/ow.err")"
+[ "$(tail -n +2 "$T/ow.csv" | cut -d, -f1 | tr '\n' ' ')" = "x.PNG x.png y.png " ] || fail "map in the way: records $(cut -d, -f1 "$T/ow.csv" | tr '\n' ' ')"
+rm "$T/case/z.png"
+
 if [ $FAIL -ne 0 ]; then
   echo "test_cli_batch: $FAIL failure(s)"
   exit 1

@@ -1555,7 +1555,9 @@ static int run_images(cli_opts *o, int in_kind, int out_kind) {
       } else if (j->status != ES_OK) {
         failed++;
         code = worse(code, es_exit_code(j->status));
-        continue;
+        /* computed, but its map could not be written: the outputs fail one by one, as a
+         * video's do, and its record still goes in */
+        if (!j->stats) continue;
       }
       if (sw && j->stats) {
         memcpy(&rec, j->stats, offsetof(es_stats, hist));
