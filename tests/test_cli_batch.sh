@@ -352,6 +352,14 @@ grep -q "^entropy-stream: 4 files, 2 written, 0 skipped, 2 failed" "$T/ow.err" |
 [ "$(tail -n +2 "$T/ow.csv" | cut -d, -f1 | tr '\n' ' ')" = "x.PNG x.png y.png " ] || fail "map in the way: records $(cut -d, -f1 "$T/ow.csv" | tr '\n' ' ')"
 rm "$T/case/z.png"
 
+# A directory of one PNG whose output exists, with -n: the run said nothing at all (the skip
+# is told by the summary in a batch, and the summary was only for two files or more).
+mkdir -p "$T/one"; cp "$T/in/a.png" "$T/one/a.png"
+"$BIN" -q "$T/one" -o "$T/oneo" || fail "directory of one: exit $?"
+out=$("$BIN" --no-progress -n "$T/one" -o "$T/oneo" 2>&1); rc=$?
+[ $rc = 0 ] || fail "directory of one, -n: exit $rc"
+printf '%s\n' "$out" | grep -q "^entropy-stream: 1 file, 0 written, 1 skipped, 0 failed" || fail "directory of one, -n: no summary: '$out'"
+
 if [ $FAIL -ne 0 ]; then
   echo "test_cli_batch: $FAIL failure(s)"
   exit 1

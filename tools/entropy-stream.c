@@ -1596,10 +1596,10 @@ static int run_images(cli_opts *o, int in_kind, int out_kind) {
         if (n == 1 && !failed && !skipped)
           err(NULL, "1 file, %dx%d, %.2f s, %s", jobs[0].width, jobs[0].height, el,
               device_desc(b.ctx, d, sizeof d));
-        else if (n > 1)
-          err(NULL, "%zu files, %zu written, %zu skipped, %zu failed, %.2f s, %.1f Mpixel/s, %s",
-              n, n - failed - skipped, skipped, failed, el, el > 0 ? b.pixels / el / 1e6 : 0.0,
-              device_desc(b.ctx, d, sizeof d));
+        else if (n > 1 || (n == 1 && !b.single)) /* a batch of one tells its skip here */
+          err(NULL, "%zu file%s, %zu written, %zu skipped, %zu failed, %.2f s, %.1f Mpixel/s, %s",
+              n, n == 1 ? "" : "s", n - failed - skipped, skipped, failed, el,
+              el > 0 ? b.pixels / el / 1e6 : 0.0, device_desc(b.ctx, d, sizeof d));
       }
     }
   }
