@@ -360,6 +360,14 @@ out=$("$BIN" --no-progress -n "$T/one" -o "$T/oneo" 2>&1); rc=$?
 [ $rc = 0 ] || fail "directory of one, -n: exit $rc"
 printf '%s\n' "$out" | grep -q "^entropy-stream: 1 file, 0 written, 1 skipped, 0 failed" || fail "directory of one, -n: no summary: '$out'"
 
+# A directory input writes a directory, so an output name with a dot but no known extension
+# (heat.v2, maps.2024) can only be that directory: it was refused as "unknown output type"
+# (exit 1) unless written heat.v2/. A .png or .npy name is still refused.
+"$BIN" -q "$T/one" -o "$T/heat.v2"; rc=$?
+[ $rc = 0 ] && [ -f "$T/heat.v2/a.png" ] || fail "directory input, -o heat.v2: exit $rc"
+"$BIN" -q "$T/one" -o "$T/heat.npy" 2>/dev/null; rc=$?
+[ $rc = 1 ] || fail "directory input, -o heat.npy: exit $rc, want 1"
+
 if [ $FAIL -ne 0 ]; then
   echo "test_cli_batch: $FAIL failure(s)"
   exit 1

@@ -2404,6 +2404,8 @@ int main(int argc, char **argv) {
     in_kind = IN_VIDEO;
   }
   out_kind = out_kind_of(o.output);
+  /* A directory input writes a directory: a name like heat.v2 can only be that. */
+  if (out_kind < 0 && in_kind == IN_DIR) out_kind = OUT_DIR;
   if (out_kind < 0) {
     err(o.output, "unknown output type (use .png, .npy, a video extension, a directory or -)");
     return 1;
