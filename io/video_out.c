@@ -48,6 +48,8 @@ struct es_video_out {
   int counted;                /* the output counts frames: pts become frame numbers */
   int64_t first_pts;          /* counted: the first pts passed (frame 0), or AV_NOPTS_VALUE */
   int64_t last_pts;           /* last pts sent (encoder time base), for monotonicity */
+  int64_t step;               /* one frame in the encoder time base (at least 1) */
+  int64_t shift;              /* added to every pts since the input's went back (encoder tb) */
   int64_t frames;             /* frames written */
   int header_written;
   int failed;                 /* a write failed: close may not commit */
@@ -464,6 +466,8 @@ int es_video_out_open(es_video_out **out, const char *path, const es_video_out_o
     avcodec_free_context(&plain);
     goto end;
   }
+  v->step = av_rescale_q(1, av_inv_q(fps), v->enc->time_base);
+  if (v->step < 1) v->step = 1;
   v->st = avformat_new_stream(v->fmt, NULL);
   if (!v->st) {
     rc = ES_ERR_NOMEM;
@@ -660,10 +664,22 @@ int es_video_out_write(es_video_out *v, const es_planes *pix, const float *map,
   } else {
     /* Counted frames start at frame 0: AVI would fill a late start with empty frames. */
     if (v->counted && v->first_pts == AV_NOPTS_VALUE) v->first_pts = pts;
-    p = av_rescale_q(v->counted ? pts - v->first_pts : pts, v->in_tb, v->enc->time_base);
+    p = av_rescale_q(v->counted ? pts - v->first_pts : pts, v->in_tb, v->enc->time_base) +
+        v->shift;
   }
-  if (v->last_pts != INT64_MIN && p <= v->last_pts) p = v->last_pts + 1; /* encoders need
-                                                                             increasing pts */
+  /* Encoders need increasing pts. Time stamps that go back by a frame or more start again
+   * (MPEG-TS files one after the other, a restarted clock): this frame and every later one
+   * are moved to follow the last a frame later, as ffmpeg moves them, instead of each taking
+   * the next tick (the rest of the input played in an instant). A smaller step back is
+   * rounding: the next tick. */
+  if (v->last_pts != INT64_MIN && p <= v->last_pts) {
+    if (v->last_pts - p >= v->step) {
+      v->shift += v->last_pts + v->step - p;
+      p = v->last_pts + v->step;
+    } else {
+      p = v->last_pts + 1;
+    }
+  }
   v->frame->pts = p;
   v->last_pts = p;
   rc = encode(v, v->frame, msg, len);
