@@ -736,6 +736,11 @@ int es_video_in_open(es_video_in **out, const char *path, const es_video_in_opts
     info->fps_den = fps.den;
     info->tb_num = v->tb.num;
     info->tb_den = v->tb.den;
+    AVRational base = av_guess_frame_rate(v->fmt, st, NULL);
+    if (base.num <= 0 || base.den <= 0) base = fps;
+    av_reduce(&base.num, &base.den, base.num, base.den, INT_MAX);
+    info->base_num = base.num;
+    info->base_den = base.den;
     if (st->nb_frames > 0)
       info->frames = st->nb_frames;
     else if (st->duration > 0 && st->duration != AV_NOPTS_VALUE)

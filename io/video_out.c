@@ -258,6 +258,8 @@ int es_video_out_open(es_video_out **out, const char *path, const es_video_out_o
   v->first_pts = AV_NOPTS_VALUE;
   AVRational fps = {o->fps_num, o->fps_den};
   if (fps.num <= 0 || fps.den <= 0) fps = (AVRational){25, 1};
+  AVRational base = {o->base_num, o->base_den}; /* every input time stamp on its frames */
+  if (base.num <= 0 || base.den <= 0) base = fps;
   v->in_tb = (AVRational){o->tb_num, o->tb_den};
   if (v->in_tb.num <= 0 || v->in_tb.den <= 0) v->in_tb = av_inv_q(fps);
 
@@ -429,12 +431,22 @@ int es_video_out_open(es_video_out **out, const char *path, const es_video_out_o
   }
   /* The input's time base first, so that variable frame timing survives (MP4, Matroska);
    * where the encoder refuses it (mpeg4 takes denominators up to 65535 only, 1/90000 is
-   * common), or where the output counts frames, one frame as the unit. */
+   * common), one frame of the input's base rate, on which every time stamp falls (as
+   * ffmpeg's encoder time base; one frame of the average rate moved variable-rate frames by
+   * up to half a frame), then one frame of the average. AVI counts frames but keeps gaps
+   * (empty frames): the base rate's frame is its unit; other outputs that count frames
+   * (y4m, Ogg) play them one after the other: one frame of the average rate. */
   int global_header = !!(v->fmt->oformat->flags & AVFMT_GLOBALHEADER);
   v->counted = counts_frames(v->fmt->oformat, codec);
-  AVRational tbs[2] = {v->in_tb, av_inv_q(fps)};
-  int ntb = av_cmp_q(tbs[0], tbs[1]) ? 2 : 1;
-  if (v->counted) tbs[0] = tbs[1], ntb = 1;
+  const int gaps = !strcmp(v->fmt->oformat->name, "avi");
+  AVRational cand[3] = {v->in_tb, av_inv_q(base), av_inv_q(fps)}, tbs[3];
+  int ntb = 0;
+  for (int i = v->counted ? (gaps ? 1 : 2) : 0; i < 3; i++) {
+    int dup = 0;
+    for (int k = 0; k < ntb; k++)
+      dup |= !av_cmp_q(tbs[k], cand[i]);
+    if (!dup) tbs[ntb++] = cand[i];
+  }
   err = AVERROR(EINVAL);
   for (int i = 0; i < ntb && err < 0; i++) {
     avcodec_free_context(&v->enc);

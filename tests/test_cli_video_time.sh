@@ -3,7 +3,10 @@
 # FFmpeg; each case skips where this FFmpeg lacks the encoder, muxer or filter it needs):
 # - time stamps that go back (two MPEG-TS files one after the other, as `cat a.ts b.ts`):
 #   the heat video goes on one frame after the last instead of packing the rest into
-#   one-tick steps; --stats keeps the input's time stamps, as ffprobe gives them.
+#   one-tick steps; --stats keeps the input's time stamps, as ffprobe gives them;
+# - variable frame rate MP4 with a 1/90000 time base (as phones write them) through
+#   MPEG-4 part 2 (the default codec without libx264, which refuses 1/90000) and into AVI
+#   (which counts frames): every frame keeps its time, as ffmpeg keeps it.
 set -u
 BIN=${ES_BIN:?ES_BIN not set}
 PY=${ES_PYTHON3:-/usr/bin/python3}
@@ -67,6 +70,42 @@ sys.exit(0 if ok else 1)
 EOF
 else
   echo "test_cli_video_time: time stamps that go back skipped: no mpegts or matroska in this FFmpeg"
+fi
+
+# 2. Variable frame rate MP4 with a 1/90000 time base: frame N at N/10 + (7N mod 5) / 50 s.
+# Average rate ~10/1 is not their grid (1/50 s is), so a one-frame time base of the
+# average moved frames by up to half a frame (0.3 s came out 0.283, 0.8 s 0.85).
+if ff_has muxers mp4 && ff_has demuxers mov && ff_has filters setpts && ff_has filters settb &&
+  ff_has encoders mpeg4; then
+  ran=$((ran + 1))
+  vfr="settb=1/50,setpts='(N*5+mod(N*7,5))/50/TB'"
+  for sync in "-fps_mode passthrough" "-vsync passthrough"; do # FFmpeg 5.1+, before
+    # shellcheck disable=SC2086
+    $FF -f lavfi -i "testsrc=size=48x32:rate=10" -frames:v 16 -vf "$vfr" $sync -enc_time_base 1/50 \
+      -c:v mpeg4 -video_track_timescale 90000 "$T/vfr.mp4" 2>/dev/null && break
+  done
+  [ -s "$T/vfr.mp4" ] || fail "cannot make vfr.mp4"
+  times "$T/vfr.mp4" > "$T/vfr.in"
+  outs="mkv"
+  ff_has muxers avi && ff_has demuxers avi && outs="$outs avi"
+  for ext in $outs; do
+    "$BIN" -q "$T/vfr.mp4" -o "$T/vfr-heat.$ext" --codec mpeg4; rc=$?
+    [ $rc = 0 ] || fail "vfr.mp4 -> $ext: exit $rc"
+    times "$T/vfr-heat.$ext" > "$T/vfr.$ext"
+    "$PY" - "$T/vfr.in" "$T/vfr.$ext" "$ext" <<'EOF' || fail "VFR 1/90000 -> .$ext: see above"
+import sys
+a = [float(x) for x in open(sys.argv[1])]
+b = [float(x) for x in open(sys.argv[2])]
+bad = [(i, x, y) for i, (x, y) in enumerate(zip(a, b)) if abs(x - y) > 0.0015]
+if len(a) != len(b) or bad:
+    print('.%s: %d frames, want %d; frames off their time (index, input s, heat s): %s'
+          % (sys.argv[3], len(b), len(a), bad[:4]))
+    sys.exit(1)
+print('VFR 1/90000 -> .%s: %d frames at the input times' % (sys.argv[3], len(b)))
+EOF
+  done
+else
+  echo "test_cli_video_time: VFR MP4 skipped: no mp4 muxer, mov demuxer, setpts or settb filter or mpeg4 encoder"
 fi
 
 [ $ran -gt 0 ] || { echo "test_cli_video_time: skipped (nothing this FFmpeg can make)"; exit 77; }
