@@ -49,7 +49,7 @@ struct es_video_out {
   int64_t first_pts;          /* counted: the first pts passed (frame 0), or AV_NOPTS_VALUE */
   int64_t last_pts;           /* last pts sent (encoder time base), for monotonicity */
   int64_t step;               /* one frame in the encoder time base (at least 1) */
-  int64_t shift;              /* added to every pts since the input's went back (encoder tb) */
+  int64_t shift;              /* added to every pts: a start before 0, a step back (encoder tb) */
   int64_t frames;             /* frames written */
   int header_written;
   int failed;                 /* a write failed: close may not commit */
@@ -678,6 +678,13 @@ int es_video_out_write(es_video_out *v, const es_planes *pix, const float *map,
     if (v->counted && v->first_pts == AV_NOPTS_VALUE) v->first_pts = pts;
     p = av_rescale_q(v->counted ? pts - v->first_pts : pts, v->in_tb, v->enc->time_base) +
         v->shift;
+  }
+  /* A video that starts before 0 starts at 0, every frame moved alike, as ffmpeg starts it:
+   * MP4 and MOV take time before 0 for encoder delay and hide its frames (an edit list),
+   * which lost the first second of a Matroska input from -1 s. */
+  if (v->last_pts == INT64_MIN && p < 0) {
+    v->shift -= p;
+    p = 0;
   }
   /* Encoders need increasing pts. Time stamps that go back by a frame or more start again
    * (MPEG-TS files one after the other, a restarted clock): this frame and every later one

@@ -6,7 +6,8 @@
 #   one-tick steps; --stats keeps the input's time stamps, as ffprobe gives them;
 # - variable frame rate MP4 with a 1/90000 time base (as phones write them) through
 #   MPEG-4 part 2 (the default codec without libx264, which refuses 1/90000) and into AVI
-#   (which counts frames): every frame keeps its time, as ffmpeg keeps it.
+#   (which counts frames): every frame keeps its time, as ffmpeg keeps it;
+# - negative time stamps (Matroska from -1 s) into MP4 and MOV: every frame shown, from 0.
 set -u
 BIN=${ES_BIN:?ES_BIN not set}
 PY=${ES_PYTHON3:-/usr/bin/python3}
@@ -106,6 +107,31 @@ EOF
   done
 else
   echo "test_cli_video_time: VFR MP4 skipped: no mp4 muxer, mov demuxer, setpts or settb filter or mpeg4 encoder"
+fi
+
+# 3. Negative time stamps (Matroska from -1 s): MP4 and MOV hide frames before 0 (an edit list
+# for encoder delay), so the heat video showed only the last 25 of 50 frames. The heat
+# video starts at 0, every frame in it, as ffmpeg's does.
+if ff_has muxers matroska && ff_has muxers mp4 && ff_has demuxers mov && ff_has muxers mov; then
+  ran=$((ran + 1))
+  $FF -f lavfi -i "testsrc=size=48x32:rate=25" -frames:v 50 -c:v $ENC -bf 0 "$T/n0.mkv" &&
+    $FF -i "$T/n0.mkv" -c copy -avoid_negative_ts disabled -output_ts_offset -1 "$T/neg.mkv" ||
+    fail "cannot make neg.mkv"
+  first=$(times "$T/neg.mkv" | head -1)
+  [ "$first" = "-1.000000" ] || echo "test_cli_video_time: neg.mkv starts at $first s, not -1 (this FFmpeg)"
+  for ext in mp4 mov; do
+    "$BIN" -q "$T/neg.mkv" -o "$T/neg-heat.$ext" --stats "$T/neg.csv" -y; rc=$?
+    [ $rc = 0 ] || fail "neg.mkv -> $ext: exit $rc"
+    n=$(ffprobe -v error -count_frames -select_streams v:0 -show_entries stream=nb_read_frames -of csv=p=0 "$T/neg-heat.$ext")
+    [ "$n" = 50 ] || fail "negative time stamps -> .$ext: the heat video shows $n frames, want 50"
+    got=$(times "$T/neg-heat.$ext" | sed -n '1p;2p;50p' | tr '\n' ' ')
+    [ "$got" = "0.000000 0.040000 1.960000 " ] || fail "negative time stamps -> .$ext: frames 0, 1, 49 at $got"
+  done
+  got=$(sed -n 2p "$T/neg.csv" | cut -d, -f3)
+  "$PY" -c "import sys; sys.exit(0 if abs(float('${got:-nan}') - float('$first')) < 1e-6 else 1)" ||
+    fail "negative time stamps: --stats gives frame 0 at $got s, want $first (the input's)"
+else
+  echo "test_cli_video_time: negative time stamps skipped: no matroska, mp4 or mov muxer"
 fi
 
 [ $ran -gt 0 ] || { echo "test_cli_video_time: skipped (nothing this FFmpeg can make)"; exit 77; }
