@@ -29,6 +29,7 @@
 #include <libavutil/avutil.h>
 #include <libavutil/dict.h>
 #include <libavutil/imgutils.h>
+#include <libavutil/intreadwrite.h>
 #include <libavutil/log.h>
 #include <libavutil/macros.h>
 #include <libavutil/opt.h>
@@ -808,7 +809,33 @@ static int deliver(es_video_in *v, const AVFrame *f, void *dst, size_t dst_strid
     }
     return ES_OK;
   }
-  enum AVPixelFormat src = f->format, yg = y_plane_gray(f->format);
+  /* A frame of another depth than the stream's (a stream that changes depth, as two H.264
+   * files of 8 and 10 bits joined): its Y as stored all the same, 8-bit samples in a 16-bit
+   * stream scaled by bit replication (v * 257, as 9..15-bit Y is scaled), deeper ones in an
+   * 8-bit stream without their low bits. libswscale took 8-bit YUV for limited range and
+   * stretched it to full-range grey, and dithered the low bits away. */
+  enum AVPixelFormat yg = y_plane_gray(f->format);
+  if (v->depth == 16 && (step = plane0_direct(f->format, 8, &offset)) != 0) {
+    for (int y = 0; y < v->height; y++) {
+      const uint8_t *s = f->data[0] + (ptrdiff_t)y * f->linesize[0] + offset;
+      uint8_t *o = (uint8_t *)dst + (size_t)y * dst_stride;
+      for (int x = 0; x < v->width; x++)
+        AV_WN16(o + 2 * x, s[(size_t)x * step] * 257);
+    }
+    return ES_OK;
+  }
+  if (v->depth == 8 && yg != AV_PIX_FMT_NONE) {
+    const AVPixFmtDescriptor *d = av_pix_fmt_desc_get(f->format);
+    const int be = !!(d->flags & AV_PIX_FMT_FLAG_BE), drop = d->comp[0].depth - 8;
+    for (int y = 0; y < v->height; y++) {
+      const uint8_t *s = f->data[0] + (ptrdiff_t)y * f->linesize[0];
+      uint8_t *o = (uint8_t *)dst + (size_t)y * dst_stride;
+      for (int x = 0; x < v->width; x++)
+        o[x] = (uint8_t)((be ? AV_RB16(s + 2 * x) : AV_RL16(s + 2 * x)) >> drop);
+    }
+    return ES_OK;
+  }
+  enum AVPixelFormat src = f->format;
   if (yg != AV_PIX_FMT_NONE) src = yg; /* plane 0 alone, seen as grey */
   if (!v->sws || v->sws_fmt != src) {
     sws_freeContext(v->sws);
