@@ -109,6 +109,10 @@ struct es_video_in {
   int drain_errors;      /* failed receives while draining */
   int pending;           /* an error to report once every frame before it was given out */
   char pending_msg[160];
+  int primed;            /* es_video_in_open decoded the first frame (whose size and depth
+                          * are the stream's): 1, it waits in frame for the first read; or
+                          * the status that read returns (ES_ERR_EOF: no frame at all) */
+  char prime_msg[160];   /* primed < 0, not ES_ERR_EOF: its message */
   /* Errors libavcodec/libavformat only log (see log_cb); written by log_cb from any thread,
    * all under log_lock. */
   int logged;            /* in the registry log_cb attributes log lines to */
@@ -503,6 +507,8 @@ void es_video_in_unlend(void *ref) {
   av_frame_free(&f);
 }
 
+static int next_frame(es_video_in *v, char *msg, size_t len);
+
 int es_video_in_open(es_video_in **out, const char *path, const es_video_in_opts *opts,
                      es_video_info *info, char *msg, size_t len) {
   int rc = ES_OK, err;
@@ -727,6 +733,21 @@ int es_video_in_open(es_video_in **out, const char *path, const es_video_in_opts
   v->step = av_rescale_q(1, av_inv_q(fps), v->tb);
   if (v->step <= 0) v->step = 1;
   v->next_pts = st->start_time != AV_NOPTS_VALUE ? st->start_time : 0;
+  /* The first frame sets the stream's size and depth, as it sets up ffmpeg's filters: the
+   * stream's parameters are what libavformat's probing saw last, which can be a later part
+   * (H.264 in MPEG-TS whose size changes in its first seconds gave the second size, and its
+   * first frame was refused as a size change). Raw frames and y4m have one format, from the
+   * header. Where there is no frame (an error, the end), the first read says so. */
+  if (!raw && !y4m) {
+    v->primed = next_frame(v, v->prime_msg, sizeof v->prime_msg);
+    if (v->primed == ES_OK) {
+      v->primed = 1;
+      v->width = v->frame->width;
+      v->height = v->frame->height;
+      v->depth = depth_of(v->frame->format);
+      if ((rc = check_size(v->width, v->height, max_pixels, msg, len)) < 0) goto end;
+    }
+  }
 
   if (info) {
     memset(info, 0, sizeof *info);
@@ -1195,12 +1216,11 @@ static int lend_frame(es_video_in *v, AVFrame *f, es_video_lent *lent) {
   return 1;
 }
 
-int es_video_in_read_lend(es_video_in *v, void *dst, size_t dst_stride, es_video_lent *lent,
-                          int64_t *pts, double *pts_seconds, char *msg, size_t len) {
+/* Decodes the next good frame into v->frame: damaged ones are skipped and counted. ES_OK,
+ * ES_ERR_EOF at the end, or a fatal error with msg (a pending one once every frame before it
+ * was given out). */
+static int next_frame(es_video_in *v, char *msg, size_t len) {
   int rc, err;
-  if (!v) return ES_ERR_INTERNAL;
-  if (lent) memset(lent, 0, sizeof *lent);
-  if (v->raw_direct) return direct_read(v, dst, dst_stride, pts, pts_seconds, msg, len);
   for (;;) {
     if (v->finished) {
       if (v->pending) {
@@ -1219,26 +1239,6 @@ int es_video_in_read_lend(es_video_in *v, void *dst, size_t dst_stride, es_video
         av_frame_unref(f);
         continue;
       }
-      if (f->width != v->width || f->height != v->height) {
-        snprintf(msg, len,
-                 "frame %" PRId64 " is %dx%d but the stream started at %dx%d (size changes "
-                 "are not supported)",
-                 v->delivered, f->width, f->height, v->width, v->height);
-        av_frame_unref(f);
-        return ES_ERR_INPUT;
-      }
-      int64_t p = f->best_effort_timestamp;
-      if (p == AV_NOPTS_VALUE) p = v->next_pts;
-      v->next_pts = p + (f->pkt_duration > 0 ? f->pkt_duration : v->step);
-      const int tr = es_trace_enabled();
-      const double t0 = tr ? es_trace_ms() : 0.0;
-      rc = lent && lend_frame(v, f, lent) ? ES_OK : deliver(v, f, dst, dst_stride, msg, len);
-      if (tr) v->deliver_ms += es_trace_ms() - t0;
-      av_frame_unref(f);
-      if (rc < 0) return rc;
-      v->delivered++;
-      if (pts) *pts = p;
-      if (pts_seconds) *pts_seconds = ts_seconds(p, v->tb);
       return ES_OK;
     }
     if (err == AVERROR_EOF) {
@@ -1284,6 +1284,46 @@ int es_video_in_read_lend(es_video_in *v, void *dst, size_t dst_stride, es_video
     av_packet_unref(v->pkt);
     if (err < 0 && err != AVERROR(EAGAIN) && err != AVERROR_EOF) v->corrupt++;
   }
+}
+
+int es_video_in_read_lend(es_video_in *v, void *dst, size_t dst_stride, es_video_lent *lent,
+                          int64_t *pts, double *pts_seconds, char *msg, size_t len) {
+  int rc;
+  if (!v) return ES_ERR_INTERNAL;
+  if (lent) memset(lent, 0, sizeof *lent);
+  if (v->raw_direct) return direct_read(v, dst, dst_stride, pts, pts_seconds, msg, len);
+  if (v->primed) { /* the first frame, decoded by es_video_in_open (or why there is none) */
+    rc = v->primed == 1 ? ES_OK : v->primed;
+    v->primed = 0;
+    if (rc != ES_OK) {
+      if (rc != ES_ERR_EOF) snprintf(msg, len, "%s", v->prime_msg);
+      return rc;
+    }
+  } else if ((rc = next_frame(v, msg, len)) != ES_OK) {
+    return rc;
+  }
+  AVFrame *f = v->frame;
+  if (f->width != v->width || f->height != v->height) {
+    snprintf(msg, len,
+             "frame %" PRId64 " is %dx%d but the stream started at %dx%d (size changes "
+             "are not supported)",
+             v->delivered, f->width, f->height, v->width, v->height);
+    av_frame_unref(f);
+    return ES_ERR_INPUT;
+  }
+  int64_t p = f->best_effort_timestamp;
+  if (p == AV_NOPTS_VALUE) p = v->next_pts;
+  v->next_pts = p + (f->pkt_duration > 0 ? f->pkt_duration : v->step);
+  const int tr = es_trace_enabled();
+  const double t0 = tr ? es_trace_ms() : 0.0;
+  rc = lent && lend_frame(v, f, lent) ? ES_OK : deliver(v, f, dst, dst_stride, msg, len);
+  if (tr) v->deliver_ms += es_trace_ms() - t0;
+  av_frame_unref(f);
+  if (rc < 0) return rc;
+  v->delivered++;
+  if (pts) *pts = p;
+  if (pts_seconds) *pts_seconds = ts_seconds(p, v->tb);
+  return ES_OK;
 }
 
 int64_t es_video_in_corrupt(const es_video_in *v) { return v ? v->corrupt : 0; }

@@ -350,6 +350,54 @@ static void depth_change_case(int w, int h, const int bits[2]) {
   free(d.data);
 }
 
+/* A size change early in an H.264 MPEG-TS stream (two files joined, the second larger):
+ * libavformat's stream parameters are what its probing saw last, here the second file's
+ * size, so the reader took the stream for WxH of the second, and the first frame ended it
+ * ("frame 0 is 50x52 but the stream started at 80x60", nothing kept). The first frame sets
+ * the stream's size: the first file's frames are delivered, then the change is an error
+ * naming the frame and both sizes as they come. */
+static void size_change_case(int w, int h) {
+  char a[512], b[512], ab[512], ref[512];
+  const int n = 6, w2 = w + 30, h2 = h + 8;
+  snprintf(a, sizeof a, "%s/sc-a.ts", dir);
+  snprintf(b, sizeof b, "%s/sc-b.ts", dir);
+  snprintf(ab, sizeof ab, "%s/sc-ab.ts", dir);
+  snprintf(ref, sizeof ref, "%s/sc-a.ref", dir);
+  if (tv_sh("ffmpeg -v error -y -f lavfi -i testsrc2=size=%dx%d:rate=25 -frames:v %d "
+            "-c:v libx264 -bf 0 '%s' && ffmpeg -v error -y -f lavfi -i "
+            "testsrc2=size=%dx%d:rate=25 -frames:v %d -c:v libx264 -bf 0 '%s' && "
+            "cat '%s' '%s' > '%s'",
+            w, h, n, a, w2, h2, n, b, a, b, ab) != 0 ||
+      make_ref(a, "y:yuv444p", w, h, ref) != 0) {
+    CHECK(0, "size change: cannot make the clips");
+    return;
+  }
+  decoded d;
+  decode_all(ab, NULL, 0, es_test_range(0, 3), &d);
+  char want[160];
+  snprintf(want, sizeof want, "is %dx%d but the stream started at %dx%d", w2, h2, w, h);
+  CHECK(d.open_rc == ES_OK && d.info.width == w && d.info.height == h,
+        "size change: open %d, %dx%d, want %dx%d (the first frame's) %s", d.open_rc, d.info.width,
+        d.info.height, w, h, d.msg);
+  CHECK(d.end_rc == ES_ERR_INPUT && strstr(d.msg, want), "size change: end %d '%s', want '%s'",
+        d.end_rc, d.msg, want);
+  /* the first file's frames (the junction may cost one: the demuxer flags it), each the
+   * frame of its time (25 fps, time base 1/90000); the last two may be decoded without the
+   * skipped one they refer to */
+  CHECK(d.n >= n - 1 && d.n <= n, "size change: %d frames before it, want %d", d.n, n);
+  size_t rsize = 0;
+  const size_t fb = (size_t)w * h;
+  uint8_t *r = tv_read_file(ref, &rsize);
+  if (d.open_rc == ES_OK && d.info.width == w && d.info.height == h && r && rsize == fb * n)
+    for (int i = 0; i < d.n; i++) {
+      const int64_t k = (d.pts[i] - d.pts[0]) / 3600;
+      CHECK(k >= 0 && k < n && (k >= n - 2 || !memcmp(d.data + fb * i, r + fb * k, fb)),
+            "size change: frame %d (%" PRId64 " of the first file) differs", i, k);
+    }
+  free(r);
+  free(d.data);
+}
+
 static void rand_fill(uint8_t *p, size_t n) {
   for (size_t i = 0; i < n; i++) p[i] = (uint8_t)(es_test_rand() >> 33);
 }
@@ -605,8 +653,10 @@ int main(void) {
       tv_lavf_has_demuxer("mpegts")) {
     depth_change_case(w + 1, h + 1, (const int[2]){10, 8});
     depth_change_case(w + 1, h + 1, (const int[2]){8, 10});
+    size_change_case(w + 1, h + 1);
   } else {
-    printf("test_video_in: depth change skipped: no libx264 or mpegts in this FFmpeg\n");
+    printf("test_video_in: depth and size change skipped: no libx264 or mpegts in this "
+           "FFmpeg\n");
   }
 
   /* The sample clip shipped in samples/ (H.264 4:2:0, 320x240, 75 frames at 25 fps). */
