@@ -164,6 +164,11 @@ typedef struct es_video_info {
    * keeps the stored pixels, so a video output carries it for players to shape the picture
    * as they shape the source's (anamorphic DV, DVD, HDV). */
   int sar_num, sar_den;
+  /* The base frame rate: the rate on whose frames every time stamp falls, as ffmpeg guesses
+   * it (av_guess_frame_rate: the stream's r_frame_rate, mostly). fps above is the average;
+   * they differ for variable frame rate input (frames at 0, 0.14, 0.28 s: 50/1 against
+   * about 10/1). */
+  int base_num, base_den;
 } es_video_info;
 /* path "-" = standard input (y4m recognised by its header, or raw with opts->raw). */
 int es_video_in_open(es_video_in **out, const char *path, const es_video_in_opts *opts,
@@ -210,6 +215,7 @@ typedef struct es_video_out_opts {
   const int32_t *display_matrix; /* NULL, or 9 values written as the stream's rotation
                                   * metadata where the container keeps it */
   int sar_num, sar_den;          /* sample aspect ratio of the input; 0 (or invalid): 1:1 */
+  int base_num, base_den;        /* the input's base frame rate (es_video_info); 0: fps */
 } es_video_out_opts;
 /* path "-" = stdout YUV4MPEG2 (heat as 4:4:4, gray8 as mono) or raw f32; a path with a
  * container extension = encoded video (written atomically: temp name, renamed at close). */

@@ -29,6 +29,7 @@
 #include <libavutil/avutil.h>
 #include <libavutil/dict.h>
 #include <libavutil/imgutils.h>
+#include <libavutil/intreadwrite.h>
 #include <libavutil/log.h>
 #include <libavutil/macros.h>
 #include <libavutil/opt.h>
@@ -115,6 +116,10 @@ struct es_video_in {
   int drain_errors;      /* failed receives while draining */
   int pending;           /* an error to report once every frame before it was given out */
   char pending_msg[160];
+  int primed;            /* es_video_in_open decoded the first frame (whose size and depth
+                          * are the stream's): 1, it waits in frame for the first read; or
+                          * the status that read returns (ES_ERR_EOF: no frame at all) */
+  char prime_msg[160];   /* primed < 0, not ES_ERR_EOF: its message */
   /* Errors libavcodec/libavformat only log (see log_cb); written by log_cb from any thread,
    * all under log_lock. */
   int logged;            /* in the registry log_cb attributes log lines to */
@@ -509,6 +514,8 @@ void es_video_in_unlend(void *ref) {
   av_frame_free(&f);
 }
 
+static int next_frame(es_video_in *v, char *msg, size_t len);
+
 int es_video_in_open(es_video_in **out, const char *path, const es_video_in_opts *opts,
                      es_video_info *info, char *msg, size_t len) {
   int rc = ES_OK, err;
@@ -733,6 +740,21 @@ int es_video_in_open(es_video_in **out, const char *path, const es_video_in_opts
   v->step = av_rescale_q(1, av_inv_q(fps), v->tb);
   if (v->step <= 0) v->step = 1;
   v->next_pts = st->start_time != AV_NOPTS_VALUE ? st->start_time : 0;
+  /* The first frame sets the stream's size and depth, as it sets up ffmpeg's filters: the
+   * stream's parameters are what libavformat's probing saw last, which can be a later part
+   * (H.264 in MPEG-TS whose size changes in its first seconds gave the second size, and its
+   * first frame was refused as a size change). Raw frames and y4m have one format, from the
+   * header. Where there is no frame (an error, the end), the first read says so. */
+  if (!raw && !y4m) {
+    v->primed = next_frame(v, v->prime_msg, sizeof v->prime_msg);
+    if (v->primed == ES_OK) {
+      v->primed = 1;
+      v->width = v->frame->width;
+      v->height = v->frame->height;
+      v->depth = depth_of(v->frame->format);
+      if ((rc = check_size(v->width, v->height, max_pixels, msg, len)) < 0) goto end;
+    }
+  }
 
   if (info) {
     memset(info, 0, sizeof *info);
@@ -743,6 +765,11 @@ int es_video_in_open(es_video_in **out, const char *path, const es_video_in_opts
     info->fps_den = fps.den;
     info->tb_num = v->tb.num;
     info->tb_den = v->tb.den;
+    AVRational base = av_guess_frame_rate(v->fmt, st, NULL);
+    if (base.num <= 0 || base.den <= 0) base = fps;
+    av_reduce(&base.num, &base.den, base.num, base.den, INT_MAX);
+    info->base_num = base.num;
+    info->base_den = base.den;
     if (st->nb_frames > 0)
       info->frames = st->nb_frames;
     else if (st->duration > 0 && st->duration != AV_NOPTS_VALUE)
@@ -810,7 +837,33 @@ static int deliver(es_video_in *v, const AVFrame *f, void *dst, size_t dst_strid
     }
     return ES_OK;
   }
-  enum AVPixelFormat src = f->format, yg = y_plane_gray(f->format);
+  /* A frame of another depth than the stream's (a stream that changes depth, as two H.264
+   * files of 8 and 10 bits joined): its Y as stored all the same, 8-bit samples in a 16-bit
+   * stream scaled by bit replication (v * 257, as 9..15-bit Y is scaled), deeper ones in an
+   * 8-bit stream without their low bits. libswscale took 8-bit YUV for limited range and
+   * stretched it to full-range grey, and dithered the low bits away. */
+  enum AVPixelFormat yg = y_plane_gray(f->format);
+  if (v->depth == 16 && (step = plane0_direct(f->format, 8, &offset)) != 0) {
+    for (int y = 0; y < v->height; y++) {
+      const uint8_t *s = f->data[0] + (ptrdiff_t)y * f->linesize[0] + offset;
+      uint8_t *o = (uint8_t *)dst + (size_t)y * dst_stride;
+      for (int x = 0; x < v->width; x++)
+        AV_WN16(o + 2 * x, s[(size_t)x * step] * 257);
+    }
+    return ES_OK;
+  }
+  if (v->depth == 8 && yg != AV_PIX_FMT_NONE) {
+    const AVPixFmtDescriptor *d = av_pix_fmt_desc_get(f->format);
+    const int be = !!(d->flags & AV_PIX_FMT_FLAG_BE), drop = d->comp[0].depth - 8;
+    for (int y = 0; y < v->height; y++) {
+      const uint8_t *s = f->data[0] + (ptrdiff_t)y * f->linesize[0];
+      uint8_t *o = (uint8_t *)dst + (size_t)y * dst_stride;
+      for (int x = 0; x < v->width; x++)
+        o[x] = (uint8_t)((be ? AV_RB16(s + 2 * x) : AV_RL16(s + 2 * x)) >> drop);
+    }
+    return ES_OK;
+  }
+  enum AVPixelFormat src = f->format;
   if (yg != AV_PIX_FMT_NONE) src = yg; /* plane 0 alone, seen as grey */
   if (!v->sws || v->sws_fmt != src) {
     sws_freeContext(v->sws);
@@ -1330,15 +1383,12 @@ static int hand_over(es_video_in *v, int64_t p, void *dst, size_t dst_stride, es
   return ES_OK;
 }
 
-int es_video_in_read_lend(es_video_in *v, void *dst, size_t dst_stride, es_video_lent *lent,
-                          int64_t *pts, double *pts_seconds, char *msg, size_t len) {
-  int err;
-  if (!v) return ES_ERR_INTERNAL;
-  if (lent) memset(lent, 0, sizeof *lent);
-  if (v->raw_direct) return direct_read(v, dst, dst_stride, lent, pts, pts_seconds, msg, len);
-  if (v->held) return hand_over(v, v->held_pts, dst, dst_stride, lent, pts, pts_seconds, msg, len);
+/* Decodes the next good frame into v->frame: damaged ones are skipped and counted. ES_OK,
+ * ES_ERR_EOF at the end, or a fatal error with msg (a pending one once every frame before it
+ * was given out). */
+static int next_frame(es_video_in *v, char *msg, size_t len) {
+  int rc, err;
   for (;;) {
-    int rc;
     if (v->finished) {
       if (v->pending) {
         snprintf(msg, len, "%s", v->pending_msg);
@@ -1356,18 +1406,7 @@ int es_video_in_read_lend(es_video_in *v, void *dst, size_t dst_stride, es_video
         av_frame_unref(f);
         continue;
       }
-      if (f->width != v->width || f->height != v->height) {
-        snprintf(msg, len,
-                 "frame %" PRId64 " is %dx%d but the stream started at %dx%d (size changes "
-                 "are not supported)",
-                 v->delivered, f->width, f->height, v->width, v->height);
-        av_frame_unref(f);
-        return ES_ERR_INPUT;
-      }
-      int64_t p = f->best_effort_timestamp;
-      if (p == AV_NOPTS_VALUE) p = v->next_pts;
-      v->next_pts = p + (f->pkt_duration > 0 ? f->pkt_duration : v->step);
-      return hand_over(v, p, dst, dst_stride, lent, pts, pts_seconds, msg, len);
+      return ES_OK;
     }
     if (err == AVERROR_EOF) {
       v->finished = 1;
@@ -1412,6 +1451,38 @@ int es_video_in_read_lend(es_video_in *v, void *dst, size_t dst_stride, es_video
     av_packet_unref(v->pkt);
     if (err < 0 && err != AVERROR(EAGAIN) && err != AVERROR_EOF) v->corrupt++;
   }
+}
+
+int es_video_in_read_lend(es_video_in *v, void *dst, size_t dst_stride, es_video_lent *lent,
+                          int64_t *pts, double *pts_seconds, char *msg, size_t len) {
+  int rc;
+  if (!v) return ES_ERR_INTERNAL;
+  if (lent) memset(lent, 0, sizeof *lent);
+  if (v->raw_direct) return direct_read(v, dst, dst_stride, lent, pts, pts_seconds, msg, len);
+  if (v->held) return hand_over(v, v->held_pts, dst, dst_stride, lent, pts, pts_seconds, msg, len);
+  if (v->primed) { /* the first frame, decoded by es_video_in_open (or why there is none) */
+    rc = v->primed == 1 ? ES_OK : v->primed;
+    v->primed = 0;
+    if (rc != ES_OK) {
+      if (rc != ES_ERR_EOF) snprintf(msg, len, "%s", v->prime_msg);
+      return rc;
+    }
+  } else if ((rc = next_frame(v, msg, len)) != ES_OK) {
+    return rc;
+  }
+  AVFrame *f = v->frame;
+  if (f->width != v->width || f->height != v->height) {
+    snprintf(msg, len,
+             "frame %" PRId64 " is %dx%d but the stream started at %dx%d (size changes "
+             "are not supported)",
+             v->delivered, f->width, f->height, v->width, v->height);
+    av_frame_unref(f);
+    return ES_ERR_INPUT;
+  }
+  int64_t p = f->best_effort_timestamp;
+  if (p == AV_NOPTS_VALUE) p = v->next_pts;
+  v->next_pts = p + (f->pkt_duration > 0 ? f->pkt_duration : v->step);
+  return hand_over(v, p, dst, dst_stride, lent, pts, pts_seconds, msg, len);
 }
 
 int64_t es_video_in_corrupt(const es_video_in *v) { return v ? v->corrupt : 0; }

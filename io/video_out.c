@@ -52,6 +52,8 @@ struct es_video_out {
   int counted;                /* the output counts frames: pts become frame numbers */
   int64_t first_pts;          /* counted: the first pts passed (frame 0), or AV_NOPTS_VALUE */
   int64_t last_pts;           /* last pts sent (encoder time base), for monotonicity */
+  int64_t step;               /* one frame in the encoder time base (at least 1) */
+  int64_t shift;              /* added to every pts: a start before 0, a step back (encoder tb) */
   int64_t frames;             /* frames written */
   int header_written;
   int failed;                 /* a write failed: close may not commit */
@@ -284,6 +286,8 @@ int es_video_out_open(es_video_out **out, const char *path, const es_video_out_o
   v->first_pts = AV_NOPTS_VALUE;
   AVRational fps = {o->fps_num, o->fps_den};
   if (fps.num <= 0 || fps.den <= 0) fps = (AVRational){25, 1};
+  AVRational base = {o->base_num, o->base_den}; /* every input time stamp on its frames */
+  if (base.num <= 0 || base.den <= 0) base = fps;
   v->in_tb = (AVRational){o->tb_num, o->tb_den};
   if (v->in_tb.num <= 0 || v->in_tb.den <= 0) v->in_tb = av_inv_q(fps);
 
@@ -464,12 +468,22 @@ int es_video_out_open(es_video_out **out, const char *path, const es_video_out_o
   }
   /* The input's time base first, so that variable frame timing survives (MP4, Matroska);
    * where the encoder refuses it (mpeg4 takes denominators up to 65535 only, 1/90000 is
-   * common), or where the output counts frames, one frame as the unit. */
+   * common), one frame of the input's base rate, on which every time stamp falls (as
+   * ffmpeg's encoder time base; one frame of the average rate moved variable-rate frames by
+   * up to half a frame), then one frame of the average. AVI counts frames but keeps gaps
+   * (empty frames): the base rate's frame is its unit; other outputs that count frames
+   * (y4m, Ogg) play them one after the other: one frame of the average rate. */
   int global_header = !!(v->fmt->oformat->flags & AVFMT_GLOBALHEADER);
   v->counted = counts_frames(v->fmt->oformat, codec);
-  AVRational tbs[2] = {v->in_tb, av_inv_q(fps)};
-  int ntb = av_cmp_q(tbs[0], tbs[1]) ? 2 : 1;
-  if (v->counted) tbs[0] = tbs[1], ntb = 1;
+  const int gaps = !strcmp(v->fmt->oformat->name, "avi");
+  AVRational cand[3] = {v->in_tb, av_inv_q(base), av_inv_q(fps)}, tbs[3];
+  int ntb = 0;
+  for (int i = v->counted ? (gaps ? 1 : 2) : 0; i < 3; i++) {
+    int dup = 0;
+    for (int k = 0; k < ntb; k++)
+      dup |= !av_cmp_q(tbs[k], cand[i]);
+    if (!dup) tbs[ntb++] = cand[i];
+  }
   err = AVERROR(EINVAL);
   for (int i = 0; i < ntb && err < 0; i++) {
     avcodec_free_context(&v->enc);
@@ -501,6 +515,8 @@ int es_video_out_open(es_video_out **out, const char *path, const es_video_out_o
     avcodec_free_context(&plain);
     goto end;
   }
+  v->step = av_rescale_q(1, av_inv_q(fps), v->enc->time_base);
+  if (v->step < 1) v->step = 1;
   v->st = avformat_new_stream(v->fmt, NULL);
   if (!v->st) {
     rc = ES_ERR_NOMEM;
@@ -714,10 +730,29 @@ int es_video_out_write(es_video_out *v, const es_planes *pix, const float *map,
   } else {
     /* Counted frames start at frame 0: AVI would fill a late start with empty frames. */
     if (v->counted && v->first_pts == AV_NOPTS_VALUE) v->first_pts = pts;
-    p = av_rescale_q(v->counted ? pts - v->first_pts : pts, v->in_tb, v->enc->time_base);
+    p = av_rescale_q(v->counted ? pts - v->first_pts : pts, v->in_tb, v->enc->time_base) +
+        v->shift;
   }
-  if (v->last_pts != INT64_MIN && p <= v->last_pts) p = v->last_pts + 1; /* encoders need
-                                                                             increasing pts */
+  /* A video that starts before 0 starts at 0, every frame moved alike, as ffmpeg starts it:
+   * MP4 and MOV take time before 0 for encoder delay and hide its frames (an edit list),
+   * which lost the first second of a Matroska input from -1 s. */
+  if (v->last_pts == INT64_MIN && p < 0) {
+    v->shift -= p;
+    p = 0;
+  }
+  /* Encoders need increasing pts. Time stamps that go back by a frame or more start again
+   * (MPEG-TS files one after the other, a restarted clock): this frame and every later one
+   * are moved to follow the last a frame later, as ffmpeg moves them, instead of each taking
+   * the next tick (the rest of the input played in an instant). A smaller step back is
+   * rounding: the next tick. */
+  if (v->last_pts != INT64_MIN && p <= v->last_pts) {
+    if (v->last_pts - p >= v->step) {
+      v->shift += v->last_pts + v->step - p;
+      p = v->last_pts + v->step;
+    } else {
+      p = v->last_pts + 1;
+    }
+  }
   v->frame->pts = p;
   v->last_pts = p;
   rc = encode(v, v->frame, msg, len);

@@ -314,6 +314,127 @@ static void clip_case(const char *name, int w, int h, const char *rate, int n,
   free(d.data);
 }
 
+/* A stream whose bit depth changes (H.264 in MPEG-TS, two files one after the other: `cat
+ * a.ts b.ts`): every frame is its Y as stored at the stream's depth (the one the reader
+ * gives when opening it), whatever its own - 8-bit Y times 257 in a 16-bit stream
+ * (libswscale took such a frame for limited-range YUV and stretched it: 75 came out 17587,
+ * not 19275), 10-bit Y without its two low bits in an 8-bit stream (libswscale dithered
+ * them: a third of the samples one off). The first and last frames are checked (the
+ * junction may cost a frame: the demuxer flags it). bits[0], bits[1]: 8 or 10, of the first
+ * and the second file. */
+static int y_at_depth(int v, int bits, int depth) {
+  if (depth == 16) return bits == 8 ? v * 257 : widen(v, bits);
+  return v >> (bits - 8);
+}
+
+static void depth_change_case(int w, int h, const int bits[2]) {
+  char clip[2][512], ref[2][512], ab[512];
+  const int n = 6, ends = 3;
+  for (int i = 0; i < 2; i++) {
+    snprintf(clip[i], sizeof clip[i], "%s/dc%d-%d.ts", dir, i, bits[i]);
+    snprintf(ref[i], sizeof ref[i], "%s/dc%d-%d.ref", dir, i, bits[i]);
+    if (tv_sh("ffmpeg -v error -y -f lavfi -i testsrc2=size=%dx%d:rate=25 -frames:v %d "
+              "-c:v libx264 -bf 0 -pix_fmt %s '%s'",
+              w, h, n, bits[i] == 10 ? "yuv420p10le" : "yuv420p", clip[i]) != 0) {
+      printf("test_video_in: depth change %d -> %d skipped: libx264 cannot write %d bits\n",
+             bits[0], bits[1], bits[i]);
+      return;
+    }
+    if (make_ref(clip[i], bits[i] == 10 ? "y:yuv444p10le" : "y:yuv444p", w, h, ref[i]) != 0) {
+      CHECK(0, "depth change %d -> %d: cannot extract the reference", bits[0], bits[1]);
+      return;
+    }
+  }
+  snprintf(ab, sizeof ab, "%s/dc%d-%d.ts", dir, bits[0], bits[1]);
+  if (tv_sh("cat '%s' '%s' > '%s'", clip[0], clip[1], ab) != 0) {
+    CHECK(0, "depth change: cannot join the clips");
+    return;
+  }
+  decoded d;
+  decode_all(ab, NULL, 0, es_test_range(0, 3), &d);
+  CHECK(d.open_rc == ES_OK && d.end_rc == ES_ERR_EOF && d.n >= 2 * ends,
+        "depth change %d -> %d: open %d end %d, %d frames %s", bits[0], bits[1], d.open_rc,
+        d.end_rc, d.n, d.msg);
+  const size_t px = (size_t)w * h;
+  const int depth = d.info.depth;
+  for (int i = 0; i < 2 && d.open_rc == ES_OK && d.n >= 2 * ends; i++) {
+    size_t rsize = 0, bad = 0;
+    uint8_t *r = tv_read_file(ref[i], &rsize);
+    const int wide = bits[i] > 8;
+    CHECK(r && rsize == px * n * (wide ? 2 : 1), "depth change: reference %d", i);
+    if (!r || rsize != px * n * (wide ? 2 : 1)) {
+      free(r);
+      continue;
+    }
+    int at = -1, got_at = 0, want_at = 0;
+    for (int t = 0; t < ends; t++) {
+      const size_t fd = i ? (size_t)(d.n - ends + t) : (size_t)t; /* frame in d */
+      const size_t fr = i ? (size_t)(n - ends + t) : (size_t)t;   /* frame in the reference */
+      for (size_t k = 0; k < px; k++) {
+        const size_t ri = fr * px + k, di = fd * px + k;
+        const int v = wide ? r[2 * ri] | r[2 * ri + 1] << 8 : r[ri];
+        const int want = y_at_depth(v, bits[i], depth);
+        const int got = depth == 16 ? ((const uint16_t *)d.data)[di] : d.data[di];
+        if (got != want && !bad++) at = (int)k, got_at = got, want_at = want;
+      }
+    }
+    CHECK(bad == 0,
+          "depth change %d -> %d (a %d-bit stream): %zu samples of the %d-bit "
+          "frames are not their Y as stored (sample %d: %d, want %d)",
+          bits[0], bits[1], depth, bad, bits[i], at, got_at, want_at);
+    free(r);
+  }
+  free(d.data);
+}
+
+/* A size change early in an H.264 MPEG-TS stream (two files joined, the second larger):
+ * libavformat's stream parameters are what its probing saw last, here the second file's
+ * size, so the reader took the stream for WxH of the second, and the first frame ended it
+ * ("frame 0 is 50x52 but the stream started at 80x60", nothing kept). The first frame sets
+ * the stream's size: the first file's frames are delivered, then the change is an error
+ * naming the frame and both sizes as they come. */
+static void size_change_case(int w, int h) {
+  char a[512], b[512], ab[512], ref[512];
+  const int n = 6, w2 = w + 30, h2 = h + 8;
+  snprintf(a, sizeof a, "%s/sc-a.ts", dir);
+  snprintf(b, sizeof b, "%s/sc-b.ts", dir);
+  snprintf(ab, sizeof ab, "%s/sc-ab.ts", dir);
+  snprintf(ref, sizeof ref, "%s/sc-a.ref", dir);
+  if (tv_sh("ffmpeg -v error -y -f lavfi -i testsrc2=size=%dx%d:rate=25 -frames:v %d "
+            "-c:v libx264 -bf 0 '%s' && ffmpeg -v error -y -f lavfi -i "
+            "testsrc2=size=%dx%d:rate=25 -frames:v %d -c:v libx264 -bf 0 '%s' && "
+            "cat '%s' '%s' > '%s'",
+            w, h, n, a, w2, h2, n, b, a, b, ab) != 0 ||
+      make_ref(a, "y:yuv444p", w, h, ref) != 0) {
+    CHECK(0, "size change: cannot make the clips");
+    return;
+  }
+  decoded d;
+  decode_all(ab, NULL, 0, es_test_range(0, 3), &d);
+  char want[160];
+  snprintf(want, sizeof want, "is %dx%d but the stream started at %dx%d", w2, h2, w, h);
+  CHECK(d.open_rc == ES_OK && d.info.width == w && d.info.height == h,
+        "size change: open %d, %dx%d, want %dx%d (the first frame's) %s", d.open_rc, d.info.width,
+        d.info.height, w, h, d.msg);
+  CHECK(d.end_rc == ES_ERR_INPUT && strstr(d.msg, want), "size change: end %d '%s', want '%s'",
+        d.end_rc, d.msg, want);
+  /* the first file's frames (the junction may cost one: the demuxer flags it), each the
+   * frame of its time (25 fps, time base 1/90000); the last two may be decoded without the
+   * skipped one they refer to */
+  CHECK(d.n >= n - 1 && d.n <= n, "size change: %d frames before it, want %d", d.n, n);
+  size_t rsize = 0;
+  const size_t fb = (size_t)w * h;
+  uint8_t *r = tv_read_file(ref, &rsize);
+  if (d.open_rc == ES_OK && d.info.width == w && d.info.height == h && r && rsize == fb * n)
+    for (int i = 0; i < d.n; i++) {
+      const int64_t k = (d.pts[i] - d.pts[0]) / 3600;
+      CHECK(k >= 0 && k < n && (k >= n - 2 || !memcmp(d.data + fb * i, r + fb * k, fb)),
+            "size change: frame %d (%" PRId64 " of the first file) differs", i, k);
+    }
+  free(r);
+  free(d.data);
+}
+
 static void rand_fill(uint8_t *p, size_t n) {
   for (size_t i = 0; i < n; i++) p[i] = (uint8_t)(es_test_rand() >> 33);
 }
@@ -615,7 +736,8 @@ static int stub_checks(void) {
   CHECK(rc == ES_ERR_INPUT && v == NULL && !strcmp(msg, "built without FFmpeg"), "in: %d %s",
         rc, msg);
   es_video_out *w = (es_video_out *)&msg;
-  es_video_out_opts oo = {16, 16, 25, 1, 1, 25, ES_PIX_RGB24, 0, NULL, -1, NULL, 0, NULL, 0, 0};
+  es_video_out_opts oo = {16, 16, 25, 1, 1, 25, ES_PIX_RGB24, 0, NULL, -1, NULL, 0, NULL,
+                          0, 0, 0, 0};
   rc = es_video_out_open(&w, "x.mp4", &oo, msg, sizeof msg);
   CHECK(rc == ES_ERR_OUTPUT && w == NULL && !strcmp(msg, "built without FFmpeg"), "out: %d %s",
         rc, msg);
@@ -662,6 +784,16 @@ int main(void) {
             "-pix_fmt gray", 8, 1, 8, 0);
   clip_case("g.mkv", w, h, "25", es_test_range(2, 6), "-c:v ffv1 -pix_fmt gray16le",
             "-pix_fmt gray16le", 16, 0, 16, 2);
+
+  if (tv_ffmpeg_has("encoders", "libx264") && tv_ffmpeg_has("muxers", "mpegts") &&
+      tv_lavf_has_demuxer("mpegts")) {
+    depth_change_case(w + 1, h + 1, (const int[2]){10, 8});
+    depth_change_case(w + 1, h + 1, (const int[2]){8, 10});
+    size_change_case(w + 1, h + 1);
+  } else {
+    printf("test_video_in: depth and size change skipped: no libx264 or mpegts in this "
+           "FFmpeg\n");
+  }
 
   /* The sample clip shipped in samples/ (H.264 4:2:0, 320x240, 75 frames at 25 fps). */
   const char *src = getenv("ES_SRC");

@@ -2031,6 +2031,8 @@ static int run_video(cli_opts *o, int out_kind) {
     vopt.fps_den = v.info.fps_den;
     vopt.tb_num = v.info.tb_num;
     vopt.tb_den = v.info.tb_den;
+    vopt.base_num = v.info.base_num;
+    vopt.base_den = v.info.base_den;
     vopt.format = png_pixfmt(o->format);
     vopt.f32 = o->format == FMT_F32;
     vopt.codec = o->codec;
