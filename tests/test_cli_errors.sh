@@ -322,6 +322,18 @@ for o in --help --version; do
     fail "$o >&-: exit $rc, want 3 ($msg)"
 done
 
+# Standard output closed at the start: the next file opened took its number, and what was
+# meant for it went there: --stats - wrote its CSV into the .npy being written (exit 0, the
+# .npy 585 bytes too long). It must fail as a closed stdout (exit 3), the .npy kept whole.
+# (On a GPU machine the CUDA driver's device files took it: --version wrote into one.)
+head -c 30000 /dev/urandom > "$T/fd.raw"
+"$BIN" -q - --raw gray8:100x100 -o "$T/fd-want.npy" < "$T/fd.raw" || fail "raw to .npy: exit $?"
+msg=$("$BIN" -q - --raw gray8:100x100 -o "$T/fd.npy" --stats - < "$T/fd.raw" 2>&1 >&-); rc=$?
+[ $rc = 3 ] || fail "--stats - with stdout closed: exit $rc, want 3 ($msg)"
+[ "$msg" = "entropy-stream: -: cannot write: Bad file descriptor" ] ||
+  fail "--stats - with stdout closed: message: $msg"
+cmp -s "$T/fd-want.npy" "$T/fd.npy" || fail "--stats - with stdout closed: the .npy is not the map alone"
+
 # --device gpu where no GPU can be used: exit 4 with one line.
 if [ "${ES_HAVE_CUDA:-0}" = 1 ] && nvidia-smi -L >/dev/null 2>&1; then
   echo "a GPU is present: --device gpu failure not tested here"

@@ -2347,11 +2347,28 @@ end:
   return code;
 }
 
+/* A standard descriptor closed when we start (`>&-`) would be handed to the next file
+ * opened - an output's temporary, or a device the CUDA driver opens - and what is meant for
+ * standard output written into it (`-o x.npy --stats - >&-` wrote the CSV into the .npy,
+ * exit 0). Each closed one is taken by /dev/null opened the other way round (stdin for
+ * writing, stdout and stderr for reading), so that using it still fails as a closed one
+ * does (EBADF) and no file gets its number. */
+static void hold_closed_std_fds(void) {
+  for (int fd = 0; fd <= 2; fd++) {
+    if (fcntl(fd, F_GETFD) != -1 || errno != EBADF) continue;
+    int got = open("/dev/null", fd == 0 ? O_WRONLY : O_RDONLY);
+    if (got >= 0 && got != fd) { /* a lower one was free after all: not ours to keep */
+      close(got);
+    }
+  }
+}
+
 int main(int argc, char **argv) {
   cli_opts o;
   int rc, in_kind, out_kind;
   struct stat st;
 
+  hold_closed_std_fds();
   es_trace("main");
   memset(&o, 0, sizeof o);
   es_config_default(&o.cfg);
