@@ -197,6 +197,40 @@ msg=$("$BIN" --codec libx264 "$T/good.png" -o - 2>&1 >"$T/enc.y4m"); rc=$?
 case "$msg" in "entropy-stream: --codec: "*"video file"*) ;; *) fail "--codec with -o -: message: $msg";; esac
 [ -s "$T/enc.y4m" ] && fail "--codec with -o -: y4m written anyway"
 bad_opt "--max-pixels 0: " "1.." --max-pixels 0
+# Numbers are plain decimal: strtol/strtod took leading white space, a sign, hex, exponents
+# (" 5", "+5", "-0", "0x1", "1e-1": all ran, exit 0). Each is refused naming the range.
+bad_opt "--window  5: " "1..255" -w " 5"
+bad_opt "--window +5: " "1..255" -w +5
+bad_opt "--window -5: " "1..255" --window=-5
+bad_opt "--levels +16: " "2..256" -L +16
+bad_opt "--levels 16 : " "2..256" -L "16 "
+bad_opt "--stats-bins +4: " "1..1024" --stats-bins +4
+bad_opt "--queue  2: " "1..1024" --queue " 2"
+bad_opt "--queue 1e3: " "1..1024" --queue 1e3
+bad_opt "--threads -0: " "0..4096" --threads -0
+bad_opt "--threads +1: " "0..4096" --threads +1
+bad_opt "--gpus  0: " "0..63" --gpus " 0"
+bad_opt "--gpus 0,+1: " "0..63" --gpus 0,+1
+bad_opt "--gpus 0x1: " "0..63" --gpus 0x1
+bad_opt "--cpu-below +0: " "0.." --cpu-below +0
+bad_opt "--cpu-below 1e3: " "0.." --cpu-below 1e3
+bad_opt "--crf +20: " "0..63" --crf +20
+bad_opt "--max-pixels +100: " "1.." --max-pixels +100
+bad_opt "--max-pixels  100: " "1.." --max-pixels " 100"
+for v in 0x1 " 0.5" +0.5 -0 1e-1 inf nan . 0.5. "0.5 " 0,5; do
+  bad_opt "--overlay $v: " "0..1" --overlay "$v"
+done
+for v in gray8:+5x5 "gray8: 5x5" gray8:5x+5 gray8:0x5x5 gray8:4x4@0x1e gray8:4x4@inf \
+         "gray8:4x4@ 30" gray8:4x4@+30 gray8:4x4@1e1 gray8:4x4@30/+1 gray8:4x4@30/1e0 \
+         "gray8:4x4@30 " gray8:4x4@30/ gray8:4x4@.; do
+  bad_opt "--raw $v: " "gray8:WxH" --raw "$v"
+done
+# ... while plain decimals still pass: leading zeros, "0.5", ".5", "1.", a rate's ratio.
+"$BIN" -q "$T/good.png" -o "$T/dec.png" -w 05 -L 016 --overlay .5 --queue 02 || fail "plain decimals: exit $?"
+"$BIN" -q "$T/good.png" -o "$T/dec1.png" --overlay 1. || fail "--overlay 1.: exit $?"
+for v in gray8:4x2@29.97 gray8:4x2@30000/1001 gray8:4x2@30000:1001 gray8:4x2@.5 gray16le:04x2@25; do
+  head -c 16 /dev/zero | "$BIN" -q - --raw "$v" --stats "$T/raw.csv" -y || fail "--raw $v: exit $?"
+done
 bad_opt "--bogus: " "unknown option" --bogus
 # An abbreviation of several options is ambiguous, not unknown (it said "unknown option"
 # for --ver, which is the start of --verbose and --version).

@@ -252,6 +252,8 @@ static void usage(FILE *f) {
     "      --no-progress     no progress (default: shown when stderr is a terminal)\n"
     "      --version         versions of the library, libpng, libav*, CUDA, GPUs seen\n"
     "  -h, --help            this help\n"
+    "Numbers are plain decimal: digits, and a decimal point for --overlay and FPS (no sign,\n"
+    "spaces, hex or exponent).\n"
     "\n"
     "Environment:\n"
     "  ES_TRACE=1            start-up and phase times on stderr\n"
@@ -262,11 +264,26 @@ static void usage(FILE *f) {
     ES_STATS_MAX_BINS, ES_MAX_GPUS - 1);
 }
 
-/* ---- Strict number parsing: the whole string, in range. */
+/* ---- Strict number parsing: the whole string, in range. strtoll and strtod alone also take
+ * leading white space, a sign, and (strtod) hex, exponents, inf and nan: " 5", "+5", "-0",
+ * "0x1" and "1e-1" all passed. A number here is decimal digits only (no option takes a
+ * negative value), and a real number digits with one optional decimal point ("0.3", ".5"). */
+static int all_digits(const char *s) {
+  return *s && s[strspn(s, "0123456789")] == 0;
+}
+
+/* The length of the plain decimal number at the start of s ("29.97", "5.", ".5"), or 0. */
+static size_t decimal_len(const char *s) {
+  size_t n = strspn(s, "0123456789"), k = 0;
+  if (s[n] == '.') k = strspn(s + n + 1, "0123456789");
+  if (!n && !k) return 0;
+  return s[n] == '.' ? n + 1 + k : n;
+}
+
 static int parse_i64(const char *s, int64_t lo, int64_t hi, int64_t *out) {
   char *end;
   long long v;
-  if (!s || !*s) return -1;
+  if (!s || !all_digits(s)) return -1;
   errno = 0;
   v = strtoll(s, &end, 10);
   if (errno || *end || v < lo || v > hi) return -1;
@@ -299,23 +316,31 @@ static int raw_spec_ok(const char *s) {
   else
     return 0;
   errno = 0;
+  if (*p < '0' || *p > '9') return 0; /* digits only: no " 5", "+5" */
   w = strtol(p, &end, 10);
   if (errno || end == p || *end != 'x' || w < 1 || w > 1 << 20) return 0;
   p = end + 1;
+  if (*p < '0' || *p > '9') return 0;
   h = strtol(p, &end, 10);
   if (errno || end == p || h < 1 || h > 1 << 20) return 0;
   if (*end == '@') {
-    /* A number (25, 29.97) or a ratio as FFmpeg writes rates (30000/1001, 30000:1001). */
+    /* A number (25, 29.97) or a ratio as FFmpeg writes rates (30000/1001, 30000:1001), in
+     * plain decimal (no hex, exponent, sign or inf). */
     double fps;
+    size_t n;
     p = end + 1;
+    if (!(n = decimal_len(p))) return 0;
     fps = strtod(p, &end);
-    if (end != p && (*end == '/' || *end == ':') && end[1] >= '0' && end[1] <= '9') {
+    if (end != p + n) return 0;
+    if (*end == '/' || *end == ':') {
       const char *q = end + 1;
-      double den = strtod(q, &end);
-      if (end == q || !(den > 0)) return 0;
+      double den;
+      if (!(n = decimal_len(q))) return 0;
+      den = strtod(q, &end);
+      if (end != q + n || !(den > 0)) return 0;
       fps /= den;
     }
-    if (end == p || *end || !(fps > 0 && fps <= 1000)) return 0;
+    if (*end || !(fps > 0 && fps <= 1000)) return 0;
   } else if (*end) {
     return 0;
   }
@@ -427,10 +452,11 @@ static int parse_args(int argc, char **argv, cli_opts *o) {
     case OPT_OVERLAY: {
       char *end;
       double d;
+      size_t n = decimal_len(a);
       errno = 0;
-      d = strtod(a, &end);
-      if (errno || end == a || *end || !(d >= 0 && d <= 1)) {
-        err(NULL, "--overlay %s: must be 0..1", a);
+      d = n ? strtod(a, &end) : -1; /* plain decimal: no " 0.5", "+0.5", "0x1", "1e-1", "nan" */
+      if (!n || errno || end != a + n || *end || !(d >= 0 && d <= 1)) {
+        err(NULL, "--overlay %s: must be a decimal number 0..1 (0.3)", a);
         return 1;
       }
       o->render.overlay = (float)d;
