@@ -167,6 +167,22 @@ msg=$("$BIN" -q "$T/good.png" -o - --codec mpeg4 2>&1 >/dev/null); rc=$?
 "$BIN" -q "$T/good.png" -o "$T/cm16.png" --format gray16 --range auto || fail "--range gray16 png: exit $?"
 "$BIN" -q "$T/good.png" --stats "$T/cm.csv" --codec mpeg4 --colormap turbo || fail "--codec with --stats only: exit $?"
 bad_opt "--range x: " "fixed or auto" --range x
+# Device options a run would ignore: --gpus with --device cpu (no GPU opened) and --cpu-below
+# outside auto (every frame goes to the one device) ran with them silently dropped, exit 0.
+bad_opt "--gpus: " "not with --device cpu" --device cpu --gpus 0
+bad_opt "--gpus: " "not with --device cpu" --gpus all --device cpu
+bad_opt "--cpu-below: " "only with --device auto" --device cpu --cpu-below 0
+bad_opt "--cpu-below: " "only with --device auto (under gpu every frame goes to the GPUs)" --cpu-below 100 --device gpu
+"$BIN" -q "$T/good.png" -o "$T/dev.npy" --device cpu --threads 1 || fail "--device cpu --threads 1: exit $?"
+"$BIN" -q "$T/good.png" -o "$T/dev2.npy" --device auto --cpu-below 0 --gpus all || fail "--device auto --cpu-below 0 --gpus all: exit $?"
+# -r with a file or standard input would be ignored (and is a frame rate to FFmpeg users).
+msg=$("$BIN" -q -r "$T/good.png" -o "$T/r.npy" 2>&1); rc=$?
+[ $rc = 1 ] && [ "$msg" = "entropy-stream: $T/good.png: -r: only for a directory input" ] ||
+  fail "-r with a file: exit $rc, want 1 ($msg)"
+[ -e "$T/r.npy" ] && fail "-r with a file: output written"
+msg=$(head -c 16 /dev/zero | "$BIN" -q --recursive - --raw gray8:4x4 --stats - 2>&1 >/dev/null); rc=$?
+[ $rc = 1 ] && [ "$msg" = "entropy-stream: -: -r: only for a directory input" ] ||
+  fail "-r with standard input: exit $rc, want 1 ($msg)"
 bad_opt "--overlay 1.5: " "0..1" --overlay 1.5
 bad_opt "--overlay -0.1: " "0..1" --overlay -0.1
 bad_opt "--overlay: " "not with --format gray16" --overlay 0.5 --format gray16

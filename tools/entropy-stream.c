@@ -58,6 +58,8 @@ typedef struct cli_opts {
   int format_set; /* --format given */
   int colormap_set; /* --colormap given */
   int range_set;    /* --range given */
+  int gpus_set;      /* --gpus given ("all" too) */
+  int cpu_below_set; /* --cpu-below given */
   const char *stats_path;
   const char *raw;
   const char *codec;
@@ -225,9 +227,10 @@ static void usage(FILE *f) {
     "      --stats-bins B    histogram bins, 1..%d (default 16)\n"
     "Devices:\n"
     "      --device D        auto|gpu|cpu (default auto)\n"
-    "      --gpus LIST       all|0,2,... GPU ordinals 0..%d (default all)\n"
+    "      --gpus LIST       all|0,2,... GPU ordinals 0..%d (default all; not with\n"
+    "                        --device cpu)\n"
     "      --cpu-below N     under auto, frames of fewer pixels go to the CPU, 0..2^62\n"
-    "                        (default 163840)\n"
+    "                        (default 163840; --device auto only)\n"
     "      --threads N       CPU worker threads, 0..4096 (default 0 = all cores)\n"
     "      --queue N         frames in flight per stage, 1..1024 (default 8, or 4 a GPU\n"
     "                        with more than two GPUs)\n"
@@ -240,7 +243,7 @@ static void usage(FILE *f) {
     "                        has no crf, gets a constant quantiser of 3)\n"
     "      --preset P        encoder preset (default: the encoder's)\n"
     "      --max-pixels N    refuse larger inputs, 1..2^62 (default 2^31)\n"
-    "  -r, --recursive       descend into subdirectories of a directory input\n"
+    "  -r, --recursive       descend into subdirectories (a directory input only)\n"
     "  -o, --output PATH     where to write (see OUTPUT)\n"
     "  -y                    overwrite existing outputs\n"
     "  -n                    skip existing outputs (default: refuse with an error)\n"
@@ -492,6 +495,7 @@ static int parse_args(int argc, char **argv, cli_opts *o) {
       o->cfg.device = v == 0 ? ES_DEVICE_AUTO : v == 1 ? ES_DEVICE_GPU : ES_DEVICE_CPU;
       break;
     case OPT_GPUS:
+      o->gpus_set = 1;
       o->cfg.ngpus = 0;
       if (strcmp(a, "all")) {
         char buf[512], *tok, *save = NULL;
@@ -524,6 +528,7 @@ static int parse_args(int argc, char **argv, cli_opts *o) {
         return 1;
       }
       o->cfg.cpu_below = v64;
+      o->cpu_below_set = 1;
       break;
     case OPT_THREADS:
       if (parse_int(a, 0, 4096, &o->cfg.threads)) {
@@ -661,6 +666,19 @@ static int parse_args(int argc, char **argv, cli_opts *o) {
       err(NULL, "%s", msg);
       return 1;
     }
+  }
+  /* Device options the run would ignore, refused as the output's are: --device cpu opens no
+   * GPU, and --cpu-below is auto's line between the CPU and the GPUs (under cpu or gpu every
+   * frame goes to that device). */
+  if (o->gpus_set && o->cfg.device == ES_DEVICE_CPU) {
+    err(NULL, "--gpus: not with --device cpu (it uses no GPU)");
+    return 1;
+  }
+  if (o->cpu_below_set && o->cfg.device != ES_DEVICE_AUTO) {
+    err(NULL, "--cpu-below: only with --device auto (under %s every frame goes to the %s)",
+        o->cfg.device == ES_DEVICE_CPU ? "cpu" : "gpu",
+        o->cfg.device == ES_DEVICE_CPU ? "CPU" : "GPUs");
+    return 1;
   }
   if (o->render.overlay_on && o->format == FMT_GRAY16) {
     /* The blend is 8-bit (the renderers' es_blend): rather refused than silently ignored. */
@@ -2430,6 +2448,12 @@ int main(int argc, char **argv) {
     in_kind = IN_PNG;
   } else {
     in_kind = IN_VIDEO;
+  }
+  /* -r with a file or standard input would be ignored (and to an FFmpeg user -r is a frame
+   * rate): refused as the other options a run would ignore. */
+  if (o.recursive && in_kind != IN_DIR) {
+    err(o.input, "-r: only for a directory input");
+    return 1;
   }
   out_kind = out_kind_of(o.output);
   /* A directory input writes a directory: a name like heat.v2 can only be that. */
