@@ -75,6 +75,22 @@ bad_input good.png --max-pixels $(( W * H - 1 ))
 # The header's size is refused before any allocation: the message says so.
 msg=$("$BIN" -q "$T/huge.png" -o "$T/h.npy" 2>&1)
 case "$msg" in *100000*) ;; *) fail "huge.png: message does not give the size: $msg";; esac
+# One bad image into a directory the run would make: nothing is written, so nothing is left
+# (the new directory, its new parents) where there was nothing; a directory that was there
+# stays. The empty directory was left behind (exit 2), though a failed --stats, checked
+# before it is made, leaves none.
+mkdir "$T/ndkeep"
+for o in "$T/nd1/" "$T/nd2/deep/er" "$T/ndkeep/sub/"; do
+  msg=$("$BIN" -q "$T/notpng.png" -o "$o" 2>&1); rc=$?
+  [ $rc = 2 ] || fail "bad image into new directory $o: exit $rc, want 2 ($msg)"
+done
+[ -e "$T/nd1" ] && fail "bad image into a new directory: $T/nd1 left behind"
+[ -e "$T/nd2" ] && fail "bad image into new directories: $T/nd2 left behind"
+[ -d "$T/ndkeep" ] && [ -z "$(ls -A "$T/ndkeep")" ] || fail "bad image into a new directory: ndkeep/ removed or not empty: $(ls -A "$T/ndkeep" 2>&1)"
+msg=$("$BIN" -q "$T/notpng.png" -o "$T/nd3/" --format f32 --stats "$T/nd3/s.csv" 2>&1); rc=$?
+[ $rc = 2 ] && [ -f "$T/nd3/s.csv" ] || fail "bad image, --stats inside the new directory: exit $rc, the statistics file not kept ($msg)"
+"$BIN" -q "$T/good.png" -o "$T/nd4/deep/" || fail "good image into new directories: exit $?"
+[ -f "$T/nd4/deep/good.png" ] || fail "good image into new directories: not written"
 # The good file passes with the same options (so the failures above are the inputs').
 "$BIN" -q "$T/good.png" -o "$T/good.npy" --max-pixels $(( W * H )) || fail "good.png: exit $?"
 

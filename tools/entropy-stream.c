@@ -796,6 +796,43 @@ static int make_out_dir(const char *path) {
   return rc;
 }
 
+/* The length of the shortest leading part of path (whole components) that does not exist:
+ * what make_dirs(path) will create starts there. 0 when all of it exists (or cannot be
+ * looked at: then make_dirs creates nothing either). */
+static size_t first_missing(const char *path) {
+  char buf[PATH_MAX];
+  size_t n = strlen(path);
+  struct stat st;
+  if (n >= sizeof buf) return 0;
+  memcpy(buf, path, n + 1);
+  for (size_t i = 1; i <= n; i++) {
+    if (buf[i] == '/' || buf[i] == 0) {
+      char save = buf[i];
+      buf[i] = 0;
+      if (lstat(buf, &st) != 0) return errno == ENOENT ? i : 0;
+      buf[i] = save;
+    }
+  }
+  return 0;
+}
+
+/* Removes the directories of path down to its leading part of length `from` (those that
+ * first_missing said a run would make), deepest first, stopping at the first that is not
+ * empty: what a run that wrote nothing into them had created. */
+static void remove_made_dirs(const char *path, size_t from) {
+  char buf[PATH_MAX];
+  size_t n = strlen(path);
+  if (!from || n >= sizeof buf) return;
+  memcpy(buf, path, n + 1);
+  for (;;) {
+    while (n > 1 && buf[n - 1] == '/') buf[--n] = 0;
+    if (n < from || rmdir(buf) != 0) return;
+    while (n > 0 && buf[n - 1] != '/') n--;
+    if (n == 0) return;
+    buf[n] = 0;
+  }
+}
+
 /* 1 when path names something under the directory dir ("out/s.csv" under "out/"). */
 static int path_inside(const char *dir, const char *path) {
   size_t n = strlen(dir);
@@ -1281,6 +1318,7 @@ static int run_images(cli_opts *o, int in_kind, int out_kind) {
   char msg[MSG_LEN] = "";
   char outreal[PATH_MAX];
   const char *skip_dir = NULL;
+  size_t made = 0; /* one image into a new directory: where the directories made start */
   int ncores = (int)sysconf(_SC_NPROCESSORS_ONLN);
 
   memset(&b, 0, sizeof b);
@@ -1451,6 +1489,9 @@ static int run_images(cli_opts *o, int in_kind, int out_kind) {
     goto end;
   }
   if (rc == STATS_SKIPPED && !o->output) goto end;
+  /* One image into a directory the run makes: if nothing is written into it (a bad input,
+   * an interrupt), the directory goes again at the end, as a failure leaves no file. */
+  if (in_kind != IN_DIR && o->output && out_kind == OUT_DIR) made = first_missing(o->output);
   if (o->stats_path && o->output && (out_kind == OUT_DIR || in_kind == IN_DIR) &&
       path_inside(o->output, o->stats_path) && make_out_dir(o->output) != ES_OK) {
     code = 3;
@@ -1650,6 +1691,8 @@ static int run_images(cli_opts *o, int in_kind, int out_kind) {
 end:
   if (sw) es_stats_writer_close(&sw, 0, NULL, 0);
   main_writes(0);
+  /* (the image's writer has finished: its threads are joined) */
+  if (made) remove_made_dirs(o->output, made); /* only those left empty */
   exit_if_gpus_opening(b.ctx, code);
   es_stream_destroy(&b.st);
   es_context_destroy(&b.ctx);
