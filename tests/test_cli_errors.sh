@@ -109,6 +109,22 @@ ln -s loop.npy "$T/loop.npy"
 msg=$("$BIN" -q "$T/good.png" -o "$T/loop.npy" 2>&1); rc=$?
 [ $rc = 3 ] || fail "output a loop of links: exit $rc, want 3 ($msg)"
 case "$msg" in "entropy-stream: $T/loop.npy: "*"symbolic links") ;; *) fail "output a loop of links: message: $msg";; esac
+# An existing device or FIFO named without an extension has no output type: it was taken for
+# a directory to make and refused as "exists and is not a directory" (exit 3), which says
+# nothing of what to do. Now a usage error saying so; "/dev/null/" asks for a directory.
+mkfifo "$T/fifo"
+mkdir -p "$T/din"; cp "$T/good.png" "$T/din/"
+for o in /dev/null "$T/fifo"; do
+  msg=$("$BIN" -q "$T/good.png" -o "$o" 2>&1); rc=$?
+  [ $rc = 1 ] || fail "-o $o: exit $rc, want 1 ($msg)"
+  case "$msg" in "entropy-stream: $o: is a "*"without an extension its output type is unknown"*) ;; *) fail "-o $o: message: $msg";; esac
+  msg=$("$BIN" -q "$T/din" -o "$o" 2>&1); rc=$?
+  [ $rc = 1 ] && [ "${msg#*: is a }" != "$msg" ] && [ "${msg#*directory input needs a directory output}" != "$msg" ] ||
+    fail "directory input -o $o: exit $rc, want 1 ($msg)"
+done
+[ -p "$T/fifo" ] || fail "-o fifo: the FIFO was replaced"
+msg=$("$BIN" -q "$T/good.png" -o /dev/null/ 2>&1); rc=$?
+[ $rc = 3 ] || fail "-o /dev/null/: exit $rc, want 3 ($msg)"
 msg=$("$BIN" -q "$T/good.png" -o "$T/afile/sub/" 2>&1); rc=$?
 [ $rc = 3 ] || fail "output directory under a regular file: exit $rc, want 3 ($msg)"
 msg=$("$BIN" -q "$T/good.png" -o "$T/x.npy" --stats "$T/afile/s.csv" 2>&1); rc=$?

@@ -2501,6 +2501,25 @@ int main(int argc, char **argv) {
   out_kind = out_kind_of(o.output);
   /* A directory input writes a directory: a name like heat.v2 can only be that. */
   if (out_kind < 0 && in_kind == IN_DIR) out_kind = OUT_DIR;
+  /* A name without an extension is a directory to make; but an existing device or FIFO
+   * (-o /dev/null, as ffmpeg's -f null) was refused as "exists and is not a directory" (exit
+   * 3), which says nothing of what to do. Such a file is written into directly only where
+   * its name gives the output type (x.npy, x.mkv); without one, say so. */
+  if (out_kind == OUT_DIR && o.output[strlen(o.output) - 1] != '/') {
+    struct stat ost;
+    if (stat(o.output, &ost) == 0 && !S_ISDIR(ost.st_mode) && !S_ISREG(ost.st_mode)) {
+      const char *what = S_ISCHR(ost.st_mode) ? "character device" : S_ISBLK(ost.st_mode)
+                         ? "block device" : S_ISFIFO(ost.st_mode) ? "FIFO" : "socket";
+      if (in_kind == IN_DIR)
+        err(o.output, "is a %s: a directory input needs a directory output (without -o only "
+            "--stats is written)", what);
+      else
+        err(o.output, "is a %s, and without an extension its output type is unknown (without "
+            "-o only --stats is written; -o - writes y4m, or --format f32, to standard output)",
+            what);
+      return 1;
+    }
+  }
   if (out_kind < 0) {
     err(o.output, "unknown output type (use .png, .npy, a video extension, a directory or -)");
     return 1;
