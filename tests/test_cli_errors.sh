@@ -75,6 +75,22 @@ bad_input good.png --max-pixels $(( W * H - 1 ))
 # The header's size is refused before any allocation: the message says so.
 msg=$("$BIN" -q "$T/huge.png" -o "$T/h.npy" 2>&1)
 case "$msg" in *100000*) ;; *) fail "huge.png: message does not give the size: $msg";; esac
+# One bad image into a directory the run would make: nothing is written, so nothing is left
+# (the new directory, its new parents) where there was nothing; a directory that was there
+# stays. The empty directory was left behind (exit 2), though a failed --stats, checked
+# before it is made, leaves none.
+mkdir "$T/ndkeep"
+for o in "$T/nd1/" "$T/nd2/deep/er" "$T/ndkeep/sub/"; do
+  msg=$("$BIN" -q "$T/notpng.png" -o "$o" 2>&1); rc=$?
+  [ $rc = 2 ] || fail "bad image into new directory $o: exit $rc, want 2 ($msg)"
+done
+[ -e "$T/nd1" ] && fail "bad image into a new directory: $T/nd1 left behind"
+[ -e "$T/nd2" ] && fail "bad image into new directories: $T/nd2 left behind"
+[ -d "$T/ndkeep" ] && [ -z "$(ls -A "$T/ndkeep")" ] || fail "bad image into a new directory: ndkeep/ removed or not empty: $(ls -A "$T/ndkeep" 2>&1)"
+msg=$("$BIN" -q "$T/notpng.png" -o "$T/nd3/" --format f32 --stats "$T/nd3/s.csv" 2>&1); rc=$?
+[ $rc = 2 ] && [ -f "$T/nd3/s.csv" ] || fail "bad image, --stats inside the new directory: exit $rc, the statistics file not kept ($msg)"
+"$BIN" -q "$T/good.png" -o "$T/nd4/deep/" || fail "good image into new directories: exit $?"
+[ -f "$T/nd4/deep/good.png" ] || fail "good image into new directories: not written"
 # The good file passes with the same options (so the failures above are the inputs').
 "$BIN" -q "$T/good.png" -o "$T/good.npy" --max-pixels $(( W * H )) || fail "good.png: exit $?"
 
@@ -93,6 +109,22 @@ ln -s loop.npy "$T/loop.npy"
 msg=$("$BIN" -q "$T/good.png" -o "$T/loop.npy" 2>&1); rc=$?
 [ $rc = 3 ] || fail "output a loop of links: exit $rc, want 3 ($msg)"
 case "$msg" in "entropy-stream: $T/loop.npy: "*"symbolic links") ;; *) fail "output a loop of links: message: $msg";; esac
+# An existing device or FIFO named without an extension has no output type: it was taken for
+# a directory to make and refused as "exists and is not a directory" (exit 3), which says
+# nothing of what to do. Now a usage error saying so; "/dev/null/" asks for a directory.
+mkfifo "$T/fifo"
+mkdir -p "$T/din"; cp "$T/good.png" "$T/din/"
+for o in /dev/null "$T/fifo"; do
+  msg=$("$BIN" -q "$T/good.png" -o "$o" 2>&1); rc=$?
+  [ $rc = 1 ] || fail "-o $o: exit $rc, want 1 ($msg)"
+  case "$msg" in "entropy-stream: $o: is a "*"without an extension its output type is unknown"*) ;; *) fail "-o $o: message: $msg";; esac
+  msg=$("$BIN" -q "$T/din" -o "$o" 2>&1); rc=$?
+  [ $rc = 1 ] && [ "${msg#*: is a }" != "$msg" ] && [ "${msg#*directory input needs a directory output}" != "$msg" ] ||
+    fail "directory input -o $o: exit $rc, want 1 ($msg)"
+done
+[ -p "$T/fifo" ] || fail "-o fifo: the FIFO was replaced"
+msg=$("$BIN" -q "$T/good.png" -o /dev/null/ 2>&1); rc=$?
+[ $rc = 3 ] || fail "-o /dev/null/: exit $rc, want 3 ($msg)"
 msg=$("$BIN" -q "$T/good.png" -o "$T/afile/sub/" 2>&1); rc=$?
 [ $rc = 3 ] || fail "output directory under a regular file: exit $rc, want 3 ($msg)"
 msg=$("$BIN" -q "$T/good.png" -o "$T/x.npy" --stats "$T/afile/s.csv" 2>&1); rc=$?
@@ -167,6 +199,22 @@ msg=$("$BIN" -q "$T/good.png" -o - --codec mpeg4 2>&1 >/dev/null); rc=$?
 "$BIN" -q "$T/good.png" -o "$T/cm16.png" --format gray16 --range auto || fail "--range gray16 png: exit $?"
 "$BIN" -q "$T/good.png" --stats "$T/cm.csv" --codec mpeg4 --colormap turbo || fail "--codec with --stats only: exit $?"
 bad_opt "--range x: " "fixed or auto" --range x
+# Device options a run would ignore: --gpus with --device cpu (no GPU opened) and --cpu-below
+# outside auto (every frame goes to the one device) ran with them silently dropped, exit 0.
+bad_opt "--gpus: " "not with --device cpu" --device cpu --gpus 0
+bad_opt "--gpus: " "not with --device cpu" --gpus all --device cpu
+bad_opt "--cpu-below: " "only with --device auto" --device cpu --cpu-below 0
+bad_opt "--cpu-below: " "only with --device auto (under gpu every frame goes to the GPUs)" --cpu-below 100 --device gpu
+"$BIN" -q "$T/good.png" -o "$T/dev.npy" --device cpu --threads 1 || fail "--device cpu --threads 1: exit $?"
+"$BIN" -q "$T/good.png" -o "$T/dev2.npy" --device auto --cpu-below 0 --gpus all || fail "--device auto --cpu-below 0 --gpus all: exit $?"
+# -r with a file or standard input would be ignored (and is a frame rate to FFmpeg users).
+msg=$("$BIN" -q -r "$T/good.png" -o "$T/r.npy" 2>&1); rc=$?
+[ $rc = 1 ] && [ "$msg" = "entropy-stream: $T/good.png: -r: only for a directory input" ] ||
+  fail "-r with a file: exit $rc, want 1 ($msg)"
+[ -e "$T/r.npy" ] && fail "-r with a file: output written"
+msg=$(head -c 16 /dev/zero | "$BIN" -q --recursive - --raw gray8:4x4 --stats - 2>&1 >/dev/null); rc=$?
+[ $rc = 1 ] && [ "$msg" = "entropy-stream: -: -r: only for a directory input" ] ||
+  fail "-r with standard input: exit $rc, want 1 ($msg)"
 bad_opt "--overlay 1.5: " "0..1" --overlay 1.5
 bad_opt "--overlay -0.1: " "0..1" --overlay -0.1
 bad_opt "--overlay: " "not with --format gray16" --overlay 0.5 --format gray16
@@ -197,6 +245,40 @@ msg=$("$BIN" --codec libx264 "$T/good.png" -o - 2>&1 >"$T/enc.y4m"); rc=$?
 case "$msg" in "entropy-stream: --codec: "*"video file"*) ;; *) fail "--codec with -o -: message: $msg";; esac
 [ -s "$T/enc.y4m" ] && fail "--codec with -o -: y4m written anyway"
 bad_opt "--max-pixels 0: " "1.." --max-pixels 0
+# Numbers are plain decimal: strtol/strtod took leading white space, a sign, hex, exponents
+# (" 5", "+5", "-0", "0x1", "1e-1": all ran, exit 0). Each is refused naming the range.
+bad_opt "--window  5: " "1..255" -w " 5"
+bad_opt "--window +5: " "1..255" -w +5
+bad_opt "--window -5: " "1..255" --window=-5
+bad_opt "--levels +16: " "2..256" -L +16
+bad_opt "--levels 16 : " "2..256" -L "16 "
+bad_opt "--stats-bins +4: " "1..1024" --stats-bins +4
+bad_opt "--queue  2: " "1..1024" --queue " 2"
+bad_opt "--queue 1e3: " "1..1024" --queue 1e3
+bad_opt "--threads -0: " "0..4096" --threads -0
+bad_opt "--threads +1: " "0..4096" --threads +1
+bad_opt "--gpus  0: " "0..63" --gpus " 0"
+bad_opt "--gpus 0,+1: " "0..63" --gpus 0,+1
+bad_opt "--gpus 0x1: " "0..63" --gpus 0x1
+bad_opt "--cpu-below +0: " "0.." --cpu-below +0
+bad_opt "--cpu-below 1e3: " "0.." --cpu-below 1e3
+bad_opt "--crf +20: " "0..63" --crf +20
+bad_opt "--max-pixels +100: " "1.." --max-pixels +100
+bad_opt "--max-pixels  100: " "1.." --max-pixels " 100"
+for v in 0x1 " 0.5" +0.5 -0 1e-1 inf nan . 0.5. "0.5 " 0,5; do
+  bad_opt "--overlay $v: " "0..1" --overlay "$v"
+done
+for v in gray8:+5x5 "gray8: 5x5" gray8:5x+5 gray8:0x5x5 gray8:4x4@0x1e gray8:4x4@inf \
+         "gray8:4x4@ 30" gray8:4x4@+30 gray8:4x4@1e1 gray8:4x4@30/+1 gray8:4x4@30/1e0 \
+         "gray8:4x4@30 " gray8:4x4@30/ gray8:4x4@.; do
+  bad_opt "--raw $v: " "gray8:WxH" --raw "$v"
+done
+# ... while plain decimals still pass: leading zeros, "0.5", ".5", "1.", a rate's ratio.
+"$BIN" -q "$T/good.png" -o "$T/dec.png" -w 05 -L 016 --overlay .5 --queue 02 || fail "plain decimals: exit $?"
+"$BIN" -q "$T/good.png" -o "$T/dec1.png" --overlay 1. || fail "--overlay 1.: exit $?"
+for v in gray8:4x2@29.97 gray8:4x2@30000/1001 gray8:4x2@30000:1001 gray8:4x2@.5 gray16le:04x2@25; do
+  head -c 16 /dev/zero | "$BIN" -q - --raw "$v" --stats "$T/raw.csv" -y || fail "--raw $v: exit $?"
+done
 bad_opt "--bogus: " "unknown option" --bogus
 # An abbreviation of several options is ambiguous, not unknown (it said "unknown option"
 # for --ver, which is the start of --verbose and --version).

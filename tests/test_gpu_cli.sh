@@ -3,8 +3,8 @@
 # image (grey, RGB, RGBA, palette + Adam7, 16-bit; odd sizes) to heat, gray8 (range auto),
 # gray16, overlays (0 and 0.3), colormaps, nats, disk/reflect and K=75 L=256 maps (.npy), the
 # statistics of each run; the sample clip to .npy (K=5, K=51 L=256) and to YUV4MPEG2 heat and
-# gray8 with an overlay; and a batch of the images. --device gpu against --device cpu, with
-# --cpu-below 0 so that every frame goes to the GPU. Skips (77) without a GPU. (A frame that
+# gray8 with an overlay; and a batch of the images. --device gpu (every frame to the GPU,
+# whatever its size) against --device cpu. Skips (77) without a GPU. (A frame that
 # a failing GPU handed back to the CPU would match too: test_gpu_engine and test_gpu_pipeline
 # check the GPU's own results; this test checks the CLI's paths around them: decoding,
 # rendering planes for PNG and y4m, statistics, the batch.)
@@ -23,7 +23,7 @@ fail() { echo "FAIL: $*"; FAIL=$((FAIL + 1)); }
 same() { # NAME EXT ARGS...: the same output bytes, exit code and statistics on both devices
   local name=$1 ext=$2 d; shift 2
   for d in cpu gpu; do
-    "$BIN" -q -y --device $d --cpu-below 0 "$@" -o "$T/$name.$d.$ext" --stats "$T/$name.$d.csv" \
+    "$BIN" -q -y --device $d "$@" -o "$T/$name.$d.$ext" --stats "$T/$name.$d.csv" \
       2>"$T/$name.$d.err"
     echo $? >"$T/$name.$d.rc"
   done
@@ -56,7 +56,7 @@ if [ "${ES_HAVE_FFMPEG:-0}" = 1 ]; then
 fi
 mkdir "$T/batch" && cp "$S"/*.png "$T/batch/"
 for d in cpu gpu; do
-  "$BIN" -q --device $d --cpu-below 0 "$T/batch" -o "$T/b-$d" --stats "$T/b-$d.csv" || fail "batch on $d: exit $?"
+  "$BIN" -q --device $d "$T/batch" -o "$T/b-$d" --stats "$T/b-$d.csv" || fail "batch on $d: exit $?"
 done
 diff -r "$T/b-cpu" "$T/b-gpu" >/dev/null || fail "batch: the PNGs differ"
 cmp -s "$T/b-cpu.csv" "$T/b-gpu.csv" || fail "batch: the statistics differ"

@@ -209,7 +209,7 @@ def check_map(T, tag, img, depth, K, shape, border, L, base, bins, device):
     what = "%s %dx%d d%d K=%d %s %s L=%d base %s bins %d on %s" % (
         tag, img.shape[1], img.shape[0], depth, K, shape, border, L, base, bins, device)
     common = [src, "-w", str(K), "--shape", shape, "--border", border, "-L", str(L), "--base",
-              base, "--stats-bins", str(bins), "--device", device, "--cpu-below", "0"]
+              base, "--stats-bins", str(bins), "--device", device]
     p = run(common + ["-o", npy, "--stats", scsv])
     p2 = run(common + ["--stats", sjs])
     if p.returncode or p2.returncode:

@@ -135,6 +135,11 @@ def main():
         shutil.rmtree(tmp, ignore_errors=True)
 
 
+def devopt(device, g):
+    """--device and --gpus (the CLI refuses --gpus with --device cpu, which uses no GPU)."""
+    return "--device cpu" if device == "cpu" else "--device %s --gpus %s" % (device, g)
+
+
 def run(a, tmp):
     es = os.path.abspath(a.bin)
     res = {"frames": a.frames, "rows": []}
@@ -189,8 +194,8 @@ def run(a, tmp):
                    "ffmpeg -v error -i %s -c:v libx264 -preset %s -f null -" % (src, preset))
         for g in a.gpus:
             row("entropy-stream heat libx264 %s gpus=%s" % (preset, g),
-                "%s %s -o %s -y --no-progress --preset %s --device %s --gpus %s" %
-                (es, src, heat, preset, a.device, g), base, lambda: probe_frames(heat), out=(heat,))
+                "%s %s -o %s -y --no-progress --preset %s %s" %
+                (es, src, heat, preset, devopt(a.device, g)), base, lambda: probe_frames(heat), out=(heat,))
         # The heat video is another picture for x264 than the source: plain ffmpeg
         # transcoding entropy-stream's own output (same preset) shows what the encoder alone
         # costs on it.
@@ -200,7 +205,7 @@ def run(a, tmp):
     base = row("ffmpeg decode only", "ffmpeg -v error -i %s -f null -" % src)
     for g in a.gpus:
         row("entropy-stream --stats only gpus=%s" % g,
-            "%s %s --stats %s -y --no-progress --device %s --gpus %s" % (es, src, stats, a.device, g), base,
+            "%s %s --stats %s -y --no-progress %s" % (es, src, stats, devopt(a.device, g)), base,
             lambda: "stats records %d of %d" % (count_lines(stats), a.frames), out=(stats,))
     if a.long > 1:
         # A longer video: the same stream copied N times over (no re-encode, time stamps
@@ -212,7 +217,7 @@ def run(a, tmp):
                    frames=n)
         for g in a.gpus:
             row("entropy-stream --stats only, %d frames gpus=%s" % (n, g),
-                "%s %s --stats %s -y --no-progress --device %s --gpus %s" % (es, lsrc, stats, a.device, g),
+                "%s %s --stats %s -y --no-progress %s" % (es, lsrc, stats, devopt(a.device, g)),
                 base, lambda: "stats records %d of %d" % (count_lines(stats), n), frames=n, out=(stats,))
         os.remove(lsrc)
     rawopt = "--raw gray8:1920x1080@30"
@@ -222,12 +227,12 @@ def run(a, tmp):
             stdin_cases.insert(0, ("y4m", "", y4m))
         for kind, opt, path in stdin_cases:
             row("%s 1080p grey stdin (file), stats only gpus=%s" % (kind, g),
-                "%s - %s --stats %s -y --no-progress --device %s --gpus %s < %s" %
-                (es, opt, stats, a.device, g, path),
+                "%s - %s --stats %s -y --no-progress %s < %s" %
+                (es, opt, stats, devopt(a.device, g), path),
                 None, lambda: "stats records %d of %d" % (count_lines(stats), a.frames), out=(stats,))
             row("%s 1080p grey stdin (pipe), stats only gpus=%s" % (kind, g),
-                "cat %s | %s - %s --stats %s -y --no-progress --device %s --gpus %s" %
-                (path, es, opt, stats, a.device, g),
+                "cat %s | %s - %s --stats %s -y --no-progress %s" %
+                (path, es, opt, stats, devopt(a.device, g)),
                 None, lambda: "stats records %d of %d" % (count_lines(stats), a.frames), out=(stats,))
     if have_y4m:
         row("ffmpeg reading the y4m (decode only)",
@@ -247,19 +252,19 @@ def run(a, tmp):
                 shutil.copyfileobj(f, o, 1 << 24)
         for g in a.gpus:
             row("y4m 1080p grey stdin (file), %d frames, stats only gpus=%s" % (n, g),
-                "%s - --stats %s -y --no-progress --device %s --gpus %s < %s" %
-                (es, stats, a.device, g, ly4m),
+                "%s - --stats %s -y --no-progress %s < %s" %
+                (es, stats, devopt(a.device, g), ly4m),
                 None, lambda: "stats records %d of %d" % (count_lines(stats), n), frames=n, out=(stats,))
             row("y4m 1080p grey stdin (pipe), %d frames, stats only gpus=%s" % (n, g),
-                "cat %s | %s - --stats %s -y --no-progress --device %s --gpus %s" %
-                (ly4m, es, stats, a.device, g),
+                "cat %s | %s - --stats %s -y --no-progress %s" %
+                (ly4m, es, stats, devopt(a.device, g)),
                 None, lambda: "stats records %d of %d" % (count_lines(stats), n), frames=n, out=(stats,))
         # The same with a 51x51 window and 256 levels: the GPUs, not the reader, set the
         # pace, so these rows show how the stream scales with GPUs.
         for g in a.gpus:
             row("y4m 1080p grey stdin (file), %d frames, K=51 L=256 stats only gpus=%s" % (n, g),
-                "%s - --window 51 --levels 256 --stats %s -y --no-progress --device %s "
-                "--gpus %s < %s" % (es, stats, a.device, g, ly4m),
+                "%s - --window 51 --levels 256 --stats %s -y --no-progress %s < %s" %
+                (es, stats, devopt(a.device, g), ly4m),
                 None, lambda: "stats records %d of %d" % (count_lines(stats), n), frames=n, out=(stats,))
         os.remove(ly4m)
     if a.cpu_row and not a.no_extras:

@@ -58,6 +58,8 @@ typedef struct cli_opts {
   int format_set; /* --format given */
   int colormap_set; /* --colormap given */
   int range_set;    /* --range given */
+  int gpus_set;      /* --gpus given ("all" too) */
+  int cpu_below_set; /* --cpu-below given */
   const char *stats_path;
   const char *raw;
   const char *codec;
@@ -225,9 +227,10 @@ static void usage(FILE *f) {
     "      --stats-bins B    histogram bins, 1..%d (default 16)\n"
     "Devices:\n"
     "      --device D        auto|gpu|cpu (default auto)\n"
-    "      --gpus LIST       all|0,2,... GPU ordinals 0..%d (default all)\n"
+    "      --gpus LIST       all|0,2,... GPU ordinals 0..%d (default all; not with\n"
+    "                        --device cpu)\n"
     "      --cpu-below N     under auto, frames of fewer pixels go to the CPU, 0..2^62\n"
-    "                        (default 163840)\n"
+    "                        (default 163840; --device auto only)\n"
     "      --threads N       CPU worker threads, 0..4096 (default 0 = all cores)\n"
     "      --queue N         frames in flight per stage, 1..1024 (default 8, or 4 a GPU\n"
     "                        with more than two GPUs)\n"
@@ -240,7 +243,7 @@ static void usage(FILE *f) {
     "                        has no crf, gets a constant quantiser of 3)\n"
     "      --preset P        encoder preset (default: the encoder's)\n"
     "      --max-pixels N    refuse larger inputs, 1..2^62 (default 2^31)\n"
-    "  -r, --recursive       descend into subdirectories of a directory input\n"
+    "  -r, --recursive       descend into subdirectories (a directory input only)\n"
     "  -o, --output PATH     where to write (see OUTPUT)\n"
     "  -y                    overwrite existing outputs\n"
     "  -n                    skip existing outputs (default: refuse with an error)\n"
@@ -252,6 +255,8 @@ static void usage(FILE *f) {
     "      --no-progress     no progress (default: shown when stderr is a terminal)\n"
     "      --version         versions of the library, libpng, libav*, CUDA, GPUs seen\n"
     "  -h, --help            this help\n"
+    "Numbers are plain decimal: digits, and a decimal point for --overlay and FPS (no sign,\n"
+    "spaces, hex or exponent).\n"
     "\n"
     "Environment:\n"
     "  ES_TRACE=1            start-up and phase times on stderr\n"
@@ -262,11 +267,26 @@ static void usage(FILE *f) {
     ES_STATS_MAX_BINS, ES_MAX_GPUS - 1);
 }
 
-/* ---- Strict number parsing: the whole string, in range. */
+/* ---- Strict number parsing: the whole string, in range. strtoll and strtod alone also take
+ * leading white space, a sign, and (strtod) hex, exponents, inf and nan: " 5", "+5", "-0",
+ * "0x1" and "1e-1" all passed. A number here is decimal digits only (no option takes a
+ * negative value), and a real number digits with one optional decimal point ("0.3", ".5"). */
+static int all_digits(const char *s) {
+  return *s && s[strspn(s, "0123456789")] == 0;
+}
+
+/* The length of the plain decimal number at the start of s ("29.97", "5.", ".5"), or 0. */
+static size_t decimal_len(const char *s) {
+  size_t n = strspn(s, "0123456789"), k = 0;
+  if (s[n] == '.') k = strspn(s + n + 1, "0123456789");
+  if (!n && !k) return 0;
+  return s[n] == '.' ? n + 1 + k : n;
+}
+
 static int parse_i64(const char *s, int64_t lo, int64_t hi, int64_t *out) {
   char *end;
   long long v;
-  if (!s || !*s) return -1;
+  if (!s || !all_digits(s)) return -1;
   errno = 0;
   v = strtoll(s, &end, 10);
   if (errno || *end || v < lo || v > hi) return -1;
@@ -299,23 +319,31 @@ static int raw_spec_ok(const char *s) {
   else
     return 0;
   errno = 0;
+  if (*p < '0' || *p > '9') return 0; /* digits only: no " 5", "+5" */
   w = strtol(p, &end, 10);
   if (errno || end == p || *end != 'x' || w < 1 || w > 1 << 20) return 0;
   p = end + 1;
+  if (*p < '0' || *p > '9') return 0;
   h = strtol(p, &end, 10);
   if (errno || end == p || h < 1 || h > 1 << 20) return 0;
   if (*end == '@') {
-    /* A number (25, 29.97) or a ratio as FFmpeg writes rates (30000/1001, 30000:1001). */
+    /* A number (25, 29.97) or a ratio as FFmpeg writes rates (30000/1001, 30000:1001), in
+     * plain decimal (no hex, exponent, sign or inf). */
     double fps;
+    size_t n;
     p = end + 1;
+    if (!(n = decimal_len(p))) return 0;
     fps = strtod(p, &end);
-    if (end != p && (*end == '/' || *end == ':') && end[1] >= '0' && end[1] <= '9') {
+    if (end != p + n) return 0;
+    if (*end == '/' || *end == ':') {
       const char *q = end + 1;
-      double den = strtod(q, &end);
-      if (end == q || !(den > 0)) return 0;
+      double den;
+      if (!(n = decimal_len(q))) return 0;
+      den = strtod(q, &end);
+      if (end != q + n || !(den > 0)) return 0;
       fps /= den;
     }
-    if (end == p || *end || !(fps > 0 && fps <= 1000)) return 0;
+    if (*end || !(fps > 0 && fps <= 1000)) return 0;
   } else if (*end) {
     return 0;
   }
@@ -427,10 +455,11 @@ static int parse_args(int argc, char **argv, cli_opts *o) {
     case OPT_OVERLAY: {
       char *end;
       double d;
+      size_t n = decimal_len(a);
       errno = 0;
-      d = strtod(a, &end);
-      if (errno || end == a || *end || !(d >= 0 && d <= 1)) {
-        err(NULL, "--overlay %s: must be 0..1", a);
+      d = n ? strtod(a, &end) : -1; /* plain decimal: no " 0.5", "+0.5", "0x1", "1e-1", "nan" */
+      if (!n || errno || end != a + n || *end || !(d >= 0 && d <= 1)) {
+        err(NULL, "--overlay %s: must be a decimal number 0..1 (0.3)", a);
         return 1;
       }
       o->render.overlay = (float)d;
@@ -466,6 +495,7 @@ static int parse_args(int argc, char **argv, cli_opts *o) {
       o->cfg.device = v == 0 ? ES_DEVICE_AUTO : v == 1 ? ES_DEVICE_GPU : ES_DEVICE_CPU;
       break;
     case OPT_GPUS:
+      o->gpus_set = 1;
       o->cfg.ngpus = 0;
       if (strcmp(a, "all")) {
         char buf[512], *tok, *save = NULL;
@@ -498,6 +528,7 @@ static int parse_args(int argc, char **argv, cli_opts *o) {
         return 1;
       }
       o->cfg.cpu_below = v64;
+      o->cpu_below_set = 1;
       break;
     case OPT_THREADS:
       if (parse_int(a, 0, 4096, &o->cfg.threads)) {
@@ -636,6 +667,19 @@ static int parse_args(int argc, char **argv, cli_opts *o) {
       return 1;
     }
   }
+  /* Device options the run would ignore, refused as the output's are: --device cpu opens no
+   * GPU, and --cpu-below is auto's line between the CPU and the GPUs (under cpu or gpu every
+   * frame goes to that device). */
+  if (o->gpus_set && o->cfg.device == ES_DEVICE_CPU) {
+    err(NULL, "--gpus: not with --device cpu (it uses no GPU)");
+    return 1;
+  }
+  if (o->cpu_below_set && o->cfg.device != ES_DEVICE_AUTO) {
+    err(NULL, "--cpu-below: only with --device auto (under %s every frame goes to the %s)",
+        o->cfg.device == ES_DEVICE_CPU ? "cpu" : "gpu",
+        o->cfg.device == ES_DEVICE_CPU ? "CPU" : "GPUs");
+    return 1;
+  }
   if (o->render.overlay_on && o->format == FMT_GRAY16) {
     /* The blend is 8-bit (the renderers' es_blend): rather refused than silently ignored. */
     err(NULL, "--overlay: not with --format gray16 (use heat or gray8)");
@@ -750,6 +794,43 @@ static int make_out_dir(const char *path) {
     err(name, "%s", msg);
   }
   return rc;
+}
+
+/* The length of the shortest leading part of path (whole components) that does not exist:
+ * what make_dirs(path) will create starts there. 0 when all of it exists (or cannot be
+ * looked at: then make_dirs creates nothing either). */
+static size_t first_missing(const char *path) {
+  char buf[PATH_MAX];
+  size_t n = strlen(path);
+  struct stat st;
+  if (n >= sizeof buf) return 0;
+  memcpy(buf, path, n + 1);
+  for (size_t i = 1; i <= n; i++) {
+    if (buf[i] == '/' || buf[i] == 0) {
+      char save = buf[i];
+      buf[i] = 0;
+      if (lstat(buf, &st) != 0) return errno == ENOENT ? i : 0;
+      buf[i] = save;
+    }
+  }
+  return 0;
+}
+
+/* Removes the directories of path down to its leading part of length `from` (those that
+ * first_missing said a run would make), deepest first, stopping at the first that is not
+ * empty: what a run that wrote nothing into them had created. */
+static void remove_made_dirs(const char *path, size_t from) {
+  char buf[PATH_MAX];
+  size_t n = strlen(path);
+  if (!from || n >= sizeof buf) return;
+  memcpy(buf, path, n + 1);
+  for (;;) {
+    while (n > 1 && buf[n - 1] == '/') buf[--n] = 0;
+    if (n < from || rmdir(buf) != 0) return;
+    while (n > 0 && buf[n - 1] != '/') n--;
+    if (n == 0) return;
+    buf[n] = 0;
+  }
 }
 
 /* 1 when path names something under the directory dir ("out/s.csv" under "out/"). */
@@ -1237,6 +1318,7 @@ static int run_images(cli_opts *o, int in_kind, int out_kind) {
   char msg[MSG_LEN] = "";
   char outreal[PATH_MAX];
   const char *skip_dir = NULL;
+  size_t made = 0; /* one image into a new directory: where the directories made start */
   int ncores = (int)sysconf(_SC_NPROCESSORS_ONLN);
 
   memset(&b, 0, sizeof b);
@@ -1407,6 +1489,9 @@ static int run_images(cli_opts *o, int in_kind, int out_kind) {
     goto end;
   }
   if (rc == STATS_SKIPPED && !o->output) goto end;
+  /* One image into a directory the run makes: if nothing is written into it (a bad input,
+   * an interrupt), the directory goes again at the end, as a failure leaves no file. */
+  if (in_kind != IN_DIR && o->output && out_kind == OUT_DIR) made = first_missing(o->output);
   if (o->stats_path && o->output && (out_kind == OUT_DIR || in_kind == IN_DIR) &&
       path_inside(o->output, o->stats_path) && make_out_dir(o->output) != ES_OK) {
     code = 3;
@@ -1606,6 +1691,8 @@ static int run_images(cli_opts *o, int in_kind, int out_kind) {
 end:
   if (sw) es_stats_writer_close(&sw, 0, NULL, 0);
   main_writes(0);
+  /* (the image's writer has finished: its threads are joined) */
+  if (made) remove_made_dirs(o->output, made); /* only those left empty */
   exit_if_gpus_opening(b.ctx, code);
   es_stream_destroy(&b.st);
   es_context_destroy(&b.ctx);
@@ -2422,9 +2509,34 @@ int main(int argc, char **argv) {
   } else {
     in_kind = IN_VIDEO;
   }
+  /* -r with a file or standard input would be ignored (and to an FFmpeg user -r is a frame
+   * rate): refused as the other options a run would ignore. */
+  if (o.recursive && in_kind != IN_DIR) {
+    err(o.input, "-r: only for a directory input");
+    return 1;
+  }
   out_kind = out_kind_of(o.output);
   /* A directory input writes a directory: a name like heat.v2 can only be that. */
   if (out_kind < 0 && in_kind == IN_DIR) out_kind = OUT_DIR;
+  /* A name without an extension is a directory to make; but an existing device or FIFO
+   * (-o /dev/null, as ffmpeg's -f null) was refused as "exists and is not a directory" (exit
+   * 3), which says nothing of what to do. Such a file is written into directly only where
+   * its name gives the output type (x.npy, x.mkv); without one, say so. */
+  if (out_kind == OUT_DIR && o.output[strlen(o.output) - 1] != '/') {
+    struct stat ost;
+    if (stat(o.output, &ost) == 0 && !S_ISDIR(ost.st_mode) && !S_ISREG(ost.st_mode)) {
+      const char *what = S_ISCHR(ost.st_mode) ? "character device" : S_ISBLK(ost.st_mode)
+                         ? "block device" : S_ISFIFO(ost.st_mode) ? "FIFO" : "socket";
+      if (in_kind == IN_DIR)
+        err(o.output, "is a %s: a directory input needs a directory output (without -o only "
+            "--stats is written)", what);
+      else
+        err(o.output, "is a %s, and without an extension its output type is unknown (without "
+            "-o only --stats is written; -o - writes y4m, or --format f32, to standard output)",
+            what);
+      return 1;
+    }
+  }
   if (out_kind < 0) {
     err(o.output, "unknown output type (use .png, .npy, a video extension, a directory or -)");
     return 1;
