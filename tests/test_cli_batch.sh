@@ -258,6 +258,19 @@ msg=$("$BIN" -q "$T/sin" -o "$T/sout4" --stats "$T/sout4/s.txt" 2>&1); rc=$?
 "$BIN" -q "$T/sin" -o "$T/sout5" --stats "$T/nowhere/s.csv" 2>/dev/null; rc=$?
 [ $rc = 3 ] || fail "--stats in a missing directory: exit $rc, want 3"
 [ -e "$T/sout5" ] && fail "--stats in a missing directory: the output directory was left"
+# Inside it, a --stats that cannot be made (a subdirectory that is not there) left the new
+# output directory behind, empty (and the new parents make_dirs had made), exit 3: it is
+# made first for the statistics file, which then failed. Nothing the run made is left.
+for o in "$T/sout6" "$T/snew/sout7/"; do
+  top=${o#"$T/"}; top=$T/${top%%/*}
+  msg=$("$BIN" -q "$T/sin" -o "$o" --stats "${o%/}/sub/s.csv" 2>&1); rc=$?
+  [ $rc = 3 ] || fail "--stats in a missing subdirectory of the new output directory $o: exit $rc, want 3 ($msg)"
+  [ -e "$top" ] && fail "--stats in a missing subdirectory of the new output directory $o: $(find "$top") left behind"
+  rm -rf "$top"
+done
+mkdir -p "$T/sold"
+"$BIN" -q "$T/sin" -o "$T/sold" --stats "$T/sold/sub/s.csv" 2>/dev/null
+[ -d "$T/sold" ] || fail "--stats in a missing subdirectory of an existing output directory: the directory was removed"
 
 # --stats - appended to one of the batch's inputs: refused (the CSV went onto the PNG).
 mkdir -p "$T/so"; cp "$T/in/a.png" "$T/so/a.png"; cp "$T/in/b.png" "$T/so/b.png"

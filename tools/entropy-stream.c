@@ -847,6 +847,44 @@ static int stats_open(const cli_opts *o, es_stats_writer **sw) {
   return rc;
 }
 
+/* Makes the output directory dir and opens the --stats file, which lies inside it. Where the
+ * statistics file cannot be opened (a subdirectory that is not there), the directories made
+ * here are removed again, deepest first (nothing was written into them yet): a run that
+ * fails on its --stats leaves no output directory behind, as where the file lies outside it
+ * and is opened first. A failure is reported. */
+static int stats_open_inside(const cli_opts *o, const char *dir, es_stats_writer **sw) {
+  char buf[PATH_MAX];
+  size_t n = strlen(dir), keep = n, end = n;
+  struct stat st;
+  if (n >= sizeof buf) return make_out_dir(dir); /* which refuses it */
+  /* keep: the leading part of dir that exists already, not the run's to remove */
+  memcpy(buf, dir, n + 1);
+  for (;;) {
+    while (keep > 1 && buf[keep - 1] == '/') keep--;
+    buf[keep] = 0;
+    if (stat(buf, &st) == 0) break;
+    const char *slash = strrchr(buf, '/');
+    if (!slash) {
+      keep = 0;
+      break;
+    }
+    keep = slash == buf ? 1 : (size_t)(slash - buf);
+  }
+  int rc = make_out_dir(dir);
+  if (rc != ES_OK || (rc = stats_open(o, sw)) == ES_OK) return rc;
+  memcpy(buf, dir, n + 1);
+  for (;;) {
+    while (end > 1 && buf[end - 1] == '/') end--;
+    if (end <= keep) break;
+    buf[end] = 0;
+    if (rmdir(buf) != 0) break; /* no longer empty: not only the run's */
+    const char *slash = strrchr(buf, '/');
+    if (!slash) break;
+    end = (size_t)(slash - buf);
+  }
+  return rc;
+}
+
 /* ======================================================================================
  * Images: one PNG or a directory of them, through an es_stream. Decode workers take the
  * files in name order, read each PNG straight into a frame of the stream and push it;
@@ -1407,14 +1445,16 @@ static int run_images(cli_opts *o, int in_kind, int out_kind) {
     goto end;
   }
   if (rc == STATS_SKIPPED && !o->output) goto end;
-  if (o->stats_path && o->output && (out_kind == OUT_DIR || in_kind == IN_DIR) &&
-      path_inside(o->output, o->stats_path) && make_out_dir(o->output) != ES_OK) {
-    code = 3;
-    goto end;
-  }
-  if (o->stats_path && (rc = stats_open(o, &sw)) != ES_OK) {
-    code = es_exit_code(rc);
-    goto end;
+  if (o->stats_path) {
+    if (o->output && (out_kind == OUT_DIR || in_kind == IN_DIR) &&
+        path_inside(o->output, o->stats_path))
+      rc = stats_open_inside(o, o->output, &sw);
+    else
+      rc = stats_open(o, &sw);
+    if (rc != ES_OK) {
+      code = es_exit_code(rc);
+      goto end;
+    }
   }
 
   if (o->output && (out_kind == OUT_DIR || in_kind == IN_DIR)) {
@@ -2014,7 +2054,8 @@ static int run_video(cli_opts *o, int out_kind) {
   es_trace("video: first frame read");
 
   /* Outputs. The statistics file first, so that one that cannot be written leaves no
-   * frame directory behind (as in run_images); where it lies inside that directory, after. */
+   * frame directory behind (as in run_images); where it lies inside that directory, with
+   * it (stats_open_inside). */
   if (o->stats_path && !(out_kind == OUT_DIR && path_inside(o->output, o->stats_path))) {
     rc = stats_open(o, &sw);
     if (rc != ES_OK) {
@@ -2060,9 +2101,12 @@ static int run_video(cli_opts *o, int out_kind) {
     }
     sc.want_map = 1;
   } else if (out_kind == OUT_DIR) {
-    rc = make_out_dir(o->output);
+    if (o->stats_path && path_inside(o->output, o->stats_path))
+      rc = stats_open_inside(o, o->output, &sw);
+    else
+      rc = make_out_dir(o->output);
     if (rc != ES_OK) {
-      code = 3;
+      code = es_exit_code(rc);
       goto end;
     }
     if (o->format == FMT_F32)
@@ -2074,13 +2118,6 @@ static int run_video(cli_opts *o, int out_kind) {
     int fmt = sc.render.format;
     sc.render = o->render;
     sc.render.format = fmt;
-  }
-  if (o->stats_path && !sw) {
-    rc = stats_open(o, &sw);
-    if (rc != ES_OK) {
-      code = es_exit_code(rc);
-      goto end;
-    }
   }
   sc.want_stats = sw != NULL;
   /* max_width 0: each frame buffer is made when a frame for it has come (decode_thread),
