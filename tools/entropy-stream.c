@@ -1922,6 +1922,18 @@ static void *ctx_open_main(void *arg) {
   return NULL;
 }
 
+/* The input failed before its first frame was had (at the open or the first read): reported,
+ * and the exit code. A signal meanwhile made the pump close standard input, so the reader
+ * saw an empty or short stream: that is the interruption, not bad input. */
+static int input_failed(const cli_opts *o, const char *in_name, int rc, const char *msg) {
+  if (g_stop) {
+    if (!o->quiet) err(in_name, "interrupted before the first frame");
+    return 130;
+  }
+  err(in_name, "%s", *msg ? msg : es_strerror(rc));
+  return es_exit_code(rc);
+}
+
 static int run_video(cli_opts *o, int out_kind) {
   vid_run v;
   ctx_open co = {.cfg = &o->cfg};
@@ -2007,15 +2019,7 @@ static int run_video(cli_opts *o, int out_kind) {
   if (fifo_fd >= 0) close(fifo_fd); /* the reader opened the pipe itself */
   fifo_fd = -1;
   if (rc != ES_OK) {
-    /* A signal while the header was awaited: the pump closed standard input, so the open
-     * saw an empty stream. That is an interruption, not bad input. */
-    if (g_stop) {
-      if (!o->quiet) err(in_name, "interrupted before the first frame");
-      code = 130;
-      goto end;
-    }
-    err(in_name, "%s", *msg ? msg : es_strerror(rc));
-    code = es_exit_code(rc);
+    code = input_failed(o, in_name, rc, msg);
     goto end;
   }
   es_trace("video: input open");
@@ -2042,13 +2046,7 @@ static int run_video(cli_opts *o, int out_kind) {
   if (rc == ES_OK) {
     v.first_lent = 1;
   } else if (rc != ES_ERR_AGAIN && rc != ES_ERR_EOF) {
-    if (g_stop) { /* the pump closed standard input: the read came out short */
-      if (!o->quiet) err(in_name, "interrupted before the first frame");
-      code = 130;
-      goto end;
-    }
-    err(in_name, "%s", *msg ? msg : es_strerror(rc));
-    code = es_exit_code(rc);
+    code = input_failed(o, in_name, rc, msg);
     goto end;
   }
   es_trace("video: first frame read");
