@@ -224,21 +224,6 @@ for f in a/b/y a/c a/d/z a/e top; do cp "$T/in/a.png" "$T/sd2/$f.png"; done
 grep -qx "entropy-stream: $T/sdo2/a: cannot create directory: exists and is not a directory" "$T/sd2.err" || fail "directory in the way of subdirectories: message: $(cat "$T/sd2.err")"
 grep -qx "entropy-stream: 4 of 5 files failed" "$T/sd2.err" || fail "directory in the way of subdirectories: no '4 of 5 files failed': $(cat "$T/sd2.err")"
 
-# Two inputs whose float maps get one name (m.PNG and m.png both make m.npy): the second
-# in name order fails, named, and the first's map is the one written. Both were written to
-# the same file at once: with -y "2 written" and one map lost (which one, by thread timing);
-# without, "m.npy: exists (use -y to overwrite)" for a file the run itself had just made.
-mkdir -p "$T/cc"; cp "$T/in/a.png" "$T/cc/m.PNG"; cp "$T/in/b.png" "$T/cc/m.png"
-"$BIN" -q "$T/cc/m.PNG" -o "$T/cc-want.npy" || fail "m.PNG alone: exit $?"
-for y in "" -y; do
-  "$BIN" --no-progress $y --format f32 "$T/cc" -o "$T/cco" 2> "$T/cc.err"; rc=$?
-  [ $rc = 3 ] || fail "two inputs onto one .npy ($y): exit $rc, want 3 ($(cat "$T/cc.err"))"
-  grep -qx "entropy-stream: $T/cco/m.npy: also the output of $T/cc/m.PNG (rename one of them)" "$T/cc.err" ||
-    fail "two inputs onto one .npy ($y): message: $(cat "$T/cc.err")"
-  grep -qx "entropy-stream: 1 of 2 files failed" "$T/cc.err" || fail "two inputs onto one .npy ($y): no summary: $(cat "$T/cc.err")"
-  cmp -s "$T/cc-want.npy" "$T/cco/m.npy" || fail "two inputs onto one .npy ($y): m.npy is not m.PNG's map"
-done
-
 # An output that is another file's input: d/a.png and d/d/a.png into the parent of d make
 # ./a.png and ./d/a.png, the second being the first's input. -y replaced that input with the
 # heat map of d/d/a.png (exit 0, "2 written"); now refused as an output onto its own input
@@ -252,20 +237,40 @@ cmp -s "$T/in/a.png" "$T/par/d/a.png" || fail "output onto another file's input:
 [ -e "$T/par/a.png" ] && fail "output onto another file's input: an output was written"
 # The statistics file inside the output directory the run creates: the directory is made
 # first, as a video's frame directory is (it was exit 3, "OUT/s.csv: cannot create: No such
-# file or directory", nothing done), for a batch and a single image; a bad name still creates
-# nothing.
+# file or directory", nothing done), for a batch (with a trailing slash too, and -r into a
+# directory two levels new) and a single image; a bad name still creates nothing, nor does
+# a --stats outside it that cannot be made.
 rm -rf "$T/sin"; mkdir -p "$T/sin"; cp "$T/in/a.png" "$T/in/b.png" "$T/sin/"
 for o in "$T/sout" "$T/sout2/"; do
   msg=$("$BIN" -q "$T/sin" -o "$o" --stats "${o%/}/s.csv" 2>&1); rc=$?
   [ $rc = 0 ] && [ -f "${o%/}/a.png" ] && [ "$(wc -l < "${o%/}/s.csv")" = 3 ] ||
     fail "--stats inside the new output directory $o: exit $rc ($msg)"
 done
+msg=$("$BIN" -q -r "$T/sd/a" -o "$T/stin/deep" --stats "$T/stin/deep/s.csv" 2>&1); rc=$?
+[ $rc = 0 ] && [ -f "$T/stin/deep/x.png" ] && [ "$(tail -n +2 "$T/stin/deep/s.csv" 2>/dev/null | cut -d, -f1)" = x.png ] ||
+  fail "-r, --stats inside the new output directory: exit $rc ($msg)"
 msg=$("$BIN" -q "$T/sin/a.png" -o "$T/sout3/" --stats "$T/sout3/s.jsonl" 2>&1); rc=$?
 [ $rc = 0 ] && [ -f "$T/sout3/a.png" ] && [ "$(wc -l < "$T/sout3/s.jsonl")" = 1 ] ||
   fail "--stats inside a single image's new output directory: exit $rc ($msg)"
 msg=$("$BIN" -q "$T/sin" -o "$T/sout4" --stats "$T/sout4/s.txt" 2>&1); rc=$?
 [ $rc = 1 ] || fail "--stats s.txt inside the output directory: exit $rc, want 1 ($msg)"
 [ -e "$T/sout4" ] && fail "--stats s.txt inside the output directory: the directory was made"
+"$BIN" -q "$T/sin" -o "$T/sout5" --stats "$T/nowhere/s.csv" 2>/dev/null; rc=$?
+[ $rc = 3 ] || fail "--stats in a missing directory: exit $rc, want 3"
+[ -e "$T/sout5" ] && fail "--stats in a missing directory: the output directory was left"
+# Inside it, a --stats that cannot be made (a subdirectory that is not there) left the new
+# output directory behind, empty (and the new parents make_dirs had made), exit 3: it is
+# made first for the statistics file, which then failed. Nothing the run made is left.
+for o in "$T/sout6" "$T/snew/sout7/"; do
+  top=${o#"$T/"}; top=$T/${top%%/*}
+  msg=$("$BIN" -q "$T/sin" -o "$o" --stats "${o%/}/sub/s.csv" 2>&1); rc=$?
+  [ $rc = 3 ] || fail "--stats in a missing subdirectory of the new output directory $o: exit $rc, want 3 ($msg)"
+  [ -e "$top" ] && fail "--stats in a missing subdirectory of the new output directory $o: $(find "$top") left behind"
+  rm -rf "$top"
+done
+mkdir -p "$T/sold"
+"$BIN" -q "$T/sin" -o "$T/sold" --stats "$T/sold/sub/s.csv" 2>/dev/null
+[ -d "$T/sold" ] || fail "--stats in a missing subdirectory of an existing output directory: the directory was removed"
 
 # --stats - appended to one of the batch's inputs: refused (the CSV went onto the PNG).
 mkdir -p "$T/so"; cp "$T/in/a.png" "$T/so/a.png"; cp "$T/in/b.png" "$T/so/b.png"
@@ -300,9 +305,10 @@ PYEOF
 [ "$(tail -n +2 "$T/mem.csv" | wc -l)" = 6000 ] || fail "--stats memory: $(tail -n +2 "$T/mem.csv" | wc -l) records, want 6000"
 
 # --format f32 names each map NAME.npy, so x.png and x.PNG (*.png is taken in any case) both
-# became x.npy: with -y one silently replaced the other, "3 written" and exit 0; without it
-# the second said "exists (use -y to overwrite)" of a file that was not there before the run.
-# Now the first in name order gets it; the other fails before anything runs, naming both.
+# became x.npy, written at once: with -y "3 written", exit 0, and one map lost (which one, by
+# thread timing); without, "x.npy: exists (use -y to overwrite)" for a file the run itself
+# had just made. Now the first in name order gets it (its map is the one written) and the
+# other fails before anything runs, named, counted, without a record.
 mkdir "$T/case"; cp "$T/in/a.png" "$T/case/x.PNG"; cp "$T/in/b.png" "$T/case/x.png"; cp "$T/in/a.png" "$T/case/y.png"
 "$BIN" -q "$T/case/x.PNG" -o "$T/case-x.npy" || fail "x.PNG alone: exit $?"
 for y in -y ""; do
@@ -310,24 +316,11 @@ for y in -y ""; do
   "$BIN" --no-progress $y --format f32 "$T/case" -o "$T/caseo" --stats "$T/case$y.csv" 2> "$T/case.err"; rc=$?
   [ $rc = 3 ] || fail "x.png and x.PNG to .npy ($y): exit $rc, want 3 ($(cat "$T/case.err"))"
   grep -qx "entropy-stream: $T/caseo/x.npy: also the output of $T/case/x.PNG (rename one of them)" "$T/case.err" || fail "x.png and x.PNG to .npy ($y): message: $(cat "$T/case.err")"
+  grep -qx "entropy-stream: 1 of 3 files failed" "$T/case.err" || fail "x.png and x.PNG to .npy ($y): no '1 of 3 files failed': $(cat "$T/case.err")"
   grep -q "^entropy-stream: 3 files, 2 written, 0 skipped, 1 failed" "$T/case.err" || fail "x.png and x.PNG to .npy ($y): summary: $(cat "$T/case.err")"
   [ "$(tail -n +2 "$T/case$y.csv" | cut -d, -f1 | tr '\n' ' ')" = "x.PNG y.png " ] || fail "x.png and x.PNG to .npy ($y): records $(cat "$T/case$y.csv")"
   cmp -s "$T/caseo/x.npy" "$T/case-x.npy" || fail "x.png and x.PNG to .npy ($y): x.npy is not x.PNG's map"
 done
-
-# --stats inside the output directory that the run creates (-o heat/ --stats heat/s.csv): the
-# statistics file was opened before the directory was made, so the run failed at once with
-# "cannot create: No such file or directory" (exit 3), for a batch and for one image into a
-# directory alike, while a video into a frame directory took it. A bad --stats name still
-# leaves no output directory behind (test_cli_errors checks .txt), nor does an unwritable one.
-"$BIN" -q -r "$T/sd/a" -o "$T/stin/deep" --stats "$T/stin/deep/s.csv"; rc=$?
-[ $rc = 0 ] || fail "--stats inside the new output directory: exit $rc"
-[ -f "$T/stin/deep/x.png" ] && [ "$(tail -n +2 "$T/stin/deep/s.csv" 2>/dev/null | cut -d, -f1)" = x.png ] || fail "--stats inside the new output directory: not written"
-"$BIN" -q "$T/sd/a/x.png" -o "$T/stin1/" --stats "$T/stin1/s.jsonl"; rc=$?
-[ $rc = 0 ] && [ -f "$T/stin1/x.png" ] && [ -s "$T/stin1/s.jsonl" ] || fail "one image, --stats inside the new output directory: exit $rc"
-"$BIN" -q "$T/sd/a" -o "$T/stin2" --stats "$T/nowhere/s.csv" 2>/dev/null; rc=$?
-[ $rc = 3 ] || fail "--stats in a missing directory: exit $rc, want 3"
-[ -e "$T/stin2" ] && fail "--stats in a missing directory: the output directory was left"
 
 # A symbolic link to a directory is never descended (a link to a parent would loop), and a
 # directory is not an image whatever its name: a real directory x.png was skipped, but a link

@@ -405,6 +405,11 @@ msg=$("$BIN" -q "$T/clip.mkv" -o "$T/nodir" --stats "$T/afile/s.csv" 2>&1); rc=$
 [ -e "$T/nodir" ] && fail "frames with an unwritable --stats: $T/nodir left behind"
 "$BIN" -q "$T/clip.mkv" -o "$T/indir" --stats "$T/indir/s.csv" && [ "$(wc -l < "$T/indir/s.csv")" = $((N + 1)) ] ||
   fail "frames with --stats inside their directory: exit $?"
+# Inside it, a --stats that cannot be made (a subdirectory that is not there): the frame
+# directory, made first for it, was left behind empty (with the new parents), exit 3.
+msg=$("$BIN" -q "$T/clip.mkv" -o "$T/fnew/frames" --stats "$T/fnew/frames/sub/s.csv" 2>&1); rc=$?
+[ $rc = 3 ] || fail "frames with --stats in a missing subdirectory of their directory: exit $rc, want 3 ($msg)"
+[ -e "$T/fnew" ] && fail "frames with --stats in a missing subdirectory of their directory: $(find "$T/fnew") left behind"
 
 # Corrupt packets in the middle of a video: skipped and counted, the rest kept, exit 0.
 $FF -f lavfi -i testsrc=size=96x64:rate=10 -frames:v 30 -c:v mpeg4 -g 5 "$T/c.avi" || fail "cannot make c.avi"

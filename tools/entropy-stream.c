@@ -928,6 +928,44 @@ static int stats_open(const cli_opts *o, es_stats_writer **sw) {
   return rc;
 }
 
+/* Makes the output directory dir and opens the --stats file, which lies inside it. Where the
+ * statistics file cannot be opened (a subdirectory that is not there), the directories made
+ * here are removed again, deepest first (nothing was written into them yet): a run that
+ * fails on its --stats leaves no output directory behind, as where the file lies outside it
+ * and is opened first. A failure is reported. */
+static int stats_open_inside(const cli_opts *o, const char *dir, es_stats_writer **sw) {
+  char buf[PATH_MAX];
+  size_t n = strlen(dir), keep = n, end = n;
+  struct stat st;
+  if (n >= sizeof buf) return make_out_dir(dir); /* which refuses it */
+  /* keep: the leading part of dir that exists already, not the run's to remove */
+  memcpy(buf, dir, n + 1);
+  for (;;) {
+    while (keep > 1 && buf[keep - 1] == '/') keep--;
+    buf[keep] = 0;
+    if (stat(buf, &st) == 0) break;
+    const char *slash = strrchr(buf, '/');
+    if (!slash) {
+      keep = 0;
+      break;
+    }
+    keep = slash == buf ? 1 : (size_t)(slash - buf);
+  }
+  int rc = make_out_dir(dir);
+  if (rc != ES_OK || (rc = stats_open(o, sw)) == ES_OK) return rc;
+  memcpy(buf, dir, n + 1);
+  for (;;) {
+    while (end > 1 && buf[end - 1] == '/') end--;
+    if (end <= keep) break;
+    buf[end] = 0;
+    if (rmdir(buf) != 0) break; /* no longer empty: not only the run's */
+    const char *slash = strrchr(buf, '/');
+    if (!slash) break;
+    end = (size_t)(slash - buf);
+  }
+  return rc;
+}
+
 /* ======================================================================================
  * Images: one PNG or a directory of them, through an es_stream. Decode workers take the
  * files in name order, read each PNG straight into a frame of the stream and push it;
@@ -1492,14 +1530,16 @@ static int run_images(cli_opts *o, int in_kind, int out_kind) {
   /* One image into a directory the run makes: if nothing is written into it (a bad input,
    * an interrupt), the directory goes again at the end, as a failure leaves no file. */
   if (in_kind != IN_DIR && o->output && out_kind == OUT_DIR) made = first_missing(o->output);
-  if (o->stats_path && o->output && (out_kind == OUT_DIR || in_kind == IN_DIR) &&
-      path_inside(o->output, o->stats_path) && make_out_dir(o->output) != ES_OK) {
-    code = 3;
-    goto end;
-  }
-  if (o->stats_path && (rc = stats_open(o, &sw)) != ES_OK) {
-    code = es_exit_code(rc);
-    goto end;
+  if (o->stats_path) {
+    if (o->output && (out_kind == OUT_DIR || in_kind == IN_DIR) &&
+        path_inside(o->output, o->stats_path))
+      rc = stats_open_inside(o, o->output, &sw);
+    else
+      rc = stats_open(o, &sw);
+    if (rc != ES_OK) {
+      code = es_exit_code(rc);
+      goto end;
+    }
   }
 
   if (o->output && (out_kind == OUT_DIR || in_kind == IN_DIR)) {
@@ -1969,6 +2009,18 @@ static void *ctx_open_main(void *arg) {
   return NULL;
 }
 
+/* The input failed before its first frame was had (at the open or the first read): reported,
+ * and the exit code. A signal meanwhile made the pump close standard input, so the reader
+ * saw an empty or short stream: that is the interruption, not bad input. */
+static int input_failed(const cli_opts *o, const char *in_name, int rc, const char *msg) {
+  if (g_stop) {
+    if (!o->quiet) err(in_name, "interrupted before the first frame");
+    return 130;
+  }
+  err(in_name, "%s", *msg ? msg : es_strerror(rc));
+  return es_exit_code(rc);
+}
+
 static int run_video(cli_opts *o, int out_kind) {
   vid_run v;
   ctx_open co = {.cfg = &o->cfg};
@@ -2054,15 +2106,7 @@ static int run_video(cli_opts *o, int out_kind) {
   if (fifo_fd >= 0) close(fifo_fd); /* the reader opened the pipe itself */
   fifo_fd = -1;
   if (rc != ES_OK) {
-    /* A signal while the header was awaited: the pump closed standard input, so the open
-     * saw an empty stream. That is an interruption, not bad input. */
-    if (g_stop) {
-      if (!o->quiet) err(in_name, "interrupted before the first frame");
-      code = 130;
-      goto end;
-    }
-    err(in_name, "%s", *msg ? msg : es_strerror(rc));
-    code = es_exit_code(rc);
+    code = input_failed(o, in_name, rc, msg);
     goto end;
   }
   es_trace("video: input open");
@@ -2089,19 +2133,14 @@ static int run_video(cli_opts *o, int out_kind) {
   if (rc == ES_OK) {
     v.first_lent = 1;
   } else if (rc != ES_ERR_AGAIN && rc != ES_ERR_EOF) {
-    if (g_stop) { /* the pump closed standard input: the read came out short */
-      if (!o->quiet) err(in_name, "interrupted before the first frame");
-      code = 130;
-      goto end;
-    }
-    err(in_name, "%s", *msg ? msg : es_strerror(rc));
-    code = es_exit_code(rc);
+    code = input_failed(o, in_name, rc, msg);
     goto end;
   }
   es_trace("video: first frame read");
 
   /* Outputs. The statistics file first, so that one that cannot be written leaves no
-   * frame directory behind (as in run_images); where it lies inside that directory, after. */
+   * frame directory behind (as in run_images); where it lies inside that directory, with
+   * it (stats_open_inside). */
   if (o->stats_path && !(out_kind == OUT_DIR && path_inside(o->output, o->stats_path))) {
     rc = stats_open(o, &sw);
     if (rc != ES_OK) {
@@ -2147,9 +2186,12 @@ static int run_video(cli_opts *o, int out_kind) {
     }
     sc.want_map = 1;
   } else if (out_kind == OUT_DIR) {
-    rc = make_out_dir(o->output);
+    if (o->stats_path && path_inside(o->output, o->stats_path))
+      rc = stats_open_inside(o, o->output, &sw);
+    else
+      rc = make_out_dir(o->output);
     if (rc != ES_OK) {
-      code = 3;
+      code = es_exit_code(rc);
       goto end;
     }
     if (o->format == FMT_F32)
@@ -2161,13 +2203,6 @@ static int run_video(cli_opts *o, int out_kind) {
     int fmt = sc.render.format;
     sc.render = o->render;
     sc.render.format = fmt;
-  }
-  if (o->stats_path && !sw) {
-    rc = stats_open(o, &sw);
-    if (rc != ES_OK) {
-      code = es_exit_code(rc);
-      goto end;
-    }
   }
   sc.want_stats = sw != NULL;
   /* max_width 0: each frame buffer is made when a frame for it has come (decode_thread),
