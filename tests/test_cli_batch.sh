@@ -282,7 +282,8 @@ cmp -s "$T/in/b.png" "$T/so/b.png" || fail "--stats - appended to an input: the 
 # held its es_stats whole, 8 KB of histogram room (1024 bins) whatever --stats-bins, so
 # memory grew 8 KB a file: 40000 small PNGs took 356 MB against 34 MB without --stats.
 # Now only the bins used are kept. 6000 files: less than 8 MB more than without --stats
-# (before: 49 MB more).
+# (before: 49 MB more). On the CPU: a GPU context's own memory moved the peak by 78 MB between
+# two runs on two H200s (BENCHMARKS E9), which says nothing of the records.
 mkdir "$T/mem"
 "$PY" - "$T/mem" "$T/in/a.png" <<'PYEOF'
 import os, sys
@@ -293,7 +294,7 @@ PYEOF
 import resource, subprocess, sys
 b, d, csv = sys.argv[1:4]
 def peak(args):
-    r = subprocess.run([b, '-q', '--threads', '1', d] + args).returncode
+    r = subprocess.run([b, '-q', '--device', 'cpu', '--threads', '1', d] + args).returncode
     assert r == 0, (args, r)
     # a child's own peak: ru_maxrss of the children is the largest so far, so the lighter run first
     return resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
