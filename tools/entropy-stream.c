@@ -934,35 +934,10 @@ static int stats_open(const cli_opts *o, es_stats_writer **sw) {
  * fails on its --stats leaves no output directory behind, as where the file lies outside it
  * and is opened first. A failure is reported. */
 static int stats_open_inside(const cli_opts *o, const char *dir, es_stats_writer **sw) {
-  char buf[PATH_MAX];
-  size_t n = strlen(dir), keep = n, end = n;
-  struct stat st;
-  if (n >= sizeof buf) return make_out_dir(dir); /* which refuses it */
-  /* keep: the leading part of dir that exists already, not the run's to remove */
-  memcpy(buf, dir, n + 1);
-  for (;;) {
-    while (keep > 1 && buf[keep - 1] == '/') keep--;
-    buf[keep] = 0;
-    if (stat(buf, &st) == 0) break;
-    const char *slash = strrchr(buf, '/');
-    if (!slash) {
-      keep = 0;
-      break;
-    }
-    keep = slash == buf ? 1 : (size_t)(slash - buf);
-  }
+  const size_t made = first_missing(dir); /* where what make_out_dir creates starts */
   int rc = make_out_dir(dir);
   if (rc != ES_OK || (rc = stats_open(o, sw)) == ES_OK) return rc;
-  memcpy(buf, dir, n + 1);
-  for (;;) {
-    while (end > 1 && buf[end - 1] == '/') end--;
-    if (end <= keep) break;
-    buf[end] = 0;
-    if (rmdir(buf) != 0) break; /* no longer empty: not only the run's */
-    const char *slash = strrchr(buf, '/');
-    if (!slash) break;
-    end = (size_t)(slash - buf);
-  }
+  remove_made_dirs(dir, made);
   return rc;
 }
 
