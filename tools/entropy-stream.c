@@ -1940,11 +1940,12 @@ static void *decode_thread(void *arg) {
     f->user = NULL;
     if (v->pushed == 0) es_trace("decode: first frame read");
     rc = es_stream_push(v->st, f);
+    if (rc != ES_OK) break; /* the frame is still ours (entropy_stream.h) */
     f = NULL;
-    if (rc != ES_OK) break;
     v->pushed++;
   }
-  /* The frame we hold was never pushed: give it back to the pool. */
+  /* The frame we hold was never pushed (or its push failed): give it back to the pool,
+   * with its lent decoder buffer, rather than leave both to es_stream_destroy. */
   if (f) es_stream_release(v->st, f);
   es_trace("decode: %lld frames pushed; %.1f ms waiting for a free frame, %.1f ms reading "
            "(%.1f of them copying planes out of decoded frames)",
