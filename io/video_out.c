@@ -56,6 +56,23 @@ struct es_video_out {
   int64_t shift;              /* added to every pts: a start before 0, a step back (encoder tb) */
   int64_t frames;             /* frames written */
   int header_written;
+  /* Where the header's size is large, the encoder and the container wait for the first
+   * frame: a header alone must not cost the frames it declares (SPEC 3; x264 allocates
+   * about 5 bytes a pixel when it opens). The options were checked at open on an encoder
+   * of a small size. */
+  int lazy;
+  const AVCodec *codec;       /* the encoder */
+  const AVOutputFormat *ofmt; /* the container */
+  enum AVPixelFormat enc_fmt; /* the encoder's pixel format */
+  AVRational tb, fps;         /* the encoder's time base; the frame rate */
+  int global_header;
+  es_video_out_opts opts;     /* lazy: what the encoder opens with (preset copied) */
+  char *preset;
+  int32_t dm[9];              /* the input's rotation, for a container that keeps it */
+  int has_dm;
+  AVCodecParameters *par;     /* the stream as the encoder at open described it, at the
+                                 output's size */
+  AVIOContext *pb;            /* lazy: the output, opened at open, until the container */
   int failed;                 /* a write failed: close may not commit */
   char *final_path;           /* encode: the name renamed into at commit (links followed) */
   char *tmp_path;             /* encode: the temporary written to; NULL for a FIFO/device */
@@ -207,12 +224,12 @@ static int make_tmp(es_video_out *v, char *msg, size_t len) {
 /* Allocates, sets up and opens an encoder. tuning: apply --crf/--preset (or mpeg4's
  * constant quantiser). Returns an AVERROR; *out is set either way (free it). */
 static int open_encoder(AVCodecContext **out, const AVCodec *codec, const es_video_out_opts *o,
-                        enum AVPixelFormat fmt, AVRational tb, AVRational fps, int global_header,
-                        int tuning) {
+                        int w, int h, enum AVPixelFormat fmt, AVRational tb, AVRational fps,
+                        int global_header, int tuning) {
   AVCodecContext *e = *out = avcodec_alloc_context3(codec);
   if (!e) return AVERROR(ENOMEM);
-  e->width = o->width;
-  e->height = o->height;
+  e->width = w;
+  e->height = h;
   e->pix_fmt = fmt;
   e->time_base = tb;
   e->framerate = fps;
@@ -251,6 +268,134 @@ static int open_encoder(AVCodecContext **out, const AVCodec *codec, const es_vid
       return AVERROR_OPTION_NOT_FOUND;
   }
   return avcodec_open2(e, codec, NULL);
+}
+
+/* Above this many pixels a frame, the encoder opens at the first frame (see es_video_out's
+ * lazy): 2 MP, 1920x1080 and less, opens at once as ever (one encoder, not two). */
+#define ES_VIDEO_OUT_LAZY_PIXELS (1 << 21)
+
+/* The video stream of v->fmt, described by par, with the input's rotation where there is one;
+ * YUV4MPEG2's 16-bit grey allowed. */
+static int add_stream(es_video_out *v, const AVCodecParameters *par, char *msg, size_t len) {
+  int err;
+  v->st = avformat_new_stream(v->fmt, NULL);
+  if (!v->st) {
+    snprintf(msg, len, "out of memory");
+    return ES_ERR_NOMEM;
+  }
+  v->st->time_base = v->tb;
+  v->st->sample_aspect_ratio = par->sample_aspect_ratio;
+  v->st->avg_frame_rate = v->fps;
+  v->st->r_frame_rate = v->fps;
+  if ((err = avcodec_parameters_copy(v->st->codecpar, par)) < 0) {
+    averr(msg, len, "stream parameters", err);
+    return err == AVERROR(ENOMEM) ? ES_ERR_NOMEM : ES_ERR_OUTPUT;
+  }
+  if (v->has_dm) {
+    const size_t dmsize = sizeof v->dm;
+#if LIBAVCODEC_VERSION_INT >= AV_VERSION_INT(60, 31, 102) /* FFmpeg 6.1: side data in codecpar */
+    AVPacketSideData *sd = av_packet_side_data_new(&v->st->codecpar->coded_side_data,
+                                                   &v->st->codecpar->nb_coded_side_data,
+                                                   AV_PKT_DATA_DISPLAYMATRIX, dmsize, 0);
+    uint8_t *dm = sd ? sd->data : NULL;
+#else
+    uint8_t *dm = av_stream_new_side_data(v->st, AV_PKT_DATA_DISPLAYMATRIX, dmsize);
+#endif
+    if (!dm) {
+      snprintf(msg, len, "out of memory");
+      return ES_ERR_NOMEM;
+    }
+    memcpy(dm, v->dm, dmsize);
+  }
+  /* 16-bit grey is "Cmono16", which FFmpeg's y4m muxer counts as an extension (-strict -1);
+   * ffmpeg reads it back. */
+  if (!strcmp(v->fmt->oformat->name, "yuv4mpegpipe"))
+    v->fmt->strict_std_compliance = FF_COMPLIANCE_UNOFFICIAL;
+  return ES_OK;
+}
+
+/* A lazy writer's container, on the output opened at open, with a stream described by par;
+ * its header written. On failure the output stays v->pb and the container is freed. dry:
+ * the header is written into memory and the container freed either way (a muxer may have
+ * written part of its header before it refuses). */
+static int lazy_container(es_video_out *v, const AVCodecParameters *par, int dry, char *msg,
+                          size_t len) {
+  int rc, err = avformat_alloc_output_context2(&v->fmt, v->ofmt, NULL, NULL);
+  if (err < 0) {
+    averr(msg, len, "cannot create the container", err);
+    return ES_ERR_OUTPUT;
+  }
+  if ((rc = add_stream(v, par, msg, len)) == ES_OK) {
+    if (!dry) {
+      v->fmt->pb = v->pb;
+    } else if ((err = avio_open_dyn_buf(&v->fmt->pb)) < 0) {
+      snprintf(msg, len, "out of memory");
+      rc = ES_ERR_NOMEM;
+    }
+    if (rc == ES_OK && (err = avformat_write_header(v->fmt, NULL)) < 0) {
+      averr(msg, len, "cannot write the header", err);
+      rc = err == AVERROR(ENOMEM) ? ES_ERR_NOMEM : ES_ERR_OUTPUT;
+    }
+    if (dry && v->fmt->pb) {
+      uint8_t *buf = NULL;
+      avio_close_dyn_buf(v->fmt->pb, &buf);
+      av_free(buf);
+    }
+  }
+  if (rc != ES_OK || dry) {
+    v->fmt->pb = NULL;
+    avformat_free_context(v->fmt);
+    v->fmt = NULL;
+    v->st = NULL;
+    return rc;
+  }
+  v->pb = NULL; /* the container's now */
+  v->header_written = 1;
+  return ES_OK;
+}
+
+/* The first frame of a lazy writer: the encoder at the output's size, then the container. */
+static int lazy_start(es_video_out *v, char *msg, size_t len) {
+  int err = open_encoder(&v->enc, v->codec, &v->opts, v->width, v->height, v->enc_fmt, v->tb,
+                         v->fps, v->global_header, 1);
+  if (err < 0) {
+    char what[200];
+    snprintf(what, sizeof what, "encoder %s refused %dx%d %s", v->codec->name, v->width,
+             v->height, av_get_pix_fmt_name(v->enc_fmt) ? av_get_pix_fmt_name(v->enc_fmt) : "?");
+    averr(msg, len, what, err);
+    return err == AVERROR(ENOMEM) ? ES_ERR_NOMEM : ES_ERR_OUTPUT;
+  }
+  if ((err = avcodec_parameters_from_context(v->par, v->enc)) < 0) {
+    averr(msg, len, "stream parameters", err);
+    return ES_ERR_OUTPUT;
+  }
+  int rc = lazy_container(v, v->par, 0, msg, len);
+  if (rc == ES_OK) v->lazy = 0;
+  return rc;
+}
+
+/* Close of a lazy writer that had no frame: the container with the stream as described at
+ * open (the output's size, no encoder opened), as ffmpeg writes one with no frame (MP4 and
+ * MOV then leave the empty track out). Its codec headers (extradata) were the small
+ * encoder's: left out; where the container cannot be written without them (H.264 in
+ * Matroska), the small encoder's are kept, there being no frame they could misdescribe. */
+static int lazy_empty(es_video_out *v, char *msg, size_t len) {
+  AVCodecParameters *bare = avcodec_parameters_alloc();
+  int rc;
+  if (!bare || avcodec_parameters_copy(bare, v->par) < 0) {
+    avcodec_parameters_free(&bare);
+    snprintf(msg, len, "out of memory");
+    return ES_ERR_NOMEM;
+  }
+  av_freep(&bare->extradata);
+  bare->extradata_size = 0;
+  const AVCodecParameters *use = bare;
+  if (v->par->extradata_size && lazy_container(v, bare, 1, msg, len) == ES_ERR_OUTPUT)
+    use = v->par; /* refused without them (tried into memory first) */
+  rc = lazy_container(v, use, 0, msg, len);
+  avcodec_parameters_free(&bare);
+  if (rc == ES_OK) msg[0] = 0; /* the refusal tried into memory is no error */
+  return rc;
 }
 
 int es_video_out_open(es_video_out **out, const char *path, const es_video_out_opts *o,
@@ -484,17 +629,42 @@ int es_video_out_open(es_video_out **out, const char *path, const es_video_out_o
       dup |= !av_cmp_q(tbs[k], cand[i]);
     if (!dup) tbs[ntb++] = cand[i];
   }
-  err = AVERROR(EINVAL);
-  for (int i = 0; i < ntb && err < 0; i++) {
-    avcodec_free_context(&v->enc);
-    err = open_encoder(&v->enc, codec, o, enc_fmt, tbs[i], fps, global_header,
-                       v->mode == MODE_ENCODE);
-    if (err == AVERROR(ENOMEM)) break;
+  /* A large encoder waits for the first frame (lazy): here one of a small size of the same
+   * parity checks the options, time base and pixel format. Where that one is refused (an
+   * encoder of fixed sizes, h263), the encoder is opened at the output's size, as before. */
+  v->lazy = v->mode == MODE_ENCODE && (int64_t)o->width * o->height > ES_VIDEO_OUT_LAZY_PIXELS;
+  int pw = o->width, ph = o->height;
+  for (;;) {
+    if (v->lazy) {
+      pw = o->width > 65 ? 64 + (o->width & 1) : o->width;
+      ph = o->height > 65 ? 64 + (o->height & 1) : o->height;
+    } else {
+      pw = o->width;
+      ph = o->height;
+    }
+    err = AVERROR(EINVAL);
+    for (int i = 0; i < ntb && err < 0; i++) {
+      avcodec_free_context(&v->enc);
+      err = open_encoder(&v->enc, codec, o, pw, ph, enc_fmt, tbs[i], fps, global_header,
+                         v->mode == MODE_ENCODE);
+      v->tb = tbs[i];
+      if (err == AVERROR(ENOMEM)) break;
+    }
+    if (err >= 0 || !v->lazy || err == AVERROR(ENOMEM)) break;
+    if (v->mode == MODE_ENCODE && (o->preset || o->crf >= 0)) {
+      AVCodecContext *plain = NULL;
+      int opens = open_encoder(&plain, codec, o, pw, ph, enc_fmt, tbs[ntb - 1], fps,
+                               global_header, 0) >= 0;
+      avcodec_free_context(&plain);
+      if (opens) break; /* the small one opens without them: they were refused (below) */
+    }
+    v->lazy = 0;
   }
   if (err < 0) {
     AVCodecContext *plain = NULL;
     if (err != AVERROR(ENOMEM) && v->mode == MODE_ENCODE && (o->preset || o->crf >= 0) &&
-        open_encoder(&plain, codec, o, enc_fmt, tbs[ntb - 1], fps, global_header, 0) >= 0) {
+        open_encoder(&plain, codec, o, pw, ph, enc_fmt, tbs[ntb - 1], fps, global_header, 0) >=
+            0) {
       /* It opens without them: the preset or crf was refused. */
       if (o->preset && o->crf >= 0)
         snprintf(msg, len, "--preset %s or --crf %d: refused by encoder %s", o->preset, o->crf,
@@ -515,46 +685,42 @@ int es_video_out_open(es_video_out **out, const char *path, const es_video_out_o
     avcodec_free_context(&plain);
     goto end;
   }
-  v->step = av_rescale_q(1, av_inv_q(fps), v->enc->time_base);
+  v->codec = codec;
+  v->ofmt = ofmt;
+  v->enc_fmt = enc_fmt;
+  v->fps = fps;
+  v->global_header = global_header;
+  v->step = av_rescale_q(1, av_inv_q(fps), v->tb);
   if (v->step < 1) v->step = 1;
-  v->st = avformat_new_stream(v->fmt, NULL);
-  if (!v->st) {
+  v->opts = *o;
+  v->opts.codec = NULL;
+  v->opts.display_matrix = NULL;
+  if (o->preset && !(v->preset = strdup(o->preset))) {
     rc = ES_ERR_NOMEM;
     snprintf(msg, len, "out of memory");
     goto end;
   }
-  v->st->time_base = v->enc->time_base;
-  v->st->sample_aspect_ratio = v->enc->sample_aspect_ratio;
-  v->st->avg_frame_rate = fps;
-  v->st->r_frame_rate = fps;
-  if ((err = avcodec_parameters_from_context(v->st->codecpar, v->enc)) < 0) {
+  v->opts.preset = v->preset;
+  /* The input's rotation metadata: the map is in the stored orientation, as the source's
+   * frames are, so players turn both alike. Containers without it (y4m, AVI) drop it. */
+  if (o->display_matrix && v->mode == MODE_ENCODE) {
+    memcpy(v->dm, o->display_matrix, sizeof v->dm);
+    v->has_dm = 1;
+  }
+  v->par = avcodec_parameters_alloc();
+  if (!v->par) {
+    rc = ES_ERR_NOMEM;
+    snprintf(msg, len, "out of memory");
+    goto end;
+  }
+  if ((err = avcodec_parameters_from_context(v->par, v->enc)) < 0) {
     averr(msg, len, "stream parameters", err);
     rc = ES_ERR_OUTPUT;
     goto end;
   }
-  /* The input's rotation metadata: the map is in the stored orientation, as the source's
-   * frames are, so players turn both alike. Containers without it (y4m, AVI) drop it. */
-  if (o->display_matrix && v->mode == MODE_ENCODE) {
-    const size_t dmsize = 9 * sizeof(int32_t);
-#if LIBAVCODEC_VERSION_INT >= AV_VERSION_INT(60, 31, 102) /* FFmpeg 6.1: side data in codecpar */
-    AVPacketSideData *sd = av_packet_side_data_new(&v->st->codecpar->coded_side_data,
-                                                   &v->st->codecpar->nb_coded_side_data,
-                                                   AV_PKT_DATA_DISPLAYMATRIX, dmsize, 0);
-    uint8_t *dm = sd ? sd->data : NULL;
-#else
-    uint8_t *dm = av_stream_new_side_data(v->st, AV_PKT_DATA_DISPLAYMATRIX, dmsize);
-#endif
-    if (!dm) {
-      rc = ES_ERR_NOMEM;
-      snprintf(msg, len, "out of memory");
-      goto end;
-    }
-    memcpy(dm, o->display_matrix, dmsize);
-  }
-  /* 16-bit grey is "Cmono16", which FFmpeg's y4m muxer counts as an extension (-strict -1);
-   * ffmpeg reads it back. */
-  if (!strcmp(v->fmt->oformat->name, "yuv4mpegpipe"))
-    v->fmt->strict_std_compliance = FF_COMPLIANCE_UNOFFICIAL;
+  v->par->width = o->width; /* the encoder of a lazy open is small */
+  v->par->height = o->height;
+  if ((rc = add_stream(v, v->par, msg, len)) < 0) goto end;
   if ((err = avio_open(&v->fmt->pb, url, AVIO_FLAG_WRITE)) < 0) {
     averr(msg, len, "cannot open for writing", err);
     rc = ES_ERR_OUTPUT;
@@ -580,21 +746,28 @@ int es_video_out_open(es_video_out **out, const char *path, const es_video_out_o
     }
     goto end;
   }
-  if ((err = avformat_write_header(v->fmt, NULL)) < 0) {
-    averr(msg, len, "cannot write the header", err);
-    rc = ES_ERR_OUTPUT;
-    goto end;
+  if (v->lazy) {
+    /* The checks are done: the output stays open, the container and the encoder are made
+     * again at the first frame (or for none, at close), at the output's size. */
+    v->pb = v->fmt->pb;
+    v->fmt->pb = NULL;
+    avformat_free_context(v->fmt);
+    v->fmt = NULL;
+    v->st = NULL;
+    avcodec_free_context(&v->enc);
+  } else {
+    if ((err = avformat_write_header(v->fmt, NULL)) < 0) {
+      averr(msg, len, "cannot write the header", err);
+      rc = ES_ERR_OUTPUT;
+      goto end;
+    }
+    v->header_written = 1;
   }
-  v->header_written = 1;
 
+  /* The frame's buffer is made at the first frame (alloc_frame): a header alone costs none. */
   v->frame->format = enc_fmt;
   v->frame->width = o->width;
   v->frame->height = o->height;
-  if ((err = av_frame_get_buffer(v->frame, 0)) < 0) {
-    rc = ES_ERR_NOMEM;
-    snprintf(msg, len, "out of memory");
-    goto end;
-  }
   v->made_av = enc_fmt;
   if (enc_fmt == AV_PIX_FMT_PAL8) {
     /* libswscale does not write pal8: ffmpeg's scale filter makes BGR8 and gives it BGR8's
@@ -697,8 +870,14 @@ int es_video_out_write(es_video_out *v, const es_planes *pix, const float *map,
     snprintf(msg, len, "no rendered frame to write");
     return ES_ERR_INTERNAL;
   }
-  /* The encoder (wrapped_avframe above all) may still hold the last buffer. */
-  if ((err = av_frame_make_writable(v->frame)) < 0) {
+  if (v->lazy && (rc = lazy_start(v, msg, len)) < 0) {
+    v->failed = 1;
+    return rc;
+  }
+  /* The frame's buffer, at the first frame; then the encoder (wrapped_avframe above all)
+   * may still hold the last buffer. */
+  if ((!v->frame->buf[0] && av_frame_get_buffer(v->frame, 0) < 0) ||
+      (err = av_frame_make_writable(v->frame)) < 0) {
     snprintf(msg, len, "out of memory");
     return ES_ERR_NOMEM;
   }
@@ -778,8 +957,10 @@ int es_video_out_close(es_video_out **pv, int commit, char *msg, size_t len) {
     }
     goto end;
   }
-  if (commit && v->header_written) {
-    rc = encode(v, NULL, msg, len);
+  /* No frame came to a lazy writer: its container, with the stream and no frame. */
+  if (commit && v->lazy && !v->header_written) rc = lazy_empty(v, msg, len);
+  if (commit && rc == ES_OK && v->header_written) {
+    if (v->enc) rc = encode(v, NULL, msg, len);
     if (rc == ES_OK && (err = av_write_trailer(v->fmt)) < 0) {
       averr(msg, len, "cannot finish the container", err);
       rc = ES_ERR_OUTPUT;
@@ -795,6 +976,10 @@ int es_video_out_close(es_video_out **pv, int commit, char *msg, size_t len) {
       averr(msg, len, "write error", err);
       rc = ES_ERR_OUTPUT;
     }
+  }
+  if (v->pb && (err = avio_closep(&v->pb)) < 0 && commit && rc == ES_OK) {
+    averr(msg, len, "write error", err);
+    rc = ES_ERR_OUTPUT;
   }
   if (v->tmp_path) {
     if (commit && rc == ES_OK && v->header_written) {
@@ -814,6 +999,8 @@ end:
   free(v->final_path);
   free(v->tmp_path);
   free(v->f32_row);
+  free(v->preset);
+  avcodec_parameters_free(&v->par);
   free(v);
   *pv = NULL;
   return rc;

@@ -526,6 +526,10 @@ int main(void) {
                 "yuvj420p", 2.0, 12, 0); /* 4:0:0 H.264; FFmpeg's decoder says yuvj420p */
   encode_case("gray-mpeg4.mov", "mpeg4", ES_PIX_GRAY8, ew, eh, ES_PIX_GRAY8, "mpeg4", "yuv420p",
               4.0, -1, 1);
+  /* Above 2 MP a frame the encoder opens at the first frame (a small one checks the options
+   * at open): the frames come out as at any size. */
+  encode_case("heat-lazy.mkv", "mpeg4", ES_PIX_RGB24, 2050, 1026, ES_PIX_YUV420P, "mpeg4",
+              "yuv420p", 4.0, -1, 0);
   /* Lossless 16-bit grey. */
   encode_case("gray16-ffv1.mkv", "ffv1", ES_PIX_GRAY16, ow, oh, ES_PIX_GRAY16, "ffv1",
               "gray16le", 0.0, -1, 0);
