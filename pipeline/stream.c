@@ -457,6 +457,16 @@ static int held_by_producer(es_stream *s, es_slot *sl, const char *what) {
   return held;
 }
 
+/* What es_compute would refuse of a frame's geometry (es_image_check: a side the engines
+ * cannot pad, a stride shorter than a row or whose rows span past the address space),
+ * recorded as the context's error: reserve and push refuse it before any buffer is sized. */
+static int geometry_check(es_stream *s, const es_image *in) {
+  char why[ES_ERRLEN];
+  int rc = es_image_check(in, why, sizeof why);
+  if (rc != ES_OK) es_ctx_set_error(s->ctx, "%s", why);
+  return rc;
+}
+
 int es_stream_reserve(es_stream *s, es_frame *f, int width, int height, int depth) {
   if (!s || !f) return ES_ERR_USAGE;
   es_slot *sl = slot_of(s, f);
@@ -472,12 +482,8 @@ int es_stream_reserve(es_stream *s, es_frame *f, int width, int height, int dept
   }
   /* A frame the push would refuse (a side the engines cannot pad) gets no buffers either. */
   es_image in = {NULL, width, height, (size_t)width * bps, depth};
-  char why[ES_ERRLEN];
-  int rc = es_image_check(&in, why, sizeof why);
-  if (rc != ES_OK) {
-    es_ctx_set_error(s->ctx, "%s", why);
-    return rc;
-  }
+  int rc = geometry_check(s, &in);
+  if (rc != ES_OK) return rc;
   if (data_grow(s, sl, (size_t)width * bps * (size_t)height) ||
       outputs_grow(s, sl, width, height)) {
     es_ctx_set_error(s->ctx, "out of memory for a %dx%d frame", width, height);
@@ -507,17 +513,12 @@ int es_stream_push(es_stream *s, es_frame *f) {
                              "with es_frame.lend)");
     return ES_ERR_USAGE;
   }
-  /* What es_compute would refuse (a side the engines cannot pad, a stride shorter than a
-   * row or whose rows span past the address space) is refused here, before any output
-   * buffer is sized for it, rather than failing the frame later: the frame stays the
-   * producer's. A lent frame has no buffer of ours to check it against otherwise. */
+  /* Refused here, before any output buffer is sized for it, rather than failing the frame
+   * later: the frame stays the producer's. A lent frame has no buffer of ours to check it
+   * against otherwise. */
   es_image in = {f->lend ? f->lend : f->data, f->width, f->height, f->stride, f->depth};
-  char why[ES_ERRLEN];
-  int rc = es_image_check(&in, why, sizeof why);
-  if (rc != ES_OK) {
-    es_ctx_set_error(s->ctx, "%s", why);
-    return rc;
-  }
+  int rc = geometry_check(s, &in);
+  if (rc != ES_OK) return rc;
   size_t row = (size_t)f->width * bytes_per_sample(f->depth);
   /* stride * (height - 1) + row <= data_cap, with no product that can wrap (a huge stride
    * once passed and the workers read far outside the buffer). */
@@ -532,12 +533,12 @@ int es_stream_push(es_stream *s, es_frame *f) {
   }
   f->map = s->sc.want_map ? sl->map_buf : NULL;
   f->map_stride = s->sc.want_map ? (size_t)f->width : 0;
-  for (int i = 0; i < 3; i++)
+  for (int i = 0; i < 3; i++) {
     f->pix.plane[i] = sl->pix_buf[i];
-  for (int i = 0; i < 3; i++)
     f->pix.stride[i] = i < es_pix_planes(s->sc.render.format)
                            ? es_pix_stride(s->sc.render.format, i, f->width)
                            : 0;
+  }
   f->status = ES_OK;
   f->device = -1;
   int64_t pixels = (int64_t)f->width * f->height;
