@@ -2068,8 +2068,7 @@ static int run_video(cli_opts *o, int out_kind) {
   if (!strcmp(o->input, "-"))
     stdin_pump_start();
   else if (!(in_path = fifo_pump_start(o->input, fifo_path, sizeof fifo_path, &fifo_fd))) {
-    if (!o->quiet) err(in_name, "interrupted before the first frame");
-    code = 130;
+    code = input_failed(o, in_name, ES_ERR_INTERRUPTED, ""); /* a signal (g_stop) came */
     goto end;
   }
   vio.raw = o->raw;
