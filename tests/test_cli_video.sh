@@ -719,6 +719,31 @@ for n in 245 251 255; do
 done
 [ -z "$(ls -A "$T" | grep '^\.')" ] || fail "temporaries left: $(ls -A "$T" | grep '^\.')"
 
+# Progress on a terminal (script(1) gives the run a pty): frames done of the container's
+# count, fps and an ETA; from a pipe, whose length is unknown, frames and fps but no count
+# and no ETA. --stats - on the same terminal: each record begins a line of its own; it was
+# drawn on after the progress line ("... 1/9 frames, 50.0 fps, ETA 0:00,1,0.1,41,31,...").
+if command -v script >/dev/null; then
+  out=$(script -qec "'$BIN' '$T/clip.mkv' --stats -" /dev/null 2>&1); rc=$?
+  [ $rc = 0 ] || fail "--stats - on a tty: exit $rc ($out)"
+  printf '%s' "$out" | grep -aq "entropy-stream: [0-9]*/$N frames, [0-9.]* fps, ETA [0-9]*:[0-9][0-9]" \
+    || fail "video on a tty: no 'K/$N frames, fps, ETA' progress: $(printf '%s' "$out" | cat -v)"
+  printf '%s' "$out" | grep -aq "ETA [0-9:?]*[^0-9:?"$'\r'"]" \
+    && fail "--stats - on a tty: a record drawn on after the progress line: $(printf '%s' "$out" | cat -v)"
+  rows=$(printf '%s' "$out" | sed 's/\x1b\[K/\n/g' | tr '\r' '\n' | grep -ac "^,[0-9]*,[0-9.]*,$W,$H,")
+  [ "$rows" = $N ] || fail "--stats - on a tty: $rows whole records, want $N: $(printf '%s' "$out" | cat -v)"
+  $FF -i "$T/clip.mkv" -f rawvideo -pix_fmt gray "$T/clip.gray" || fail "cannot make raw frames"
+  out=$(script -qec "cat '$T/clip.gray' | '$BIN' - --raw gray8:${W}x$H -o '$T/tty.npy' -y" /dev/null 2>&1)
+  printf '%s' "$out" | grep -aq "entropy-stream: [0-9]* frames\?, [0-9.]* fps"$'\r' \
+    || fail "pipe on a tty: no 'K frames, fps' progress: $(printf '%s' "$out" | cat -v)"
+  printf '%s' "$out" | grep -aq "ETA\|[0-9]/[0-9]* frames" \
+    && fail "pipe on a tty: a count or an ETA for a stream of unknown length: $(printf '%s' "$out" | cat -v)"
+  out=$(script -qec "'$BIN' '$T/clip.mkv' -o '$T/tty.npy' -y --no-progress" /dev/null 2>&1)
+  printf '%s' "$out" | grep -aq " fps, ETA" && fail "--no-progress on a tty: progress shown"
+  out=$(script -qec "'$BIN' '$T/clip.mkv' -o '$T/tty.npy' -y -q" /dev/null 2>&1)
+  [ -z "$out" ] || fail "-q on a tty: printed $(printf '%s' "$out" | cat -v)"
+fi
+
 if [ $FAIL -ne 0 ]; then
   echo "test_cli_video: $FAIL failure(s)"
   exit 1

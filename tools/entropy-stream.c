@@ -193,6 +193,15 @@ static void progress_line(const char *fmt, ...) {
   pthread_mutex_unlock(&g_err_lock);
 }
 
+/* Clears a progress line on the screen. Called before a --stats record goes to standard
+ * output where that is a terminal: stderr's progress line is usually on the same screen, and
+ * the record would be drawn on after it ("... ETA 0:00c1.png,0,..."). */
+static void clear_progress(void) {
+  pthread_mutex_lock(&g_err_lock);
+  clear_progress_locked();
+  pthread_mutex_unlock(&g_err_lock);
+}
+
 static double now_s(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -1637,6 +1646,7 @@ static int run_images(cli_opts *o, int in_kind, int out_kind) {
   }
   for (int i = 0; i < nenc + ndec; i++) pthread_join(th[i], NULL);
   main_writes(1); /* the statistics are written below (the stream's workers take signals) */
+  clear_progress(); /* before the records (--stats - on the terminal) and the summary */
 
   /* Results in name order. */
   {
@@ -1685,9 +1695,6 @@ static int run_images(cli_opts *o, int in_kind, int out_kind) {
       err(NULL, "interrupted: %zu of %zu files done, %zu not started", b.done, n, notrun);
     } else if (!o->quiet) {
       char d[64];
-      pthread_mutex_lock(&g_err_lock);
-      clear_progress_locked();
-      pthread_mutex_unlock(&g_err_lock);
       /* One file's failure was already said in its own line. */
       if (failed && n > 1) err(NULL, "%zu of %zu files failed", failed, n);
       if (unreadable)
@@ -2226,6 +2233,8 @@ static int run_video(cli_opts *o, int out_kind) {
     int show = !o->quiet && (o->progress == 1 || (o->progress < 0 && isatty(2)));
     /* Outputs asked for; with none (no -o, no --stats) the frames are only computed. */
     const int asked = vo || ns || out_kind == OUT_DIR || sw;
+    /* --stats - on a terminal: each record goes where the progress line is. */
+    const int stats_tty = show && sw && !strcmp(o->stats_path, "-") && isatty(1);
     double last = 0;
     for (;;) {
       es_frame *f = NULL;
@@ -2304,6 +2313,10 @@ static int run_video(cli_opts *o, int out_kind) {
       }
       if (sw) {
         msg[0] = 0;
+        if (stats_tty) {
+          clear_progress();
+          last = 0; /* drawn again below the record */
+        }
         rc = es_stats_writer_add(sw, NULL, f->index, f->pts_seconds, f->width, f->height,
                                  &f->stats, msg, sizeof msg);
         if (rc == ES_OK) {
@@ -2412,9 +2425,7 @@ static int run_video(cli_opts *o, int out_kind) {
     if (corrupt > 0)
       snprintf(extra, sizeof extra, ", %" PRId64 " corrupt packet%s skipped", corrupt,
                corrupt == 1 ? "" : "s");
-    pthread_mutex_lock(&g_err_lock);
-    clear_progress_locked();
-    pthread_mutex_unlock(&g_err_lock);
+    clear_progress();
     if (!o->quiet || corrupt > 0)
       err(NULL, "%" PRId64 " frame%s%s, %dx%d, %.2f s, %.1f fps, %s%s%s%s", written,
           written == 1 ? "" : "s", skips, v.info.width, v.info.height, el,
