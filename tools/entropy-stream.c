@@ -2348,7 +2348,9 @@ static int run_video(cli_opts *o, int out_kind) {
           last = t;
           fmt_eta(eta, sizeof eta,
                   v.info.frames > written && fps > 0 ? (v.info.frames - written) / fps : -1);
-          if (v.info.frames > 0)
+          /* The count is the container's estimate (a duration times the frame rate): past
+           * it, it was wrong, and "205/125 frames, ETA ?" says nothing true. */
+          if (v.info.frames > 0 && v.info.frames >= written)
             progress_line("%" PRId64 "/%" PRId64 " frames, %.1f fps, ETA %s", written,
                           v.info.frames, fps, eta);
           else
