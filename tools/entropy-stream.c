@@ -202,6 +202,13 @@ static void clear_progress(void) {
   pthread_mutex_unlock(&g_err_lock);
 }
 
+/* The library's messages (es_config.message): lines like ours, a progress line cleared
+ * first. */
+static void lib_message(void *user, const char *line) {
+  (void)user;
+  err(NULL, "%s", line);
+}
+
 static double now_s(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -2502,6 +2509,7 @@ int main(int argc, char **argv) {
    * before any thread starts. Our own message reports a failure. A user's SVT_LOG stays. */
   setenv("SVT_LOG", "0", 0);
   o.cfg.verbose = o.quiet ? 0 : o.verbose ? 2 : 1;
+  o.cfg.message = lib_message;
   /* CUDA start-up (a few hundred ms) overlaps the first frames, computed on the CPU. */
   o.cfg.gpu_background = 1;
   /* ES_GPU_SYNC=block: threads waiting for a GPU sleep instead of spinning, leaving the
