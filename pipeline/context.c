@@ -63,6 +63,18 @@ void es_config_default(es_config *c) {
   c->verbose = 1;
 }
 
+void es_ctx_message(const es_context *ctx, const char *fmt, ...) {
+  char line[2 * ES_ERRLEN];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(line, sizeof line, fmt, ap);
+  va_end(ap);
+  if (ctx->cfg.message)
+    ctx->cfg.message(ctx->cfg.message_user, line);
+  else
+    fprintf(stderr, "entropy-stream: %s\n", line);
+}
+
 /* The last error each thread got from each of the last ES_TL_ERR_CONTEXTS contexts it got one
  * from: several threads calling es_compute on one context (the CLI's batch) each read back
  * their own message, not whatever another thread failed with in between, also where a
@@ -313,8 +325,7 @@ static int gpus_open(es_context *ctx, const int *ord, int n, char *msg, size_t l
         continue; /* the other GPUs' workers are freed below */
       }
       if (ctx->cfg.verbose >= 1)
-        fprintf(stderr, "entropy-stream: warning: GPU %d unusable (%s): not used\n", ord[i],
-                g[i].why);
+        es_ctx_message(ctx, "warning: GPU %d unusable (%s): not used", ord[i], g[i].why);
       continue;
     }
     for (int k = 0; k < ES_GPU_WORKERS_PER_DEVICE; k++) {
@@ -375,7 +386,7 @@ static void *gpus_background_main(void *arg) {
   if (gpus_choose(&ctx->cfg, visible, ord, &nord, why, sizeof why) != ES_OK ||
       gpus_open(ctx, ord, nord, why, sizeof why) != ES_OK) {
     if (ctx->cfg.verbose >= 1)
-      fprintf(stderr, "entropy-stream: warning: GPUs not used: %s\n", why[0] ? why : "error");
+      es_ctx_message(ctx, "warning: GPUs not used: %s", why[0] ? why : "error");
     for (int i = 0; i < ctx->nworkers; i++) es_gpu_worker_destroy(&ctx->workers[i].w);
     ctx->nworkers = 0;
     ctx->ngpu = 0;
@@ -447,8 +458,8 @@ int es_context_create(es_context **out, const es_config *cfg, char *msg, size_t 
   /* The configuration in force lists the GPUs actually used. */
   gpus_publish(ctx);
   if (ctx->cfg.verbose >= 2)
-    fprintf(stderr, "entropy-stream: %d GPU(s), %d CPU thread(s), cpu-below %lld pixels\n",
-            ctx->ngpu, ctx->threads, (long long)ctx->cfg.cpu_below);
+    es_ctx_message(ctx, "%d GPU(s), %d CPU thread(s), cpu-below %lld pixels", ctx->ngpu,
+                   ctx->threads, (long long)ctx->cfg.cpu_below);
   *out = ctx;
   ctx = NULL;
 end:

@@ -134,9 +134,8 @@ static void pool_release(es_context *ctx, es_pool_worker *pw, int failed) {
     /* neither */
   } else if (failed) {
     if (++ctx->fail_streak[pw->gpu] == ES_GPU_DISABLE_STREAK && ctx->cfg.verbose >= 1)
-      fprintf(stderr,
-              "entropy-stream: warning: GPU %d failed %d times in a row: not used any more\n",
-              ctx->gpu_ordinal[pw->gpu], ES_GPU_DISABLE_STREAK);
+      es_ctx_message(ctx, "warning: GPU %d failed %d times in a row: not used any more",
+                     ctx->gpu_ordinal[pw->gpu], ES_GPU_DISABLE_STREAK);
   } else {
     ctx->fail_streak[pw->gpu] = 0;
   }
@@ -206,8 +205,7 @@ int es_run_job(es_context *ctx, const es_job *job, int target, int cpu_threads, 
       }
       atomic_fetch_add(&ctx->retries, 1);
       if (ctx->cfg.verbose >= 1)
-        fprintf(stderr, "entropy-stream: warning: %d GPUs failed (%s): frame retried on one GPU\n",
-                n, why);
+        es_ctx_message(ctx, "warning: %d GPUs failed (%s): frame retried on one GPU", n, why);
       first = 0;
     }
     target = ES_TARGET_ANY_GPU;
@@ -249,11 +247,11 @@ int es_run_job(es_context *ctx, const es_job *job, int target, int cpu_threads, 
       pthread_mutex_unlock(&ctx->lock);
       if (ctx->cfg.verbose >= 1) {
         if (other >= 0)
-          fprintf(stderr, "entropy-stream: warning: GPU %d failed (%s): frame retried on GPU %d\n",
-                  ord, why[0] ? why : "unknown error", ctx->gpu_ordinal[other]);
+          es_ctx_message(ctx, "warning: GPU %d failed (%s): frame retried on GPU %d", ord,
+                         why[0] ? why : "unknown error", ctx->gpu_ordinal[other]);
         else
-          fprintf(stderr, "entropy-stream: warning: GPU %d failed (%s): frame retried on the CPU\n",
-                  ord, why[0] ? why : "unknown error");
+          es_ctx_message(ctx, "warning: GPU %d failed (%s): frame retried on the CPU", ord,
+                         why[0] ? why : "unknown error");
       }
       target = other >= 0 ? ES_TARGET_ANY_GPU : ES_TARGET_CPU;
       continue;
@@ -277,8 +275,8 @@ int es_run_job(es_context *ctx, const es_job *job, int target, int cpu_threads, 
       cpu_retried = 1;
       atomic_fetch_add(&ctx->retries, 1);
       if (ctx->cfg.verbose >= 1)
-        fprintf(stderr, "entropy-stream: warning: CPU failed (%s): frame retried on the CPU\n",
-                why[0] ? why : "unknown error");
+        es_ctx_message(ctx, "warning: CPU failed (%s): frame retried on the CPU",
+                       why[0] ? why : "unknown error");
       continue;
     }
     copy_msg(msg, msglen, why[0] ? why : es_strerror(rc));

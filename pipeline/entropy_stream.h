@@ -128,7 +128,7 @@ typedef struct es_config {
   int stats_bins;       /* 1..ES_STATS_MAX_BINS; default 16 */
   int queue;            /* frames in flight per stage (streaming); 0 (default): 8, or 4 a
                          * GPU where more than two GPUs are to be used (es_config_queue) */
-  int verbose;          /* 0 quiet, 1 normal, 2 verbose (library messages to stderr) */
+  int verbose;          /* 0 quiet, 1 normal, 2 verbose (library messages, see message) */
   int gpu_background;   /* 1: with device auto and all GPUs (in a library built with CUDA),
                          * es_context_create returns at once and opens the GPUs on a
                          * thread of its own (CUDA start-up
@@ -139,6 +139,13 @@ typedef struct es_config {
                          * instead of spinning on a core, leaving the cores to decoder and
                          * encoder threads; waits wake a little later. Default 0: CUDA's
                          * choice (spin while cores outnumber contexts). */
+  /* Where the library's messages go (warnings such as a GPU failing and its frame retried;
+   * with verbose 2, what runs where): one line, without a newline or a program name, from
+   * any thread of the library, possibly from several at once. NULL (default): written to
+   * stderr as "entropy-stream: LINE". A program that draws on stderr itself (a progress
+   * line) takes them here to clear its drawing first. */
+  void (*message)(void *user, const char *line);
+  void *message_user;   /* passed to message */
 } es_config;
 void es_config_default(es_config *c);
 /* The frames in flight a context of this configuration uses (c NULL: of the default

@@ -98,6 +98,10 @@ struct es_context {
 void es_ctx_gpus_wait(const es_context *ctx);
 int es_ctx_gpus_ready(const es_context *ctx);
 
+/* One line of the library's messages, to cfg.message or else stderr (es_config). */
+void es_ctx_message(const es_context *ctx, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
 /* A stream's hold on its context (es_stream_open), and its release (es_stream_destroy): the
  * last release frees a context es_context_destroy was called on. */
 void es_ctx_ref(es_context *ctx);

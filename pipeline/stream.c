@@ -201,8 +201,8 @@ static void run_frame(es_stream *s, es_worker_arg *a, es_slot *sl) {
     snprintf(sl->err, sizeof sl->err, "frame %lld: %.480s", (long long)sl->f.index,
              why[0] ? why : es_strerror(rc));
     if (s->ctx->cfg.verbose >= 2)
-      fprintf(stderr, "entropy-stream: frame %lld: %s\n", (long long)sl->f.index,
-              why[0] ? why : es_strerror(rc));
+      es_ctx_message(s->ctx, "frame %lld: %s", (long long)sl->f.index,
+                     why[0] ? why : es_strerror(rc));
   }
 }
 
@@ -283,7 +283,7 @@ static void *joiner_main(void *arg) {
   es_stream *s = arg;
   es_ctx_gpus_wait(s->ctx);
   if (gpu_threads_start(s) != ES_OK && s->ctx->cfg.verbose >= 1)
-    fprintf(stderr, "entropy-stream: warning: not every GPU thread could start\n");
+    es_ctx_message(s->ctx, "warning: not every GPU thread could start");
   es_trace("stream: GPU threads started");
   return NULL;
 }
@@ -378,8 +378,8 @@ int es_stream_open(es_context *ctx, const es_stream_config *sc, es_stream **out)
   es_trace("stream: pool of %d frames, %d CPU worker(s)%s", s->nslots, ncpu,
            ready ? "" : ", GPUs joining when open");
   if (ctx->cfg.verbose >= 2)
-    fprintf(stderr, "entropy-stream: stream: %d frames, %d CPU worker(s) x %d thread(s)\n",
-            s->nslots, ncpu, s->cpu_threads);
+    es_ctx_message(ctx, "stream: %d frames, %d CPU worker(s) x %d thread(s)", s->nslots, ncpu,
+                   s->cpu_threads);
   *out = s;
   s = NULL;
   rc = ES_OK;

@@ -149,6 +149,14 @@ if command -v script >/dev/null; then
   printf '%s' "$out" | grep -aq "files/s, ETA" || fail "batch on a tty: no progress line: $out"
   out=$(script -qec "'$BIN' -r -y --no-progress '$T/in' -o '$T/out3'" /dev/null 2>&1)
   printf '%s' "$out" | grep -aq "files/s, ETA" && fail "--no-progress on a tty still shows progress"
+  # --stats - on the same terminal: the first record was drawn on after the last progress
+  # line ("... 14/14 files, 90.1 files/s, ETA 0:00a.png,0,..."); each begins a line now.
+  out=$(script -qec "'$BIN' -r '$T/in' --stats -" /dev/null 2>&1); rc=$?
+  [ $rc = 0 ] || fail "--stats - on a tty: exit $rc ($out)"
+  printf '%s' "$out" | grep -aq "files/s, ETA [0-9:?]*[^0-9:?"$'\r'"]" \
+    && fail "--stats - on a tty: a record drawn on after the progress line: $(printf '%s' "$out" | cat -v)"
+  rows=$(printf '%s' "$out" | sed 's/\x1b\[K/\n/g' | tr '\r' '\n' | grep -ac '^[^,]*\.png,[0-9]*,')
+  [ "$rows" = 14 ] || fail "--stats - on a tty: $rows whole records, want 14: $(printf '%s' "$out" | cat -v)"
 fi
 
 # An output tree inside the input tree is not read back as input on the next run.

@@ -719,6 +719,48 @@ for n in 245 251 255; do
 done
 [ -z "$(ls -A "$T" | grep '^\.')" ] || fail "temporaries left: $(ls -A "$T" | grep '^\.')"
 
+# Progress on a terminal (script(1) gives the run a pty): frames done of the container's
+# count, fps and an ETA; from a pipe, whose length is unknown, frames and fps but no count
+# and no ETA. --stats - on the same terminal: each record begins a line of its own; it was
+# drawn on after the progress line ("... 1/9 frames, 50.0 fps, ETA 0:00,1,0.1,41,31,...").
+if command -v script >/dev/null; then
+  out=$(script -qec "'$BIN' '$T/clip.mkv' --stats -" /dev/null 2>&1); rc=$?
+  [ $rc = 0 ] || fail "--stats - on a tty: exit $rc ($out)"
+  printf '%s' "$out" | grep -aq "entropy-stream: [0-9]*/$N frames, [0-9.]* fps, ETA [0-9]*:[0-9][0-9]" \
+    || fail "video on a tty: no 'K/$N frames, fps, ETA' progress: $(printf '%s' "$out" | cat -v)"
+  printf '%s' "$out" | grep -aq "ETA [0-9:?]*[^0-9:?"$'\r'"]" \
+    && fail "--stats - on a tty: a record drawn on after the progress line: $(printf '%s' "$out" | cat -v)"
+  rows=$(printf '%s' "$out" | sed 's/\x1b\[K/\n/g' | tr '\r' '\n' | grep -ac "^,[0-9]*,[0-9.]*,$W,$H,")
+  [ "$rows" = $N ] || fail "--stats - on a tty: $rows whole records, want $N: $(printf '%s' "$out" | cat -v)"
+  $FF -i "$T/clip.mkv" -f rawvideo -pix_fmt gray "$T/clip.gray" || fail "cannot make raw frames"
+  out=$(script -qec "cat '$T/clip.gray' | '$BIN' - --raw gray8:${W}x$H -o '$T/tty.npy' -y" /dev/null 2>&1)
+  printf '%s' "$out" | grep -aq "entropy-stream: [0-9]* frames\?, [0-9.]* fps"$'\r' \
+    || fail "pipe on a tty: no 'K frames, fps' progress: $(printf '%s' "$out" | cat -v)"
+  printf '%s' "$out" | grep -aq "ETA\|[0-9]/[0-9]* frames" \
+    && fail "pipe on a tty: a count or an ETA for a stream of unknown length: $(printf '%s' "$out" | cat -v)"
+  # A container's count is an estimate (duration x frame rate): 40 frames 5 ms apart, then
+  # 20 at 40 ms, make 60 frames in 1 s, "25 frames" at 25 fps. Past it, progress read
+  # "41/25 frames, ETA ?"; it drops the count there. (--stats - on the tty: a line a frame.)
+  $FF -f lavfi -i "testsrc=size=32x24:rate=25" -frames:v 60 -fps_mode passthrough -c:v ffv1 \
+    -vf "setpts='if(lt(N,40),N*0.005/TB,(0.2+(N-40)*0.04)/TB)'" "$T/vfr.mkv" 2>/dev/null \
+    || $FF -f lavfi -i "testsrc=size=32x24:rate=25" -frames:v 60 -vsync passthrough -c:v ffv1 \
+    -vf "setpts='if(lt(N,40),N*0.005/TB,(0.2+(N-40)*0.04)/TB)'" "$T/vfr.mkv" || fail "cannot make the VFR clip"
+  est=$("$BIN" -v "$T/vfr.mkv" 2>&1 | sed -n 's/.*fps, \([0-9]*\) frames (estimate).*/\1/p')
+  if [ -n "$est" ] && [ "$est" -lt 60 ]; then
+    out=$(script -qec "'$BIN' '$T/vfr.mkv' --stats -" /dev/null 2>&1)
+    over=$(printf '%s' "$out" | grep -ao "[0-9]*/$est frames" | awk -F/ -v e="$est" '$1 + 0 > e + 0' | head -1)
+    [ -z "$over" ] || fail "progress past the container's estimate of $est frames: '$over'"
+    printf '%s' "$out" | grep -aq "entropy-stream: 60 frames, [0-9.]* fps"$'\r' \
+      || fail "past the estimate: no 'K frames, fps' progress: $(printf '%s' "$out" | cat -v | tail -c 600)"
+  else
+    echo "test_cli_video: VFR estimate check skipped (this FFmpeg estimates '${est:-none}' of 60 frames)"
+  fi
+  out=$(script -qec "'$BIN' '$T/clip.mkv' -o '$T/tty.npy' -y --no-progress" /dev/null 2>&1)
+  printf '%s' "$out" | grep -aq " fps, ETA" && fail "--no-progress on a tty: progress shown"
+  out=$(script -qec "'$BIN' '$T/clip.mkv' -o '$T/tty.npy' -y -q" /dev/null 2>&1)
+  [ -z "$out" ] || fail "-q on a tty: printed $(printf '%s' "$out" | cat -v)"
+fi
+
 if [ $FAIL -ne 0 ]; then
   echo "test_cli_video: $FAIL failure(s)"
   exit 1

@@ -9,12 +9,18 @@
  * no room for a message, a pushed frame whose stride overflows its size check, a stream
  * opened with an overlay out of range, 16-bit input on unaligned rows (UBSan in the
  * sanitizer build; the same map and rendering as aligned rows in every build), and the
- * std of a constant map exactly 0.
+ * std of a constant map exactly 0. And the library's messages: with es_config.message set,
+ * every line (an injected fault's retry warning, verbose 2's lines) goes there, without a
+ * newline or program name, and none to stderr, where they were drawn on after the CLI's
+ * progress line.
  */
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "entropy_stream.h"
 #include "es_test.h"
@@ -320,8 +326,63 @@ static void edges(es_context *ctx) {
   }
 }
 
+typedef struct msg_log {
+  int n;         /* lines received */
+  int bad;       /* lines with a newline or a program name */
+  int retried;   /* the injected fault's warning */
+} msg_log;
+
+static void collect(void *user, const char *line) {
+  msg_log *m = user;
+  m->n++;
+  if (strchr(line, '\n') || !strncmp(line, "entropy-stream", 14)) m->bad++;
+  if (strstr(line, "warning: CPU failed (injected fault): frame retried on the CPU")) m->retried++;
+}
+
+static void messages(void) {
+  es_config cfg;
+  es_context *ctx = NULL;
+  msg_log log = {0, 0, 0};
+  char msg[256] = "", path[] = "/tmp/es-msg-XXXXXX";
+  uint8_t px[16 * 16];
+  float map[16 * 16];
+  es_image im = {px, 16, 16, 16, 8};
+  struct stat st;
+  int saved = dup(2), tmp = mkstemp(path);
+  CHECK(saved >= 0 && tmp >= 0, "cannot redirect stderr");
+  if (saved < 0 || tmp < 0) return;
+  unlink(path);
+  es_config_default(&cfg);
+  CHECK(cfg.message == NULL && cfg.message_user == NULL, "es_config_default: a message sink");
+  cfg.device = ES_DEVICE_CPU;
+  cfg.threads = 1;
+  cfg.verbose = 2;
+  cfg.message = collect;
+  cfg.message_user = &log;
+  for (int i = 0; i < 16 * 16; i++) px[i] = (uint8_t)(i * 37);
+  fflush(stderr);
+  dup2(tmp, 2);
+  setenv("ES_FAULT_INJECT", "frames=0", 1);
+  int rc = es_context_create(&ctx, &cfg, msg, sizeof msg);
+  unsetenv("ES_FAULT_INJECT");
+  if (rc == ES_OK) rc = es_compute(ctx, &im, map, 16, NULL, NULL, NULL);
+  fflush(stderr);
+  dup2(saved, 2);
+  close(saved);
+  CHECK(rc == ES_OK, "messages: %d %s", rc, ctx ? es_context_error(ctx) : msg);
+  CHECK(log.retried == 1, "the retry warning came %d times to es_config.message", log.retried);
+  CHECK(log.n >= 2, "verbose 2: %d lines to es_config.message, want the context's and the "
+        "retry's", log.n);
+  CHECK(log.bad == 0, "%d lines with a newline or a program name", log.bad);
+  CHECK(fstat(tmp, &st) == 0 && st.st_size == 0, "%lld bytes written to stderr besides",
+        (long long)st.st_size);
+  close(tmp);
+  es_context_destroy(&ctx);
+}
+
 int main(void) {
   es_test_seed("test_pipeline_errors");
+  messages();
   es_config cfg;
   es_config_default(&cfg);
   cfg.device = ES_DEVICE_CPU;

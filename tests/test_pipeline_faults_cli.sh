@@ -37,4 +37,20 @@ want = tuple(int(x) for x in sys.argv[2:5])
 assert a.shape == want and a.dtype == np.float32, (a.shape, a.dtype, want)
 assert np.isfinite(a).all() and a.min() >= 0 and a.max() <= 4.0
 PYEOF
+# On a terminal (script(1) gives the run a pty) the warnings come while a progress line is
+# shown: each must begin a line of its own. The library wrote them straight to stderr,
+# drawn on after the progress ("... 7/20 frames, 95.2 fps, ETA 0:00entropy-stream:
+# warning: ..."); they go through the program's messages now, which clear the line first.
+# (--stats - on the tty redraws progress after every frame; faults on 40 frames of 60.)
+if command -v script >/dev/null; then
+  head -c $((W * H * 60)) /dev/urandom > "$T/in60.raw"
+  list=$(seq -s, 10 49)
+  out=$(ES_FAULT_INJECT="frames=$list" script -qec "'$BIN' --raw gray8:${W}x$H --threads 2 \
+    --stats - - < '$T/in60.raw'" /dev/null 2>&1); rc=$?
+  [ $rc = 0 ] || { echo "faults on a tty: exit $rc"; fail=1; }
+  n=$(printf '%s' "$out" | sed 's/\x1b\[K/\n/g' | tr '\r' '\n' | grep -ac "^entropy-stream: warning: .* failed (injected fault)")
+  [ "$n" = 40 ] || { echo "faults on a tty: $n warnings begin a line, want 40:"; printf '%s' "$out" | cat -v | grep -a warning | head -5; fail=1; }
+  ! printf '%s' "$out" | grep -aq "[^K]entropy-stream: warning" ||
+    { echo "faults on a tty: a warning drawn on after other text:"; printf '%s' "$out" | cat -v | grep -a "[^K]entropy-stream: warning" | head -3; fail=1; }
+fi
 exit $fail

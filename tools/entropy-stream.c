@@ -193,6 +193,22 @@ static void progress_line(const char *fmt, ...) {
   pthread_mutex_unlock(&g_err_lock);
 }
 
+/* Clears a progress line on the screen. Called before a --stats record goes to standard
+ * output where that is a terminal: stderr's progress line is usually on the same screen, and
+ * the record would be drawn on after it ("... ETA 0:00c1.png,0,..."). */
+static void clear_progress(void) {
+  pthread_mutex_lock(&g_err_lock);
+  clear_progress_locked();
+  pthread_mutex_unlock(&g_err_lock);
+}
+
+/* The library's messages (es_config.message): lines like ours, a progress line cleared
+ * first. */
+static void lib_message(void *user, const char *line) {
+  (void)user;
+  err(NULL, "%s", line);
+}
+
 static double now_s(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -1637,6 +1653,7 @@ static int run_images(cli_opts *o, int in_kind, int out_kind) {
   }
   for (int i = 0; i < nenc + ndec; i++) pthread_join(th[i], NULL);
   main_writes(1); /* the statistics are written below (the stream's workers take signals) */
+  clear_progress(); /* before the records (--stats - on the terminal) and the summary */
 
   /* Results in name order. */
   {
@@ -1685,9 +1702,6 @@ static int run_images(cli_opts *o, int in_kind, int out_kind) {
       err(NULL, "interrupted: %zu of %zu files done, %zu not started", b.done, n, notrun);
     } else if (!o->quiet) {
       char d[64];
-      pthread_mutex_lock(&g_err_lock);
-      clear_progress_locked();
-      pthread_mutex_unlock(&g_err_lock);
       /* One file's failure was already said in its own line. */
       if (failed && n > 1) err(NULL, "%zu of %zu files failed", failed, n);
       if (unreadable)
@@ -2226,6 +2240,8 @@ static int run_video(cli_opts *o, int out_kind) {
     int show = !o->quiet && (o->progress == 1 || (o->progress < 0 && isatty(2)));
     /* Outputs asked for; with none (no -o, no --stats) the frames are only computed. */
     const int asked = vo || ns || out_kind == OUT_DIR || sw;
+    /* --stats - on a terminal: each record goes where the progress line is. */
+    const int stats_tty = show && sw && !strcmp(o->stats_path, "-") && isatty(1);
     double last = 0;
     for (;;) {
       es_frame *f = NULL;
@@ -2304,6 +2320,10 @@ static int run_video(cli_opts *o, int out_kind) {
       }
       if (sw) {
         msg[0] = 0;
+        if (stats_tty) {
+          clear_progress();
+          last = 0; /* drawn again below the record */
+        }
         rc = es_stats_writer_add(sw, NULL, f->index, f->pts_seconds, f->width, f->height,
                                  &f->stats, msg, sizeof msg);
         if (rc == ES_OK) {
@@ -2335,7 +2355,9 @@ static int run_video(cli_opts *o, int out_kind) {
           last = t;
           fmt_eta(eta, sizeof eta,
                   v.info.frames > written && fps > 0 ? (v.info.frames - written) / fps : -1);
-          if (v.info.frames > 0)
+          /* The count is the container's estimate (a duration times the frame rate): past
+           * it, it was wrong, and "205/125 frames, ETA ?" says nothing true. */
+          if (v.info.frames > 0 && v.info.frames >= written)
             progress_line("%" PRId64 "/%" PRId64 " frames, %.1f fps, ETA %s", written,
                           v.info.frames, fps, eta);
           else
@@ -2412,9 +2434,7 @@ static int run_video(cli_opts *o, int out_kind) {
     if (corrupt > 0)
       snprintf(extra, sizeof extra, ", %" PRId64 " corrupt packet%s skipped", corrupt,
                corrupt == 1 ? "" : "s");
-    pthread_mutex_lock(&g_err_lock);
-    clear_progress_locked();
-    pthread_mutex_unlock(&g_err_lock);
+    clear_progress();
     if (!o->quiet || corrupt > 0)
       err(NULL, "%" PRId64 " frame%s%s, %dx%d, %.2f s, %.1f fps, %s%s%s%s", written,
           written == 1 ? "" : "s", skips, v.info.width, v.info.height, el,
@@ -2489,6 +2509,7 @@ int main(int argc, char **argv) {
    * before any thread starts. Our own message reports a failure. A user's SVT_LOG stays. */
   setenv("SVT_LOG", "0", 0);
   o.cfg.verbose = o.quiet ? 0 : o.verbose ? 2 : 1;
+  o.cfg.message = lib_message;
   /* CUDA start-up (a few hundred ms) overlaps the first frames, computed on the CPU. */
   o.cfg.gpu_background = 1;
   /* ES_GPU_SYNC=block: threads waiting for a GPU sleep instead of spinning, leaving the
