@@ -1438,6 +1438,12 @@ static int next_frame(es_video_in *v, char *msg, size_t len) {
       avcodec_send_packet(v->dec, NULL);
       continue;
     }
+    if (v->pkt->size == 0) {
+      /* An empty packet is legal (NUT, AVI): nothing to decode, and sent it would be refused
+       * (EINVAL) or, without data, start draining. ffmpeg skips them too. */
+      av_packet_unref(v->pkt);
+      continue;
+    }
     v->packets++;
     if (v->pkt->flags & AV_PKT_FLAG_CORRUPT) { /* the demuxer knows it is damaged */
       v->corrupt++;
