@@ -770,6 +770,7 @@ int es_video_in_open(es_video_in **out, const char *path, const es_video_in_opts
     av_reduce(&base.num, &base.den, base.num, base.den, INT_MAX);
     info->base_num = base.num;
     info->base_den = base.den;
+    info->field_order = st->codecpar->field_order;
     if (st->nb_frames > 0)
       info->frames = st->nb_frames;
     else if (st->duration > 0 && st->duration != AV_NOPTS_VALUE)

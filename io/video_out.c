@@ -239,6 +239,10 @@ static int open_encoder(AVCodecContext **out, const AVCodec *codec, const es_vid
   if (o->sar_num > 0 && o->sar_den > 0)
     av_reduce(&e->sample_aspect_ratio.num, &e->sample_aspect_ratio.den, o->sar_num, o->sar_den,
               INT_MAX);
+  /* The input's field order, as ffmpeg passes it on: the map's rows are the woven frame's,
+   * so a player or filter that treats fields apart sees them where the source has them. */
+  if (o->field_order > AV_FIELD_UNKNOWN && o->field_order <= AV_FIELD_BT)
+    e->field_order = (enum AVFieldOrder)o->field_order;
   if (fmt == AV_PIX_FMT_GRAY8 || fmt == AV_PIX_FMT_GRAY16) {
     e->color_range = AVCOL_RANGE_JPEG;
   } else if (fmt == AV_PIX_FMT_YUVJ420P || fmt == AV_PIX_FMT_YUVJ422P ||

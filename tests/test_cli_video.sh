@@ -525,6 +525,30 @@ else
     fail "no sample aspect ratio in the input: heat video says '$(sar "$T/sar-none.mkv")', want 1:1"
 fi
 
+# The field order goes to the heat video and the y4m I field, as ffmpeg passes it on (the
+# map is of the woven frame; interlaced input came out as Ip / progressive).
+fo() { ffprobe -v error -select_streams v:0 -show_entries stream=field_order -of csv=p=0 "$1"; }
+if ! ff_has encoders ffv1 || ! ff_has muxers matroska; then
+  echo "test_cli_video: field order skipped: no ffv1 encoder or matroska muxer in this FFmpeg"
+else
+  $FF -f lavfi -i "testsrc=size=${W}x${H}:rate=10" -frames:v 3 -c:v ffv1 -field_order bb "$T/bff.mkv" ||
+    fail "cannot make bff.mkv"
+  "$BIN" -q "$T/bff.mkv" -o "$T/bff-heat.mkv" || fail "bff.mkv -> mkv: exit $?"
+  [ "$(fo "$T/bff-heat.mkv")" = bb ] || fail "field order: heat .mkv says '$(fo "$T/bff-heat.mkv")', want bb"
+  if [ $Y4M_OUT = 1 ]; then
+    hdr=$("$BIN" -q "$T/bff.mkv" -o - | head -c 100 | head -n 1)
+    case "$hdr" in *" Ib "*) ;; *) fail "field order: y4m header '$hdr', want Ib";; esac
+  fi
+  if [ $Y4M_IN = 1 ] && [ $Y4M_OUT = 1 ]; then
+    hdr=$( (printf 'YUV4MPEG2 W8 H6 F25:1 It A1:1 Cmono\nFRAME\n'; head -c 48 /dev/zero) |
+      "$BIN" -q - --format gray8 -o - | head -c 100 | head -n 1)
+    [ "$hdr" = "YUV4MPEG2 W8 H6 F25:1 It A1:1 Cmono XCOLORRANGE=FULL" ] ||
+      fail "field order: y4m It in, header '$hdr' out"
+  fi
+  "$BIN" -q "$T/clip.mkv" -o - --format gray8 | head -c 100 | head -n 1 | grep -q " Ip " ||
+    fail "field order: a progressive input's y4m header is not Ip"
+fi
+
 # A y4m header whose frames are too large for libavformat: its demuxer returns EBUSY and the
 # message was "cannot open: Device or resource busy"; it now gives the reason FFmpeg logged,
 # naming the size (exit 2, one line, from a file and a pipe, nothing allocated).
