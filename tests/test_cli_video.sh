@@ -287,6 +287,12 @@ if ff_has encoders libx265; then
   msg=$(ASAN_OPTIONS=$X265_ASAN "$BIN" -q "$T/sq.mkv" -o "$T/x265-63.mkv" --codec libx265 --crf 63 2>&1); rc=$?
   [ $rc = 1 ] && [ "$msg" = "entropy-stream: $T/x265-63.mkv: --crf 63: refused by encoder libx265" ] ||
     fail "--codec libx265 --crf 63: exit $rc, want 1 and one line: $msg"
+  # Above 2 MP a frame the encoder opens at the first frame, and a small one checks the
+  # options at open: the same refusal, before any frame.
+  msg=$(head -c $((2050 * 1026)) /dev/zero | ASAN_OPTIONS=$X265_ASAN "$BIN" -q - --raw gray8:2050x1026 \
+    -o "$T/x265-63-big.mkv" --codec libx265 --crf 63 2>&1); rc=$?
+  [ $rc = 1 ] && [ "$msg" = "entropy-stream: $T/x265-63-big.mkv: --crf 63: refused by encoder libx265" ] ||
+    fail "--codec libx265 --crf 63, 2050x1026: exit $rc, want 1 and one line: $msg"
 fi
 
 # A .y4m output file: the same uncompressed frames as stdout, byte for byte (a bug once sent
