@@ -8,6 +8,7 @@
  *
  * The frames are 4 noise images used in turn. Uses only the public header.
  */
+#define _POSIX_C_SOURCE 200809L /* clock_gettime under a strict -std=c11 */
 #include <limits.h>
 #include <pthread.h>
 #include <stdio.h>

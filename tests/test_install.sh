@@ -38,6 +38,46 @@ if [ -x "$T/oneshot-pc" ]; then
   echo "$out" | grep -q "histogram of H" || fail "oneshot (pkg-config) printed: $out"
 fi
 
+# The installed header alone (twice) as strict C11, every sample as strict C11 from its own
+# .c (the project's build defines _GNU_SOURCE; a user's -std=c11 does not: throughput.c's
+# clock_gettime was undeclared), and a C++ program that calls the library (extern "C").
+strict="-std=c11 -Wall -Wextra -pedantic -Werror -fsyntax-only"
+printf '#include <entropy_stream.h>\n#include <entropy_stream.h>\n' >"$T/h.c"
+cc $strict -I"$inc" "$T/h.c" 2>"$T/h.log" || { cat "$T/h.log"; fail "the header as strict C11"; }
+for s in "$ES_SRC"/samples/*.c; do
+  cc $strict $(pkg-config --cflags entropy-stream) "$s" 2>"$T/s.log" ||
+    { cat "$T/s.log"; fail "$(basename "$s") as strict C11"; }
+done
+cat >"$T/cxx.cpp" <<'CXX'
+#include <entropy_stream.h>
+#include <cstdio>
+#include <vector>
+int main() {
+  es_config cfg;
+  es_config_default(&cfg);
+  es_context *ctx = NULL;
+  char msg[256];
+  if (es_context_create(&ctx, &cfg, msg, sizeof msg) != ES_OK) return 1;
+  std::vector<unsigned char> px(64 * 48);
+  for (size_t i = 0; i < px.size(); i++) px[i] = (unsigned char)(i * 37 % 251);
+  std::vector<float> map(px.size());
+  es_image img = {&px[0], 64, 48, 64, 8};
+  es_stats st;
+  int rc = es_compute(ctx, &img, &map[0], 64, &st, NULL, NULL);
+  std::printf("%s, mean H %.3f\n", es_strerror(rc), st.mean);
+  es_context_destroy(&ctx);
+  return rc != ES_OK;
+}
+CXX
+if [ "${ES_BUILD_SHARED:-1}" = 1 ]; then pcl="--libs"; else pcl="--static --libs"; fi
+if c++ -std=c++11 -Wall -Wextra -pedantic -Werror "$T/cxx.cpp" $(pkg-config --cflags $pcl entropy-stream) \
+  -o "$T/cxx" 2>"$T/cxx.log"; then
+  out=$(LD_LIBRARY_PATH="$libdir" "$T/cxx") || fail "C++ program exit $?: $out"
+else
+  cat "$T/cxx.log"
+  fail "a C++ program using the header did not build"
+fi
+
 # CMake package.
 mkdir -p "$T/consumer"
 cat >"$T/consumer/CMakeLists.txt" <<CM
@@ -74,5 +114,5 @@ else
   tail -20 "$T/cs.log"
   fail "a C-only find_package(EntropyStream) consumer of the static library did not build"
 fi
-[ $FAIL = 0 ] && echo "test_install: 3 consumers built and ran" || echo "test_install: $FAIL failure(s)"
+[ $FAIL = 0 ] && echo "test_install: 4 consumers built and ran, header and samples strict C11" || echo "test_install: $FAIL failure(s)"
 exit $((FAIL > 0))
