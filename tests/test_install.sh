@@ -1,8 +1,9 @@
 #!/bin/bash
 # Install the library into a temporary prefix (cmake --install --prefix), then build and run
-# samples/oneshot.c against it twice: through the pkg-config file and through the CMake
-# package. A bug once baked the configured prefix into the .pc file, so an install under
-# another prefix could not be used.
+# samples/oneshot.c against it: through the pkg-config file and through the CMake package
+# (C++ and C-only projects); compile the header and every sample as strict C11, a C++
+# program against the header, and samples/ configured on its own. A bug once baked the
+# configured prefix into the .pc file, so an install under another prefix could not be used.
 set -u
 [ -n "${ES_BUILD:-}" ] && [ -n "${ES_SRC:-}" ] || { echo "skipped: ES_BUILD/ES_SRC not set"; exit 77; }
 if [ "${ES_SANITIZE:-0}" = 1 ]; then
@@ -114,5 +115,17 @@ else
   tail -20 "$T/cs.log"
   fail "a C-only find_package(EntropyStream) consumer of the static library did not build"
 fi
-[ $FAIL = 0 ] && echo "test_install: 4 consumers built and ran, header and samples strict C11" || echo "test_install: $FAIL failure(s)"
+# samples/CMakeLists.txt configured on its own builds every sample against the install.
+if cmake -S "$ES_SRC/samples" -B "$T/samples" -DCMAKE_PREFIX_PATH="$T/prefix" >"$T/sm.log" 2>&1 &&
+   cmake --build "$T/samples" >>"$T/sm.log" 2>&1; then
+  out=$(LD_LIBRARY_PATH="$libdir" "$T/samples/sample-oneshot" 64 48) || fail "sample-oneshot (samples on their own) exit $?"
+  echo "$out" | grep -q "histogram of H" || fail "sample-oneshot (samples on their own) printed: $out"
+  for s in "$ES_SRC"/samples/*.c; do
+    [ -x "$T/samples/sample-$(basename "$s" .c)" ] || fail "samples on their own: no sample-$(basename "$s" .c)"
+  done
+else
+  tail -20 "$T/sm.log"
+  fail "samples/ configured on its own against the install did not build"
+fi
+[ $FAIL = 0 ] && echo "test_install: 5 consumers built and ran, header and samples strict C11" || echo "test_install: $FAIL failure(s)"
 exit $((FAIL > 0))
