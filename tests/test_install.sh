@@ -127,5 +127,16 @@ else
   tail -20 "$T/sm.log"
   fail "samples/ configured on its own against the install did not build"
 fi
+# Absolute install dirs (Nix passes them): the .pc file names them as they are. The relative
+# prefix once made includedir /include and libdir //opt/es/lib (configure only: no build).
+if cmake -S "$ES_SRC" -B "$T/abs" -DES_WITH_CUDA=OFF -DES_BUILD_TESTS=OFF -DCMAKE_INSTALL_PREFIX=/opt/es \
+     -DCMAKE_INSTALL_LIBDIR=/opt/es-lib/lib -DCMAKE_INSTALL_INCLUDEDIR=/opt/es-dev/include >"$T/abs.log" 2>&1; then
+  got=$(PKG_CONFIG_PATH="$T/abs/pipeline" pkg-config --variable=libdir entropy-stream),$(PKG_CONFIG_PATH="$T/abs/pipeline" pkg-config --variable=includedir entropy-stream)
+  [ "$got" = /opt/es-lib/lib,/opt/es-dev/include ] ||
+    fail "absolute install dirs: the .pc file says libdir,includedir = $got"
+else
+  tail -20 "$T/abs.log"
+  fail "configure with absolute install dirs"
+fi
 [ $FAIL = 0 ] && echo "test_install: 5 consumers built and ran, header and samples strict C11" || echo "test_install: $FAIL failure(s)"
 exit $((FAIL > 0))
