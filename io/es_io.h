@@ -169,6 +169,10 @@ typedef struct es_video_info {
    * they differ for variable frame rate input (frames at 0, 0.14, 0.28 s: 50/1 against
    * about 10/1). */
   int base_num, base_den;
+  /* Field order (an AVFieldOrder: 0 unknown, 1 progressive, 2..5 TT BB TB BT), as libavformat
+   * reports it: frames are delivered woven (both fields, as stored), and a video output
+   * carries it as ffmpeg does (YUV4MPEG2 It/Ib, Matroska FieldOrder). */
+  int field_order;
 } es_video_info;
 /* path "-" = standard input (y4m recognised by its header, or raw with opts->raw). */
 int es_video_in_open(es_video_in **out, const char *path, const es_video_in_opts *opts,
@@ -216,6 +220,7 @@ typedef struct es_video_out_opts {
                                   * metadata where the container keeps it */
   int sar_num, sar_den;          /* sample aspect ratio of the input; 0 (or invalid): 1:1 */
   int base_num, base_den;        /* the input's base frame rate (es_video_info); 0: fps */
+  int field_order;               /* the input's (es_video_info); 0: unknown, written as progressive */
 } es_video_out_opts;
 /* path "-" = stdout YUV4MPEG2 (heat as 4:4:4, gray8 as mono) or raw f32; a path with a
  * container extension = encoded video (written atomically: temp name, renamed at close). */

@@ -770,6 +770,7 @@ int es_video_in_open(es_video_in **out, const char *path, const es_video_in_opts
     av_reduce(&base.num, &base.den, base.num, base.den, INT_MAX);
     info->base_num = base.num;
     info->base_den = base.den;
+    info->field_order = st->codecpar->field_order;
     if (st->nb_frames > 0)
       info->frames = st->nb_frames;
     else if (st->duration > 0 && st->duration != AV_NOPTS_VALUE)
@@ -1436,6 +1437,12 @@ static int next_frame(es_video_in *v, char *msg, size_t len) {
       av_packet_unref(v->pkt);
       v->flushing = 1;
       avcodec_send_packet(v->dec, NULL);
+      continue;
+    }
+    if (v->pkt->size == 0) {
+      /* An empty packet is legal (NUT, AVI): nothing to decode, and sent it would be refused
+       * (EINVAL) or, without data, start draining. ffmpeg skips them too. */
+      av_packet_unref(v->pkt);
       continue;
     }
     v->packets++;

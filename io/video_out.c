@@ -239,6 +239,10 @@ static int open_encoder(AVCodecContext **out, const AVCodec *codec, const es_vid
   if (o->sar_num > 0 && o->sar_den > 0)
     av_reduce(&e->sample_aspect_ratio.num, &e->sample_aspect_ratio.den, o->sar_num, o->sar_den,
               INT_MAX);
+  /* The input's field order, as ffmpeg passes it on: the map's rows are the woven frame's,
+   * so a player or filter that treats fields apart sees them where the source has them. */
+  if (o->field_order > AV_FIELD_UNKNOWN && o->field_order <= AV_FIELD_BT)
+    e->field_order = (enum AVFieldOrder)o->field_order;
   if (fmt == AV_PIX_FMT_GRAY8 || fmt == AV_PIX_FMT_GRAY16) {
     e->color_range = AVCOL_RANGE_JPEG;
   } else if (fmt == AV_PIX_FMT_YUVJ420P || fmt == AV_PIX_FMT_YUVJ422P ||
@@ -634,6 +638,7 @@ int es_video_out_open(es_video_out **out, const char *path, const es_video_out_o
    * encoder of fixed sizes, h263), the encoder is opened at the output's size, as before. */
   v->lazy = v->mode == MODE_ENCODE && (int64_t)o->width * o->height > ES_VIDEO_OUT_LAZY_PIXELS;
   int pw = o->width, ph = o->height;
+  int plain_opens = -1; /* the encoder at pw x ph opens without --preset/--crf (-1: not tried) */
   for (;;) {
     if (v->lazy) {
       pw = o->width > 65 ? 64 + (o->width & 1) : o->width;
@@ -653,18 +658,21 @@ int es_video_out_open(es_video_out **out, const char *path, const es_video_out_o
     if (err >= 0 || !v->lazy || err == AVERROR(ENOMEM)) break;
     if (v->mode == MODE_ENCODE && (o->preset || o->crf >= 0)) {
       AVCodecContext *plain = NULL;
-      int opens = open_encoder(&plain, codec, o, pw, ph, enc_fmt, tbs[ntb - 1], fps,
-                               global_header, 0) >= 0;
+      plain_opens = open_encoder(&plain, codec, o, pw, ph, enc_fmt, tbs[ntb - 1], fps,
+                                 global_header, 0) >= 0;
       avcodec_free_context(&plain);
-      if (opens) break; /* the small one opens without them: they were refused (below) */
+      if (plain_opens) break; /* the small one opens without them: they were refused (below) */
     }
     v->lazy = 0;
+    plain_opens = -1; /* that was the small size */
   }
   if (err < 0) {
     AVCodecContext *plain = NULL;
-    if (err != AVERROR(ENOMEM) && v->mode == MODE_ENCODE && (o->preset || o->crf >= 0) &&
-        open_encoder(&plain, codec, o, pw, ph, enc_fmt, tbs[ntb - 1], fps, global_header, 0) >=
-            0) {
+    if (plain_opens < 0 && err != AVERROR(ENOMEM) && v->mode == MODE_ENCODE &&
+        (o->preset || o->crf >= 0))
+      plain_opens = open_encoder(&plain, codec, o, pw, ph, enc_fmt, tbs[ntb - 1], fps,
+                                 global_header, 0) >= 0;
+    if (plain_opens > 0) {
       /* It opens without them: the preset or crf was refused. */
       if (o->preset && o->crf >= 0)
         snprintf(msg, len, "--preset %s or --crf %d: refused by encoder %s", o->preset, o->crf,

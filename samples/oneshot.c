@@ -7,24 +7,11 @@
  * The image is generated: a smooth gradient on the left half, noise on the right, so the
  * map has a low-entropy and a high-entropy side. Uses only the public header.
  */
-#include <ctype.h>
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 
 #include "entropy_stream.h"
-
-/* 1 with *out set where s is a whole decimal number in lo..hi, else 0: "5x", "abc", " 5"
- * or "" are not numbers (atoi read them as 5, 0, 5 and 0). */
-static int arg_int(const char *s, long lo, long hi, int *out) {
-  if (!isdigit((unsigned char)s[0]) && !(s[0] == '-' && isdigit((unsigned char)s[1]))) return 0;
-  char *end;
-  errno = 0;
-  long v = strtol(s, &end, 10);
-  if (*end || errno || v < lo || v > hi) return 0;
-  *out = (int)v;
-  return 1;
-}
+#include "sample_args.h"
 
 int main(int argc, char **argv) {
   int w = 640, h = 480;

@@ -287,6 +287,12 @@ if ff_has encoders libx265; then
   msg=$(ASAN_OPTIONS=$X265_ASAN "$BIN" -q "$T/sq.mkv" -o "$T/x265-63.mkv" --codec libx265 --crf 63 2>&1); rc=$?
   [ $rc = 1 ] && [ "$msg" = "entropy-stream: $T/x265-63.mkv: --crf 63: refused by encoder libx265" ] ||
     fail "--codec libx265 --crf 63: exit $rc, want 1 and one line: $msg"
+  # Above 2 MP a frame the encoder opens at the first frame, and a small one checks the
+  # options at open: the same refusal, before any frame.
+  msg=$(head -c $((2050 * 1026)) /dev/zero | ASAN_OPTIONS=$X265_ASAN "$BIN" -q - --raw gray8:2050x1026 \
+    -o "$T/x265-63-big.mkv" --codec libx265 --crf 63 2>&1); rc=$?
+  [ $rc = 1 ] && [ "$msg" = "entropy-stream: $T/x265-63-big.mkv: --crf 63: refused by encoder libx265" ] ||
+    fail "--codec libx265 --crf 63, 2050x1026: exit $rc, want 1 and one line: $msg"
 fi
 
 # A .y4m output file: the same uncompressed frames as stdout, byte for byte (a bug once sent
@@ -523,6 +529,30 @@ else
   fi
   "$BIN" -q "$T/clip.mkv" -o "$T/sar-none.mkv" && [ "$(sar "$T/sar-none.mkv")" = 1:1 ] ||
     fail "no sample aspect ratio in the input: heat video says '$(sar "$T/sar-none.mkv")', want 1:1"
+fi
+
+# The field order goes to the heat video and the y4m I field, as ffmpeg passes it on (the
+# map is of the woven frame; interlaced input came out as Ip / progressive).
+fo() { ffprobe -v error -select_streams v:0 -show_entries stream=field_order -of csv=p=0 "$1"; }
+if ! ff_has encoders ffv1 || ! ff_has muxers matroska; then
+  echo "test_cli_video: field order skipped: no ffv1 encoder or matroska muxer in this FFmpeg"
+else
+  $FF -f lavfi -i "testsrc=size=${W}x${H}:rate=10" -frames:v 3 -c:v ffv1 -field_order bb "$T/bff.mkv" ||
+    fail "cannot make bff.mkv"
+  "$BIN" -q "$T/bff.mkv" -o "$T/bff-heat.mkv" || fail "bff.mkv -> mkv: exit $?"
+  [ "$(fo "$T/bff-heat.mkv")" = bb ] || fail "field order: heat .mkv says '$(fo "$T/bff-heat.mkv")', want bb"
+  if [ $Y4M_OUT = 1 ]; then
+    hdr=$("$BIN" -q "$T/bff.mkv" -o - | head -c 100 | head -n 1)
+    case "$hdr" in *" Ib "*) ;; *) fail "field order: y4m header '$hdr', want Ib";; esac
+  fi
+  if [ $Y4M_IN = 1 ] && [ $Y4M_OUT = 1 ]; then
+    hdr=$( (printf 'YUV4MPEG2 W8 H6 F25:1 It A1:1 Cmono\nFRAME\n'; head -c 48 /dev/zero) |
+      "$BIN" -q - --format gray8 -o - | head -c 100 | head -n 1)
+    [ "$hdr" = "YUV4MPEG2 W8 H6 F25:1 It A1:1 Cmono XCOLORRANGE=FULL" ] ||
+      fail "field order: y4m It in, header '$hdr' out"
+  fi
+  "$BIN" -q "$T/clip.mkv" -o - --format gray8 | head -c 100 | head -n 1 | grep -q " Ip " ||
+    fail "field order: a progressive input's y4m header is not Ip"
 fi
 
 # A y4m header whose frames are too large for libavformat: its demuxer returns EBUSY and the

@@ -1,8 +1,9 @@
 #!/bin/bash
 # Install the library into a temporary prefix (cmake --install --prefix), then build and run
-# samples/oneshot.c against it twice: through the pkg-config file and through the CMake
-# package. A bug once baked the configured prefix into the .pc file, so an install under
-# another prefix could not be used.
+# samples/oneshot.c against it: through the pkg-config file and through the CMake package
+# (C++ and C-only projects); compile the header and every sample as strict C11, a C++
+# program against the header, and samples/ configured on its own. A bug once baked the
+# configured prefix into the .pc file, so an install under another prefix could not be used.
 set -u
 [ -n "${ES_BUILD:-}" ] && [ -n "${ES_SRC:-}" ] || { echo "skipped: ES_BUILD/ES_SRC not set"; exit 77; }
 if [ "${ES_SANITIZE:-0}" = 1 ]; then
@@ -36,6 +37,46 @@ fi
 if [ -x "$T/oneshot-pc" ]; then
   out=$(LD_LIBRARY_PATH="$libdir" "$T/oneshot-pc") || fail "oneshot (pkg-config) exit $?"
   echo "$out" | grep -q "histogram of H" || fail "oneshot (pkg-config) printed: $out"
+fi
+
+# The installed header alone (twice) as strict C11, every sample as strict C11 from its own
+# .c (the project's build defines _GNU_SOURCE; a user's -std=c11 does not: throughput.c's
+# clock_gettime was undeclared), and a C++ program that calls the library (extern "C").
+strict="-std=c11 -Wall -Wextra -pedantic -Werror -fsyntax-only"
+printf '#include <entropy_stream.h>\n#include <entropy_stream.h>\n' >"$T/h.c"
+cc $strict -I"$inc" "$T/h.c" 2>"$T/h.log" || { cat "$T/h.log"; fail "the header as strict C11"; }
+for s in "$ES_SRC"/samples/*.c; do
+  cc $strict $(pkg-config --cflags entropy-stream) "$s" 2>"$T/s.log" ||
+    { cat "$T/s.log"; fail "$(basename "$s") as strict C11"; }
+done
+cat >"$T/cxx.cpp" <<'CXX'
+#include <entropy_stream.h>
+#include <cstdio>
+#include <vector>
+int main() {
+  es_config cfg;
+  es_config_default(&cfg);
+  es_context *ctx = NULL;
+  char msg[256];
+  if (es_context_create(&ctx, &cfg, msg, sizeof msg) != ES_OK) return 1;
+  std::vector<unsigned char> px(64 * 48);
+  for (size_t i = 0; i < px.size(); i++) px[i] = (unsigned char)(i * 37 % 251);
+  std::vector<float> map(px.size());
+  es_image img = {&px[0], 64, 48, 64, 8};
+  es_stats st;
+  int rc = es_compute(ctx, &img, &map[0], 64, &st, NULL, NULL);
+  std::printf("%s, mean H %.3f\n", es_strerror(rc), st.mean);
+  es_context_destroy(&ctx);
+  return rc != ES_OK;
+}
+CXX
+if [ "${ES_BUILD_SHARED:-1}" = 1 ]; then pcl="--libs"; else pcl="--static --libs"; fi
+if c++ -std=c++11 -Wall -Wextra -pedantic -Werror "$T/cxx.cpp" $(pkg-config --cflags $pcl entropy-stream) \
+  -o "$T/cxx" 2>"$T/cxx.log"; then
+  out=$(LD_LIBRARY_PATH="$libdir" "$T/cxx") || fail "C++ program exit $?: $out"
+else
+  cat "$T/cxx.log"
+  fail "a C++ program using the header did not build"
 fi
 
 # CMake package.
@@ -74,5 +115,28 @@ else
   tail -20 "$T/cs.log"
   fail "a C-only find_package(EntropyStream) consumer of the static library did not build"
 fi
-[ $FAIL = 0 ] && echo "test_install: 3 consumers built and ran" || echo "test_install: $FAIL failure(s)"
+# samples/CMakeLists.txt configured on its own builds every sample against the install.
+if cmake -S "$ES_SRC/samples" -B "$T/samples" -DCMAKE_PREFIX_PATH="$T/prefix" >"$T/sm.log" 2>&1 &&
+   cmake --build "$T/samples" >>"$T/sm.log" 2>&1; then
+  out=$(LD_LIBRARY_PATH="$libdir" "$T/samples/sample-oneshot" 64 48) || fail "sample-oneshot (samples on their own) exit $?"
+  echo "$out" | grep -q "histogram of H" || fail "sample-oneshot (samples on their own) printed: $out"
+  for s in "$ES_SRC"/samples/*.c; do
+    [ -x "$T/samples/sample-$(basename "$s" .c)" ] || fail "samples on their own: no sample-$(basename "$s" .c)"
+  done
+else
+  tail -20 "$T/sm.log"
+  fail "samples/ configured on its own against the install did not build"
+fi
+# Absolute install dirs (Nix passes them): the .pc file names them as they are. The relative
+# prefix once made includedir /include and libdir //opt/es/lib (configure only: no build).
+if cmake -S "$ES_SRC" -B "$T/abs" -DES_WITH_CUDA=OFF -DES_BUILD_TESTS=OFF -DCMAKE_INSTALL_PREFIX=/opt/es \
+     -DCMAKE_INSTALL_LIBDIR=/opt/es-lib/lib -DCMAKE_INSTALL_INCLUDEDIR=/opt/es-dev/include >"$T/abs.log" 2>&1; then
+  got=$(PKG_CONFIG_PATH="$T/abs/pipeline" pkg-config --variable=libdir entropy-stream),$(PKG_CONFIG_PATH="$T/abs/pipeline" pkg-config --variable=includedir entropy-stream)
+  [ "$got" = /opt/es-lib/lib,/opt/es-dev/include ] ||
+    fail "absolute install dirs: the .pc file says libdir,includedir = $got"
+else
+  tail -20 "$T/abs.log"
+  fail "configure with absolute install dirs"
+fi
+[ $FAIL = 0 ] && echo "test_install: 5 consumers built and ran, header and samples strict C11" || echo "test_install: $FAIL failure(s)"
 exit $((FAIL > 0))

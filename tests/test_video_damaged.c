@@ -2,7 +2,8 @@
  * test_video_damaged.c - damaged video is decoded as far as it can be: garbage written over
  * the middle of a .nut/.mkv, or bytes cut out of the middle of an .mp4. The reader must not
  * fail, must count the packets/frames it skipped (es_video_in_corrupt), and must deliver
- * the frames around the damage - those before it exactly as from the intact file.
+ * the frames around the damage - those before it exactly as from the intact file. Empty
+ * packets, which are legal (NUT and AVI carry them), are no damage: nothing is counted.
  */
 #include <inttypes.h>
 
@@ -120,6 +121,80 @@ static void damage_case(const char *name, const char *encode, int n, int cut, in
   free(dmg.frames);
 }
 
+#ifdef ES_HAVE_FFMPEG
+/* Copies the packets of in (one video stream) into a new NUT file out, with an empty packet
+ * (size 0) after every second one. 0 on success. */
+static int remux_with_empty(const char *in, const char *out) {
+  AVFormatContext *ic = NULL, *oc = NULL;
+  AVPacket *p = av_packet_alloc();
+  int rc = -1, n = 0;
+  if (!p || avformat_open_input(&ic, in, NULL, NULL) < 0) goto end;
+  if (avformat_find_stream_info(ic, NULL) < 0 || ic->nb_streams != 1) goto end;
+  if (avformat_alloc_output_context2(&oc, NULL, "nut", out) < 0) goto end;
+  AVStream *is = ic->streams[0], *os = avformat_new_stream(oc, NULL);
+  if (!os || avcodec_parameters_copy(os->codecpar, is->codecpar) < 0) goto end;
+  os->time_base = is->time_base;
+  if (avio_open(&oc->pb, out, AVIO_FLAG_WRITE) < 0 || avformat_write_header(oc, NULL) < 0)
+    goto end;
+  while (av_read_frame(ic, p) >= 0) {
+    av_packet_rescale_ts(p, is->time_base, os->time_base);
+    int64_t ts = p->dts != AV_NOPTS_VALUE ? p->dts : p->pts;
+    p->stream_index = 0;
+    if (av_write_frame(oc, p) < 0) goto end;
+    av_packet_unref(p);
+    if (++n % 2 == 0) {
+      p->pts = p->dts = ts + 1; /* between this packet and the next */
+      p->stream_index = 0;
+      if (av_write_frame(oc, p) < 0) goto end; /* data NULL, size 0 */
+    }
+  }
+  rc = av_write_trailer(oc) < 0 ? -1 : n;
+end:
+  av_packet_free(&p);
+  if (oc) avio_closep(&oc->pb);
+  avformat_free_context(oc);
+  avformat_close_input(&ic);
+  return rc;
+}
+#endif
+
+/* Empty packets among good ones: every frame delivered as from the file without them, and
+ * nothing counted as corrupt (ffmpeg skips them silently too). */
+static void empty_packets_case(void) {
+#ifdef ES_HAVE_FFMPEG
+  if (!tv_ffmpeg_need("test_video_damaged: empty packets", "encoders", "ffv1", "ffv1 encoder") ||
+      !tv_lavf_has_muxer("nut") || !tv_lavf_has_demuxer("nut")) {
+    printf("test_video_damaged: empty packets skipped (no ffv1 or nut)\n");
+    return;
+  }
+  int w = es_test_range(10, 45) * 2, h = es_test_range(8, 35) * 2, n = es_test_range(6, 14);
+  char clip[512], holey[512];
+  snprintf(clip, sizeof clip, "%s/e.nut", dir);
+  snprintf(holey, sizeof holey, "%s/e-empty.nut", dir);
+  if (tv_sh("ffmpeg -v error -y -f lavfi -i testsrc2=size=%dx%d:rate=25 -frames:v %d "
+            "-c:v ffv1 -pix_fmt yuv420p '%s'",
+            w, h, n, clip) != 0 ||
+      remux_with_empty(clip, holey) != n) {
+    CHECK(0, "empty packets: could not make the clips");
+    return;
+  }
+  run good, e;
+  decode(clip, w, h, &good);
+  decode(holey, w, h, &e);
+  printf("empty packets: %dx%d, %d frames, %d empty packets: %d frames, %" PRId64 " corrupt\n",
+         w, h, n, n / 2, e.n, e.corrupt);
+  CHECK(good.rc_end == ES_ERR_EOF && good.n == n && good.corrupt == 0, "empty: intact %d %d",
+        good.rc_end, good.n);
+  CHECK(e.rc_open == ES_OK && e.rc_end == ES_ERR_EOF, "empty packets: %d %d %s", e.rc_open,
+        e.rc_end, e.msg);
+  CHECK(e.corrupt == 0, "empty packets: %" PRId64 " counted as corrupt", e.corrupt);
+  CHECK(e.n == n && !memcmp(e.frames, good.frames, (size_t)w * h * n),
+        "empty packets: %d frames of %d, or not the intact ones", e.n, n);
+  free(good.frames);
+  free(e.frames);
+#endif
+}
+
 int main(void) {
   es_test_seed("test_video_damaged");
   if (!tv_need_ffmpeg("test_video_damaged")) return ES_TEST_SKIP;
@@ -131,6 +206,7 @@ int main(void) {
   damage_case("b.mkv", "-c:v ffv1 -level 3 -slicecrc 1 -g 1 -pix_fmt yuv420p", 40, 0, 1);
   damage_case("c.mkv", "-c:v libx264 -g 10 -pix_fmt yuv444p", 50, 0, 1);
   damage_case("d.mp4", "-c:v mpeg4 -g 8 -pix_fmt yuv420p -movflags +faststart", 50, 1, 1);
+  empty_packets_case();
   tv_sh("rm -rf '%s'", dir);
   return es_test_done("test_video_damaged");
 }

@@ -2157,6 +2157,7 @@ static int run_video(cli_opts *o, int out_kind) {
     vopt.display_matrix = v.info.has_display_matrix ? v.info.display_matrix : NULL;
     vopt.sar_num = v.info.sar_num;
     vopt.sar_den = v.info.sar_den;
+    vopt.field_order = v.info.field_order;
     rc = es_video_out_open(&vo, o->output, &vopt, msg, sizeof msg);
     if (rc != ES_OK) {
       err(out_name, "%s", *msg ? msg : es_strerror(rc));
