@@ -1071,17 +1071,29 @@ static size_t in_bytes_grown(es_video_in *v, uint8_t **buf, size_t n, size_t pad
 }
 
 /* The line before a y4m frame's data ("FRAME", optional parameters, '\n'), read as
- * libavformat's demuxer reads it (at most Y4M_LINE_MAX bytes before the '\n'). */
+ * libavformat's demuxer reads it (at most Y4M_LINE_MAX bytes before the '\n'); a stream
+ * header in its place may be as long as the demuxer takes a first one (Y4M_HEADER_MAX, its
+ * MAX_YUV4_HEADER: ffmpeg's own headers with a colour range pass 80 bytes). */
 #define Y4M_LINE_MAX 80
+#define Y4M_HEADER_MAX 96
 enum { Y4M_FRAME, Y4M_END, Y4M_CUT, Y4M_BAD, Y4M_LOST, Y4M_HEADER };
+
+/* The most bytes a line that begins with these n may hold before its '\n'. */
+static size_t y4m_line_max(const char *line, size_t n) {
+  return n >= 10 && !memcmp(line, "YUV4MPEG2 ", 10) ? Y4M_HEADER_MAX : Y4M_LINE_MAX;
+}
+
 /* Y4M_HEADER: a stream header ("YUV4MPEG2 ...") where a frame line was due, as when two y4m
- * streams are concatenated; the line (n bytes, terminated) is left in line. */
+ * streams are concatenated; the line (n bytes, terminated) is left in line, which holds
+ * Y4M_HEADER_MAX + 1 bytes. */
 static int y4m_line(es_video_in *v, int *err, char *line, int *len) {
   int n = 0;
   if (v->pfd >= 0) {
-    const size_t got = pread_full(v->pfd, (uint8_t *)line, Y4M_LINE_MAX + 1, v->poff, err);
+    const size_t got = pread_full(v->pfd, (uint8_t *)line, Y4M_HEADER_MAX + 1, v->poff, err);
     const char *nl = memchr(line, '\n', got);
-    if (!nl) return got == 0 ? Y4M_END : got < Y4M_LINE_MAX + 1 ? Y4M_CUT : Y4M_LOST;
+    const size_t max = y4m_line_max(line, got);
+    if (!nl || (size_t)(nl - line) > max)
+      return got == 0 ? Y4M_END : !nl && got <= max ? Y4M_CUT : Y4M_LOST;
     n = (int)(nl - line);
     v->poff += n + 1;
   } else {
@@ -1093,7 +1105,8 @@ static int y4m_line(es_video_in *v, int *err, char *line, int *len) {
         return n ? Y4M_CUT : Y4M_END;
       }
       if (c == '\n') break;
-      if (n == Y4M_LINE_MAX) return Y4M_LOST; /* no frame boundary to resume from */
+      if ((size_t)n == y4m_line_max(line, (size_t)n))
+        return Y4M_LOST; /* no frame boundary to resume from */
       line[n++] = (char)c;
     }
   }
@@ -1151,7 +1164,7 @@ static int frame_cut(const es_video_in *v, int err, size_t got, size_t fsize, ch
 static int y4m_next_frame(es_video_in *v, char *msg, size_t len) {
   const size_t fsize = v->y4m_frame_size;
   int err = 0, n = 0;
-  char line[Y4M_LINE_MAX + 1];
+  char line[Y4M_HEADER_MAX + 1];
   for (int bad = 0;;) {
     const int l = y4m_line(v, &err, line, &n);
     if (l == Y4M_FRAME) return ES_OK;
