@@ -1072,17 +1072,29 @@ static size_t in_bytes_grown(es_video_in *v, uint8_t **buf, size_t n, size_t pad
 }
 
 /* The line before a y4m frame's data ("FRAME", optional parameters, '\n'), read as
- * libavformat's demuxer reads it (at most Y4M_LINE_MAX bytes before the '\n'). */
+ * libavformat's demuxer reads it (at most Y4M_LINE_MAX bytes before the '\n'); a stream
+ * header in its place may be as long as the demuxer takes a first one (Y4M_HEADER_MAX, its
+ * MAX_YUV4_HEADER: ffmpeg's own headers with a colour range pass 80 bytes). */
 #define Y4M_LINE_MAX 80
+#define Y4M_HEADER_MAX 96
 enum { Y4M_FRAME, Y4M_END, Y4M_CUT, Y4M_BAD, Y4M_LOST, Y4M_HEADER };
+
+/* The most bytes a line that begins with these n may hold before its '\n'. */
+static size_t y4m_line_max(const char *line, size_t n) {
+  return n >= 10 && !memcmp(line, "YUV4MPEG2 ", 10) ? Y4M_HEADER_MAX : Y4M_LINE_MAX;
+}
+
 /* Y4M_HEADER: a stream header ("YUV4MPEG2 ...") where a frame line was due, as when two y4m
- * streams are concatenated; the line (n bytes, terminated) is left in line. */
+ * streams are concatenated; the line (n bytes, terminated) is left in line, which holds
+ * Y4M_HEADER_MAX + 1 bytes. */
 static int y4m_line(es_video_in *v, int *err, char *line, int *len) {
   int n = 0;
   if (v->pfd >= 0) {
-    const size_t got = pread_full(v->pfd, (uint8_t *)line, Y4M_LINE_MAX + 1, v->poff, err);
+    const size_t got = pread_full(v->pfd, (uint8_t *)line, Y4M_HEADER_MAX + 1, v->poff, err);
     const char *nl = memchr(line, '\n', got);
-    if (!nl) return got == 0 ? Y4M_END : got < Y4M_LINE_MAX + 1 ? Y4M_CUT : Y4M_LOST;
+    const size_t max = y4m_line_max(line, got);
+    if (!nl || (size_t)(nl - line) > max)
+      return got == 0 ? Y4M_END : !nl && got <= max ? Y4M_CUT : Y4M_LOST;
     n = (int)(nl - line);
     v->poff += n + 1;
   } else {
@@ -1094,7 +1106,8 @@ static int y4m_line(es_video_in *v, int *err, char *line, int *len) {
         return n ? Y4M_CUT : Y4M_END;
       }
       if (c == '\n') break;
-      if (n == Y4M_LINE_MAX) return Y4M_LOST; /* no frame boundary to resume from */
+      if ((size_t)n == y4m_line_max(line, (size_t)n))
+        return Y4M_LOST; /* no frame boundary to resume from */
       line[n++] = (char)c;
     }
   }
@@ -1104,34 +1117,56 @@ static int y4m_line(es_video_in *v, int *err, char *line, int *len) {
   return n >= 5 && !memcmp(line, "FRAME", 5) ? Y4M_FRAME : Y4M_BAD;
 }
 
-/* The pixel format a y4m stream header describes (its C field, as libavformat's demuxer
- * maps it; AV_PIX_FMT_NONE if unknown), and its W and H fields. */
-static enum AVPixelFormat y4m_header_format(const char *line, int *w, int *h) {
-  char c[16] = "420jpeg", name[24]; /* 420jpeg: the default when there is no C field */
+/* A y4m stream header line in memory, for y4m_header_format's demuxer. */
+typedef struct y4m_mem {
+  const uint8_t *p;
+  size_t left;
+} y4m_mem;
+
+static int y4m_mem_read(void *opaque, uint8_t *buf, int size) {
+  y4m_mem *m = opaque;
+  const size_t k = m->left < (size_t)size ? m->left : (size_t)size;
+  if (!k) return AVERROR_EOF;
+  memcpy(buf, m->p, k);
+  m->p += k;
+  m->left -= k;
+  return (int)k;
+}
+
+/* The pixel format, W and H of a y4m stream header (n bytes, without its '\n') as
+ * libavformat's demuxer reads them (it read the first header): AV_PIX_FMT_NONE where it
+ * refuses the header. A parser of our own took 4:2:0 where only an XYSCSS field gave the
+ * layout, which the demuxer takes from there. */
+static enum AVPixelFormat y4m_header_format(const char *line, int n, int *w, int *h) {
+  enum AVPixelFormat f = AV_PIX_FMT_NONE;
+  const AVInputFormat *ifmt = av_find_input_format("yuv4mpegpipe");
+  AVFormatContext *fmt = avformat_alloc_context();
+  uint8_t text[Y4M_HEADER_MAX + 1];
+  y4m_mem m = {text, (size_t)n + 1};
+  const int cap = 4096; /* avio's buffer */
+  uint8_t *buf = av_malloc(cap);
+  AVIOContext *pb = buf ? avio_alloc_context(buf, cap, 0, &m, y4m_mem_read, NULL, NULL) : NULL;
   *w = *h = 0;
-  for (const char *t = line + 10; *t;) {
-    while (*t == ' ') t++;
-    const size_t k = strcspn(t, " ");
-    if (*t == 'W')
-      *w = atoi(t + 1);
-    else if (*t == 'H')
-      *h = atoi(t + 1);
-    else if (*t == 'C' && k >= 1 && k - 1 < sizeof c)
-      snprintf(c, sizeof c, "%.*s", (int)(k - 1), t + 1);
-    t += k;
+  if (!ifmt || !fmt || !pb || n < 0 || n > Y4M_HEADER_MAX) goto end;
+  memcpy(text, line, (size_t)n);
+  text[n] = '\n';
+  fmt->pb = pb;
+  fmt->flags |= AVFMT_FLAG_CUSTOM_IO;
+  if (avformat_open_input(&fmt, NULL, ifmt, NULL) < 0) goto end; /* it freed fmt */
+  if (fmt->nb_streams == 1) {
+    const AVCodecParameters *p = fmt->streams[0]->codecpar;
+    f = (enum AVPixelFormat)p->format;
+    *w = p->width;
+    *h = p->height;
   }
-  if (!strncmp(c, "mono", 4))
-    snprintf(name, sizeof name, "gray%s", c + 4); /* mono, mono10, ... mono16 */
-  else if (!strncmp(c, "420", 3) && (!c[3] || !strcmp(c + 3, "jpeg") || !strcmp(c + 3, "mpeg2") ||
-                                      !strcmp(c + 3, "paldv")))
-    snprintf(name, sizeof name, "yuv420p");
-  else if (!strcmp(c, "444alpha"))
-    snprintf(name, sizeof name, "yuva444p");
-  else if (!strcmp(c, "411") || !strcmp(c, "422") || !strcmp(c, "444"))
-    snprintf(name, sizeof name, "yuv%sp", c);
-  else /* 420p10, 422p12, 444p16, ... */
-    snprintf(name, sizeof name, "yuv%s", c);
-  return av_get_pix_fmt(name);
+end:
+  avformat_close_input(&fmt);
+  if (pb)
+    av_freep(&pb->buffer);
+  else
+    av_free(buf);
+  avio_context_free(&pb);
+  return f;
 }
 
 /* Why frame v->packets ended early: a read error (err), else it is short (got of fsize
@@ -1152,7 +1187,7 @@ static int frame_cut(const es_video_in *v, int err, size_t got, size_t fsize, ch
 static int y4m_next_frame(es_video_in *v, char *msg, size_t len) {
   const size_t fsize = v->y4m_frame_size;
   int err = 0, n = 0;
-  char line[Y4M_LINE_MAX + 1];
+  char line[Y4M_HEADER_MAX + 1];
   for (int bad = 0;;) {
     const int l = y4m_line(v, &err, line, &n);
     if (l == Y4M_FRAME) return ES_OK;
@@ -1160,8 +1195,15 @@ static int y4m_next_frame(es_video_in *v, char *msg, size_t len) {
       /* Another stream's header (concatenated y4m files): the same frames go on; frames of
        * another size or layout end the input with an error, the frames before kept. */
       int w, h;
-      const enum AVPixelFormat f = y4m_header_format(line, &w, &h);
+      const enum AVPixelFormat f = y4m_header_format(line, n, &w, &h);
       if (f == v->y4m_format && w == v->width && h == v->height) continue;
+      if (f == AV_PIX_FMT_NONE) {
+        snprintf(msg, len,
+                 "frame %" PRId64 ": a new y4m stream begins with a header that "
+                 "cannot be read",
+                 v->packets);
+        return ES_ERR_INPUT;
+      }
       const char *fn = av_get_pix_fmt_name(f), *sn = av_get_pix_fmt_name(v->y4m_format);
       snprintf(msg, len,
                "frame %" PRId64 ": a new y4m stream of %dx%d %s begins where the stream started "

@@ -415,6 +415,20 @@ msg=$("$BIN" -q - --raw gray8:100x100 -o "$T/fd.npy" --stats - < "$T/fd.raw" 2>&
 [ "$msg" = "entropy-stream: -: cannot write: Bad file descriptor" ] ||
   fail "--stats - with stdout closed: message: $msg"
 cmp -s "$T/fd-want.npy" "$T/fd.npy" || fail "--stats - with stdout closed: the .npy is not the map alone"
+# Standard input that cannot be read (closed, or a directory): the error was printed by the
+# stdin pump and the reader saw an empty stream: --raw ran on with exit 0 (an empty .npy
+# written), y4m added "cannot open: Invalid data ..." as a second line. One line, exit 2,
+# nothing written.
+for how in closed dir; do
+  for mode in raw y4m; do
+    args=(-q - -o "$T/in-$how-$mode.npy"); [ $mode = raw ] && args+=(--raw gray8:4x4)
+    if [ $how = closed ]; then msg=$("$BIN" "${args[@]}" 2>&1 <&-); rc=$?; want="Bad file descriptor"
+    else msg=$("$BIN" "${args[@]}" 2>&1 < "$T"); rc=$?; want="Is a directory"; fi
+    [ $rc = 2 ] && [ "$msg" = "entropy-stream: -: read error: $want" ] ||
+      fail "stdin $how, $mode: exit $rc, want 2 and one line 'read error: $want': $msg"
+    [ -e "$T/in-$how-$mode.npy" ] && fail "stdin $how, $mode: an output was written"
+  done
+done
 
 # --device gpu where no GPU can be used: exit 4 with one line.
 if [ "${ES_HAVE_CUDA:-0}" = 1 ] && nvidia-smi -L >/dev/null 2>&1; then

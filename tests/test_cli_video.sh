@@ -576,7 +576,7 @@ fi
 # before kept. (A second header was taken for damaged frame lines: frames were lost with
 # exit 0.)
 if [ $Y4M_IN = 1 ]; then
-  "$PY" - "$T/y1.y4m" "$T/y2.y4m" <<'EOF2'
+  "$PY" - "$T/y1.y4m" "$T/y2.y4m" "$T/y3.y4m" "$T/y4.y4m" <<'EOF2'
 import sys
 def stream(path, w, h, n):
     out = bytearray(b"YUV4MPEG2 W%d H%d F25:1 Ip A1:1 Cmono\n" % (w, h))
@@ -585,10 +585,35 @@ def stream(path, w, h, n):
     open(path, "wb").write(bytes(out))
 stream(sys.argv[1], 8, 6, 4)
 stream(sys.argv[2], 10, 6, 3)
+# A header as ffmpeg writes one with a colour range (85 bytes at 1920x1080), padded to 95, the
+# longest libavformat's demuxer takes; the frame lines' limit is 80. A second such header was
+# taken for a lost frame line: its frames were dropped, exit 0, "1 corrupt packet skipped".
+# A header whose layout is only in XYSCSS (no C field: libavformat takes 4:4:4 from it); the
+# second one was read as 4:2:0 and refused as another layout, exit 2.
+def one(path, hdr, fsize):
+    out = bytearray(hdr)
+    for i in range(4):
+        out += b"FRAME\n" + bytes([(i * 53 + k * 7) % 256 for k in range(fsize)])
+    open(path, "wb").write(bytes(out))
+hdr = b"YUV4MPEG2 W8 H6 F30000:1001 Ip A1:1 Cmono XYSCSS=420JPEG XCOLORRANGE=LIMITED XCOMMENT="
+one(sys.argv[3], hdr + b"x" * (95 - len(hdr)) + b"\n", 48)
+one(sys.argv[4], b"YUV4MPEG2 W8 H6 F25:1 Ip A1:1 XYSCSS=444\n", 144)
 EOF2
   cat "$T/y1.y4m" "$T/y1.y4m" > "$T/y11.y4m"
   cat "$T/y1.y4m" "$T/y2.y4m" > "$T/y12.y4m"
+  { cat "$T/y1.y4m"; printf 'YUV4MPEG2 W8 H6 F25:1 Cfoo\n'; } > "$T/y1bad.y4m"
+  msg=$(cat "$T/y1bad.y4m" | "$BIN" -q - --stats "$T/c1bad.csv" -y 2>&1); rc=$?
+  [ $rc = 2 ] && [ "$msg" = "entropy-stream: -: frame 4: a new y4m stream begins with a header that cannot be read" ] ||
+    fail "a second y4m header that libavformat refuses: exit $rc, want 2 ($msg)"
   for how in file pipe; do
+    for y in 3:"with 95-byte headers" 4:"whose layout is in XYSCSS"; do
+      k=${y%%:*}; what=${y#*:}
+      cat "$T/y$k.y4m" "$T/y$k.y4m" > "$T/yy.y4m"
+      if [ $how = file ]; then msg=$("$BIN" -q - --stats "$T/cyy.csv" -y < "$T/yy.y4m" 2>&1); rc=$?
+      else msg=$(cat "$T/yy.y4m" | "$BIN" -q - --stats "$T/cyy.csv" -y 2>&1); rc=$?; fi
+      [ $rc = 0 ] && [ -z "$msg" ] && [ "$(wc -l < "$T/cyy.csv")" = 9 ] ||
+        fail "two y4m streams $what ($how): exit $rc, $(($(wc -l < "$T/cyy.csv") - 1)) records, want 8 ($msg)"
+    done
     if [ $how = file ]; then "$BIN" -q - --stats "$T/c11.csv" -y < "$T/y11.y4m"; rc=$?
     else cat "$T/y11.y4m" | "$BIN" -q - --stats "$T/c11.csv" -y; rc=$?; fi
     [ $rc = 0 ] && [ "$(wc -l < "$T/c11.csv")" = 9 ] ||

@@ -1743,6 +1743,20 @@ end:
  * polls with a timeout, and on a signal closes its end: the decoder sees EOF, the frames in
  * flight are finished and the output is closed properly. Regular files are read directly
  * (a demuxer may need to seek in them). */
+
+/* A read error of the pump (its errno), set before it closes its pipe: the end of input the
+ * reader sees after it is that error (pump_status), not the end of the stream. */
+static atomic_int g_pump_errno;
+
+/* rc of a reader of the pump's pipe (ES_OK or ES_ERR_EOF at its end, or an input error, as
+ * a header or frame cut short): ES_ERR_INPUT with msg "read error: ..." where the pump's
+ * read failed; else rc. */
+static int pump_status(int rc, char *msg, size_t len) {
+  const int e = atomic_load(&g_pump_errno);
+  if (!e || (rc != ES_OK && rc != ES_ERR_EOF && rc != ES_ERR_INPUT)) return rc;
+  snprintf(msg, len, "read error: %s", strerror(e));
+  return ES_ERR_INPUT;
+}
 typedef struct stdin_pump {
   int src; /* the real standard input (a dup), owned by the pump thread */
   int dst; /* write end of our pipe, owned by the pump thread */
@@ -1767,7 +1781,7 @@ static void *stdin_pump_thread(void *arg) {
       if (n == 0) break;
       if (errno == EINTR || errno == EAGAIN) continue;
       if (errno != EINVAL && errno != ENOSYS) { /* EPIPE: the decoder is gone */
-        if (errno != EPIPE) err("-", "read error: %s", strerror(errno));
+        if (errno != EPIPE) atomic_store(&g_pump_errno, errno);
         break;
       }
       use_splice = 0; /* not supported here: copy */
@@ -1776,7 +1790,7 @@ static void *stdin_pump_thread(void *arg) {
     n = read(p->src, buf, cap);
     if (n < 0 && (errno == EINTR || errno == EAGAIN)) continue;
     if (n <= 0) {
-      if (n < 0) err("-", "read error: %s", strerror(errno));
+      if (n < 0) atomic_store(&g_pump_errno, errno);
       break;
     }
     while (off < n) { /* blocks only while the decoder has a full pipe to read */
@@ -1965,6 +1979,7 @@ static void *decode_thread(void *arg) {
            "(%.1f of them copying planes out of decoded frames)",
            (long long)v->pushed, t_wait, t_read, es_video_in_copy_ms(v->vin));
   if (rc == ES_ERR_EOF) rc = ES_OK;
+  rc = pump_status(rc, v->read_msg, sizeof v->read_msg);
   /* After a signal the stdin pump closes its pipe wherever the producer was, so the frame
    * being read comes out short: that is the interruption, not a damaged input. */
   if (rc == ES_ERR_INPUT && g_stop) rc = ES_ERR_INTERRUPTED;
@@ -2095,7 +2110,7 @@ static int run_video(cli_opts *o, int out_kind) {
   if (fifo_fd >= 0) close(fifo_fd); /* the reader opened the pipe itself */
   fifo_fd = -1;
   if (rc != ES_OK) {
-    code = input_failed(o, in_name, rc, msg);
+    code = input_failed(o, in_name, pump_status(rc, msg, sizeof msg), msg);
     goto end;
   }
   es_trace("video: input open");
@@ -2119,6 +2134,7 @@ static int run_video(cli_opts *o, int out_kind) {
    * short or unreadable is the input's error, as a header the reader refused is. */
   rc = es_video_in_read_lend(v.vin, NULL, 0, &v.first, &v.first_pts, &v.first_pts_seconds, msg,
                              sizeof msg);
+  if (rc != ES_OK && rc != ES_ERR_AGAIN) rc = pump_status(rc, msg, sizeof msg);
   if (rc == ES_OK) {
     v.first_lent = 1;
   } else if (rc != ES_ERR_AGAIN && rc != ES_ERR_EOF) {
