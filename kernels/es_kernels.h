@@ -117,7 +117,8 @@ void es_stats_finish(es_stats *st, const es_stats_acc *acc, const uint64_t *leve
                      int levels);
 /* Global entropy (bits) of a level histogram of `levels` bins over `total` samples. */
 double es_global_entropy(const uint64_t *level_hist, int levels, int64_t total);
-/* Bin scale for es_stats_bin: bins / hmax, 0 if hmax == 0. */
+/* Bin scale for es_stats_bin: bins / hmax rounded up (a value on an edge goes to the bin
+ * above it), 0 if hmax == 0. */
 double es_stats_binscale(const es_params *p, int bins);
 
 /* Colormaps: 256 RGB triples (uint8), for enum es_colormap. NULL for an unknown id. */

@@ -289,6 +289,13 @@ def maps(T, device):
     check_map(T, "bins", img, 8, 5, "square", "clip", 64, "2", 1, device)
     check_map(T, "bins", img, 8, 7, "disk", "reflect", 256, "e", 1024, device)
     check_map(T, "bins", img, 8, 3, "square", "reflect", 9, "2", 9, device)
+    # every H exactly on a bin edge (hmax = log2 L exact, h * bins / hmax an integer): the
+    # bin above it. 2x8 images seen whole by K = 15; H = 15/8 (counts 8 4 2 1 1) at L = 8 in
+    # 392 bins is bin 245 (once 244: bins / hmax was rounded down), H = 25/8 (counts
+    # 4 2 2 2 1 1 1 1 1 1) at L = 32 in 184 bins is bin 115.
+    for L, bins, counts in ((8, 392, (8, 4, 2, 1, 1)), (32, 184, (4, 2, 2, 2, 1, 1, 1, 1, 1, 1))):
+        img = np.repeat([k * 256 // L for k in range(len(counts))], counts).reshape(2, 8)
+        check_map(T, "bin edge", img, 8, 15, "square", "clip", L, "2", bins, device)
 
 
 def colour(T):
