@@ -117,7 +117,11 @@ void es_stats_finish(es_stats *st, const es_stats_acc *acc, const uint64_t *leve
                      int levels);
 /* Global entropy (bits) of a level histogram of `levels` bins over `total` samples. */
 double es_global_entropy(const uint64_t *level_hist, int levels, int64_t total);
-/* Bin scale for es_stats_bin: bins / hmax, 0 if hmax == 0. */
+/* a / b rounded up (a, b > 0): the scales below, so that a value exactly on a bin edge or
+ * a rounding tie is not pushed under it by a quotient rounded down. */
+double es_div_up(double a, double b);
+/* Bin scale for es_stats_bin: bins / hmax rounded up (a value on an edge goes to the bin
+ * above it), 0 if hmax == 0. */
 double es_stats_binscale(const es_params *p, int bins);
 
 /* Colormaps: 256 RGB triples (uint8), for enum es_colormap. NULL for an unknown id. */
@@ -127,8 +131,8 @@ int es_colormap_from_name(const char *name);
 const char *es_colormap_name(int colormap);
 
 /* Renders a finished float map on the CPU into the planes (the GPU does the same on the
- * device with the same es_math.h functions). lo/inv as es_render_index8 says; `src` is the
- * source image (for overlays). */
+ * device with the same es_math.h functions). lo/inv as es_render_index8 says, inv rounded
+ * up (es_div_up); `src` is the source image (for overlays). */
 void es_render_range(const es_params *p, const es_render *r, float min, float max, double *lo,
                      double *inv);
 /* The overlay weight the renderers take: -1 for no overlay, else round(overlay * 256)

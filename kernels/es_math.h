@@ -67,7 +67,7 @@ ES_HD float es_entropy_value(uint64_t S, double log2n, double scale, double out_
 }
 
 /* Histogram bin of h: floor(h * bins / hmax), clamped to 0..bins-1. binscale = bins / hmax
- * (computed once on the host; 0 when hmax is 0). */
+ * rounded up (es_stats_binscale, once on the host; 0 when hmax is 0). */
 ES_HD int es_stats_bin(float h, double binscale, int bins) {
   int b = (int)ES_DMUL((double)h, binscale);
   if (b < 0) b = 0;

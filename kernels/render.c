@@ -5,6 +5,8 @@
  *   range:   fixed: lo = 0, inv = 1/hmax (es_params_hmax), inv = 0 if hmax == 0.
  *            auto:  lo = min, inv = 1/(max - min) (double), inv = 0 if max == min
  *                   (min/max: the frame's float min and max of H, converted to double).
+ *            Either way inv is the double quotient rounded up (es_div_up), so that a tie
+ *            (v * 255 exactly m + 1/2) rounds up.
  *   a256   = es_render_a256(r): -1 (no overlay) unless overlay_on or overlay > 0, else
  *            (int)lround(overlay * 256.0) (overlay as double) clamped to 0..256; overlay
  *            applies when a256 >= 0 (a256 == 0: the source grey alone).
@@ -34,15 +36,18 @@
 
 void es_render_range(const es_params *p, const es_render *r, float min, float max, double *lo,
                      double *inv) {
+  /* 1 / range rounded up: a value whose (h - lo) * 255 / range is exactly m + 1/2 then
+   * rounds up to m + 1, as the rule says; 1 / range rounded down took it to m (L = 8, H = 2.5:
+   * 2.5 / 3 * 255 = 212.5 gave 212 in gray8, 54612 in gray16). */
+  double range;
   if (r->range_auto) {
     *lo = (double)min;
-    double d = (double)max - (double)min;
-    *inv = d > 0.0 ? 1.0 / d : 0.0;
+    range = (double)max - (double)min;
   } else {
-    double hmax = es_params_hmax(p);
     *lo = 0.0;
-    *inv = hmax > 0.0 ? 1.0 / hmax : 0.0;
+    range = es_params_hmax(p);
   }
+  *inv = range > 0.0 ? es_div_up(1.0, range) : 0.0;
 }
 
 int es_render_a256(const es_render *r) {

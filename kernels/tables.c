@@ -118,9 +118,20 @@ double es_params_hmax(const es_params *p) {
   return log2((double)m) * es_out_scale(p->base);
 }
 
+double es_div_up(double a, double b) {
+  double q = a / b;
+  /* fma gives the sign of q * b - a exactly */
+  return fma(q, b, -a) < 0.0 ? nextafter(q, INFINITY) : q;
+}
+
 double es_stats_binscale(const es_params *p, int bins) {
   double hmax = es_params_hmax(p);
-  return hmax > 0.0 ? (double)bins / hmax : 0.0;
+  /* Rounded up, so that a value on an edge (h * bins / hmax an integer m) has h * binscale
+   * >= m and falls in bin m: bins / hmax rounded to nearest can be below it (L = 8, 392
+   * bins: H = 15/8 landed in bin 244, not 245). One ulp more moves no other value where
+   * hmax is exact (an integer: L a power of two): h * bins is exact, and off an edge at
+   * least 2^-34 of itself from one; elsewhere hmax, and so every edge, is rounded anyway. */
+  return hmax > 0.0 ? es_div_up((double)bins, hmax) : 0.0;
 }
 
 void es_stats_finish(es_stats *st, const es_stats_acc *acc, const uint64_t *level_hist,

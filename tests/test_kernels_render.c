@@ -39,15 +39,16 @@ static void planes_free(planes_buf *b) {
 static void expected(const float *map, size_t ms, const es_image *src, const es_params *p,
                      const es_render *r, float mn, float mx, planes_buf *e) {
   int w = src->width, h = src->height, fmt = r->format;
-  double lo, inv;
+  double lo, range;
   if (r->range_auto) {
     lo = mn;
-    inv = (double)mx - (double)mn > 0 ? 1.0 / ((double)mx - (double)mn) : 0.0;
+    range = (double)mx - (double)mn;
   } else {
-    double hm = es_params_hmax(p);
     lo = 0;
-    inv = hm > 0 ? 1.0 / hm : 0.0;
+    range = es_params_hmax(p);
   }
+  double inv = range > 0 ? 1.0 / range : 0.0;
+  if (range > 0 && fma(inv, range, -1.0) < 0) inv = nextafter(inv, INFINITY); /* rounded up */
   /* No overlay (-1) unless overlay_on or overlay > 0 (a zeroed es_render: the heat alone). */
   int a = r->overlay_on || r->overlay > 0.0f ? (int)lround(r->overlay * 256.0) : -1;
   const uint8_t *lut = es_colormap_lut(r->colormap);
@@ -126,13 +127,29 @@ int main(void) {
     CHECK(lo == 0.0 && inv == 1.0 / es_params_hmax(&p), "fixed range: lo %g inv %g", lo, inv);
     r.range_auto = 1;
     es_render_range(&p, &r, 0.5f, 2.0f, &lo, &inv);
-    CHECK(lo == 0.5 && inv == 1.0 / 1.5, "auto range: lo %g inv %g", lo, inv);
+    /* 1 / 1.5 rounded up: the double nearest 2/3 is below it */
+    CHECK(lo == 0.5 && inv == nextafter(1.0 / 1.5, INFINITY), "auto range: lo %g inv %.17g", lo,
+          inv);
     es_render_range(&p, &r, 1.25f, 1.25f, &lo, &inv);
     CHECK(lo == 1.25 && inv == 0.0, "auto range, flat map: lo %g inv %g", lo, inv);
     p.window = 1;
     r.range_auto = 0;
     es_render_range(&p, &r, 0.0f, 0.0f, &lo, &inv);
     CHECK(inv == 0.0, "K=1: hmax 0 must give inv 0, got %g", inv);
+    /* Ties round up: (h - lo) * 255 / range exactly m + 1/2 gives m + 1. With 1 / range
+     * rounded to nearest (below 1/3 and 1/3.75) these gave 212, 54612 and 195. */
+    p.window = 15;
+    p.levels = 8; /* hmax = log2 8 = 3 */
+    es_render_range(&p, &r, 0.0f, 0.0f, &lo, &inv);
+    CHECK(es_render_index8(2.5f, lo, inv) == 213, "fixed range: 2.5 / 3 * 255 = 212.5 gave %d",
+          es_render_index8(2.5f, lo, inv));
+    CHECK(es_render_index16(2.5f, lo, inv) == 54613,
+          "fixed range: 2.5 / 3 * 65535 = 54612.5 gave %d", es_render_index16(2.5f, lo, inv));
+    r.range_auto = 1;
+    es_render_range(&p, &r, 8.25f, 12.0f, &lo, &inv);
+    CHECK(es_render_index8(11.125f, lo, inv) == 196,
+          "auto range 8.25..12: 2.875 / 3.75 * 255 = 195.5 gave %d",
+          es_render_index8(11.125f, lo, inv));
   }
 
   int have_lut = es_colormap_lut(ES_CMAP_INFERNO) != NULL;

@@ -19,7 +19,7 @@ read back by this script (.npy maps, --stats CSV and JSONL, gray8 / gray16 / hea
   and without tRNS, Adam7 interlaced: the grey (SPEC's integer luma in the image's own depth)
   seen through --format gray8 --overlay 0 and through the 16-bit levels of the map.
 - rendering: gray8 and gray16 round(v * 255) / round(v * 65535) of v = clamp(H / hmax) (the
-  largest possible H maps to 255 / 65535), --range auto (a constant map: 0, no division by
+  largest possible H maps to 255 / 65535; halves up, in exact arithmetic), --range auto (a constant map: 0, no division by
   zero), --overlay A blending round(A * 256) / 256 of the heat over the grey, the colormaps'
   end points (matplotlib's, round(x * 255)), and every entry where matplotlib is installed.
 - the pts column: the double nearest to pts * time base (y4m and raw at 30000/1001 on standard
@@ -289,6 +289,13 @@ def maps(T, device):
     check_map(T, "bins", img, 8, 5, "square", "clip", 64, "2", 1, device)
     check_map(T, "bins", img, 8, 7, "disk", "reflect", 256, "e", 1024, device)
     check_map(T, "bins", img, 8, 3, "square", "reflect", 9, "2", 9, device)
+    # every H exactly on a bin edge (hmax = log2 L exact, h * bins / hmax an integer): the
+    # bin above it. 2x8 images seen whole by K = 15; H = 15/8 (counts 8 4 2 1 1) at L = 8 in
+    # 392 bins is bin 245 (once 244: bins / hmax was rounded down), H = 25/8 (counts
+    # 4 2 2 2 1 1 1 1 1 1) at L = 32 in 184 bins is bin 115.
+    for L, bins, counts in ((8, 392, (8, 4, 2, 1, 1)), (32, 184, (4, 2, 2, 2, 1, 1, 1, 1, 1, 1))):
+        img = np.repeat([k * 256 // L for k in range(len(counts))], counts).reshape(2, 8)
+        check_map(T, "bin edge", img, 8, 15, "square", "clip", L, "2", bins, device)
 
 
 def colour(T):
@@ -360,6 +367,17 @@ def colormap_luts():
     return luts
 
 
+def scaled(H, lo, d, top):
+    """round(clamp((H - lo) / d, 0, 1) * top), halves up, in exact rationals of the doubles
+    (0 where d == 0)."""
+    from fractions import Fraction
+    if not d > 0:
+        return np.zeros(H.shape, dtype=np.int64)
+    lo, d = Fraction(lo), Fraction(d)
+    return np.array([min(max(math.floor((Fraction(float(h)) - lo) / d * top + Fraction(1, 2)),
+                             0), top) for h in H.ravel()], dtype=np.int64).reshape(H.shape)
+
+
 def rendering(T):
     global checks
     src, out, npy = (os.path.join(T, n) for n in ("r.png", "r-out.png", "r.npy"))
@@ -376,7 +394,11 @@ def rendering(T):
     cases = [(ends, 8, 3, 256, "reflect"), (rng.integers(0, 256, size=(7, 10)), 8, 5, 16, "clip"),
              (rng.integers(0, 65536, size=(8, 5)), 16, 3, 7, "clip"),
              (np.full((4, 5), 9), 8, 3, 16, "clip"),
-             (np.tile(np.array([[0, 255], [255, 0]]), (3, 4)), 8, 3, 16, "reflect")]
+             (np.tile(np.array([[0, 255], [255, 0]]), (3, 4)), 8, 3, 16, "reflect"),
+             # H = 2.5 everywhere (counts 4 4 4 1 1 1 1 seen whole by K = 15), hmax = log2 8:
+             # 2.5 / 3 * 255 = 212.5 and * 65535 = 54612.5 round up (once 212 and 54612)
+             (np.repeat(np.arange(7) * 32, (4, 4, 4, 1, 1, 1, 1)).reshape(2, 8), 8, 15, 8,
+              "clip")]
     for img, depth, K, L, border in cases:
         open(src, "wb").write(png_bytes(img, 0, depth))
         base = [src, "-w", str(K), "-L", str(L), "--border", border]
@@ -405,15 +427,13 @@ def rendering(T):
                             continue
                         got = png_read(out)
                         if rng_ == "fixed":
-                            lo, inv = 0.0, 1.0 / ref_hmax(K, "square", L, "2")
+                            lo, d = 0.0, ref_hmax(K, "square", L, "2")
                         else:
                             lo, d = H.min(), H.max() - H.min()
-                            inv = 1.0 / d if d > 0 else 0.0
-                        v = np.clip((H - lo) * inv, 0.0, 1.0)
                         if fmt == "gray16":
-                            want = np.floor(v * 65535 + 0.5).astype(np.int64)[..., None]
+                            want = scaled(H, lo, d, 65535)[..., None]
                         else:
-                            i8 = np.floor(v * 255 + 0.5).astype(np.int64)
+                            i8 = scaled(H, lo, d, 255)
                             if fmt == "gray8":
                                 want = i8[..., None]
                             elif luts is not None:
