@@ -551,8 +551,10 @@ else
     [ "$hdr" = "YUV4MPEG2 W8 H6 F25:1 It A1:1 Cmono XCOLORRANGE=FULL" ] ||
       fail "field order: y4m It in, header '$hdr' out"
   fi
-  "$BIN" -q "$T/clip.mkv" -o - --format gray8 | head -c 100 | head -n 1 | grep -q " Ip " ||
-    fail "field order: a progressive input's y4m header is not Ip"
+  if [ $Y4M_OUT = 1 ]; then
+    "$BIN" -q "$T/clip.mkv" -o - --format gray8 | head -c 100 | head -n 1 | grep -q " Ip " ||
+      fail "field order: a progressive input's y4m header is not Ip"
+  fi
 fi
 
 # A y4m header whose frames are too large for libavformat: its demuxer returns EBUSY and the
