@@ -258,6 +258,7 @@ static int gpu_threads_start(es_stream *s) {
   if (ctx->cfg.device == ES_DEVICE_CPU || ctx->ngpu == 0) return ES_OK;
   int n = ctx->ngpu * ES_GPU_WORKERS_PER_DEVICE;
   pthread_mutex_lock(&s->lock);
+  const int before = s->nthreads; /* the CPU workers */
   for (int k = 0; k < n && s->nthreads < s->cap_threads && !s->shutdown; k++) {
     es_worker_arg *a = &s->args[s->nthreads];
     a->s = s;
@@ -269,8 +270,9 @@ static int gpu_threads_start(es_stream *s) {
     }
     s->nthreads++;
   }
-  /* Even with fewer threads than asked for, those that run can take GPU frames. */
-  if (s->nthreads > 0) atomic_store(&s->gpu_on, 1);
+  /* Even with fewer threads than asked for, those that run can take GPU frames; with none
+   * (the CPU workers alone), frames queued for the GPUs would wait for ever. */
+  if (s->nthreads > before) atomic_store(&s->gpu_on, 1);
   pthread_mutex_unlock(&s->lock);
   /* No verbose line: from the joiner it could land after the caller's own last line. */
   es_trace("stream: %d GPU thread(s)", n);
