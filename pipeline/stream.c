@@ -67,9 +67,11 @@ struct es_stream {
   int nslots;               /* immutable: cfg.queue */
   es_slot *slots;           /* immutable array; each slot as es_slot says */
   es_slot **ring;           /* guarded by lock: [index % nslots] = pushed, not pulled frame */
-  pthread_t *threads;       /* immutable after open */
-  es_worker_arg *args;      /* immutable after open */
-  int nthreads;             /* immutable after open: threads started */
+  /* The threads started (nthreads of cap_threads): not immutable after open, as the joiner
+   * adds the GPU threads then, under lock; destroy reads them after joining the joiner. */
+  pthread_t *threads;       /* as nthreads */
+  es_worker_arg *args;      /* as nthreads */
+  int nthreads;             /* as above */
   int cpu_threads;          /* immutable: OpenMP threads per CPU worker */
 
   pthread_mutex_t lock;     /* guards everything below */
