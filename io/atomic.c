@@ -132,12 +132,16 @@ char *es_tmp_template(const char *final_path, const char *tag) {
 }
 
 /* The table of temporaries (es_tmp_track). A slot's state says who may touch its name:
- * FREE (nobody), BUSY (the thread that claimed it, writing or clearing the name), LIVE (the
- * signal handler may read and unlink it). Names are copied into buffers allocated once and
- * never freed, so a handler reading a slot never reads freed memory. */
+ * FREE (nobody), BUSY (the thread that claimed it, writing the name), LIVE (the signal
+ * handler may read and unlink it; only its tracker frees it). Names are copied into buffers
+ * allocated once and never freed, so a handler reading a slot never reads freed memory. A
+ * tracker finds its slot again by its key, the pointer it tracked, which no other live
+ * temporary has: no thread claims another's slot to compare names (one that did hid that
+ * slot from its owner's untrack, which then left it taken for good, and from the handler). */
 enum { ES_TMP_FREE, ES_TMP_BUSY, ES_TMP_LIVE };
 static atomic_int es_tmp_state[ES_TMP_TRACK_MAX];
 static char *_Atomic es_tmp_name[ES_TMP_TRACK_MAX]; /* PATH_MAX bytes each, once used */
+static const char *_Atomic es_tmp_key[ES_TMP_TRACK_MAX]; /* the tracker's pointer; NULL: none */
 
 void es_tmp_track(const char *tmp_path) {
   size_t n = strlen(tmp_path);
@@ -152,21 +156,19 @@ void es_tmp_track(const char *tmp_path) {
       return;
     }
     memcpy(buf, tmp_path, n + 1);
+    atomic_store(&es_tmp_key[i], tmp_path);
     atomic_store(&es_tmp_state[i], ES_TMP_LIVE);
     return;
   }
 }
 
 void es_tmp_untrack(const char *tmp_path) {
+  if (!tmp_path) return;
   for (int i = 0; i < ES_TMP_TRACK_MAX; i++) {
-    int expect = ES_TMP_LIVE;
-    if (atomic_load(&es_tmp_state[i]) != ES_TMP_LIVE) continue;
-    if (!atomic_compare_exchange_strong(&es_tmp_state[i], &expect, ES_TMP_BUSY)) continue;
-    if (!strcmp(atomic_load(&es_tmp_name[i]), tmp_path)) {
-      atomic_store(&es_tmp_state[i], ES_TMP_FREE);
-      return;
-    }
-    atomic_store(&es_tmp_state[i], ES_TMP_LIVE); /* another's: put it back */
+    if (atomic_load(&es_tmp_key[i]) != tmp_path) continue; /* another's, or free */
+    atomic_store(&es_tmp_key[i], NULL); /* before another tracker may take the slot */
+    atomic_store(&es_tmp_state[i], ES_TMP_FREE);
+    return;
   }
 }
 

@@ -51,8 +51,8 @@ int es_tmp_create(const char *final_path, const char *tag, char **tmp, char *msg
  * SIGINT): es_tmp_unlink_all removes them, and is async-signal-safe (unlink only, no locks,
  * no allocation). es_tmp_track is called once a temporary is created, es_tmp_untrack after it
  * is renamed or unlinked (in that order, so that no moment leaves it untracked; unlinking a
- * name already gone is harmless). Thread-safe; a name too long or beyond the table's
- * ES_TMP_TRACK_MAX slots is not tracked. */
+ * name already gone is harmless), with the same pointer (still allocated: it names the slot).
+ * Thread-safe; a name too long or beyond the table's ES_TMP_TRACK_MAX slots is not tracked. */
 enum { ES_TMP_TRACK_MAX = 256 };
 void es_tmp_track(const char *tmp_path);
 void es_tmp_untrack(const char *tmp_path);

@@ -126,21 +126,25 @@ static int pool_acquire_all(es_context *ctx, es_pool_worker **got) {
 }
 
 /* Gives a worker back; `failed` (1) counts towards disabling its GPU, success (0) resets
- * the count, -1 leaves it as it is (a failure no device is blamed for). */
+ * the count, -1 leaves it as it is (a failure no device is blamed for). The warning goes
+ * out after the lock is released: the caller's message callback may call the library
+ * (es_context_error takes this lock) and may be slow. */
 static void pool_release(es_context *ctx, es_pool_worker *pw, int failed) {
+  int disabled = 0;
   pthread_mutex_lock(&ctx->lock);
   pw->busy = 0;
   if (failed < 0) {
     /* neither */
   } else if (failed) {
-    if (++ctx->fail_streak[pw->gpu] == ES_GPU_DISABLE_STREAK && ctx->cfg.verbose >= 1)
-      es_ctx_message(ctx, "warning: GPU %d failed %d times in a row: not used any more",
-                     ctx->gpu_ordinal[pw->gpu], ES_GPU_DISABLE_STREAK);
+    disabled = ++ctx->fail_streak[pw->gpu] == ES_GPU_DISABLE_STREAK;
   } else {
     ctx->fail_streak[pw->gpu] = 0;
   }
   pthread_cond_broadcast(&ctx->worker_free);
   pthread_mutex_unlock(&ctx->lock);
+  if (disabled && ctx->cfg.verbose >= 1)
+    es_ctx_message(ctx, "warning: GPU %d failed %d times in a row: not used any more",
+                   ctx->gpu_ordinal[pw->gpu], ES_GPU_DISABLE_STREAK);
 }
 
 /* ---- Choosing a device and running a job. ---- */

@@ -67,9 +67,11 @@ struct es_stream {
   int nslots;               /* immutable: cfg.queue */
   es_slot *slots;           /* immutable array; each slot as es_slot says */
   es_slot **ring;           /* guarded by lock: [index % nslots] = pushed, not pulled frame */
-  pthread_t *threads;       /* immutable after open */
-  es_worker_arg *args;      /* immutable after open */
-  int nthreads;             /* immutable after open: threads started */
+  /* The threads started (nthreads of cap_threads): not immutable after open, as the joiner
+   * adds the GPU threads then, under lock; destroy reads them after joining the joiner. */
+  pthread_t *threads;       /* as nthreads */
+  es_worker_arg *args;      /* as nthreads */
+  int nthreads;             /* as above */
   int cpu_threads;          /* immutable: OpenMP threads per CPU worker */
 
   pthread_mutex_t lock;     /* guards everything below */
@@ -258,6 +260,7 @@ static int gpu_threads_start(es_stream *s) {
   if (ctx->cfg.device == ES_DEVICE_CPU || ctx->ngpu == 0) return ES_OK;
   int n = ctx->ngpu * ES_GPU_WORKERS_PER_DEVICE;
   pthread_mutex_lock(&s->lock);
+  const int before = s->nthreads; /* the CPU workers */
   for (int k = 0; k < n && s->nthreads < s->cap_threads && !s->shutdown; k++) {
     es_worker_arg *a = &s->args[s->nthreads];
     a->s = s;
@@ -269,8 +272,9 @@ static int gpu_threads_start(es_stream *s) {
     }
     s->nthreads++;
   }
-  /* Even with fewer threads than asked for, those that run can take GPU frames. */
-  if (s->nthreads > 0) atomic_store(&s->gpu_on, 1);
+  /* Even with fewer threads than asked for, those that run can take GPU frames; with none
+   * (the CPU workers alone), frames queued for the GPUs would wait for ever. */
+  if (s->nthreads > before) atomic_store(&s->gpu_on, 1);
   pthread_mutex_unlock(&s->lock);
   /* No verbose line: from the joiner it could land after the caller's own last line. */
   es_trace("stream: %d GPU thread(s)", n);

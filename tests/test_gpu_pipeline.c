@@ -116,6 +116,17 @@ static int stream_case(es_context *ctx, const es_params *p, int bins, int n, int
   return on_gpu;
 }
 
+/* The library's messages of the broken-GPU case: a callback that calls the library back, as
+ * es_config.message allows. The "not used any more" warning was sent under the context's
+ * lock, which es_context_error takes: the GPU thread that sent it waited for itself. */
+static atomic_int g_disabled_lines;
+static void message_calls_back(void *user, const char *line) {
+  es_context *const *pctx = user;
+  if (*pctx) (void)es_context_error(*pctx);
+  if (strstr(line, "not used any more")) atomic_fetch_add(&g_disabled_lines, 1);
+  fprintf(stderr, "entropy-stream: %s\n", line);
+}
+
 /* A GPU that fails every job (ES_FAULT_INJECT gpus=): disabled after ES_GPU_DISABLE_STREAK
  * failures in a row, then offered no more work; every frame still identical. */
 static void broken_gpu_cases(int ngpu) {
@@ -132,10 +143,14 @@ static void broken_gpu_cases(int ngpu) {
   c1.ngpus = 1;
   c1.gpus[0] = 0;
   es_context *ctx = NULL;
+  c1.message = message_calls_back;
+  c1.message_user = &ctx;
   CHECK(es_context_create(&ctx, &c1, msg, sizeof msg) == ES_OK, "create (gpus=0 broken): %s", msg);
   unsetenv("ES_FAULT_INJECT");
   if (ctx) {
     int g = stream_case(ctx, &c.params, c.stats_bins, 24, 1, -1, "GPU 0 broken");
+    CHECK(atomic_load(&g_disabled_lines) == 1, "GPU 0 broken: %d 'not used any more' lines",
+          atomic_load(&g_disabled_lines));
     CHECK(g == 0, "GPU 0 broken: %d frames reported as computed on a GPU", g);
     int64_t r = es_context_retries(ctx);
     CHECK(r >= ES_GPU_DISABLE_STREAK && r <= ES_GPU_DISABLE_STREAK + ES_GPU_WORKERS_PER_DEVICE - 1,

@@ -7,6 +7,7 @@
  */
 #include <dirent.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,6 +38,22 @@ static int file_is(const char *path, const char *content) {
   fclose(f);
   buf[n] = 0;
   return !strcmp(buf, content);
+}
+
+/* Tracks and untracks names of its own, as a thread committing outputs does. */
+typedef struct track_arg {
+  int id;
+  int rounds;
+} track_arg;
+static void *track_main(void *p) {
+  const track_arg *t = p;
+  char name[64];
+  for (int i = 0; i < t->rounds; i++) {
+    snprintf(name, sizeof name, "/nonexistent/.es-track-%d-%d", t->id, i);
+    es_tmp_track(name);
+    es_tmp_untrack(name);
+  }
+  return NULL;
 }
 
 int main(void) {
@@ -118,6 +135,41 @@ int main(void) {
     es_tmp_unlink_all(); /* nothing tracked: nothing removed */
     CHECK(access(other, F_OK) == 0, "es_tmp_unlink_all removed a committed file");
     unlink(other);
+  }
+
+  /* Threads tracking and untracking at once leave no slot taken: every slot is free again,
+   * so a full table's worth of temporaries is then tracked and es_tmp_unlink_all removes
+   * them all. (es_tmp_untrack claimed each live slot it passed to compare its name; the
+   * owner of a slot so claimed passed over it, and the slot stayed taken by a name long
+   * gone: the table filled up, and later temporaries were left by a second SIGINT.) */
+  {
+    enum { NT = 8 };
+    pthread_t th[NT];
+    track_arg ta[NT];
+    int started = 0;
+    for (int i = 0; i < NT; i++) {
+      ta[i].id = i;
+      ta[i].rounds = 100000;
+      if (pthread_create(&th[i], NULL, track_main, &ta[i]) != 0) break;
+      started++;
+    }
+    for (int i = 0; i < started; i++) pthread_join(th[i], NULL);
+    CHECK(started == NT, "only %d tracking threads started", started);
+    static char names[ES_TMP_TRACK_MAX][600];
+    for (int i = 0; i < ES_TMP_TRACK_MAX; i++) {
+      snprintf(names[i], sizeof names[i], "%s/.t%03d", dir, i);
+      int fd = open(names[i], O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+      if (fd >= 0) close(fd);
+      es_tmp_track(names[i]);
+    }
+    es_tmp_unlink_all();
+    CHECK(count_entries(dir) == 0,
+          "after concurrent tracking, %d of %d temporaries were not removed (slots leaked)",
+          count_entries(dir), ES_TMP_TRACK_MAX);
+    for (int i = 0; i < ES_TMP_TRACK_MAX; i++) {
+      es_tmp_untrack(names[i]);
+      unlink(names[i]);
+    }
   }
 
   /* a final name of 255 bytes (NAME_MAX) still gets a temporary */
