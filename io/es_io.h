@@ -173,6 +173,10 @@ typedef struct es_video_info {
    * reports it: frames are delivered woven (both fields, as stored), and a video output
    * carries it as ffmpeg does (YUV4MPEG2 It/Ib, Matroska FieldOrder). */
   int field_order;
+  /* 1 where the container's clock may jump (libavformat's AVFMT_TS_DISCONT: MPEG-TS and
+   * MPEG-PS, say, spliced or captured across a restart): a video output then takes a jump
+   * forward of more than ES_TS_JUMP_S seconds as a break, as ffmpeg does. */
+  int ts_discont;
 } es_video_info;
 /* path "-" = standard input (y4m recognised by its header, or raw with opts->raw). */
 int es_video_in_open(es_video_in **out, const char *path, const es_video_in_opts *opts,
@@ -221,7 +225,11 @@ typedef struct es_video_out_opts {
   int sar_num, sar_den;          /* sample aspect ratio of the input; 0 (or invalid): 1:1 */
   int base_num, base_den;        /* the input's base frame rate (es_video_info); 0: fps */
   int field_order;               /* the input's (es_video_info); 0: unknown, written as progressive */
+  int ts_discont;                /* the input's (es_video_info): forward jumps over ES_TS_JUMP_S are
+                                  * breaks in its clock, closed up to one frame */
 } es_video_out_opts;
+/* ffmpeg's -dts_delta_threshold: a larger step forward in a clock that may jump is a break. */
+#define ES_TS_JUMP_S 10
 /* path "-" = stdout YUV4MPEG2 (heat as 4:4:4, gray8 as mono) or raw f32; a path with a
  * container extension = encoded video (written atomically: temp name, renamed at close). */
 int es_video_out_open(es_video_out **out, const char *path, const es_video_out_opts *opts,

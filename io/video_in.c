@@ -771,6 +771,7 @@ int es_video_in_open(es_video_in **out, const char *path, const es_video_in_opts
     info->base_num = base.num;
     info->base_den = base.den;
     info->field_order = st->codecpar->field_order;
+    info->ts_discont = (v->fmt->iformat->flags & AVFMT_TS_DISCONT) != 0;
     if (st->nb_frames > 0)
       info->frames = st->nb_frames;
     else if (st->duration > 0 && st->duration != AV_NOPTS_VALUE)

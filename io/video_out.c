@@ -53,7 +53,9 @@ struct es_video_out {
   int64_t first_pts;          /* counted: the first pts passed (frame 0), or AV_NOPTS_VALUE */
   int64_t last_pts;           /* last pts sent (encoder time base), for monotonicity */
   int64_t step;               /* one frame in the encoder time base (at least 1) */
-  int64_t shift;              /* added to every pts: a start before 0, a step back (encoder tb) */
+  int64_t shift;              /* added to every pts: a start before 0, a step back, a break
+                               * in a clock that may jump (encoder tb) */
+  int64_t jump;               /* a step forward above it is a break (opts.ts_discont); 0: none */
   int64_t frames;             /* frames written */
   int header_written;
   /* Where the header's size is large, the encoder and the container wait for the first
@@ -700,6 +702,7 @@ int es_video_out_open(es_video_out **out, const char *path, const es_video_out_o
   v->global_header = global_header;
   v->step = av_rescale_q(1, av_inv_q(fps), v->tb);
   if (v->step < 1) v->step = 1;
+  if (o->ts_discont) v->jump = av_rescale_q(ES_TS_JUMP_S, (AVRational){1, 1}, v->tb);
   v->opts = *o;
   v->opts.codec = NULL;
   v->opts.display_matrix = NULL;
@@ -939,6 +942,14 @@ int es_video_out_write(es_video_out *v, const es_planes *pix, const float *map,
     } else {
       p = v->last_pts + 1;
     }
+  }
+  /* A jump forward of more than ES_TS_JUMP_S in a clock that may jump (MPEG-TS spliced or
+   * captured across a restart) is a break, closed up the same way, as ffmpeg closes it: kept,
+   * a ten-hour jump made MP4 and AVI outputs fail (exit 3, the video lost) and stretched
+   * others with hours of the last frame. */
+  if (v->jump > 0 && v->last_pts != INT64_MIN && p - v->last_pts > v->jump) {
+    v->shift -= p - (v->last_pts + v->step);
+    p = v->last_pts + v->step;
   }
   v->frame->pts = p;
   v->last_pts = p;

@@ -111,7 +111,7 @@ static void encode_case(const char *name, const char *codec, int format, int w, 
   int n = es_test_range(4, 14);
   /* Frame rate 30000/1001 with time base 1/90000, and one irregular gap (variable rate). */
   es_video_out_opts o = {w, h, 30000, 1001, 1, 90000, format, 0, codec, crf, NULL, 0, NULL,
-                         0, 0, 0, 0, 0};
+                         0, 0, 0, 0, 0, 0};
   int64_t pts[64];
   int gap = es_test_range(1, n - 1);
   for (int i = 0; i < n; i++) pts[i] = 3003LL * i + (i >= gap ? 6006 : 0) + 9000;
@@ -209,7 +209,7 @@ static void counted_case(const char *name, const char *codec, const char *want_c
   int w = es_test_range(12, 40) * 2, h = es_test_range(12, 30) * 2, n = es_test_range(6, 14);
   int gap = with_gap ? es_test_range(2, n - 1) : n, pf = -1;
   es_video_out_opts o = {w, h, 25, 1, 1, 12800, ES_PIX_RGB24, 0, codec, -1, NULL, 0, NULL,
-                         0, 0, 0, 0, 0};
+                         0, 0, 0, 0, 0, 0};
   int64_t pts[64];
   for (int i = 0; i < n; i++)
     pts[i] = 1024 + 512LL * i + (i >= gap ? 512 : 0);
@@ -306,7 +306,7 @@ static void y4m_case(int format, int w, int h, int want_pixfmt, const char *avpi
   /* 24 fps in a time base of 1/90000: the F field is the frame rate, not the time base (a
    * bug once wrote F90000:1, F12800:1 for MP4 input). */
   es_video_out_opts o = {w, h, 24, 1, 1, 90000, format, 0, NULL, -1, NULL, 0, NULL,
-                         0, 0, 0, 0, 0};
+                         0, 0, 0, 0, 0, 0};
   int rc = stdout_case(file, &o, n, NULL, 3750, &pf);
   CHECK(rc == 0, "y4m %s: child exit %d", avpix, rc);
   CHECK(pf == want_pixfmt, "y4m %s: pixfmt %d want %d", avpix, pf, want_pixfmt);
@@ -347,7 +347,7 @@ static void y4m_case(int format, int w, int h, int want_pixfmt, const char *avpi
 static void y4m_missing_case(int w, int h) {
   char path[600], msg[256];
   es_video_out_opts o = {w, h, 24, 1, 1, 24, ES_PIX_RGB24, 0, NULL, -1, NULL, 0, NULL,
-                         0, 0, 0, 0, 0};
+                         0, 0, 0, 0, 0, 0};
   es_video_out *v = NULL;
   int rc = es_video_out_open(&v, "-", &o, msg, sizeof msg);
   CHECK(rc == ES_ERR_OUTPUT && !v && !strcmp(msg, "libavformat has no yuv4mpegpipe muxer"),
@@ -371,7 +371,7 @@ static void f32_case(void) {
       maps[i][k] = (float)(es_test_rand() >> 40) / (float)(1 << 22);
   }
   es_video_out_opts o = {w, h, 25, 1, 1, 25, ES_PIX_RGB24, 1, NULL, -1, NULL, 0, NULL,
-                         0, 0, 0, 0, 0};
+                         0, 0, 0, 0, 0, 0};
   int rc = stdout_case(file, &o, n, maps, 1, &pf);
   CHECK(rc == 0 && pf == ES_PIX_NONE, "f32: exit %d pixfmt %d", rc, pf);
   size_t size = 0;
@@ -399,7 +399,7 @@ static void failure_cases(void) {
   int w = es_test_range(8, 64) * 2, h = es_test_range(8, 48) * 2, pf;
   int64_t pts[4] = {0, 1, 2, 3};
   es_video_out_opts o = {w, h, 25, 1, 1, 25, ES_PIX_RGB24, 0, NULL, -1, NULL, 0, NULL,
-                         0, 0, 0, 0, 0};
+                         0, 0, 0, 0, 0, 0};
   char sub[512];
   snprintf(sub, sizeof sub, "%s/fail", dir);
   mkdir(sub, 0755);

@@ -2174,6 +2174,7 @@ static int run_video(cli_opts *o, int out_kind) {
     vopt.sar_num = v.info.sar_num;
     vopt.sar_den = v.info.sar_den;
     vopt.field_order = v.info.field_order;
+    vopt.ts_discont = v.info.ts_discont;
     rc = es_video_out_open(&vo, o->output, &vopt, msg, sizeof msg);
     if (rc != ES_OK) {
       err(out_name, "%s", *msg ? msg : es_strerror(rc));
