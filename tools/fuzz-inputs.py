@@ -15,8 +15,24 @@ failure (or is not empty on success), a failed run left x.npy behind, or a succe
 wrote an .npy whose shape disagrees with the --stats records. Findings are kept (input,
 stderr) under the work directory.
 
+The "video" kind (not in the default --kinds) does the same for containers: seeds made once
+with ffmpeg from lavfi sources into WORK/seeds (H.264 in MP4, fragmented MP4 and MPEG-TS,
+FFV1 in Matroska and NUT, 16-bit grey FFV1, MPEG-4 in AVI, VP9 in WebM, MJPEG in MOV, raw
+grey in NUT, y4m 4:4:4 and 16-bit grey; a seed whose encoder is missing is skipped), damaged
+blindly (byte flips past the headers, flips in the first KiB, truncation, a range
+duplicated, two ranges swapped, a range zeroed; sometimes two at once), sometimes renamed
+.bin (probing alone), and read by name, from standard input redirected from the file, or
+through a pipe. The output is x.npy, x.mp4, x.mkv or a frame directory: a video output is
+checked with ffprobe (frames decoded = --stats records; a video with no record need not
+open, as ffmpeg's own MP4 and Matroska of no frame), a directory by its frame_NNNNNN.png
+names. With --vmem-bin (a build without sanitizers, which cannot run under a small address
+space) a quarter of the video mutants run through that binary under ulimit -v (--vmem-kb,
+default 2000000), where an "out of memory" is a finding; a run whose peak RSS passes
+--rss-mb is one too.
+
     python3 tools/fuzz-inputs.py --bin build-asan/tools/entropy-stream -n 2000 [--seed 1]
-        [--kinds png,y4m,raw] [--work /tmp/es-fuzz] [--timeout 5]
+        [--kinds png,y4m,raw,video] [--work /tmp/es-fuzz] [--timeout 5]
+        [--vmem-bin build-cpu/tools/entropy-stream]
 
 Meant for an ASan+UBSan build (tools/build.sh build-asan -DES_SANITIZE=ON ...); one process
 at a time. Not a ctest: it is slow by design.
@@ -25,6 +41,7 @@ import argparse
 import os
 import random
 import re
+import resource
 import shutil
 import struct
 import subprocess
@@ -299,6 +316,82 @@ def raw_case(rng):
     return bytes(rng.randrange(256) for _ in range(n)), "%s:%dx%d%s" % (fmt, w, h, fps), "raw"
 
 
+# ------------------------------------------------------------------ video container seeds
+
+# (name, extension, ffmpeg output arguments): small clips from lavfi sources, one per container
+# and codec the decoder side is likely to meet; an encoder this FFmpeg lacks is skipped.
+VIDEO_SEEDS = [
+    ("h264", "mp4", ["-c:v", "libx264", "-pix_fmt", "yuv420p", "-g", "4", "-bf", "2"]),
+    ("h264frag", "mp4", ["-c:v", "libx264", "-pix_fmt", "yuv420p", "-g", "3",
+                         "-movflags", "frag_keyframe+empty_moov"]),
+    ("ffv1", "mkv", ["-c:v", "ffv1", "-pix_fmt", "yuv420p"]),
+    ("ffv1gray16", "mkv", ["-c:v", "ffv1", "-pix_fmt", "gray16le"]),
+    ("ffv1odd", "nut", ["-c:v", "ffv1", "-pix_fmt", "yuv444p", "-s", "33x17"]),
+    ("mpeg4", "avi", ["-c:v", "mpeg4", "-g", "3", "-bf", "1"]),
+    ("h264ts", "ts", ["-c:v", "libx264", "-pix_fmt", "yuv420p", "-g", "4"]),
+    ("vp9", "webm", ["-c:v", "libvpx-vp9", "-b:v", "100k", "-deadline", "realtime", "-g", "4"]),
+    ("mjpeg", "mov", ["-c:v", "mjpeg", "-pix_fmt", "yuvj422p"]),
+    ("rawnut", "nut", ["-c:v", "rawvideo", "-pix_fmt", "gray"]),
+    ("y4m444", "y4m", ["-pix_fmt", "yuv444p"]),
+    ("y4mgray16", "y4m", ["-pix_fmt", "gray16le", "-strict", "-1"]),
+]
+
+
+def video_seeds(work):
+    """[(name, ext, bytes)], made once with ffmpeg and kept under WORK/seeds."""
+    d = os.path.join(work, "seeds")
+    os.makedirs(d, exist_ok=True)
+    out = []
+    for name, ext, args in VIDEO_SEEDS:
+        p = os.path.join(d, "%s.%s" % (name, ext))
+        if not os.path.exists(p):
+            src = "mandelbrot=size=48x32:rate=10" if "gray" in name else "testsrc2=size=48x32:rate=10"
+            cmd = ["ffmpeg", "-v", "error", "-y", "-f", "lavfi", "-i", src, "-frames:v", "8"] + args + [p]
+            if subprocess.run(cmd, capture_output=True).returncode != 0 or not os.path.getsize(p):
+                print("seed %s.%s: not made (no encoder?)" % (name, ext), file=sys.stderr)
+                if os.path.exists(p):
+                    os.unlink(p)
+                continue
+        out.append((name, ext, open(p, "rb").read()))
+    return out
+
+
+def mutate_video(seed, rng):
+    """Container-blind damage: most of it past the first bytes, where the headers are."""
+    b = bytearray(seed)
+    n = len(b)
+    kind = rng.choice(["flip", "flip", "headflip", "trunc", "trunc", "dup", "swap", "zero", "zero"])
+
+    def span():
+        a = rng.randrange(n)
+        return a, min(n, a + rng.choice([1, 4, 16, 64, 256, 1024, rng.randrange(1, n + 1)]))
+
+    if kind == "flip":
+        lo = min(n - 1, rng.choice([64, 256, n // 4]))
+        for _ in range(rng.randint(1, 16)):
+            b[rng.randrange(lo, n)] = rng.randrange(256)
+    elif kind == "headflip":
+        for _ in range(rng.randint(1, 4)):
+            i = rng.randrange(min(n, 1024))
+            b[i] = rng.choice([0, 1, 0x7F, 0x80, 0xFF, rng.randrange(256), b[i] ^ (1 << rng.randrange(8))])
+    elif kind == "trunc":
+        b = b[:rng.randrange(n)]
+    elif kind == "dup":
+        a, e = span()
+        at = rng.randrange(n)
+        b[at:at] = b[a:e]
+    elif kind == "swap":
+        (a1, e1), (a2, e2) = sorted([span(), span()])
+        if e1 <= a2:
+            b = b[:a1] + b[a2:e2] + b[e1:a2] + b[a1:e1] + b[e2:]
+    else:
+        a, e = span()
+        b[a:e] = bytes(e - a)
+    if rng.random() < 0.2:
+        return mutate_video(bytes(b), rng)
+    return bytes(b), kind
+
+
 # ------------------------------------------------------------------ running and judging
 
 LINE = re.compile(r"^entropy-stream: [^\n]*: [^\n]+\n$")
@@ -317,9 +410,20 @@ def npy_shape(path):
 SUMMARY = re.compile(r"^entropy-stream: \d+ frames?, .* corrupt packets? skipped$")
 
 
-def judge(rc, err, timed_out, out_npy, stats, want_name, video):
-    """A list of problems (empty: fine). A video (y4m, raw) keeps the frames before an error
-    (a short last frame), and its summary line stays under -q when packets were skipped."""
+def count_video_frames(path):
+    """Frames ffprobe decodes from PATH, or None when it cannot open it."""
+    r = subprocess.run(["ffprobe", "-v", "error", "-count_frames", "-select_streams", "v:0", "-show_entries",
+                        "stream=nb_read_frames", "-of", "csv=p=0", path], capture_output=True, timeout=30)
+    try:
+        return int(r.stdout.decode().strip().split("\n")[0].strip(","))
+    except ValueError:
+        return None
+
+
+def judge(rc, err, timed_out, out_path, stats, want_name, video):
+    """A list of problems (empty: fine). A video (y4m, raw, containers) keeps the frames before
+    an error (a short last frame), and its summary line stays under -q when packets were
+    skipped. OUT_PATH is an .npy, or a video file checked with ffprobe."""
     probs = []
     if timed_out:
         return ["timeout"]
@@ -329,14 +433,34 @@ def judge(rc, err, timed_out, out_npy, stats, want_name, video):
         probs.append("sanitizer")
     if rc not in (0, 2):
         probs.append("exit %d" % rc)
-    if rc == 0 or (video and rc == 2 and os.path.exists(out_npy)):
+    recs = open(stats).read().splitlines()[1:] if os.path.exists(stats) else []
+    if out_path.endswith("/"):
         if rc == 0 and err.strip():
             probs.append("stderr on success")
-        if not os.path.exists(out_npy):
+        names = sorted(os.listdir(out_path)) if os.path.isdir(out_path) else []
+        want = ["frame_%06d.png" % i for i in range(len(recs))]
+        if names != want and (rc == 0 or names):
+            probs.append("frame directory holds %s, stats %d records" % (names[:4], len(recs)))
+    elif not out_path.endswith(".npy"):
+        if rc == 0 and err.strip():
+            probs.append("stderr on success")
+        if rc == 0 and not os.path.exists(out_path):
+            probs.append("exit 0 without the video")
+        if os.path.exists(out_path) and len(recs) > 0:
+            t = count_video_frames(out_path)
+            if t is None:
+                probs.append("output video does not open")
+            elif t != len(recs):
+                probs.append("video has %d frames, stats %d records" % (t, len(recs)))
+        elif os.path.exists(out_path) and out_path.endswith(".mp4") and count_video_frames(out_path) not in (None, 0):
+            probs.append("video has frames, stats none")
+    elif rc == 0 or (video and rc == 2 and os.path.exists(out_path)):
+        if rc == 0 and err.strip():
+            probs.append("stderr on success")
+        if not os.path.exists(out_path):
             probs.append("exit 0 without the .npy")
         else:
-            shape, head = npy_shape(out_npy)
-            recs = open(stats).read().splitlines()[1:] if os.path.exists(stats) else []
+            shape, head = npy_shape(out_path)
             if shape is None:
                 probs.append("bad .npy header")
             else:
@@ -344,15 +468,15 @@ def judge(rc, err, timed_out, out_npy, stats, want_name, video):
                 for s in shape:
                     n *= s
                 hl = head.index(b"\n") + 1 if b"\n" in head else 0
-                if os.path.getsize(out_npy) != hl + 4 * n:
-                    probs.append("npy size %d != header %d + 4 * %d" % (os.path.getsize(out_npy), hl, n))
+                if os.path.getsize(out_path) != hl + 4 * n:
+                    probs.append("npy size %d != header %d + 4 * %d" % (os.path.getsize(out_path), hl, n))
                 t = shape[0] if len(shape) == 3 else 1
                 if len(recs) != t:
                     probs.append("npy has %d maps, stats %d records" % (t, len(recs)))
                 if n == 0 and not video:
                     probs.append("empty map on success")
     if rc == 2:
-        if os.path.exists(out_npy) and not video:
+        if os.path.exists(out_path) and not video:
             probs.append("failed run left the .npy")
         if not LINE.match(err) and not SAN.search(err):
             probs.append("message not one line: %r" % err[:300])
@@ -361,15 +485,26 @@ def judge(rc, err, timed_out, out_npy, stats, want_name, video):
     return probs
 
 
-def run_one(args, work, data, kind, raw_spec=None, mode="file"):
+def vmem_limit(kb):
+    def f():
+        resource.setrlimit(resource.RLIMIT_AS, (kb * 1024, kb * 1024))
+    return f
+
+
+def run_one(args, work, data, kind, raw_spec=None, mode="file", ext="bin", out="x.npy", vmem=False):
+    """MODE: "file" (stdin from the file), "pipe" (stdin from cat), "path" (the file named)."""
     d = os.path.join(work, "run")
     shutil.rmtree(d, ignore_errors=True)
     os.makedirs(d)
-    inp = os.path.join(d, "in.y4m" if kind == "y4m" and mode == "path" else "in.png" if kind == "png" else "in.bin")
+    if kind == "png":
+        ext = "png"
+    elif kind == "y4m" and mode == "path":
+        ext = "y4m"
+    inp = os.path.join(d, "in." + ext)
     with open(inp, "wb") as f:
         f.write(data)
-    out_npy, stats = os.path.join(d, "x.npy"), os.path.join(d, "s.csv")
-    cmd = [args.bin]
+    out_path, stats = os.path.join(d, out), os.path.join(d, "s.csv")
+    cmd = [args.vmem_bin if vmem else args.bin]
     stdin = None
     name = inp
     if kind == "png" or mode == "path":
@@ -379,23 +514,33 @@ def run_one(args, work, data, kind, raw_spec=None, mode="file"):
         name = "-"
         if raw_spec:
             cmd += ["--raw", raw_spec]
-    cmd += ["-o", out_npy, "--stats", stats, "-q", "-y", "--device", "cpu"]
+    cmd += ["-o", out_path, "--stats", stats, "-q", "-y", "--device", "cpu"]
     env = dict(os.environ, ASAN_OPTIONS="detect_leaks=1:allocator_may_return_null=1:max_allocation_size_mb=3072",
                UBSAN_OPTIONS="print_stacktrace=1")
+    pre = vmem_limit(args.vmem_kb) if vmem else None
+    rss0 = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
     try:
         if kind != "png" and mode == "pipe":
             p = subprocess.Popen(["cat", inp], stdout=subprocess.PIPE)
-            r = subprocess.run(cmd, stdin=p.stdout, capture_output=True, timeout=args.timeout, env=env)
+            r = subprocess.run(cmd, stdin=p.stdout, capture_output=True, timeout=args.timeout, env=env,
+                               preexec_fn=pre)
+            p.stdout.close()
             p.wait()
         else:
             with open(inp, "rb") as fin:
                 r = subprocess.run(cmd, stdin=fin if name == "-" else subprocess.DEVNULL, capture_output=True,
-                                   timeout=args.timeout, env=env)
+                                   timeout=args.timeout, env=env, preexec_fn=pre)
         rc, err, to = r.returncode, r.stderr.decode("utf-8", "replace"), False
     except subprocess.TimeoutExpired as e:
         rc, err, to = -1, (e.stderr or b"").decode("utf-8", "replace"), True
+    rss = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
     want = name if name != "-" else None
-    return judge(rc, err, to, out_npy, stats, want, kind != "png"), rc, err, cmd
+    probs = judge(rc, err, to, out_path, stats, want, kind != "png")
+    if rss > rss0 and rss > args.rss_mb * 1024:
+        probs.append("max RSS %d MB" % (rss // 1024))
+    if vmem and re.search(r"memory", err, re.I):
+        probs.append("out of memory under ulimit -v %d" % args.vmem_kb)
+    return probs, rc, err, cmd
 
 
 def main():
@@ -406,26 +551,41 @@ def main():
     ap.add_argument("--kinds", default="png,y4m,raw")
     ap.add_argument("--work", default="/tmp/es-fuzz")
     ap.add_argument("--timeout", type=float, default=5)
+    ap.add_argument("--vmem-bin", help="a build without sanitizers: a quarter of the video mutants run "
+                    "through it under ulimit -v")
+    ap.add_argument("--vmem-kb", type=int, default=2000000)
+    ap.add_argument("--rss-mb", type=int, default=1500, help="a run whose peak RSS passes this is a finding")
     args = ap.parse_args()
     rng = random.Random(args.seed)
     kinds = args.kinds.split(",")
     os.makedirs(os.path.join(args.work, "findings"), exist_ok=True)
     pseeds, yseeds = png_seeds(), y4m_seeds()
+    vseeds = video_seeds(args.work) if "video" in kinds else []
     counts, found, rcs = {}, 0, {}
     for i in range(args.n):
         kind = rng.choice(kinds)
-        spec, mode = None, "file"
+        spec, mode, ext, out, vmem = None, "file", "bin", "x.npy", False
         if kind == "png":
             data, m = mutate_png(rng.choice(pseeds), rng)
         elif kind == "y4m":
             data, m = mutate_y4m(rng.choice(yseeds), rng)
             mode = rng.choice(["file", "file", "pipe", "path"])
+        elif kind == "video":
+            sname, ext, sdata = rng.choice(vseeds)
+            data, m = mutate_video(sdata, rng)
+            m = "%s-%s" % (sname, m)
+            # standard input is probed as a file is (a container, not only y4m)
+            mode = rng.choice(["path", "path", "pipe", "file"])
+            if rng.random() < 0.1:
+                ext = "bin"  # no extension to guess from: probing alone
+            out = rng.choice(["x.npy", "x.npy", "x.mp4", "x.mkv", "frames/"])
+            vmem = bool(args.vmem_bin) and rng.random() < 0.25
         else:
             data, spec, m = raw_case(rng)
             mode = rng.choice(["file", "pipe"])
         key = "%s/%s" % (kind, m)
         counts[key] = counts.get(key, 0) + 1
-        probs, rc, err, cmd = run_one(args, args.work, data, kind, spec, mode)
+        probs, rc, err, cmd = run_one(args, args.work, data, kind, spec, mode, ext, out, vmem)
         rcs[rc] = rcs.get(rc, 0) + 1
         if probs:
             found += 1
