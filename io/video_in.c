@@ -643,6 +643,14 @@ int es_video_in_open(es_video_in **out, const char *path, const es_video_in_opts
     rc = ES_ERR_INPUT;
     goto end;
   }
+  /* A stream met only while reading (a PMT of MPEG-TS that adds one, or damage that reads
+   * as one) is probed as it goes, and until that ends av_read_frame holds back every packet
+   * of every stream: up to probesize bytes of payload, 5 MB by default, each packet keeping
+   * its whole demuxer buffer (200 KB in MPEG-TS). A long small-frame .ts with such a stream
+   * took the whole file in (191 MB for 30000 frames of 64x48). Only the stream chosen below
+   * is read, so late probing is cut short; 4096 is what FFmpeg's segment demuxers (hls,
+   * dash) open with where no probesize is set, should one open a segment while reading. */
+  if (!raw && !y4m) v->fmt->probesize = 4096;
   const AVCodec *codec = NULL;
   err = av_find_best_stream(v->fmt, AVMEDIA_TYPE_VIDEO, -1, -1, &codec, 0);
   if (err == AVERROR_DECODER_NOT_FOUND) {
