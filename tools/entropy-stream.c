@@ -75,27 +75,46 @@ typedef struct cli_opts {
 } cli_opts;
 
 /* ---- Signals: the handler only sets a flag; a second signal ends the process at once,
- * removing the temporaries of the outputs being written (a .npy of a video may be large). */
+ * removing the temporaries of the outputs being written (a .npy of a video may be large).
+ * One request can arrive twice: `timeout -s INT` (and `kill -- -PGID` from a script's own
+ * group) signals the process and then its process group, so the run gets two signals from
+ * one process microseconds apart. A second signal from the process that sent the first,
+ * within ES_SIG_SAME_NS, is that same request; a second Ctrl-C (from the terminal, no
+ * sending process) or a later kill is a second request. */
 /* Lock-free atomics: safe in a signal handler (C11 7.14.1.1) and between threads. */
 _Static_assert(ATOMIC_INT_LOCK_FREE == 2, "the signal flag must be lock-free");
+_Static_assert(ATOMIC_LLONG_LOCK_FREE == 2, "the signal time must be lock-free");
+#define ES_SIG_SAME_NS 200000000LL
 static atomic_int g_stop;
+static atomic_int g_stop_pid;     /* the first signal's sending process (0: the kernel, a tty) */
+static atomic_llong g_stop_ns;    /* when it came (CLOCK_MONOTONIC) */
 /* Set by the main thread on a fatal output error: readers stop as for a signal, but the exit
  * code stays the error's. */
 static atomic_int g_abort;
 
-static void on_signal(int sig) {
+static void on_signal(int sig, siginfo_t *si, void *uctx) {
   (void)sig;
+  (void)uctx;
+  struct timespec ts; /* clock_gettime is async-signal-safe (POSIX.1-2008) */
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  long long now = (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+  int pid = si && si->si_code == SI_USER ? (int)si->si_pid : 0;
   if (g_stop) {
+    if (pid != 0 && pid == atomic_load(&g_stop_pid) && now - atomic_load(&g_stop_ns) < ES_SIG_SAME_NS)
+      return; /* the same request, delivered twice */
     es_tmp_unlink_all();
     _exit(130);
   }
+  atomic_store(&g_stop_pid, pid);
+  atomic_store(&g_stop_ns, now);
   g_stop = 1;
 }
 
 static void install_signals(void) {
   struct sigaction sa;
   memset(&sa, 0, sizeof sa);
-  sa.sa_handler = on_signal;
+  sa.sa_sigaction = on_signal;
+  sa.sa_flags = SA_SIGINFO;
   sigemptyset(&sa.sa_mask);
   sigaction(SIGINT, &sa, NULL);
   sigaction(SIGTERM, &sa, NULL);
