@@ -143,10 +143,18 @@ typedef struct es_config {
    * with verbose 2, what runs where): one line, without a newline or a program name, from
    * any thread of the library, possibly from several at once. NULL (default): written to
    * stderr as "entropy-stream: LINE". A program that draws on stderr itself (a progress
-   * line) takes them here to clear its drawing first. */
+   * line) takes them here to clear its drawing first. Also called inside es_context_create,
+   * before the context is returned. It may call es_context_error and es_context_gpus_open,
+   * but no call that waits for the library's threads (es_compute, es_context_gpu_count,
+   * es_context_config, es_stream_*, es_context_destroy): it runs on those threads, as the
+   * one opening the GPUs (gpu_background), which such a call would wait for. */
   void (*message)(void *user, const char *line);
   void *message_user;   /* passed to message */
 } es_config;
+/* Fills the defaults above. Initialise every es_config with it, then set the fields wanted:
+ * fields added in later versions (as message, message_user) then get their defaults. The
+ * struct's size is part of the ABI: a program is built against the header of the library
+ * it runs with (while the version is 0.x, structs may grow without a new soname). */
 void es_config_default(es_config *c);
 /* The frames in flight a context of this configuration uses (c NULL: of the default
  * configuration, as es_context_create takes NULL): c->queue, or where that is 0 the
