@@ -873,6 +873,10 @@ if command -v script >/dev/null; then
     || fail "pipe on a tty: no 'K frames, fps' progress: $(printf '%s' "$out" | cat -v)"
   printf '%s' "$out" | grep -aq "ETA\|[0-9]/[0-9]* frames" \
     && fail "pipe on a tty: a count or an ETA for a stream of unknown length: $(printf '%s' "$out" | cat -v)"
+  # One frame: "1 frame, ... fps" (it read "1 frames", the summary below it "1 frame").
+  out=$(script -qec "head -c $((W * H)) '$T/clip.gray' | '$BIN' - --raw gray8:${W}x$H -o '$T/tty.npy' -y" /dev/null 2>&1)
+  printf '%s' "$out" | grep -aq "entropy-stream: 1 frame, [0-9.]* fps"$'\r' \
+    || fail "one frame from a pipe on a tty: no '1 frame, fps' progress: $(printf '%s' "$out" | cat -v)"
   # A container's count is an estimate (duration x frame rate): 40 frames 5 ms apart, then
   # 20 at 40 ms, make 60 frames in 1 s, "25 frames" at 25 fps. Past it, progress read
   # "41/25 frames, ETA ?"; it drops the count there. (--stats - on the tty: a line a frame.)

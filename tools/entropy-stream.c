@@ -2398,7 +2398,8 @@ static int run_video(cli_opts *o, int out_kind) {
             progress_line("%" PRId64 "/%" PRId64 " frames, %.1f fps, ETA %s", written,
                           v.info.frames, fps, eta);
           else
-            progress_line("%" PRId64 " frames, %.1f fps", written, fps);
+            progress_line("%" PRId64 " frame%s, %.1f fps", written, written == 1 ? "" : "s",
+                          fps);
         }
       }
     }
