@@ -863,6 +863,9 @@ if command -v script >/dev/null; then
   [ $rc = 0 ] || fail "--stats - on a tty: exit $rc ($out)"
   printf '%s' "$out" | grep -aq "entropy-stream: [0-9]*/$N frames, [0-9.]* fps, ETA [0-9]*:[0-9][0-9]" \
     || fail "video on a tty: no 'K/$N frames, fps, ETA' progress: $(printf '%s' "$out" | cat -v)"
+  # The last frame, at the count: ETA 0:00 (it read "N/N frames, ... ETA ?").
+  printf '%s' "$out" | grep -aq "entropy-stream: $N/$N frames, [0-9.]* fps, ETA 0:00"$'\r' \
+    || fail "video on a tty: no '$N/$N frames, fps, ETA 0:00' progress: $(printf '%s' "$out" | cat -v)"
   printf '%s' "$out" | grep -aq "ETA [0-9:?]*[^0-9:?"$'\r'"]" \
     && fail "--stats - on a tty: a record drawn on after the progress line: $(printf '%s' "$out" | cat -v)"
   rows=$(printf '%s' "$out" | sed 's/\x1b\[K/\n/g' | tr '\r' '\n' | grep -ac "^,[0-9]*,[0-9.]*,$W,$H,")

@@ -2390,8 +2390,11 @@ static int run_video(cli_opts *o, int out_kind) {
           double el = t - t0, fps = el > 0 ? written / el : 0;
           char eta[32];
           last = t;
+          /* None left is 0:00, whatever the rate ("7/7 frames, ETA ?" said nothing true). */
           fmt_eta(eta, sizeof eta,
-                  v.info.frames > written && fps > 0 ? (v.info.frames - written) / fps : -1);
+                  v.info.frames == written            ? 0
+                  : v.info.frames > written && fps > 0 ? (v.info.frames - written) / fps
+                                                       : -1);
           /* The count is the container's estimate (a duration times the frame rate): past
            * it, it was wrong, and "205/125 frames, ETA ?" says nothing true. */
           if (v.info.frames > 0 && v.info.frames >= written)
