@@ -91,6 +91,9 @@ static atomic_llong g_stop_ns;    /* when it came (CLOCK_MONOTONIC) */
 /* Set by the main thread on a fatal output error: readers stop as for a signal, but the exit
  * code stays the error's. */
 static atomic_int g_abort;
+/* A progress line is on the screen, not ended by a newline (set while it is drawn, cleared
+ * once it is wiped; written under g_err_lock, read by the handler without it). */
+static atomic_int g_progress_shown;
 
 static void on_signal(int sig, siginfo_t *si, void *uctx) {
   (void)sig;
@@ -103,6 +106,12 @@ static void on_signal(int sig, siginfo_t *si, void *uctx) {
     if (pid != 0 && pid == atomic_load(&g_stop_pid) && now - atomic_load(&g_stop_ns) < ES_SIG_SAME_NS)
       return; /* the same request, delivered twice */
     es_tmp_unlink_all();
+    /* The line is left as it is, but ended: the shell's prompt must not land after it.
+     * write(2) is async-signal-safe; stdio is not. */
+    if (atomic_load(&g_progress_shown)) {
+      ssize_t w = write(2, "\n", 1);
+      (void)w;
+    }
     _exit(130);
   }
   atomic_store(&g_stop_pid, pid);
@@ -143,12 +152,10 @@ static void main_writes(int begin) {
 /* ---- Messages. Every error is one line: "entropy-stream: WHAT: why". Progress lines are
  * cleared first so an error never lands in the middle of one. */
 static pthread_mutex_t g_err_lock = PTHREAD_MUTEX_INITIALIZER;
-static int g_progress_shown; /* guarded by g_err_lock */
-
 static void clear_progress_locked(void) {
-  if (g_progress_shown) {
+  if (atomic_load(&g_progress_shown)) {
     fputs("\r\033[K", stderr);
-    g_progress_shown = 0;
+    atomic_store(&g_progress_shown, 0);
   }
 }
 
@@ -203,12 +210,12 @@ static void err(const char *what, const char *fmt, ...) {
 static void progress_line(const char *fmt, ...) {
   va_list ap;
   pthread_mutex_lock(&g_err_lock);
+  atomic_store(&g_progress_shown, 1); /* before it is drawn: a half-drawn line is ended too */
   fputs("\r\033[K" PROG ": ", stderr);
   va_start(ap, fmt);
   vfprintf(stderr, fmt, ap);
   va_end(ap);
   fflush(stderr);
-  g_progress_shown = 1;
   pthread_mutex_unlock(&g_err_lock);
 }
 
