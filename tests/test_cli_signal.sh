@@ -315,6 +315,9 @@ if [ $rc = 0 ] && [ "$done_n" = 400 ]; then
 else
   [ $rc = 130 ] || fail "SIGINT on a batch: exit $rc, want 130"
   [ "$done_n" -lt 400 ] || fail "SIGINT on a batch: all files were still done"
+  # -q: an interruption is no error (exit 130 says it), so nothing is printed, as for a
+  # video. The batch said "interrupted: N of M files done" all the same.
+  [ -s "$T/err" ] && fail "SIGINT on a -q batch: printed $(cat "$T/err")"
 fi
 [ -z "$(ls -A "$T/out" | grep '^\.')" ] || fail "batch: temporaries left: $(ls -A "$T/out" | grep '^\.')"
 "$PY" - "$T/out" <<'EOF' || fail "batch: a written PNG is incomplete"

@@ -290,8 +290,9 @@ static void usage(FILE *f) {
     "  -y                    overwrite existing outputs\n"
     "  -n                    skip existing outputs (default: refuse with an error)\n"
     "Everyday use:\n"
-    "  -q, --quiet           no progress and no summary (errors are always shown, and so\n"
-    "                        is a video's summary when corrupt packets were skipped)\n"
+    "  -q, --quiet           no progress and no summary, nor an interruption's (errors are\n"
+    "                        always shown, and so is a video's summary when corrupt packets\n"
+    "                        were skipped)\n"
     "  -v, --verbose         devices used, one line per file\n"
     "      --progress        progress on stderr even when it is not a terminal\n"
     "      --no-progress     no progress (default: shown when stderr is a terminal)\n"
@@ -1724,8 +1725,11 @@ static int run_images(cli_opts *o, int in_kind, int out_kind) {
       }
     }
     if (g_stop) {
+      /* The summary of an interrupted batch; an interruption is no error (its exit code
+       * says it), so -q silences it, as it does a video's. */
       code = 130;
-      err(NULL, "interrupted: %zu of %zu files done, %zu not started", b.done, n, notrun);
+      if (!o->quiet)
+        err(NULL, "interrupted: %zu of %zu files done, %zu not started", b.done, n, notrun);
     } else if (!o->quiet) {
       char d[64];
       /* One file's failure was already said in its own line. */
