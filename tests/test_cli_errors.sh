@@ -430,6 +430,28 @@ for how in closed dir; do
   done
 done
 
+# Empty standard input (/dev/null, an empty pipe, an empty file): y4m said "cannot open:
+# Invalid data found when processing input"; it says that nothing came (exit 2, nothing
+# written). Raw frames: a stream of 0 frames, exit 0, as before.
+: > "$T/empty"
+for how in devnull pipe file; do
+  for mode in raw y4m; do
+    args=(-q - -o "$T/in-empty-$how-$mode.npy"); [ $mode = raw ] && args+=(--raw gray8:4x4)
+    case $how in
+      devnull) msg=$("$BIN" "${args[@]}" 2>&1 < /dev/null); rc=$? ;;
+      pipe) msg=$(: | "$BIN" "${args[@]}" 2>&1); rc=$? ;;
+      file) msg=$("$BIN" "${args[@]}" 2>&1 < "$T/empty"); rc=$? ;;
+    esac
+    if [ $mode = y4m ]; then
+      [ $rc = 2 ] && [ "$msg" = "entropy-stream: -: no data on standard input" ] ||
+        fail "stdin empty ($how), y4m: exit $rc, want 2 and 'no data on standard input': $msg"
+      [ -e "$T/in-empty-$how-$mode.npy" ] && fail "stdin empty ($how), y4m: an output was written"
+    else
+      [ $rc = 0 ] && [ -z "$msg" ] || fail "stdin empty ($how), raw: exit $rc, want 0 (0 frames): $msg"
+    fi
+  done
+done
+
 # --device gpu where no GPU can be used: exit 4 with one line.
 if [ "${ES_HAVE_CUDA:-0}" = 1 ] && nvidia-smi -L >/dev/null 2>&1; then
   echo "a GPU is present: --device gpu failure not tested here"

@@ -1778,6 +1778,11 @@ end:
  * reader sees after it is that error (pump_status), not the end of the stream. */
 static atomic_int g_pump_errno;
 
+/* Standard input ended before its first byte: the pump met its end having moved nothing
+ * (stored before it closes its pipe, so before the reader sees that end), or stdin is a
+ * regular file with nothing left to read. A y4m reader says only "invalid data" then. */
+static atomic_int g_input_empty;
+
 /* rc of a reader of the pump's pipe (ES_OK or ES_ERR_EOF at its end, or an input error, as
  * a header or frame cut short): ES_ERR_INPUT with msg "read error: ..." where the pump's
  * read failed; else rc. */
@@ -1799,6 +1804,7 @@ static void *stdin_pump_thread(void *arg) {
   char *buf = malloc(cap);
   /* Pipe to pipe, splice moves page references instead of copying twice through buf. */
   int use_splice = p->src_is_pipe;
+  int moved = 0; /* a byte went through */
   while (buf && !g_stop && !g_abort) {
     struct pollfd pfd = {p->src, POLLIN, 0};
     ssize_t n, off = 0;
@@ -1807,8 +1813,14 @@ static void *stdin_pump_thread(void *arg) {
     if (r <= 0) continue;
     if (use_splice) {
       n = splice(p->src, NULL, p->dst, NULL, cap, SPLICE_F_MOVE);
-      if (n > 0) continue;
-      if (n == 0) break;
+      if (n > 0) {
+        moved = 1;
+        continue;
+      }
+      if (n == 0) {
+        if (!moved) atomic_store(&g_input_empty, 1);
+        break;
+      }
       if (errno == EINTR || errno == EAGAIN) continue;
       if (errno != EINVAL && errno != ENOSYS) { /* EPIPE: the decoder is gone */
         if (errno != EPIPE) atomic_store(&g_pump_errno, errno);
@@ -1821,8 +1833,10 @@ static void *stdin_pump_thread(void *arg) {
     if (n < 0 && (errno == EINTR || errno == EAGAIN)) continue;
     if (n <= 0) {
       if (n < 0) atomic_store(&g_pump_errno, errno);
+      if (n == 0 && !moved) atomic_store(&g_input_empty, 1);
       break;
     }
+    moved = 1;
     while (off < n) { /* blocks only while the decoder has a full pipe to read */
       ssize_t w = write(p->dst, buf + off, (size_t)(n - off));
       if (w < 0 && errno == EINTR) continue;
@@ -1866,7 +1880,11 @@ fail:
 static int stdin_pump_start(void) {
   struct stat st;
   int have_st = fstat(0, &st) == 0;
-  if (have_st && S_ISREG(st.st_mode)) return ES_OK;
+  if (have_st && S_ISREG(st.st_mode)) {
+    off_t at = lseek(0, 0, SEEK_CUR);
+    if (at >= 0 && st.st_size <= at) atomic_store(&g_input_empty, 1);
+    return ES_OK;
+  }
   int src = dup(0);
   if (src < 0) return ES_OK;
   int rd = pump_start(src, have_st && S_ISFIFO(st.st_mode));
@@ -2140,7 +2158,14 @@ static int run_video(cli_opts *o, int out_kind) {
   if (fifo_fd >= 0) close(fifo_fd); /* the reader opened the pipe itself */
   fifo_fd = -1;
   if (rc != ES_OK) {
-    code = input_failed(o, in_name, pump_status(rc, msg, sizeof msg), msg);
+    rc = pump_status(rc, msg, sizeof msg);
+    /* Nothing came: say so, not the y4m reader's "invalid data". A raw stream of no frames
+     * is a stream of 0 frames (it opens without reading). */
+    if (rc != ES_ERR_INTERRUPTED && !strcmp(o->input, "-") && atomic_load(&g_input_empty)) {
+      rc = ES_ERR_INPUT;
+      snprintf(msg, sizeof msg, "no data on standard input");
+    }
+    code = input_failed(o, in_name, rc, msg);
     goto end;
   }
   es_trace("video: input open");
