@@ -390,6 +390,9 @@ for o in --window --shape --border --levels --base --format --colormap --range -
          --no-progress --version --help 1..255 2..256 65536 1..1024; do
   printf '%s\n' "$out" | grep -q -e "$o" || fail "--help does not mention $o"
 done
+# --gpus as the parser takes it (and README says it): a repeated ordinal is refused.
+printf '%s\n' "$out" | grep -q "distinct GPU ordinals 0\.\.63" || fail "--help: --gpus not 'distinct GPU ordinals 0..63'"
+bad_opt "--gpus 0,0: " "distinct ordinals 0..63" --gpus 0,0
 
 # ... written to a full disk or a closed standard output: an output error (exit 3, one line),
 # as GNU tools say 'write error' (both exited 0 without a word).
