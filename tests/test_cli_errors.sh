@@ -390,6 +390,9 @@ for o in --window --shape --border --levels --base --format --colormap --range -
          --no-progress --version --help 1..255 2..256 65536 1..1024; do
   printf '%s\n' "$out" | grep -q -e "$o" || fail "--help does not mention $o"
 done
+# --gpus as the parser takes it (and README says it): a repeated ordinal is refused.
+printf '%s\n' "$out" | grep -q "distinct GPU ordinals 0\.\.63" || fail "--help: --gpus not 'distinct GPU ordinals 0..63'"
+bad_opt "--gpus 0,0: " "distinct ordinals 0..63" --gpus 0,0
 
 # ... written to a full disk or a closed standard output: an output error (exit 3, one line),
 # as GNU tools say 'write error' (both exited 0 without a word).
@@ -427,6 +430,28 @@ for how in closed dir; do
     [ $rc = 2 ] && [ "$msg" = "entropy-stream: -: read error: $want" ] ||
       fail "stdin $how, $mode: exit $rc, want 2 and one line 'read error: $want': $msg"
     [ -e "$T/in-$how-$mode.npy" ] && fail "stdin $how, $mode: an output was written"
+  done
+done
+
+# Empty standard input (/dev/null, an empty pipe, an empty file): y4m said "cannot open:
+# Invalid data found when processing input"; it says that nothing came (exit 2, nothing
+# written). Raw frames: a stream of 0 frames, exit 0, as before.
+: > "$T/empty"
+for how in devnull pipe file; do
+  for mode in raw y4m; do
+    args=(-q - -o "$T/in-empty-$how-$mode.npy"); [ $mode = raw ] && args+=(--raw gray8:4x4)
+    case $how in
+      devnull) msg=$("$BIN" "${args[@]}" 2>&1 < /dev/null); rc=$? ;;
+      pipe) msg=$(: | "$BIN" "${args[@]}" 2>&1); rc=$? ;;
+      file) msg=$("$BIN" "${args[@]}" 2>&1 < "$T/empty"); rc=$? ;;
+    esac
+    if [ $mode = y4m ]; then
+      [ $rc = 2 ] && [ "$msg" = "entropy-stream: -: no data on standard input" ] ||
+        fail "stdin empty ($how), y4m: exit $rc, want 2 and 'no data on standard input': $msg"
+      [ -e "$T/in-empty-$how-$mode.npy" ] && fail "stdin empty ($how), y4m: an output was written"
+    else
+      [ $rc = 0 ] && [ -z "$msg" ] || fail "stdin empty ($how), raw: exit $rc, want 0 (0 frames): $msg"
+    fi
   done
 done
 

@@ -236,6 +236,28 @@ else
   echo "note: the run ended before the second SIGINT: not tested"
 fi
 
+# The same with a progress line drawn (--progress: as on a terminal): the run that ends at once
+# ends that line too, so that the shell's prompt does not land after it. It did not.
+mkdir "$T/two-p"
+"$BIN" --progress --threads 1 --queue 32 -w 255 -L 256 --raw gray8:320x240 - -o "$T/two-p/m.npy" \
+  < "$T/slow.raw" 2> "$T/err" &
+BPID=$!
+for _ in $(seq 1 100); do [ -s "$T/err" ] && break; sleep 0.05; done
+sleep 0.5
+kill -INT $BPID
+sleep 0.5
+if kill -0 $BPID 2>/dev/null; then
+  interrupt INT 5 "a second SIGINT, progress shown"
+  echo "a second SIGINT, progress shown: exit $rc; stderr: $(cat -v "$T/err" | tail -c 200)"
+  [ $rc = 130 ] || fail "a second SIGINT, progress shown: exit $rc, want 130"
+  grep -aq "frames, [0-9.]* fps" "$T/err" || fail "a second SIGINT, progress shown: no progress line"
+  [ "$(tail -c 1 "$T/err" | od -An -c | tr -d ' ')" = '\n' ] \
+    || fail "a second SIGINT, progress shown: the progress line not ended: $(cat -v "$T/err" | tail -c 200)"
+else
+  wait $BPID; BPID=
+  echo "note: the run ended before the second SIGINT: not tested"
+fi
+
 # One request delivered twice: `timeout -s INT` signals the run and then its process group, so
 # two SIGINTs come from one process microseconds apart. That is one interruption: the run
 # finishes what it holds and keeps its output (exit 130). The second was taken as "stop now"
@@ -293,6 +315,9 @@ if [ $rc = 0 ] && [ "$done_n" = 400 ]; then
 else
   [ $rc = 130 ] || fail "SIGINT on a batch: exit $rc, want 130"
   [ "$done_n" -lt 400 ] || fail "SIGINT on a batch: all files were still done"
+  # -q: an interruption is no error (exit 130 says it), so nothing is printed, as for a
+  # video. The batch said "interrupted: N of M files done" all the same.
+  [ -s "$T/err" ] && fail "SIGINT on a -q batch: printed $(cat "$T/err")"
 fi
 [ -z "$(ls -A "$T/out" | grep '^\.')" ] || fail "batch: temporaries left: $(ls -A "$T/out" | grep '^\.')"
 "$PY" - "$T/out" <<'EOF' || fail "batch: a written PNG is incomplete"

@@ -863,6 +863,9 @@ if command -v script >/dev/null; then
   [ $rc = 0 ] || fail "--stats - on a tty: exit $rc ($out)"
   printf '%s' "$out" | grep -aq "entropy-stream: [0-9]*/$N frames, [0-9.]* fps, ETA [0-9]*:[0-9][0-9]" \
     || fail "video on a tty: no 'K/$N frames, fps, ETA' progress: $(printf '%s' "$out" | cat -v)"
+  # The last frame, at the count: ETA 0:00 (it read "N/N frames, ... ETA ?").
+  printf '%s' "$out" | grep -aq "entropy-stream: $N/$N frames, [0-9.]* fps, ETA 0:00"$'\r' \
+    || fail "video on a tty: no '$N/$N frames, fps, ETA 0:00' progress: $(printf '%s' "$out" | cat -v)"
   printf '%s' "$out" | grep -aq "ETA [0-9:?]*[^0-9:?"$'\r'"]" \
     && fail "--stats - on a tty: a record drawn on after the progress line: $(printf '%s' "$out" | cat -v)"
   rows=$(printf '%s' "$out" | sed 's/\x1b\[K/\n/g' | tr '\r' '\n' | grep -ac "^,[0-9]*,[0-9.]*,$W,$H,")
@@ -873,6 +876,10 @@ if command -v script >/dev/null; then
     || fail "pipe on a tty: no 'K frames, fps' progress: $(printf '%s' "$out" | cat -v)"
   printf '%s' "$out" | grep -aq "ETA\|[0-9]/[0-9]* frames" \
     && fail "pipe on a tty: a count or an ETA for a stream of unknown length: $(printf '%s' "$out" | cat -v)"
+  # One frame: "1 frame, ... fps" (it read "1 frames", the summary below it "1 frame").
+  out=$(script -qec "head -c $((W * H)) '$T/clip.gray' | '$BIN' - --raw gray8:${W}x$H -o '$T/tty.npy' -y" /dev/null 2>&1)
+  printf '%s' "$out" | grep -aq "entropy-stream: 1 frame, [0-9.]* fps"$'\r' \
+    || fail "one frame from a pipe on a tty: no '1 frame, fps' progress: $(printf '%s' "$out" | cat -v)"
   # A container's count is an estimate (duration x frame rate): 40 frames 5 ms apart, then
   # 20 at 40 ms, make 60 frames in 1 s, "25 frames" at 25 fps. Past it, progress read
   # "41/25 frames, ETA ?"; it drops the count there. (--stats - on the tty: a line a frame.)

@@ -91,6 +91,9 @@ static atomic_llong g_stop_ns;    /* when it came (CLOCK_MONOTONIC) */
 /* Set by the main thread on a fatal output error: readers stop as for a signal, but the exit
  * code stays the error's. */
 static atomic_int g_abort;
+/* A progress line is on the screen, not ended by a newline (set while it is drawn, cleared
+ * once it is wiped; written under g_err_lock, read by the handler without it). */
+static atomic_int g_progress_shown;
 
 static void on_signal(int sig, siginfo_t *si, void *uctx) {
   (void)sig;
@@ -103,6 +106,12 @@ static void on_signal(int sig, siginfo_t *si, void *uctx) {
     if (pid != 0 && pid == atomic_load(&g_stop_pid) && now - atomic_load(&g_stop_ns) < ES_SIG_SAME_NS)
       return; /* the same request, delivered twice */
     es_tmp_unlink_all();
+    /* The line is left as it is, but ended: the shell's prompt must not land after it.
+     * write(2) is async-signal-safe; stdio is not. */
+    if (atomic_load(&g_progress_shown)) {
+      ssize_t w = write(2, "\n", 1);
+      (void)w;
+    }
     _exit(130);
   }
   atomic_store(&g_stop_pid, pid);
@@ -143,12 +152,10 @@ static void main_writes(int begin) {
 /* ---- Messages. Every error is one line: "entropy-stream: WHAT: why". Progress lines are
  * cleared first so an error never lands in the middle of one. */
 static pthread_mutex_t g_err_lock = PTHREAD_MUTEX_INITIALIZER;
-static int g_progress_shown; /* guarded by g_err_lock */
-
 static void clear_progress_locked(void) {
-  if (g_progress_shown) {
+  if (atomic_load(&g_progress_shown)) {
     fputs("\r\033[K", stderr);
-    g_progress_shown = 0;
+    atomic_store(&g_progress_shown, 0);
   }
 }
 
@@ -203,12 +210,12 @@ static void err(const char *what, const char *fmt, ...) {
 static void progress_line(const char *fmt, ...) {
   va_list ap;
   pthread_mutex_lock(&g_err_lock);
+  atomic_store(&g_progress_shown, 1); /* before it is drawn: a half-drawn line is ended too */
   fputs("\r\033[K" PROG ": ", stderr);
   va_start(ap, fmt);
   vfprintf(stderr, fmt, ap);
   va_end(ap);
   fflush(stderr);
-  g_progress_shown = 1;
   pthread_mutex_unlock(&g_err_lock);
 }
 
@@ -262,8 +269,8 @@ static void usage(FILE *f) {
     "      --stats-bins B    histogram bins, 1..%d (default 16)\n"
     "Devices:\n"
     "      --device D        auto|gpu|cpu (default auto)\n"
-    "      --gpus LIST       all|0,2,... GPU ordinals 0..%d (default all; not with\n"
-    "                        --device cpu)\n"
+    "      --gpus LIST       all|0,2,... distinct GPU ordinals 0..%d (default all; not\n"
+    "                        with --device cpu)\n"
     "      --cpu-below N     under auto, frames of fewer pixels go to the CPU, 0..2^62\n"
     "                        (default 163840; --device auto only)\n"
     "      --threads N       CPU worker threads, 0..4096 (default 0 = all cores)\n"
@@ -283,8 +290,9 @@ static void usage(FILE *f) {
     "  -y                    overwrite existing outputs\n"
     "  -n                    skip existing outputs (default: refuse with an error)\n"
     "Everyday use:\n"
-    "  -q, --quiet           no progress and no summary (errors are always shown, and so\n"
-    "                        is a video's summary when corrupt packets were skipped)\n"
+    "  -q, --quiet           no progress and no summary, nor an interruption's (errors are\n"
+    "                        always shown, and so is a video's summary when corrupt packets\n"
+    "                        were skipped)\n"
     "  -v, --verbose         devices used, one line per file\n"
     "      --progress        progress on stderr even when it is not a terminal\n"
     "      --no-progress     no progress (default: shown when stderr is a terminal)\n"
@@ -1717,8 +1725,11 @@ static int run_images(cli_opts *o, int in_kind, int out_kind) {
       }
     }
     if (g_stop) {
+      /* The summary of an interrupted batch; an interruption is no error (its exit code
+       * says it), so -q silences it, as it does a video's. */
       code = 130;
-      err(NULL, "interrupted: %zu of %zu files done, %zu not started", b.done, n, notrun);
+      if (!o->quiet)
+        err(NULL, "interrupted: %zu of %zu files done, %zu not started", b.done, n, notrun);
     } else if (!o->quiet) {
       char d[64];
       /* One file's failure was already said in its own line. */
@@ -1767,6 +1778,11 @@ end:
  * reader sees after it is that error (pump_status), not the end of the stream. */
 static atomic_int g_pump_errno;
 
+/* Standard input ended before its first byte: the pump met its end having moved nothing
+ * (stored before it closes its pipe, so before the reader sees that end), or stdin is a
+ * regular file with nothing left to read. A y4m reader says only "invalid data" then. */
+static atomic_int g_input_empty;
+
 /* rc of a reader of the pump's pipe (ES_OK or ES_ERR_EOF at its end, or an input error, as
  * a header or frame cut short): ES_ERR_INPUT with msg "read error: ..." where the pump's
  * read failed; else rc. */
@@ -1788,6 +1804,7 @@ static void *stdin_pump_thread(void *arg) {
   char *buf = malloc(cap);
   /* Pipe to pipe, splice moves page references instead of copying twice through buf. */
   int use_splice = p->src_is_pipe;
+  int moved = 0; /* a byte went through */
   while (buf && !g_stop && !g_abort) {
     struct pollfd pfd = {p->src, POLLIN, 0};
     ssize_t n, off = 0;
@@ -1796,8 +1813,14 @@ static void *stdin_pump_thread(void *arg) {
     if (r <= 0) continue;
     if (use_splice) {
       n = splice(p->src, NULL, p->dst, NULL, cap, SPLICE_F_MOVE);
-      if (n > 0) continue;
-      if (n == 0) break;
+      if (n > 0) {
+        moved = 1;
+        continue;
+      }
+      if (n == 0) {
+        if (!moved) atomic_store(&g_input_empty, 1);
+        break;
+      }
       if (errno == EINTR || errno == EAGAIN) continue;
       if (errno != EINVAL && errno != ENOSYS) { /* EPIPE: the decoder is gone */
         if (errno != EPIPE) atomic_store(&g_pump_errno, errno);
@@ -1810,8 +1833,10 @@ static void *stdin_pump_thread(void *arg) {
     if (n < 0 && (errno == EINTR || errno == EAGAIN)) continue;
     if (n <= 0) {
       if (n < 0) atomic_store(&g_pump_errno, errno);
+      if (n == 0 && !moved) atomic_store(&g_input_empty, 1);
       break;
     }
+    moved = 1;
     while (off < n) { /* blocks only while the decoder has a full pipe to read */
       ssize_t w = write(p->dst, buf + off, (size_t)(n - off));
       if (w < 0 && errno == EINTR) continue;
@@ -1855,7 +1880,11 @@ fail:
 static int stdin_pump_start(void) {
   struct stat st;
   int have_st = fstat(0, &st) == 0;
-  if (have_st && S_ISREG(st.st_mode)) return ES_OK;
+  if (have_st && S_ISREG(st.st_mode)) {
+    off_t at = lseek(0, 0, SEEK_CUR);
+    if (at >= 0 && st.st_size <= at) atomic_store(&g_input_empty, 1);
+    return ES_OK;
+  }
   int src = dup(0);
   if (src < 0) return ES_OK;
   int rd = pump_start(src, have_st && S_ISFIFO(st.st_mode));
@@ -2129,7 +2158,14 @@ static int run_video(cli_opts *o, int out_kind) {
   if (fifo_fd >= 0) close(fifo_fd); /* the reader opened the pipe itself */
   fifo_fd = -1;
   if (rc != ES_OK) {
-    code = input_failed(o, in_name, pump_status(rc, msg, sizeof msg), msg);
+    rc = pump_status(rc, msg, sizeof msg);
+    /* Nothing came: say so, not the y4m reader's "invalid data". A raw stream of no frames
+     * is a stream of 0 frames (it opens without reading). */
+    if (rc != ES_ERR_INTERRUPTED && !strcmp(o->input, "-") && atomic_load(&g_input_empty)) {
+      rc = ES_ERR_INPUT;
+      snprintf(msg, sizeof msg, "no data on standard input");
+    }
+    code = input_failed(o, in_name, rc, msg);
     goto end;
   }
   es_trace("video: input open");
@@ -2390,15 +2426,19 @@ static int run_video(cli_opts *o, int out_kind) {
           double el = t - t0, fps = el > 0 ? written / el : 0;
           char eta[32];
           last = t;
+          /* None left is 0:00, whatever the rate ("7/7 frames, ETA ?" said nothing true). */
           fmt_eta(eta, sizeof eta,
-                  v.info.frames > written && fps > 0 ? (v.info.frames - written) / fps : -1);
+                  v.info.frames == written            ? 0
+                  : v.info.frames > written && fps > 0 ? (v.info.frames - written) / fps
+                                                       : -1);
           /* The count is the container's estimate (a duration times the frame rate): past
            * it, it was wrong, and "205/125 frames, ETA ?" says nothing true. */
           if (v.info.frames > 0 && v.info.frames >= written)
             progress_line("%" PRId64 "/%" PRId64 " frames, %.1f fps, ETA %s", written,
                           v.info.frames, fps, eta);
           else
-            progress_line("%" PRId64 " frames, %.1f fps", written, fps);
+            progress_line("%" PRId64 " frame%s, %.1f fps", written, written == 1 ? "" : "s",
+                          fps);
         }
       }
     }
