@@ -264,15 +264,15 @@ fi
 # (about 1 run in 20 under timeout, every run under valgrind): no message, the .npy removed.
 # Two kills from this shell back to back do the same, every time.
 mkdir "$T/dup"
-"$BIN" --no-progress --threads 1 --queue 32 -w 255 -L 256 --raw gray8:320x240 - -o "$T/dup/m.npy" \
+"$BIN" --no-progress --threads 1 --queue 2 -w 255 -L 256 --raw gray8:320x240 - -o "$T/dup/m.npy" \
   < "$T/slow.raw" 2> "$T/err" &
 BPID=$!
 for _ in $(seq 1 100); do [ -n "$(ls -A "$T/dup")" ] && break; sleep 0.05; done
 sleep 0.5
 kill -INT $BPID; kill -INT $BPID
-for _ in $(seq 1 300); do kill -0 "$BPID" 2>/dev/null || break; sleep 0.1; done
+for _ in $(seq 1 600); do kill -0 "$BPID" 2>/dev/null || break; sleep 0.1; done
 if kill -0 "$BPID" 2>/dev/null; then
-  fail "one SIGINT delivered twice: still running 30 s after it"
+  fail "one SIGINT delivered twice: still running 60 s after it"
   kill -KILL "$BPID"
 fi
 wait "$BPID"; rc=$?
