@@ -87,7 +87,7 @@ fi
 res[ctest]=skipped
 if [[ $skip != *" ctest "* ]] && [ "${res[build]}" != FAILED ]; then
   stage "ctest"
-  (cd "$bdir" && timeout 260 ctest --output-on-failure -j4 --timeout 200) >"$out/ctest.log" 2>&1
+  (cd "$bdir" && timeout 380 ctest --output-on-failure -j4 --timeout 330) >"$out/ctest.log" 2>&1
   res[ctest]=$(grep -E "tests passed|tests failed" "$out/ctest.log" | tail -1)
   [ -n "${res[ctest]}" ] || res[ctest]="no summary (timeout?)"
   grep -E "\*\*\*Failed|\*\*\*Timeout|Not Run|Skipped" "$out/ctest.log" | head -20
