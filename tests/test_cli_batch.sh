@@ -353,6 +353,16 @@ grep -qx "entropy-stream: $T/ow/x.png: .*" "$T/ow.err" || fail "map in the way: 
 grep -q "^entropy-stream: 4 files, 2 written, 0 skipped, 2 failed" "$T/ow.err" || fail "map in the way: summary: $(cat "$T/ow.err")"
 [ "$(tail -n +2 "$T/ow.csv" | cut -d, -f1 | tr '\n' ' ')" = "x.PNG x.png y.png " ] || fail "map in the way: records $(cut -d, -f1 "$T/ow.csv" | tr '\n' ' ')"
 rm "$T/case/z.png"
+# A directory in the way is no existing output: -y does not replace it, so it was refused as
+# "exists (use -y to overwrite, -n to skip)", and -n skipped it (exit 0, its map never
+# written, nothing said). Both now fail it as -y does: "is a directory", exit 3.
+mkdir -p "$T/owd/x.png"
+for f in "" -n; do
+  "$BIN" --no-progress $f "$T/case" -o "$T/owd" 2> "$T/owd.err"; rc=$?
+  [ $rc = 3 ] || fail "directory in the way ($f): exit $rc, want 3 ($(cat "$T/owd.err"))"
+  grep -qx "entropy-stream: $T/owd/x.png: is a directory" "$T/owd.err" || fail "directory in the way ($f): $(cat "$T/owd.err")"
+  grep -q "^entropy-stream: 3 files, [0-9]* written, [0-9]* skipped, 1 failed" "$T/owd.err" || fail "directory in the way ($f): summary: $(cat "$T/owd.err")"
+done
 
 # A directory of one PNG whose output exists, with -n: the run said nothing at all (the skip
 # is told by the summary in a batch, and the summary was only for two files or more).
