@@ -192,6 +192,18 @@ else
   [ "$(printf '%s\n' "$out" | tail -n +2 | cut -d, -f1 | tr '\n' ' ')" = "a.png ok/b.png " ] || fail "unreadable subdirectory: the other files were not all done: $out"
   grep -qx "entropy-stream: $T/np/sub: cannot read directory: Permission denied" "$T/np.err" || fail "unreadable subdirectory not named: $(cat "$T/np.err")"
   grep -qx "entropy-stream: 1 directory could not be read" "$T/np.err" || fail "unreadable subdirectory not in the summary: $(cat "$T/np.err")"
+  # The input directory itself unreadable (exit 2): its message named it twice ("D: cannot
+  # read directory D: ..."), and with a long path (here 600 bytes) the 512-byte message was
+  # cut before the reason. Now as a subdirectory's: "D: cannot read directory: reason".
+  LD="$T/np/$(printf 'u%.0s' $(seq 200))/$(printf 'v%.0s' $(seq 200))/$(printf 'w%.0s' $(seq 200))"
+  mkdir -p "$LD"; chmod 000 "$LD"
+  for d in "$T/np/sub" "$LD"; do
+    chmod 000 "$d"
+    $UNPRIV "$BIN" --no-progress "$d" -o "$T/npo" 2>"$T/np.err"; rc=$?
+    chmod 755 "$d"
+    [ $rc = 2 ] || fail "unreadable input directory: exit $rc, want 2 ($(cat "$T/np.err"))"
+    [ "$(cat "$T/np.err")" = "entropy-stream: $d: cannot read directory: Permission denied" ] || fail "unreadable input directory: $(cat "$T/np.err")"
+  done
 fi
 
 # A FIFO (or socket, device) named *.png is not opened: a worker would block in open() until a

@@ -1041,7 +1041,7 @@ static int collect_pngs(const char *root, const char *rel, int recursive, const 
       (*unreadable)++;
       goto end;
     }
-    snprintf(msg, len, "cannot read directory %s: %s", dirpath, strerror(errno));
+    snprintf(msg, len, "cannot read directory: %s", strerror(errno)); /* named by the caller */
     rc = ES_ERR_INPUT;
     goto end;
   }
