@@ -342,6 +342,13 @@ for y in -y ""; do
   [ "$(tail -n +2 "$T/case$y.csv" | cut -d, -f1 | tr '\n' ' ')" = "x.PNG y.png " ] || fail "x.png and x.PNG to .npy ($y): records $(cat "$T/case$y.csv")"
   cmp -s "$T/caseo/x.npy" "$T/case-x.npy" || fail "x.png and x.PNG to .npy ($y): x.npy is not x.PNG's map"
 done
+# The same deeper than 1 KB (paths may be 4 KB): a message that names a second file was cut
+# at 1024 bytes, "also the output of DIR/ccc...c" without the file or "(rename ...)".
+CD="$T/cl"; for c in c d e f g; do CD="$CD/$(printf "$c%.0s" $(seq 200))"; done
+mkdir -p "$CD"; cp "$T/in/a.png" "$CD/x.PNG"; cp "$T/in/b.png" "$CD/x.png"
+"$BIN" -q --format f32 "$T/cl" -r -o "$T/clo" 2> "$T/cl.err"; rc=$?
+[ $rc = 3 ] || fail "x.png and x.PNG deep: exit $rc, want 3"
+[ "$(cat "$T/cl.err")" = "entropy-stream: $T/clo/${CD#$T/cl/}/x.npy: also the output of $CD/x.PNG (rename one of them)" ] || fail "x.png and x.PNG deep: message cut: $(cat "$T/cl.err")"
 
 # A symbolic link to a directory is never descended (a link to a parent would loop), and a
 # directory is not an image whatever its name: a real directory x.png was skipped, but a link

@@ -183,7 +183,7 @@ static void escape_into(char *dst, size_t cap, size_t *at, const char *s) {
 
 static void err(const char *what, const char *fmt, ...) {
   va_list ap;
-  char line[1024];
+  char line[PATH_MAX + 1024]; /* may name a file too: "also the output of PATH (...)" */
   char out[4 * (PATH_MAX + sizeof line) + 8]; /* every byte escaped as \xHH still fits */
   size_t at = 0;
   va_start(ap, fmt);
