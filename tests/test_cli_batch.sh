@@ -399,6 +399,25 @@ printf '%s\n' "$out" | grep -q "^entropy-stream: 1 file, 0 written, 1 skipped, 0
 "$BIN" -q "$T/one" -o "$T/heat.npy" 2>/dev/null; rc=$?
 [ $rc = 1 ] || fail "directory input, -o heat.npy: exit $rc, want 1"
 
+# Odd names in --stats (README): the CSV reads back with Python's csv module to the same
+# bytes; each JSONL line is JSON, the name exact where it is UTF-8, U+FFFD for a bad byte.
+mkdir "$T/odd"
+"$PY" - "$T/odd" "$T/in/a.png" <<'PYEOF'
+import os, shutil, sys
+for n in [b'a,b.png', b'q"u.png', b'n\nl.png', b't\tb.png', b'b\\s.png', b'x\xff.png', b'-d.png', b'=e.png', b' s .png', b'c\rr.png', b'caf\xc3\xa9.png']:
+    shutil.copy(sys.argv[2], os.path.join(os.fsencode(sys.argv[1]), n))
+PYEOF
+"$BIN" -q "$T/odd" --stats "$T/odd.csv" && "$BIN" -q "$T/odd" --stats "$T/odd.jsonl" || fail "odd names: exit $?"
+"$PY" - "$T/odd" "$T/odd.csv" "$T/odd.jsonl" <<'PYEOF' || fail "odd names in --stats"
+import csv, json, os, sys
+names = sorted(os.listdir(os.fsencode(sys.argv[1])))
+rows = list(csv.reader(open(sys.argv[2], newline='', encoding='utf-8', errors='surrogateescape')))[1:]
+assert [os.fsencode(r[0]) for r in rows] == names, rows
+recs = [json.loads(l) for l in open(sys.argv[3], 'rb').read().split(b'\n') if l]
+want = [n.decode('utf-8', 'replace') for n in names]
+assert [r['name'] for r in recs] == want and [r['index'] for r in recs] == list(range(len(names))), recs
+PYEOF
+
 if [ $FAIL -ne 0 ]; then
   echo "test_cli_batch: $FAIL failure(s)"
   exit 1
