@@ -102,12 +102,15 @@ end:
 
 int es_output_exists(const char *path) {
   char *target = NULL, msg[8];
+  struct stat st;
   int kind = es_output_resolve(path, &target, msg, sizeof msg);
-  free(target);
   /* A name that cannot be resolved (a file where a directory should be, a loop of links,
    * no search permission) is not "there": the write fails and says why. Counted as there,
-   * it was refused as "exists (use -y ...)" and skipped by -n as if it did. */
-  return kind == ES_OUT_FILE;
+   * it was refused as "exists (use -y ...)" and skipped by -n as if it did. So is a
+   * directory under the name: -y does not replace it (es_atomic_open: "is a directory"). */
+  int exists = kind == ES_OUT_FILE && !(stat(target, &st) == 0 && S_ISDIR(st.st_mode));
+  free(target);
+  return exists;
 }
 
 char *es_tmp_template(const char *final_path, const char *tag) {

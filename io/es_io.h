@@ -35,7 +35,8 @@ enum {
 int es_output_resolve(const char *path, char **target, char *msg, size_t len);
 /* 1 when writing path would replace something (what -y and -n are about): not for a new
  * name, nor for a FIFO or device, which are written into, nor for a name that cannot be
- * resolved (es_output_resolve fails: the write reports why). */
+ * resolved (es_output_resolve fails: the write reports why), nor for a directory (never
+ * replaced: the write reports it). */
 int es_output_exists(const char *path);
 /* "DIR/.NAME.TAG-XXXXXX" for mkstemp next to final_path (malloc'd, NULL: out of memory).
  * NAME is at most ES_TMP_NAME_KEEP bytes of the final name, so the temporary fits NAME_MAX

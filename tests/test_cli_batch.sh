@@ -192,6 +192,18 @@ else
   [ "$(printf '%s\n' "$out" | tail -n +2 | cut -d, -f1 | tr '\n' ' ')" = "a.png ok/b.png " ] || fail "unreadable subdirectory: the other files were not all done: $out"
   grep -qx "entropy-stream: $T/np/sub: cannot read directory: Permission denied" "$T/np.err" || fail "unreadable subdirectory not named: $(cat "$T/np.err")"
   grep -qx "entropy-stream: 1 directory could not be read" "$T/np.err" || fail "unreadable subdirectory not in the summary: $(cat "$T/np.err")"
+  # The input directory itself unreadable (exit 2): its message named it twice ("D: cannot
+  # read directory D: ..."), and with a long path (here 600 bytes) the 512-byte message was
+  # cut before the reason. Now as a subdirectory's: "D: cannot read directory: reason".
+  LD="$T/np/$(printf 'u%.0s' $(seq 200))/$(printf 'v%.0s' $(seq 200))/$(printf 'w%.0s' $(seq 200))"
+  mkdir -p "$LD"; chmod 000 "$LD"
+  for d in "$T/np/sub" "$LD"; do
+    chmod 000 "$d"
+    $UNPRIV "$BIN" --no-progress "$d" -o "$T/npo" 2>"$T/np.err"; rc=$?
+    chmod 755 "$d"
+    [ $rc = 2 ] || fail "unreadable input directory: exit $rc, want 2 ($(cat "$T/np.err"))"
+    [ "$(cat "$T/np.err")" = "entropy-stream: $d: cannot read directory: Permission denied" ] || fail "unreadable input directory: $(cat "$T/np.err")"
+  done
 fi
 
 # A FIFO (or socket, device) named *.png is not opened: a worker would block in open() until a
@@ -330,6 +342,13 @@ for y in -y ""; do
   [ "$(tail -n +2 "$T/case$y.csv" | cut -d, -f1 | tr '\n' ' ')" = "x.PNG y.png " ] || fail "x.png and x.PNG to .npy ($y): records $(cat "$T/case$y.csv")"
   cmp -s "$T/caseo/x.npy" "$T/case-x.npy" || fail "x.png and x.PNG to .npy ($y): x.npy is not x.PNG's map"
 done
+# The same deeper than 1 KB (paths may be 4 KB): a message that names a second file was cut
+# at 1024 bytes, "also the output of DIR/ccc...c" without the file or "(rename ...)".
+CD="$T/cl"; for c in c d e f g; do CD="$CD/$(printf "$c%.0s" $(seq 200))"; done
+mkdir -p "$CD"; cp "$T/in/a.png" "$CD/x.PNG"; cp "$T/in/b.png" "$CD/x.png"
+"$BIN" -q --format f32 "$T/cl" -r -o "$T/clo" 2> "$T/cl.err"; rc=$?
+[ $rc = 3 ] || fail "x.png and x.PNG deep: exit $rc, want 3"
+[ "$(cat "$T/cl.err")" = "entropy-stream: $T/clo/${CD#$T/cl/}/x.npy: also the output of $CD/x.PNG (rename one of them)" ] || fail "x.png and x.PNG deep: message cut: $(cat "$T/cl.err")"
 
 # A symbolic link to a directory is never descended (a link to a parent would loop), and a
 # directory is not an image whatever its name: a real directory x.png was skipped, but a link
@@ -353,6 +372,16 @@ grep -qx "entropy-stream: $T/ow/x.png: .*" "$T/ow.err" || fail "map in the way: 
 grep -q "^entropy-stream: 4 files, 2 written, 0 skipped, 2 failed" "$T/ow.err" || fail "map in the way: summary: $(cat "$T/ow.err")"
 [ "$(tail -n +2 "$T/ow.csv" | cut -d, -f1 | tr '\n' ' ')" = "x.PNG x.png y.png " ] || fail "map in the way: records $(cut -d, -f1 "$T/ow.csv" | tr '\n' ' ')"
 rm "$T/case/z.png"
+# A directory in the way is no existing output: -y does not replace it, so it was refused as
+# "exists (use -y to overwrite, -n to skip)", and -n skipped it (exit 0, its map never
+# written, nothing said). Both now fail it as -y does: "is a directory", exit 3.
+mkdir -p "$T/owd/x.png"
+for f in "" -n; do
+  "$BIN" --no-progress $f "$T/case" -o "$T/owd" 2> "$T/owd.err"; rc=$?
+  [ $rc = 3 ] || fail "directory in the way ($f): exit $rc, want 3 ($(cat "$T/owd.err"))"
+  grep -qx "entropy-stream: $T/owd/x.png: is a directory" "$T/owd.err" || fail "directory in the way ($f): $(cat "$T/owd.err")"
+  grep -q "^entropy-stream: 3 files, [0-9]* written, [0-9]* skipped, 1 failed" "$T/owd.err" || fail "directory in the way ($f): summary: $(cat "$T/owd.err")"
+done
 
 # A directory of one PNG whose output exists, with -n: the run said nothing at all (the skip
 # is told by the summary in a batch, and the summary was only for two files or more).
@@ -369,6 +398,25 @@ printf '%s\n' "$out" | grep -q "^entropy-stream: 1 file, 0 written, 1 skipped, 0
 [ $rc = 0 ] && [ -f "$T/heat.v2/a.png" ] || fail "directory input, -o heat.v2: exit $rc"
 "$BIN" -q "$T/one" -o "$T/heat.npy" 2>/dev/null; rc=$?
 [ $rc = 1 ] || fail "directory input, -o heat.npy: exit $rc, want 1"
+
+# Odd names in --stats (README): the CSV reads back with Python's csv module to the same
+# bytes; each JSONL line is JSON, the name exact where it is UTF-8, U+FFFD for a bad byte.
+mkdir "$T/odd"
+"$PY" - "$T/odd" "$T/in/a.png" <<'PYEOF'
+import os, shutil, sys
+for n in [b'a,b.png', b'q"u.png', b'n\nl.png', b't\tb.png', b'b\\s.png', b'x\xff.png', b'-d.png', b'=e.png', b' s .png', b'c\rr.png', b'caf\xc3\xa9.png']:
+    shutil.copy(sys.argv[2], os.path.join(os.fsencode(sys.argv[1]), n))
+PYEOF
+"$BIN" -q "$T/odd" --stats "$T/odd.csv" && "$BIN" -q "$T/odd" --stats "$T/odd.jsonl" || fail "odd names: exit $?"
+"$PY" - "$T/odd" "$T/odd.csv" "$T/odd.jsonl" <<'PYEOF' || fail "odd names in --stats"
+import csv, json, os, sys
+names = sorted(os.listdir(os.fsencode(sys.argv[1])))
+rows = list(csv.reader(open(sys.argv[2], newline='', encoding='utf-8', errors='surrogateescape')))[1:]
+assert [os.fsencode(r[0]) for r in rows] == names, rows
+recs = [json.loads(l) for l in open(sys.argv[3], 'rb').read().split(b'\n') if l]
+want = [n.decode('utf-8', 'replace') for n in names]
+assert [r['name'] for r in recs] == want and [r['index'] for r in recs] == list(range(len(names))), recs
+PYEOF
 
 if [ $FAIL -ne 0 ]; then
   echo "test_cli_batch: $FAIL failure(s)"

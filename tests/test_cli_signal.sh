@@ -174,7 +174,7 @@ sys.exit(0 if a.shape == (17, 45, 67) else 1)" || fail "stalled FIFO input: the 
       fi
       kill $FPID 2>/dev/null; wait $FPID 2>/dev/null; FPID=
       echo "$label: exit $rc; stderr: $(cat "$T/err")"
-      grep -c "frame_000000.png: exists" "$T/err" | grep -qx 1 || fail "$label: the failure not said once: $(cat "$T/err")"
+      grep -c "frame_000000.png: is a directory" "$T/err" | grep -qx 1 || fail "$label: the failure not said once: $(cat "$T/err")"
     done
   done
 else

@@ -770,7 +770,7 @@ one_fail "-o - into a closed pipe, --stats" $rc 3 "$I/err" "entropy-stream: -: w
 mkdir -p "$I/fr/frame_000003.png"
 "$BIN" --no-progress "$I/c40.mkv" -o "$I/fr" --stats "$I/fr.csv" 2> "$I/err"; rc=$?
 one_fail "frame directory blocked at frame 3, --stats" $rc 3 "$I/err" \
-  "entropy-stream: $I/fr/frame_000003.png: exists (use -y to overwrite, -n to skip)" \
+  "entropy-stream: $I/fr/frame_000003.png: is a directory" \
   "entropy-stream: 40 frames, 48x32, *; failed: -o $I/fr at frame 3"
 [ "$(ls "$I/fr" | tr '\n' ' ')" = "frame_000000.png frame_000001.png frame_000002.png frame_000003.png " ] ||
   fail "frame directory blocked at frame 3: holds $(ls "$I/fr" | tr '\n' ' ')"

@@ -190,7 +190,7 @@ static void escape_into(char *dst, size_t cap, size_t *at, const char *s) {
 
 static void err(const char *what, const char *fmt, ...) {
   va_list ap;
-  char line[1024];
+  char line[PATH_MAX + 1024]; /* may name a file too: "also the output of PATH (...)" */
   char out[4 * (PATH_MAX + sizeof line) + 8]; /* every byte escaped as \xHH still fits */
   size_t at = 0;
   va_start(ap, fmt);
@@ -1049,7 +1049,7 @@ static int collect_pngs(const char *root, const char *rel, int recursive, const 
       (*unreadable)++;
       goto end;
     }
-    snprintf(msg, len, "cannot read directory %s: %s", dirpath, strerror(errno));
+    snprintf(msg, len, "cannot read directory: %s", strerror(errno)); /* named by the caller */
     rc = ES_ERR_INPUT;
     goto end;
   }
