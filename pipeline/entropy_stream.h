@@ -19,9 +19,9 @@ extern "C" {
 #endif
 
 #define ES_VERSION_MAJOR 0
-#define ES_VERSION_MINOR 1
+#define ES_VERSION_MINOR 2
 #define ES_VERSION_PATCH 0
-#define ES_VERSION_STRING "0.1.0"
+#define ES_VERSION_STRING "0.2.0"
 
 /* Status codes. The numbers never change. */
 enum es_status {
@@ -154,7 +154,8 @@ typedef struct es_config {
 /* Fills the defaults above. Initialise every es_config with it, then set the fields wanted:
  * fields added in later versions (as message, message_user) then get their defaults. The
  * struct's size is part of the ABI: a program is built against the header of the library
- * it runs with (while the version is 0.x, structs may grow without a new soname). */
+ * it runs with. While the version is 0.x, each minor version may grow structs and has a
+ * soname of its own (libentropy-stream.so.0.2 for 0.2: es_config gained message). */
 void es_config_default(es_config *c);
 /* The frames in flight a context of this configuration uses (c NULL: of the default
  * configuration, as es_context_create takes NULL): c->queue, or where that is 0 the
