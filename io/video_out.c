@@ -930,26 +930,22 @@ int es_video_out_write(es_video_out *v, const es_planes *pix, const float *map,
     v->shift -= p;
     p = 0;
   }
-  /* Encoders need increasing pts. Time stamps that go back by a frame or more start again
-   * (MPEG-TS files one after the other, a restarted clock): this frame and every later one
-   * are moved to follow the last a frame later, as ffmpeg moves them, instead of each taking
-   * the next tick (the rest of the input played in an instant). A smaller step back is
-   * rounding: the next tick. */
-  if (v->last_pts != INT64_MIN && p <= v->last_pts) {
-    if (v->last_pts - p >= v->step) {
+  /* Encoders need increasing pts. A break in the input's clock moves this frame and every
+   * later one to follow the last a frame later, as ffmpeg moves them: time stamps that go
+   * back by a frame or more (MPEG-TS files one after the other, a restarted clock; each
+   * frame took the next tick, the rest of the input played in an instant), and a jump forward
+   * of more than ES_TS_JUMP_S in a clock that may jump (MPEG-TS spliced or captured across a
+   * restart; kept, a ten-hour jump made MP4 and AVI outputs fail, exit 3 and the video lost,
+   * and stretched others with hours of the last frame). A smaller step back is rounding: the
+   * next tick. */
+  if (v->last_pts != INT64_MIN) {
+    int64_t d = p - v->last_pts;
+    if (d <= -v->step || (v->jump > 0 && d > v->jump)) {
       v->shift += v->last_pts + v->step - p;
       p = v->last_pts + v->step;
-    } else {
+    } else if (d <= 0) {
       p = v->last_pts + 1;
     }
-  }
-  /* A jump forward of more than ES_TS_JUMP_S in a clock that may jump (MPEG-TS spliced or
-   * captured across a restart) is a break, closed up the same way, as ffmpeg closes it: kept,
-   * a ten-hour jump made MP4 and AVI outputs fail (exit 3, the video lost) and stretched
-   * others with hours of the last frame. */
-  if (v->jump > 0 && v->last_pts != INT64_MIN && p - v->last_pts > v->jump) {
-    v->shift -= p - (v->last_pts + v->step);
-    p = v->last_pts + v->step;
   }
   v->frame->pts = p;
   v->last_pts = p;

@@ -21,17 +21,21 @@ cleanup() {
 trap cleanup EXIT
 FAIL=0
 fail() { echo "FAIL: $*"; FAIL=$((FAIL + 1)); }
-# interrupt SIG SECONDS LABEL: sends SIG to the run $BPID, which must end on its own within
-# SECONDS (frames in flight finished, outputs closed); sets rc to its exit code.
-interrupt() {
-  kill -"$1" "$BPID"
-  for _ in $(seq 1 $(( $2 * 10 ))); do kill -0 "$BPID" 2>/dev/null || break; sleep 0.1; done
+# await_end SECONDS LABEL: the run $BPID must end on its own within SECONDS (frames in
+# flight finished, outputs closed); sets rc to its exit code.
+await_end() {
+  for _ in $(seq 1 $(( $1 * 10 ))); do kill -0 "$BPID" 2>/dev/null || break; sleep 0.1; done
   if kill -0 "$BPID" 2>/dev/null; then
-    fail "$3: still running $2 s after SIG$1"
+    fail "$2: still running $1 s after the signal"
     kill -KILL "$BPID"
   fi
   wait "$BPID"; rc=$?
   BPID=
+}
+# interrupt SIG SECONDS LABEL: sends SIG to the run $BPID, then await_end.
+interrupt() {
+  kill -"$1" "$BPID"
+  await_end "$2" "$3"
 }
 
 # ---- Video: ffmpeg -re feeds y4m at 25 fps for 60 s; the CLI gets SIGINT after ~2.5 s.
@@ -270,13 +274,7 @@ BPID=$!
 for _ in $(seq 1 100); do [ -n "$(ls -A "$T/dup")" ] && break; sleep 0.05; done
 sleep 0.5
 kill -INT $BPID; kill -INT $BPID
-for _ in $(seq 1 600); do kill -0 "$BPID" 2>/dev/null || break; sleep 0.1; done
-if kill -0 "$BPID" 2>/dev/null; then
-  fail "one SIGINT delivered twice: still running 60 s after it"
-  kill -KILL "$BPID"
-fi
-wait "$BPID"; rc=$?
-BPID=
+await_end 60 "one SIGINT delivered twice"
 echo "one SIGINT delivered twice: exit $rc; left: $(ls -A "$T/dup"); stderr: $(cat "$T/err")"
 [ $rc = 130 ] || fail "one SIGINT delivered twice: exit $rc, want 130"
 [ "$(ls -A "$T/dup")" = m.npy ] || fail "one SIGINT delivered twice: files left: '$(ls -A "$T/dup")', want m.npy"

@@ -103,7 +103,8 @@ static void on_signal(int sig, siginfo_t *si, void *uctx) {
   long long now = (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
   int pid = si && si->si_code == SI_USER ? (int)si->si_pid : 0;
   if (g_stop) {
-    if (pid != 0 && pid == atomic_load(&g_stop_pid) && now - atomic_load(&g_stop_ns) < ES_SIG_SAME_NS)
+    if (pid != 0 && pid == atomic_load(&g_stop_pid) &&
+        now - atomic_load(&g_stop_ns) < ES_SIG_SAME_NS)
       return; /* the same request, delivered twice */
     es_tmp_unlink_all();
     /* The line is left as it is, but ended: the shell's prompt must not land after it.
