@@ -11,6 +11,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <pthread.h>
+#include <stddef.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -134,34 +136,61 @@ char *es_tmp_template(const char *final_path, const char *tag) {
   return t;
 }
 
-/* The table of temporaries (es_tmp_track). A slot's state says who may touch its name:
- * FREE (nobody), BUSY (the thread that claimed it, writing the name), LIVE (the signal
- * handler may read and unlink it; only its tracker frees it). Names are copied into buffers
- * allocated once and never freed, so a handler reading a slot never reads freed memory. A
- * tracker finds its slot again by its key, the pointer it tracked, which no other live
- * temporary has: no thread claims another's slot to compare names (one that did hid that
- * slot from its owner's untrack, which then left it taken for good, and from the handler). */
-enum { ES_TMP_FREE, ES_TMP_BUSY, ES_TMP_LIVE };
-static atomic_int es_tmp_state[ES_TMP_TRACK_MAX];
-static char *_Atomic es_tmp_name[ES_TMP_TRACK_MAX]; /* PATH_MAX bytes each, once used */
+/* The table of temporaries (es_tmp_track). Each tracked name is a buffer of its own, copied
+ * whole before it is published in a free slot by one compare-exchange (from NULL: the same
+ * store claims the slot), and never written again: a walk (es_tmp_unlink_all, in a signal
+ * handler) loads a slot once and gets either NULL or a complete name. (A slot's one buffer
+ * was rewritten in place by the slot's next tracker: a walk that had seen the slot taken
+ * could read, and unlink, a mix of two names.) An untracked name leaves its slot first,
+ * then its buffer is freed only where no walk is under way: es_tmp_walkers is 0 after the
+ * slot was emptied, so any walk that could have loaded it has ended and a later one cannot
+ * load it. Else it waits on es_tmp_retired, freed by a later untrack that sees no walk (a
+ * walk in a handler ends the process: its names are never freed under it). A tracker finds
+ * its slot again by its key, the pointer it tracked, which no other live temporary has. */
+_Static_assert(ATOMIC_POINTER_LOCK_FREE == 2, "the handler's loads must be lock-free");
+_Static_assert(ATOMIC_INT_LOCK_FREE == 2, "the handler's count must be lock-free");
+typedef struct es_tmp_node {
+  struct es_tmp_node *next; /* on es_tmp_retired; never read by a walk */
+  char name[];              /* what a slot publishes: written once, before */
+} es_tmp_node;
+static char *_Atomic es_tmp_name[ES_TMP_TRACK_MAX];      /* a node's name; NULL: free */
 static const char *_Atomic es_tmp_key[ES_TMP_TRACK_MAX]; /* the tracker's pointer; NULL: none */
+static atomic_int es_tmp_walkers;                        /* walks under way */
+static pthread_mutex_t es_tmp_retired_lock = PTHREAD_MUTEX_INITIALIZER;
+static es_tmp_node *es_tmp_retired; /* untracked while a walk was under way */
 
 void es_tmp_track(const char *tmp_path) {
   size_t n = strlen(tmp_path);
   if (n >= PATH_MAX) return;
+  es_tmp_node *node = malloc(sizeof *node + n + 1);
+  if (!node) return;
+  node->next = NULL;
+  memcpy(node->name, tmp_path, n + 1);
   for (int i = 0; i < ES_TMP_TRACK_MAX; i++) {
-    int expect = ES_TMP_FREE;
-    if (!atomic_compare_exchange_strong(&es_tmp_state[i], &expect, ES_TMP_BUSY)) continue;
-    char *buf = atomic_load(&es_tmp_name[i]);
-    if (!buf && (buf = malloc(PATH_MAX))) atomic_store(&es_tmp_name[i], buf);
-    if (!buf) {
-      atomic_store(&es_tmp_state[i], ES_TMP_FREE);
-      return;
-    }
-    memcpy(buf, tmp_path, n + 1);
+    char *expect = NULL;
+    if (!atomic_compare_exchange_strong(&es_tmp_name[i], &expect, node->name)) continue;
     atomic_store(&es_tmp_key[i], tmp_path);
-    atomic_store(&es_tmp_state[i], ES_TMP_LIVE);
     return;
+  }
+  free(node); /* the table is full: not tracked */
+}
+
+/* Frees an untracked name, or keeps it (and what was kept) while a walk may read it. */
+static void es_tmp_retire(char *name) {
+  es_tmp_node *node = (es_tmp_node *)(name - offsetof(es_tmp_node, name)), *free_list = NULL;
+  pthread_mutex_lock(&es_tmp_retired_lock);
+  node->next = es_tmp_retired;
+  if (atomic_load(&es_tmp_walkers) == 0) { /* every one was emptied from its slot before */
+    free_list = node;
+    es_tmp_retired = NULL;
+  } else {
+    es_tmp_retired = node;
+  }
+  pthread_mutex_unlock(&es_tmp_retired_lock);
+  while (free_list) {
+    node = free_list;
+    free_list = node->next;
+    free(node);
   }
 }
 
@@ -170,15 +199,27 @@ void es_tmp_untrack(const char *tmp_path) {
   for (int i = 0; i < ES_TMP_TRACK_MAX; i++) {
     if (atomic_load(&es_tmp_key[i]) != tmp_path) continue; /* another's, or free */
     atomic_store(&es_tmp_key[i], NULL); /* before another tracker may take the slot */
-    atomic_store(&es_tmp_state[i], ES_TMP_FREE);
+    char *name = atomic_exchange(&es_tmp_name[i], NULL);
+    if (name) es_tmp_retire(name);
     return;
   }
 }
 
-void es_tmp_unlink_all(void) {
-  for (int i = 0; i < ES_TMP_TRACK_MAX; i++)
-    if (atomic_load(&es_tmp_state[i]) == ES_TMP_LIVE) unlink(atomic_load(&es_tmp_name[i]));
+void es_tmp_walk(void (*fn)(const char *name, void *arg), void *arg) {
+  atomic_fetch_add(&es_tmp_walkers, 1); /* before any slot is loaded */
+  for (int i = 0; i < ES_TMP_TRACK_MAX; i++) {
+    const char *name = atomic_load(&es_tmp_name[i]); /* once: a whole name, or none */
+    if (name) fn(name, arg);
+  }
+  atomic_fetch_sub(&es_tmp_walkers, 1);
 }
+
+static void unlink_one(const char *name, void *arg) {
+  (void)arg;
+  unlink(name);
+}
+
+void es_tmp_unlink_all(void) { es_tmp_walk(unlink_one, NULL); }
 
 /* renameat2(RENAME_NOREPLACE), else (filesystems without it) link + unlink, else plain
  * rename where hard links are not supported. */

@@ -53,11 +53,17 @@ int es_tmp_create(const char *final_path, const char *tag, char **tmp, char *msg
  * no allocation). es_tmp_track is called once a temporary is created, es_tmp_untrack after it
  * is renamed or unlinked (in that order, so that no moment leaves it untracked; unlinking a
  * name already gone is harmless), with the same pointer (still allocated: it names the slot).
- * Thread-safe; a name too long or beyond the table's ES_TMP_TRACK_MAX slots is not tracked. */
+ * Thread-safe; a name too long or beyond the table's ES_TMP_TRACK_MAX slots is not tracked
+ * (nor one when out of memory: each tracked name is a copy of its own, which a walk reads
+ * whole and which is never freed under it). */
 enum { ES_TMP_TRACK_MAX = 256 };
 void es_tmp_track(const char *tmp_path);
 void es_tmp_untrack(const char *tmp_path);
 void es_tmp_unlink_all(void);
+/* es_tmp_unlink_all's walk with fn in place of unlink (fn must be async-signal-safe where the
+ * walk runs in a handler): called once for each name tracked now, whole. Internal, for
+ * test_io_atomic, which records the names a walk would remove while others track. */
+void es_tmp_walk(void (*fn)(const char *name, void *arg), void *arg);
 
 /* Renames a finished temporary into place: rename(), or without overwrite one that fails
  * when final_path appeared since the output was opened, rather than replacing a file
