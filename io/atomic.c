@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "es_io.h"
@@ -264,6 +265,47 @@ int es_tmp_create(const char *final_path, const char *tag, char **tmp, char *msg
   return fd;
 }
 
+/* What ends a wait for a FIFO's reader (es_output_set_stop); NULL: nothing does. */
+static _Atomic(es_stop_fn) es_out_stop;
+
+void es_output_set_stop(es_stop_fn stopped) { atomic_store(&es_out_stop, stopped); }
+
+enum { ES_READER_POLL_NS = 20000000 }; /* 20 ms between tries of a FIFO with no reader */
+
+int es_output_open_stream(const char *path, char *msg, size_t len) {
+  struct stat st;
+  /* A FIFO: opened without blocking, which fails (ENXIO) while it has no reader, so the
+   * wait is a loop that can look at the stop; a device opens as it does, retried where a
+   * signal cut its open. */
+  const int fifo = stat(path, &st) == 0 && S_ISFIFO(st.st_mode);
+  for (;;) {
+    int fd = open(path, O_WRONLY | O_CLOEXEC | (fifo ? O_NONBLOCK : 0));
+    if (fd >= 0) {
+      int fl = fifo ? fcntl(fd, F_GETFL) : 0;
+      if (fl < 0 || (fifo && fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) < 0)) {
+        snprintf(msg, len, "cannot open: %s", strerror(errno));
+        close(fd);
+        return ES_ERR_OUTPUT;
+      }
+      return fd; /* blocking again: writes wait for the reader, as they did */
+    }
+    if (errno != EINTR && !(fifo && errno == ENXIO)) {
+      snprintf(msg, len, "cannot open: %s", strerror(errno));
+      return ES_ERR_OUTPUT;
+    }
+    es_stop_fn stop = atomic_load(&es_out_stop);
+    if (stop && stop()) {
+      snprintf(msg, len, "not written: interrupted while %s",
+               fifo ? "waiting for a reader" : "opening");
+      return ES_ERR_INTERRUPTED;
+    }
+    if (fifo) {
+      struct timespec ts = {0, ES_READER_POLL_NS};
+      nanosleep(&ts, NULL);
+    }
+  }
+}
+
 int es_atomic_open(es_atomic *a, const char *final_path, int overwrite, char *msg, size_t len) {
   int status = ES_ERR_OUTPUT, fd = -1;
   struct stat st;
@@ -281,10 +323,14 @@ int es_atomic_open(es_atomic *a, const char *final_path, int overwrite, char *ms
   if (kind == ES_OUT_STREAM) {
     /* Written in place, -y or not: writing into a FIFO or device is what naming it asks
      * for, and nothing is replaced. No O_TRUNC: it means nothing there. */
-    fd = open(a->final_path, O_WRONLY | O_CLOEXEC);
-    if (fd < 0 || !(a->fp = fdopen(fd, "wb"))) {
+    fd = es_output_open_stream(a->final_path, msg, len);
+    if (fd < 0) {
+      status = fd;
+      goto end;
+    }
+    if (!(a->fp = fdopen(fd, "wb"))) {
       snprintf(msg, len, "cannot open: %s", strerror(errno));
-      if (fd >= 0) close(fd);
+      close(fd);
       goto end;
     }
     a->stream = 1;

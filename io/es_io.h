@@ -38,6 +38,15 @@ int es_output_resolve(const char *path, char **target, char *msg, size_t len);
  * resolved (es_output_resolve fails: the write reports why), nor for a directory (never
  * replaced: the write reports it). */
 int es_output_exists(const char *path);
+/* Opens an existing FIFO or device (ES_OUT_STREAM) for writing in place: a descriptor
+ * (blocking, close-on-exec), or ES_ERR_OUTPUT with msg set. A FIFO with no reader is waited
+ * for, as open() would, until the stop set by es_output_set_stop says so: then
+ * ES_ERR_INTERRUPTED, msg "not written: interrupted while waiting for a reader". */
+int es_output_open_stream(const char *path, char *msg, size_t len);
+/* What ends those waits: a function returning nonzero once the program stops (the CLI's
+ * first SIGINT); called from the writing threads, never from a handler. NULL: none. */
+typedef int (*es_stop_fn)(void);
+void es_output_set_stop(es_stop_fn stopped);
 /* "DIR/.NAME.TAG-XXXXXX" for mkstemp next to final_path (malloc'd, NULL: out of memory).
  * NAME is at most ES_TMP_NAME_KEEP bytes of the final name, so the temporary fits NAME_MAX
  * whenever the final name does; mkstemp's six letters keep it unique. */
@@ -81,7 +90,8 @@ typedef struct es_atomic {
                      * appeared after the open either (ES_ERR_OUTPUT "exists ...") */
 } es_atomic;
 /* overwrite: 0 = ES_ERR_OUTPUT if final_path exists ("exists (use -y to overwrite)"). An
- * existing FIFO or device is opened for writing in place whatever overwrite says. */
+ * existing FIFO or device is opened for writing in place whatever overwrite says
+ * (es_output_open_stream: ES_ERR_INTERRUPTED where a FIFO's reader was waited for in vain). */
 int es_atomic_open(es_atomic *a, const char *final_path, int overwrite, char *msg, size_t len);
 /* fflush + fsync-free close + rename; on any failure unlinks the temporary, ES_ERR_OUTPUT. */
 int es_atomic_commit(es_atomic *a, char *msg, size_t len);
