@@ -11,11 +11,14 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <pthread.h>
+#include <stddef.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "es_io.h"
@@ -134,34 +137,61 @@ char *es_tmp_template(const char *final_path, const char *tag) {
   return t;
 }
 
-/* The table of temporaries (es_tmp_track). A slot's state says who may touch its name:
- * FREE (nobody), BUSY (the thread that claimed it, writing the name), LIVE (the signal
- * handler may read and unlink it; only its tracker frees it). Names are copied into buffers
- * allocated once and never freed, so a handler reading a slot never reads freed memory. A
- * tracker finds its slot again by its key, the pointer it tracked, which no other live
- * temporary has: no thread claims another's slot to compare names (one that did hid that
- * slot from its owner's untrack, which then left it taken for good, and from the handler). */
-enum { ES_TMP_FREE, ES_TMP_BUSY, ES_TMP_LIVE };
-static atomic_int es_tmp_state[ES_TMP_TRACK_MAX];
-static char *_Atomic es_tmp_name[ES_TMP_TRACK_MAX]; /* PATH_MAX bytes each, once used */
+/* The table of temporaries (es_tmp_track). Each tracked name is a buffer of its own, copied
+ * whole before it is published in a free slot by one compare-exchange (from NULL: the same
+ * store claims the slot), and never written again: a walk (es_tmp_unlink_all, in a signal
+ * handler) loads a slot once and gets either NULL or a complete name. (A slot's one buffer
+ * was rewritten in place by the slot's next tracker: a walk that had seen the slot taken
+ * could read, and unlink, a mix of two names.) An untracked name leaves its slot first,
+ * then its buffer is freed only where no walk is under way: es_tmp_walkers is 0 after the
+ * slot was emptied, so any walk that could have loaded it has ended and a later one cannot
+ * load it. Else it waits on es_tmp_retired, freed by a later untrack that sees no walk (a
+ * walk in a handler ends the process: its names are never freed under it). A tracker finds
+ * its slot again by its key, the pointer it tracked, which no other live temporary has. */
+_Static_assert(ATOMIC_POINTER_LOCK_FREE == 2, "the handler's loads must be lock-free");
+_Static_assert(ATOMIC_INT_LOCK_FREE == 2, "the handler's count must be lock-free");
+typedef struct es_tmp_node {
+  struct es_tmp_node *next; /* on es_tmp_retired; never read by a walk */
+  char name[];              /* what a slot publishes: written once, before */
+} es_tmp_node;
+static char *_Atomic es_tmp_name[ES_TMP_TRACK_MAX];      /* a node's name; NULL: free */
 static const char *_Atomic es_tmp_key[ES_TMP_TRACK_MAX]; /* the tracker's pointer; NULL: none */
+static atomic_int es_tmp_walkers;                        /* walks under way */
+static pthread_mutex_t es_tmp_retired_lock = PTHREAD_MUTEX_INITIALIZER;
+static es_tmp_node *es_tmp_retired; /* untracked while a walk was under way */
 
 void es_tmp_track(const char *tmp_path) {
   size_t n = strlen(tmp_path);
   if (n >= PATH_MAX) return;
+  es_tmp_node *node = malloc(sizeof *node + n + 1);
+  if (!node) return;
+  node->next = NULL;
+  memcpy(node->name, tmp_path, n + 1);
   for (int i = 0; i < ES_TMP_TRACK_MAX; i++) {
-    int expect = ES_TMP_FREE;
-    if (!atomic_compare_exchange_strong(&es_tmp_state[i], &expect, ES_TMP_BUSY)) continue;
-    char *buf = atomic_load(&es_tmp_name[i]);
-    if (!buf && (buf = malloc(PATH_MAX))) atomic_store(&es_tmp_name[i], buf);
-    if (!buf) {
-      atomic_store(&es_tmp_state[i], ES_TMP_FREE);
-      return;
-    }
-    memcpy(buf, tmp_path, n + 1);
+    char *expect = NULL;
+    if (!atomic_compare_exchange_strong(&es_tmp_name[i], &expect, node->name)) continue;
     atomic_store(&es_tmp_key[i], tmp_path);
-    atomic_store(&es_tmp_state[i], ES_TMP_LIVE);
     return;
+  }
+  free(node); /* the table is full: not tracked */
+}
+
+/* Frees an untracked name, or keeps it (and what was kept) while a walk may read it. */
+static void es_tmp_retire(char *name) {
+  es_tmp_node *node = (es_tmp_node *)(name - offsetof(es_tmp_node, name)), *free_list = NULL;
+  pthread_mutex_lock(&es_tmp_retired_lock);
+  node->next = es_tmp_retired;
+  if (atomic_load(&es_tmp_walkers) == 0) { /* every one was emptied from its slot before */
+    free_list = node;
+    es_tmp_retired = NULL;
+  } else {
+    es_tmp_retired = node;
+  }
+  pthread_mutex_unlock(&es_tmp_retired_lock);
+  while (free_list) {
+    node = free_list;
+    free_list = node->next;
+    free(node);
   }
 }
 
@@ -170,15 +200,27 @@ void es_tmp_untrack(const char *tmp_path) {
   for (int i = 0; i < ES_TMP_TRACK_MAX; i++) {
     if (atomic_load(&es_tmp_key[i]) != tmp_path) continue; /* another's, or free */
     atomic_store(&es_tmp_key[i], NULL); /* before another tracker may take the slot */
-    atomic_store(&es_tmp_state[i], ES_TMP_FREE);
+    char *name = atomic_exchange(&es_tmp_name[i], NULL);
+    if (name) es_tmp_retire(name);
     return;
   }
 }
 
-void es_tmp_unlink_all(void) {
-  for (int i = 0; i < ES_TMP_TRACK_MAX; i++)
-    if (atomic_load(&es_tmp_state[i]) == ES_TMP_LIVE) unlink(atomic_load(&es_tmp_name[i]));
+void es_tmp_walk(void (*fn)(const char *name, void *arg), void *arg) {
+  atomic_fetch_add(&es_tmp_walkers, 1); /* before any slot is loaded */
+  for (int i = 0; i < ES_TMP_TRACK_MAX; i++) {
+    const char *name = atomic_load(&es_tmp_name[i]); /* once: a whole name, or none */
+    if (name) fn(name, arg);
+  }
+  atomic_fetch_sub(&es_tmp_walkers, 1);
 }
+
+static void unlink_one(const char *name, void *arg) {
+  (void)arg;
+  unlink(name);
+}
+
+void es_tmp_unlink_all(void) { es_tmp_walk(unlink_one, NULL); }
 
 /* renameat2(RENAME_NOREPLACE), else (filesystems without it) link + unlink, else plain
  * rename where hard links are not supported. */
@@ -223,6 +265,47 @@ int es_tmp_create(const char *final_path, const char *tag, char **tmp, char *msg
   return fd;
 }
 
+/* What ends a wait for a FIFO's reader (es_output_set_stop); NULL: nothing does. */
+static _Atomic(es_stop_fn) es_out_stop;
+
+void es_output_set_stop(es_stop_fn stopped) { atomic_store(&es_out_stop, stopped); }
+
+enum { ES_READER_POLL_NS = 20000000 }; /* 20 ms between tries of a FIFO with no reader */
+
+int es_output_open_stream(const char *path, char *msg, size_t len) {
+  struct stat st;
+  /* A FIFO: opened without blocking, which fails (ENXIO) while it has no reader, so the
+   * wait is a loop that can look at the stop; a device opens as it does, retried where a
+   * signal cut its open. */
+  const int fifo = stat(path, &st) == 0 && S_ISFIFO(st.st_mode);
+  for (;;) {
+    int fd = open(path, O_WRONLY | O_CLOEXEC | (fifo ? O_NONBLOCK : 0));
+    if (fd >= 0) {
+      int fl = fifo ? fcntl(fd, F_GETFL) : 0;
+      if (fl < 0 || (fifo && fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) < 0)) {
+        snprintf(msg, len, "cannot open: %s", strerror(errno));
+        close(fd);
+        return ES_ERR_OUTPUT;
+      }
+      return fd; /* blocking again: writes wait for the reader, as they did */
+    }
+    if (errno != EINTR && !(fifo && errno == ENXIO)) {
+      snprintf(msg, len, "cannot open: %s", strerror(errno));
+      return ES_ERR_OUTPUT;
+    }
+    es_stop_fn stop = atomic_load(&es_out_stop);
+    if (stop && stop()) {
+      snprintf(msg, len, "not written: interrupted while %s",
+               fifo ? "waiting for a reader" : "opening");
+      return ES_ERR_INTERRUPTED;
+    }
+    if (fifo) {
+      struct timespec ts = {0, ES_READER_POLL_NS};
+      nanosleep(&ts, NULL);
+    }
+  }
+}
+
 int es_atomic_open(es_atomic *a, const char *final_path, int overwrite, char *msg, size_t len) {
   int status = ES_ERR_OUTPUT, fd = -1;
   struct stat st;
@@ -240,10 +323,14 @@ int es_atomic_open(es_atomic *a, const char *final_path, int overwrite, char *ms
   if (kind == ES_OUT_STREAM) {
     /* Written in place, -y or not: writing into a FIFO or device is what naming it asks
      * for, and nothing is replaced. No O_TRUNC: it means nothing there. */
-    fd = open(a->final_path, O_WRONLY | O_CLOEXEC);
-    if (fd < 0 || !(a->fp = fdopen(fd, "wb"))) {
+    fd = es_output_open_stream(a->final_path, msg, len);
+    if (fd < 0) {
+      status = fd;
+      goto end;
+    }
+    if (!(a->fp = fdopen(fd, "wb"))) {
       snprintf(msg, len, "cannot open: %s", strerror(errno));
-      if (fd >= 0) close(fd);
+      close(fd);
       goto end;
     }
     a->stream = 1;

@@ -38,6 +38,15 @@ int es_output_resolve(const char *path, char **target, char *msg, size_t len);
  * resolved (es_output_resolve fails: the write reports why), nor for a directory (never
  * replaced: the write reports it). */
 int es_output_exists(const char *path);
+/* Opens an existing FIFO or device (ES_OUT_STREAM) for writing in place: a descriptor
+ * (blocking, close-on-exec), or ES_ERR_OUTPUT with msg set. A FIFO with no reader is waited
+ * for, as open() would, until the stop set by es_output_set_stop says so: then
+ * ES_ERR_INTERRUPTED, msg "not written: interrupted while waiting for a reader". */
+int es_output_open_stream(const char *path, char *msg, size_t len);
+/* What ends those waits: a function returning nonzero once the program stops (the CLI's
+ * first SIGINT); called from the writing threads, never from a handler. NULL: none. */
+typedef int (*es_stop_fn)(void);
+void es_output_set_stop(es_stop_fn stopped);
 /* "DIR/.NAME.TAG-XXXXXX" for mkstemp next to final_path (malloc'd, NULL: out of memory).
  * NAME is at most ES_TMP_NAME_KEEP bytes of the final name, so the temporary fits NAME_MAX
  * whenever the final name does; mkstemp's six letters keep it unique. */
@@ -53,11 +62,17 @@ int es_tmp_create(const char *final_path, const char *tag, char **tmp, char *msg
  * no allocation). es_tmp_track is called once a temporary is created, es_tmp_untrack after it
  * is renamed or unlinked (in that order, so that no moment leaves it untracked; unlinking a
  * name already gone is harmless), with the same pointer (still allocated: it names the slot).
- * Thread-safe; a name too long or beyond the table's ES_TMP_TRACK_MAX slots is not tracked. */
+ * Thread-safe; a name too long or beyond the table's ES_TMP_TRACK_MAX slots is not tracked
+ * (nor one when out of memory: each tracked name is a copy of its own, which a walk reads
+ * whole and which is never freed under it). */
 enum { ES_TMP_TRACK_MAX = 256 };
 void es_tmp_track(const char *tmp_path);
 void es_tmp_untrack(const char *tmp_path);
 void es_tmp_unlink_all(void);
+/* es_tmp_unlink_all's walk with fn in place of unlink (fn must be async-signal-safe where the
+ * walk runs in a handler): called once for each name tracked now, whole. Internal, for
+ * test_io_atomic, which records the names a walk would remove while others track. */
+void es_tmp_walk(void (*fn)(const char *name, void *arg), void *arg);
 
 /* Renames a finished temporary into place: rename(), or without overwrite one that fails
  * when final_path appeared since the output was opened, rather than replacing a file
@@ -75,7 +90,8 @@ typedef struct es_atomic {
                      * appeared after the open either (ES_ERR_OUTPUT "exists ...") */
 } es_atomic;
 /* overwrite: 0 = ES_ERR_OUTPUT if final_path exists ("exists (use -y to overwrite)"). An
- * existing FIFO or device is opened for writing in place whatever overwrite says. */
+ * existing FIFO or device is opened for writing in place whatever overwrite says
+ * (es_output_open_stream: ES_ERR_INTERRUPTED where a FIFO's reader was waited for in vain). */
 int es_atomic_open(es_atomic *a, const char *final_path, int overwrite, char *msg, size_t len);
 /* fflush + fsync-free close + rename; on any failure unlinks the temporary, ES_ERR_OUTPUT. */
 int es_atomic_commit(es_atomic *a, char *msg, size_t len);

@@ -78,6 +78,7 @@ struct es_video_out {
   int failed;                 /* a write failed: close may not commit */
   char *final_path;           /* encode: the name renamed into at commit (links followed) */
   char *tmp_path;             /* encode: the temporary written to; NULL for a FIFO/device */
+  int stream_fd;              /* a FIFO written in place: its descriptor ("pipe:N"), or -1 */
   int overwrite;              /* -y: the commit may replace a file made since the open */
   float *f32_row;             /* f32 on a big-endian host: one byte-swapped row */
 };
@@ -220,6 +221,29 @@ static int make_tmp(es_video_out *v, char *msg, size_t len) {
   const int fd = es_tmp_create(v->final_path, "es", &v->tmp_path, msg, len);
   if (fd < 0) return fd;
   close(fd); /* libavformat opens it by name */
+  return ES_OK;
+}
+
+/* A FIFO named as the output is opened here, where its wait for a reader can end on the
+ * program's stop (es_output_open_stream: libavformat's open() would wait for good), and
+ * written through its descriptor: *url becomes "pipe:N". A device is left to *url. */
+static int open_stream(es_video_out *v, char **url, char *msg, size_t len) {
+  struct stat st;
+  const int fd = es_output_open_stream(v->final_path, msg, len);
+  if (fd < 0) return fd;
+  if (fstat(fd, &st) != 0 || !S_ISFIFO(st.st_mode)) {
+    close(fd);
+    return ES_OK;
+  }
+  char *pipe_url = av_asprintf("pipe:%d", fd);
+  if (!pipe_url) {
+    close(fd);
+    snprintf(msg, len, "out of memory");
+    return ES_ERR_NOMEM;
+  }
+  av_free(*url);
+  *url = pipe_url;
+  v->stream_fd = fd; /* the pipe protocol does not close it: es_video_out_close does */
   return ES_OK;
 }
 
@@ -431,6 +455,7 @@ int es_video_out_open(es_video_out **out, const char *path, const es_video_out_o
     snprintf(msg, len, "out of memory");
     return ES_ERR_NOMEM;
   }
+  v->stream_fd = -1;
   v->width = o->width;
   v->height = o->height;
   v->last_pts = INT64_MIN;
@@ -732,6 +757,7 @@ int es_video_out_open(es_video_out **out, const char *path, const es_video_out_o
   v->par->width = o->width; /* the encoder of a lazy open is small */
   v->par->height = o->height;
   if ((rc = add_stream(v, v->par, msg, len)) < 0) goto end;
+  if (v->final_path && !v->tmp_path && (rc = open_stream(v, &url, msg, len)) < 0) goto end;
   if ((err = avio_open(&v->fmt->pb, url, AVIO_FLAG_WRITE)) < 0) {
     averr(msg, len, "cannot open for writing", err);
     rc = ES_ERR_OUTPUT;
@@ -1006,6 +1032,7 @@ int es_video_out_close(es_video_out **pv, int commit, char *msg, size_t len) {
     es_tmp_untrack(v->tmp_path);
   }
 end:
+  if (v->stream_fd >= 0) close(v->stream_fd); /* after the AVIOContexts writing into it */
   sws_freeContext(v->sws);
   av_frame_free(&v->frame);
   av_packet_free(&v->pkt);

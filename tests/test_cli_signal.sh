@@ -327,6 +327,58 @@ for n in os.listdir(d):
 print('%d written PNGs complete' % len(os.listdir(d)))
 EOF
 
+# ---- An output that is a FIFO with no reader: its writer waited in open() for one, and a
+# first SIGINT did not end that wait (the run sat until a reader came). Now the signal ends it:
+# that output is said once as not written, every other output is kept, exit 130.
+# fifo_case LABEL FIFO ARGS...: runs the CLI with ARGS, FIFO (one of its outputs) without a
+# reader; SIGINT after 2 s; the run must end within 5 s, exit 130, naming FIFO once.
+fifo_case() {
+  local label=$1 fifo=$2
+  shift 2
+  rm -f "$fifo"; mkfifo "$fifo"
+  "$BIN" --no-progress "$@" 2> "$T/err" &
+  BPID=$!
+  sleep 2
+  if ! kill -0 "$BPID" 2>/dev/null; then
+    wait "$BPID"; rc=$?; BPID=
+    fail "$label: ended before the signal (exit $rc): $(cat "$T/err")"
+    return
+  fi
+  interrupt INT 5 "$label"
+  echo "$label: exit $rc; stderr: $(cat "$T/err")"
+  [ $rc = 130 ] || fail "$label: exit $rc, want 130"
+  [ "$(grep -c "$fifo: not written" "$T/err")" = 1 ] || fail "$label: the FIFO not said once as not written: $(cat "$T/err")"
+  [ -p "$fifo" ] || fail "$label: the FIFO was replaced"
+}
+rm -rf "$T/fin" "$T/fout"; mkdir "$T/fin" "$T/fout"
+for k in 0 1 2 3; do cp "$T/in/img00$k.png" "$T/fin/"; done
+# A batch: the other three files are written whole, no temporaries.
+fifo_case "a batch, one output a FIFO" "$T/fout/img001.png" -w 5 "$T/fin" -o "$T/fout"
+[ "$(ls "$T/fout")" = "$(printf 'img000.png\nimg001.png\nimg002.png\nimg003.png')" ] \
+  || fail "a batch, one output a FIFO: outputs: $(ls -A "$T/fout")"
+for k in 0 2 3; do
+  "$PY" -c "import sys; b = open(sys.argv[1], 'rb').read(); sys.exit(b[:4] != b'\x89PNG' or b[-8:-4] != b'IEND')" \
+    "$T/fout/img00$k.png" || fail "a batch, one output a FIFO: img00$k.png not whole"
+done
+ls -A "$T/fout" | grep -q '^\.' && fail "a batch, one output a FIFO: temporaries left: $(ls -A "$T/fout")"
+# One image, to a PNG, and its statistics (opened first: nothing is computed after it).
+fifo_case "one image to a FIFO" "$T/f.png" -w 5 "$T/fin/img000.png" -o "$T/f.png"
+fifo_case "--stats into a FIFO" "$T/f.csv" -w 5 "$T/fin/img000.png" --stats "$T/f.csv"
+if [ "${ES_HAVE_FFMPEG:-0}" = 1 ] && command -v ffmpeg >/dev/null; then
+  # A video's outputs: a video (y4m, else Matroska), its statistics, a .npy (refused on a
+  # pipe, but only once opened), a frame of a frame directory.
+  ffmpeg -nostdin -v error -f lavfi -i "testsrc=size=68x46:rate=25" -frames:v 5 -pix_fmt yuv420p \
+    "$T/v.mkv" || fail "cannot make a video"
+  vext=mkv; ff_has muxers yuv4mpegpipe && vext=y4m
+  fifo_case "a video into a FIFO" "$T/f.$vext" -w 5 "$T/v.mkv" -o "$T/f.$vext"
+  fifo_case "a video's --stats into a FIFO" "$T/fv.csv" -w 5 "$T/v.mkv" --stats "$T/fv.csv"
+  fifo_case "a video's .npy into a FIFO" "$T/fv.npy" -w 5 "$T/v.mkv" -o "$T/fv.npy"
+  rm -rf "$T/fdir"; mkdir "$T/fdir"
+  fifo_case "a frame file a FIFO" "$T/fdir/frame_000002.png" -w 5 "$T/v.mkv" -o "$T/fdir"
+  [ "$(ls "$T/fdir" | tr '\n' ' ')" = "frame_000000.png frame_000001.png frame_000002.png " ] \
+    || fail "a frame file a FIFO: frames: $(ls -A "$T/fdir")"
+fi
+
 if [ $FAIL -ne 0 ]; then
   echo "test_cli_signal: $FAIL failure(s)"
   exit 1

@@ -9,6 +9,7 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
@@ -73,6 +74,63 @@ static void *track_main(void *p) {
   for (long k = 0; k < TRACK_LIVE && k < i; k++)
     es_tmp_untrack(names[k]);
   return NULL;
+}
+
+/* Names that say whether they were read whole: "/nonexistent/.es-walk-T-I-" then a letter
+ * of (T, I) many times, then "-I-T", for tracking thread T's I-th temporary. A name read
+ * while another is copied over it mixes the two and fails walk_name_ok. */
+enum { WALK_FILL = 180, WALK_NAME = 256 };
+static void walk_name(char *buf, int t, long i) {
+  int k = snprintf(buf, WALK_NAME, "/nonexistent/.es-walk-%d-%08ld-", t, i);
+  memset(buf + k, 'a' + (int)((t * 7 + i) % 26), WALK_FILL);
+  snprintf(buf + k + WALK_FILL, (size_t)(WALK_NAME - k - WALK_FILL), "-%08ld-%d", i, t);
+}
+static _Atomic long walk_tracked[8]; /* per thread: how many names it has tracked */
+static int walk_name_ok(const char *name) {
+  int t, t2, n = 0;
+  long i, i2;
+  char want[WALK_NAME];
+  if (sscanf(name, "/nonexistent/.es-walk-%d-%ld-%n", &t, &i, &n) != 2 || t < 0 || t >= 8)
+    return 0;
+  if (i < 0 || i >= atomic_load(&walk_tracked[t])) return 0; /* never tracked */
+  if (sscanf(name + n + WALK_FILL, "-%ld-%d", &i2, &t2) != 2 || i2 != i || t2 != t) return 0;
+  walk_name(want, t, i);
+  return !strcmp(name, want);
+}
+static void *walk_track_main(void *p) {
+  const track_arg *t = p;
+  static _Thread_local char names[TRACK_LIVE][WALK_NAME];
+  pthread_barrier_wait(t->start);
+  const double end = *t->end_at;
+  long i = 0;
+  for (; (i & 255) || mono_s() < end; i++) {
+    char *name = names[i % TRACK_LIVE];
+    if (i >= TRACK_LIVE) es_tmp_untrack(name);
+    walk_name(name, t->id, i);
+    atomic_store(&walk_tracked[t->id], i + 1);
+    es_tmp_track(name);
+  }
+  for (long k = 0; k < TRACK_LIVE && k < i; k++)
+    es_tmp_untrack(names[k]);
+  return NULL;
+}
+/* What a walk saw: each name copied byte by byte, slowly, as a long unlink reads its path. */
+typedef struct walk_seen {
+  long seen, bad;
+  char first_bad[WALK_NAME + 1];
+} walk_seen;
+static void walk_record(const char *name, void *arg) {
+  walk_seen *w = arg;
+  char copy[WALK_NAME + 1];
+  size_t k = 0;
+  for (; k < WALK_NAME && name[k]; k++) {
+    copy[k] = name[k];
+    for (volatile int spin = 0; spin < 20; spin++) {
+    }
+  }
+  copy[k] = 0;
+  w->seen++;
+  if (!walk_name_ok(copy) && w->bad++ == 0) memcpy(w->first_bad, copy, k + 1);
 }
 
 int main(void) {
@@ -199,6 +257,47 @@ int main(void) {
       es_tmp_untrack(names[i]);
       unlink(names[i]);
     }
+  }
+
+  /* The signal handler's walk (es_tmp_walk, recording in place of unlinking) run over and
+   * over while threads track and untrack: every name it is given must be one tracked, whole.
+   * A slot's name was a buffer rewritten in place by the next tracker of the slot, so a walk
+   * that had seen the slot taken could read (and unlink) a mix of two names. */
+  {
+    enum { NT = 4 };
+    pthread_t th[NT];
+    track_arg ta[NT];
+    pthread_barrier_t start;
+    double end_at = 0;
+    walk_seen w;
+    int started = 0;
+    memset(&w, 0, sizeof w);
+    pthread_barrier_init(&start, NULL, NT + 1);
+    for (int i = 0; i < NT; i++) {
+      ta[i].id = i;
+      ta[i].start = &start;
+      ta[i].end_at = &end_at;
+      if (pthread_create(&th[i], NULL, walk_track_main, &ta[i]) != 0) break;
+      started++;
+    }
+    if (started != NT) {
+      fprintf(stderr, "FAIL: only %d tracking threads started\n", started);
+      return 1;
+    }
+    end_at = mono_s() + 0.5;
+    pthread_barrier_wait(&start);
+    while (mono_s() < end_at)
+      es_tmp_walk(walk_record, &w);
+    for (int i = 0; i < started; i++) pthread_join(th[i], NULL);
+    pthread_barrier_destroy(&start);
+    printf("walks beside trackers: %ld names seen, %ld not whole\n", w.seen, w.bad);
+    CHECK(w.seen > 0, "the walks saw no name");
+    CHECK(w.bad == 0, "%ld of %ld names a walk saw were never tracked (torn), first: %s", w.bad,
+          w.seen, w.first_bad);
+    long before = w.seen;
+    es_tmp_walk(walk_record, &w);
+    CHECK(w.seen == before, "%ld names still tracked after every thread untracked its own",
+          w.seen - before);
   }
 
   /* a final name of 255 bytes (NAME_MAX) still gets a temporary */

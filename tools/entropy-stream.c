@@ -120,8 +120,13 @@ static void on_signal(int sig, siginfo_t *si, void *uctx) {
   g_stop = 1;
 }
 
+/* Ends an output's wait for a FIFO's reader (es_output_set_stop): the frames in flight are
+ * finished, and one waiting for a reader that never came is said as not written. */
+static int stop_requested(void) { return atomic_load(&g_stop) != 0; }
+
 static void install_signals(void) {
   struct sigaction sa;
+  es_output_set_stop(stop_requested);
   memset(&sa, 0, sizeof sa);
   sa.sa_sigaction = on_signal;
   sa.sa_flags = SA_SIGINFO;
