@@ -223,6 +223,12 @@ int es_video_in_read_lend(es_video_in *v, void *dst, size_t dst_stride, es_video
                           int64_t *pts, double *pts_seconds, char *msg, size_t len);
 void es_video_in_unlend(void *ref); /* safe after es_video_in_close */
 int64_t es_video_in_corrupt(const es_video_in *v); /* packets/frames skipped */
+/* Packets the demuxer flagged corrupt (AV_PKT_FLAG_CORRUPT), given to the decoder all the
+ * same as ffmpeg does (what it then finds damaged is also among the corrupt ones). */
+int64_t es_video_in_flagged(const es_video_in *v);
+/* Packets before the stream's first keyframe that the decoder dropped (no frame, no error:
+ * a stream cut mid-GOP); 0 where it decoded them. */
+int64_t es_video_in_prekey(const es_video_in *v);
 double es_video_in_copy_ms(const es_video_in *v); /* under ES_TRACE: ms copying planes out of decoded frames, or lending them */
 void es_video_in_close(es_video_in **v);
 

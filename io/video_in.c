@@ -79,6 +79,11 @@ struct es_video_in {
   double deliver_ms;     /* ES_TRACE: time spent handing frames over: copying planes out
                           * (deliver) or lending the frame (lend_frame, pin included) */
   int64_t corrupt;       /* packets/frames skipped */
+  int64_t flagged;       /* packets the demuxer flagged corrupt, decoded all the same */
+  int64_t prekey;        /* packets before the stream's first keyframe that gave no frame */
+  int key_seen;          /* a keyframe packet was sent, or a frame came out: prekey is final */
+  int got_frame;         /* the decoder gave a frame (good or damaged) */
+  int64_t key_seq, key_dts; /* the first keyframe packet's tag (seq) and dts */
   int64_t packets;       /* packets of the stream read (raw: frame index of the next one) */
   size_t raw_frame_size; /* bytes of a frame's Y plane read directly (raw, y4m), else 0 */
   int raw_direct;        /* raw or y4m: frames read straight into the caller's buffer, through
@@ -1435,6 +1440,15 @@ static int hand_over(es_video_in *v, int64_t p, void *dst, size_t dst_stride, es
   return ES_OK;
 }
 
+/* Whether frame f came from a packet sent before the first keyframe packet: by its tag
+ * where packets are tagged, else by its dts (unknown: no). */
+static int frame_before_key(const es_video_in *v, const AVFrame *f) {
+#if ES_VIDEO_TAG_PACKETS
+  if (f->reordered_opaque > 0) return f->reordered_opaque < v->key_seq;
+#endif
+  return f->pkt_dts != AV_NOPTS_VALUE && v->key_dts != AV_NOPTS_VALUE && f->pkt_dts < v->key_dts;
+}
+
 /* Decodes the next good frame into v->frame: damaged ones are skipped and counted. ES_OK,
  * ES_ERR_EOF at the end, or a fatal error with msg (a pending one once every frame before it
  * was given out). */
@@ -1451,6 +1465,13 @@ static int next_frame(es_video_in *v, char *msg, size_t len) {
     err = avcodec_receive_frame(v->dec, v->frame);
     if (err >= 0) {
       AVFrame *f = v->frame;
+      if (!v->got_frame) {
+        /* The first frame out: where it came from a packet before the first keyframe (or
+         * no keyframe was seen at all), the decoder decodes those: none was dropped. */
+        v->got_frame = 1;
+        if (!v->key_seen || frame_before_key(v, f)) v->prekey = 0;
+        v->key_seen = 1;
+      }
       /* Damage the decoder flagged, or only logged (frame_logged_bad): one count a frame. */
       int logged_bad = frame_logged_bad(v, f);
       if ((f->flags & AV_FRAME_FLAG_CORRUPT) || f->decode_error_flags || logged_bad) {
@@ -1497,17 +1518,32 @@ static int next_frame(es_video_in *v, char *msg, size_t len) {
       continue;
     }
     v->packets++;
-    if (v->pkt->flags & AV_PKT_FLAG_CORRUPT) { /* the demuxer knows it is damaged */
-      v->corrupt++;
-      av_packet_unref(v->pkt);
-      continue;
+    /* A packet the demuxer flagged as damaged (MPEG-TS: a continuity counter that broke,
+     * as at the junction of two files joined with cat, or a PES cut short) is decoded all
+     * the same, as ffmpeg does without -fflags discardcorrupt: the data is often whole, and
+     * dropping it lost its frame and the reference of the frames after it. What the decoder
+     * finds wrong in it is skipped and counted below, as for any packet. */
+    if (v->pkt->flags & AV_PKT_FLAG_CORRUPT) v->flagged++;
+    /* Packets before the first keyframe (a stream cut mid-GOP): a decoder drops what it
+     * cannot decode without its references, giving no frame and often no error. Counted
+     * until the first keyframe packet; the first frame out says whether they were decoded
+     * after all (see above). */
+    const int prekey = !v->key_seen && !(v->pkt->flags & AV_PKT_FLAG_KEY);
+    v->seq++;
+    if (!v->key_seen && !prekey) {
+      v->key_seen = 1;
+      v->key_seq = v->seq;
+      v->key_dts = v->pkt->dts;
     }
 #if ES_VIDEO_TAG_PACKETS
-    v->dec->reordered_opaque = ++v->seq; /* see log_cb */
+    v->dec->reordered_opaque = v->seq; /* see log_cb */
 #endif
     err = avcodec_send_packet(v->dec, v->pkt);
     av_packet_unref(v->pkt);
-    if (err < 0 && err != AVERROR(EAGAIN) && err != AVERROR_EOF) v->corrupt++;
+    if (err < 0 && err != AVERROR(EAGAIN) && err != AVERROR_EOF)
+      v->corrupt++; /* counted once: not among the packets before the first keyframe too */
+    else if (prekey)
+      v->prekey++;
   }
 }
 
@@ -1544,6 +1580,8 @@ int es_video_in_read_lend(es_video_in *v, void *dst, size_t dst_stride, es_video
 }
 
 int64_t es_video_in_corrupt(const es_video_in *v) { return v ? v->corrupt : 0; }
+int64_t es_video_in_flagged(const es_video_in *v) { return v ? v->flagged : 0; }
+int64_t es_video_in_prekey(const es_video_in *v) { return v ? v->prekey : 0; }
 double es_video_in_copy_ms(const es_video_in *v) { return v ? v->deliver_ms : 0.0; }
 
 void es_video_in_close(es_video_in **pv) {

@@ -14,7 +14,7 @@ static char dir[256];
 
 typedef struct run {
   int rc_open, rc_end, n;
-  int64_t corrupt;
+  int64_t corrupt, flagged, prekey;
   uint8_t *frames; /* n frames of w*h */
   char msg[256];
 } run;
@@ -43,6 +43,8 @@ static void decode(const char *path, int w, int h, run *r) {
     if (++r->n > 1000) break;
   }
   r->corrupt = es_video_in_corrupt(v);
+  r->flagged = es_video_in_flagged(v);
+  r->prekey = es_video_in_prekey(v);
   free(buf);
   es_video_in_close(&v);
 }
@@ -92,9 +94,12 @@ static void damage_case(const char *name, const char *encode, int n, int cut, in
 
   run good, dmg;
   decode(clip, w, h, &good);
-  CHECK(good.rc_open == ES_OK && good.rc_end == ES_ERR_EOF && good.n == n && good.corrupt == 0,
-        "%s intact: %d %d %d frames %" PRId64 " corrupt %s", name, good.rc_open, good.rc_end,
-        good.n, good.corrupt, good.msg);
+  CHECK(good.rc_open == ES_OK && good.rc_end == ES_ERR_EOF && good.n == n && good.corrupt == 0 &&
+            good.flagged == 0 && good.prekey == 0,
+        "%s intact: %d %d %d frames %" PRId64 " corrupt %" PRId64 " flagged %" PRId64
+        " before the first keyframe %s",
+        name, good.rc_open, good.rc_end, good.n, good.corrupt, good.flagged, good.prekey,
+        good.msg);
   decode(bad, w, h, &dmg);
   printf("%s damaged: %d frames, %" PRId64 " corrupt, end %d %s\n", name, dmg.n, dmg.corrupt,
          dmg.rc_end, dmg.msg);
@@ -121,8 +126,9 @@ static void damage_case(const char *name, const char *encode, int n, int cut, in
   printf("%s damaged: %d leading frames intact, damage %s, %s by ffmpeg\n", name, same,
          visible ? "visible" : "not visible in the grey planes",
          reported ? "reported" : "not reported");
-  CHECK(!counted || !visible || !reported || dmg.corrupt > 0,
-        "%s damaged: nothing counted as corrupt (ffmpeg reports errors)", name);
+  /* Packets the demuxer flagged are decoded (as ffmpeg does) and counted apart. */
+  CHECK(!counted || !visible || !reported || dmg.corrupt + dmg.flagged > 0,
+        "%s damaged: nothing counted as corrupt or flagged (ffmpeg reports errors)", name);
   CHECK(same >= n / 5, "%s damaged: only %d leading frames equal the intact ones", name, same);
   free(good.frames);
   free(dmg.frames);
@@ -202,6 +208,135 @@ static void empty_packets_case(void) {
 #endif
 }
 
+/* ffprobe's count of the frames ffmpeg decodes from path (or of its packets), -1 if none. */
+static int ffprobe_count(const char *path, const char *what) {
+  char *out = tv_capture("ffprobe -v quiet -count_%s -select_streams v:0 -show_entries "
+                         "stream=nb_read_%s -of csv=p=0 '%s'",
+                         what, what, path);
+  int n = -1;
+  if (!out || sscanf(out, "%d", &n) != 1) n = -1;
+  free(out);
+  return n;
+}
+
+static int need_ts_h264(const char *name) {
+  char test[96];
+  snprintf(test, sizeof test, "test_video_damaged: %s", name);
+  if (!tv_ffmpeg_need(test, "encoders", "libx264", "libx264 encoder") ||
+      !tv_ffmpeg_need(test, "muxers", "mpegts", "mpegts muxer") ||
+      !tv_lavf_has_demuxer("mpegts")) {
+    printf("test_video_damaged: %s skipped (no libx264 or mpegts)\n", name);
+    return 0;
+  }
+  return 1;
+}
+
+/* Two H.264 MPEG-TS files joined with cat: the continuity counters break at the junction
+ * and libavformat flags the first packet of the second part corrupt, though it is whole.
+ * It is decoded as ffmpeg decodes it (it was dropped, and with it the second part's first
+ * frame, and its P-frames lost their reference): every frame of both parts, as from each
+ * part alone, as many as ffmpeg decodes, and the flag counted, nothing skipped. */
+static void joined_ts_case(void) {
+  if (!need_ts_h264("joined MPEG-TS")) return;
+  int w = es_test_range(16, 40) * 2, h = es_test_range(12, 30) * 2;
+  int na = es_test_range(12, 30), nb = es_test_range(12, 30);
+  char a[512], b[512], j[512];
+  snprintf(a, sizeof a, "%s/ja.ts", dir);
+  snprintf(b, sizeof b, "%s/jb.ts", dir);
+  snprintf(j, sizeof j, "%s/joined.ts", dir);
+  if (tv_sh("ffmpeg -v error -y -f lavfi -i testsrc2=size=%dx%d:rate=25 -frames:v %d "
+            "-c:v libx264 -g 10 -bf 2 -pix_fmt yuv420p '%s'",
+            w, h, na, a) != 0 ||
+      tv_sh("ffmpeg -v error -y -f lavfi -i testsrc2=size=%dx%d:rate=25 -frames:v %d "
+            "-vf negate -c:v libx264 -g 10 -bf 2 -pix_fmt yuv420p '%s'",
+            w, h, nb, b) != 0 ||
+      tv_sh("cat '%s' '%s' > '%s'", a, b, j) != 0) {
+    CHECK(0, "joined MPEG-TS: could not make the clips");
+    return;
+  }
+  run ra, rb, rj;
+  decode(a, w, h, &ra);
+  decode(b, w, h, &rb);
+  decode(j, w, h, &rj);
+  const int ff = ffprobe_count(j, "frames");
+  printf("joined MPEG-TS: %dx%d, %d + %d frames: %d frames (ffmpeg %d), %" PRId64
+         " corrupt, %" PRId64 " flagged\n",
+         w, h, na, nb, rj.n, ff, rj.corrupt, rj.flagged);
+  CHECK(ra.n == na && rb.n == nb && ra.corrupt + rb.corrupt + ra.flagged + rb.flagged == 0,
+        "joined MPEG-TS: the parts gave %d and %d frames", ra.n, rb.n);
+  CHECK(rj.rc_open == ES_OK && rj.rc_end == ES_ERR_EOF, "joined MPEG-TS: %d %d %s", rj.rc_open,
+        rj.rc_end, rj.msg);
+  CHECK(rj.n == na + nb && rj.n == ff, "joined MPEG-TS: %d frames of %d + %d (ffmpeg: %d)", rj.n,
+        na, nb, ff);
+  /* The counters break unless the second part's first one happens to follow the first
+   * part's last (1 in 16): flagged where ffmpeg says so. */
+  char *log = tv_capture("ffmpeg -nostdin -v warning -i '%s' -f null - 2>&1", j);
+  const int ff_flagged = log && strstr(log, "corrupt input packet");
+  free(log);
+  CHECK(rj.corrupt == 0 && (rj.flagged >= 1) == ff_flagged,
+        "joined MPEG-TS: %" PRId64 " corrupt, %" PRId64 " flagged (ffmpeg: %s)", rj.corrupt,
+        rj.flagged, ff_flagged ? "a corrupt packet" : "none");
+  const size_t fs = (size_t)w * h;
+  CHECK(rj.n == na + nb && !memcmp(rj.frames, ra.frames, fs * na) &&
+            !memcmp(rj.frames + fs * na, rb.frames, fs * nb),
+        "joined MPEG-TS: the frames are not those of the two parts");
+  free(ra.frames);
+  free(rb.frames);
+  free(rj.frames);
+}
+
+/* An H.264 MPEG-TS cut mid-GOP (at a transport packet boundary): the packets before the
+ * first keyframe give no frame and no error, as with ffmpeg (same frame count); they are
+ * counted apart (es_video_in_prekey), not as corrupt, and the frames after are the intact
+ * file's last ones. */
+static void prekey_case(void) {
+  if (!need_ts_h264("MPEG-TS cut mid-GOP")) return;
+  int w = es_test_range(16, 40) * 2, h = es_test_range(12, 30) * 2, n = es_test_range(40, 70);
+  char full[512], cut[512];
+  snprintf(full, sizeof full, "%s/full.ts", dir);
+  snprintf(cut, sizeof cut, "%s/cut.ts", dir);
+  if (tv_sh("ffmpeg -v error -y -f lavfi -i testsrc2=size=%dx%d:rate=25 -frames:v %d "
+            "-c:v libx264 -g 25 -sc_threshold 0 -bf 2 -pix_fmt yuv420p '%s'",
+            w, h, n, full) != 0) {
+    CHECK(0, "cut MPEG-TS: could not make the clip");
+    return;
+  }
+  size_t size = 0;
+  uint8_t *data = tv_read_file(full, &size);
+  if (!data) {
+    CHECK(0, "cut MPEG-TS: unreadable");
+    return;
+  }
+  /* Cut within the first GOP (the first 25 frames hold most of the first third or more of
+   * the file): past the first keyframe, before the second. */
+  const size_t npk = size / 188;
+  const size_t skip = 188 * (size_t)es_test_range((int)(npk / 10) + 2, (int)(npk / 4) + 2);
+  tv_write_file(cut, data + skip, size - skip);
+  free(data);
+  run good, c;
+  decode(full, w, h, &good);
+  decode(cut, w, h, &c);
+  const int ff = ffprobe_count(cut, "frames"), pk = ffprobe_count(cut, "packets");
+  printf("cut MPEG-TS: %dx%d, %d frames, first %zu bytes cut: %d frames (ffmpeg %d, %d packets), "
+         "%" PRId64 " before the first keyframe, %" PRId64 " corrupt\n",
+         w, h, n, skip, c.n, ff, pk, c.prekey, c.corrupt);
+  CHECK(good.n == n && good.prekey == 0 && good.corrupt == 0, "cut MPEG-TS: intact %d frames",
+        good.n);
+  CHECK(c.rc_open == ES_OK && c.rc_end == ES_ERR_EOF, "cut MPEG-TS: %d %d %s", c.rc_open,
+        c.rc_end, c.msg);
+  CHECK(c.n == ff && c.n > 0 && c.n < n, "cut MPEG-TS: %d frames (ffmpeg %d)", c.n, ff);
+  CHECK(c.prekey > 0 && c.n + c.prekey == pk && c.corrupt == 0,
+        "cut MPEG-TS: %" PRId64 " packets before the first keyframe, %d frames, %d packets, "
+        "%" PRId64 " corrupt",
+        c.prekey, c.n, pk, c.corrupt);
+  const size_t fs = (size_t)w * h;
+  CHECK(c.n > 0 && c.n <= good.n &&
+            !memcmp(c.frames, good.frames + fs * (good.n - c.n), fs * c.n),
+        "cut MPEG-TS: the frames are not the intact file's last %d", c.n);
+  free(good.frames);
+  free(c.frames);
+}
+
 int main(void) {
   es_test_seed("test_video_damaged");
   if (!tv_need_ffmpeg("test_video_damaged")) return ES_TEST_SKIP;
@@ -213,7 +348,13 @@ int main(void) {
   damage_case("b.mkv", "-c:v ffv1 -level 3 -slicecrc 1 -g 1 -pix_fmt yuv420p", 40, 0, 1);
   damage_case("c.mkv", "-c:v libx264 -g 10 -pix_fmt yuv444p", 50, 0, 1);
   damage_case("d.mp4", "-c:v mpeg4 -g 8 -pix_fmt yuv420p -movflags +faststart", 50, 1, 1);
+  /* MPEG-TS, whose demuxer flags the packets it finds damaged: decoded all the same. */
+  if (tv_lavf_has_muxer("mpegts") && tv_lavf_has_demuxer("mpegts")) {
+    damage_case("e.ts", "-c:v mpeg2video -g 8 -pix_fmt yuv420p", 50, 1, 1);
+  }
   empty_packets_case();
+  joined_ts_case();
+  prekey_case();
   tv_sh("rm -rf '%s'", dir);
   return es_test_done("test_video_damaged");
 }
