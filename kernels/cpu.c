@@ -78,6 +78,17 @@ static uint64_t cpu_sum_flog(const uint64_t *flog, const uint16_t *win, int L) {
   return (s0 + s1) + (s2 + s3);
 }
 
+/* How many of the window columns d in [lo, hi] read image column x of a row of w under
+ * reflect: es_reflect maps d to x where d = x or d = 2w - 1 - x modulo 2w. O(1), so a
+ * window wider than the image costs per image column, not per window column. */
+static int cpu_floordiv(int a, int b) { return a >= 0 ? a / b : -((-a + b - 1) / b); }
+static int cpu_count_mod(int lo, int hi, int a, int m) {
+  return cpu_floordiv(hi - a, m) - cpu_floordiv(lo - 1 - a, m);
+}
+static int cpu_reflect_count(int lo, int hi, int x, int w) {
+  return cpu_count_mod(lo, hi, x, 2 * w) + cpu_count_mod(lo, hi, 2 * w - 1 - x, 2 * w);
+}
+
 
 #define ES_LT uint8_t
 #define ES_FN(name) name##_u8

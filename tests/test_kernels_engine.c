@@ -321,6 +321,14 @@ int main(void) {
     p.border = ES_BORDER_CLIP;
     p.shape = ES_SHAPE_DISK;
     one_case(5, 3, 16, &p);
+    /* Columns narrower than the window, down many rows: each row's window is built from the
+     * image columns with their multiplicities (reflect folds the window onto them, clip
+     * counts the rest as the sentinel), in every algorithm. */
+    for (int combo = 0; combo < 4; combo++) {
+      p.shape = combo & 1;
+      p.border = combo >> 1;
+      one_case(1 + combo, 90, combo & 1 ? 16 : 8, &p);
+    }
   }
   return es_test_done("test_kernels_engine");
 }
