@@ -54,8 +54,8 @@ static inline void ES_FN(levels_add)(uint16_t *hist, uint64_t *S, const uint64_t
   }
 }
 
-/* Adds sign (1 or -1) times the window columns d = lo..hi of one row band to hist and S:
- * image column x holds nlev levels at base[x * cs ..]. Only image columns are read, each
+/* Adds `sign` times (a weight; negative removes) the window columns d = lo..hi to hist and
+ * S: image column x holds nlev levels at base[x * cs ..]. Only image columns are read, each
  * once with its multiplicity: clip counts the columns outside in the sentinel bin, reflect
  * folds them onto the image columns they read. So a window much wider than the image
  * (K = 255 on a 1- or 4-pixel wide image) costs O(min(K, w)) columns per row, not O(K). */
@@ -213,6 +213,79 @@ static void ES_FN(band_huang)(const cpu_ctx *c, cpu_thread *t, int y0, int y1) {
     }
     if (c->level_hist_wanted) {
       const ES_LT *p = ring + (size_t)(((y % ring_n) + ring_n) % ring_n) * pw + R;
+      for (int x = 0; x < w; x++) t->level_hist[p[x]]++;
+    }
+  }
+}
+
+/* Huang for images much shorter than the window (cpu_short): every window row is one of
+ * the h image rows (reflect repeats them, clip leaves the others out), so the h rows are quantized
+ * once per band into ring slots 0..h-1, and each output row slides one row per distinct
+ * (image row, half width), weighted by the number of window rows it stands for: O(min(h, K))
+ * updates per pixel instead of O(K), and h padded rows of memory instead of K + 1 (plus
+ * K levels per column for the square kernel). S follows by exact flog differences. */
+static void ES_FN(band_short)(const cpu_ctx *c, cpu_thread *t, int y0, int y1) {
+  const int w = c->w, h = c->h, r = c->r, R = c->R, sent = c->levels;
+  const size_t pw = (size_t)w + 2 * R + 1;
+  ES_LT *ring = (ES_LT *)t->ring;
+  uint16_t *hist = t->hist;
+  const uint64_t *flog = c->tables->flog;
+  const double *log2n = c->tables->log2n, *scale = c->tables->scale;
+  const ES_LT *rows[ES_WINDOW_MAX];
+  int hws[ES_WINDOW_MAX], wts[ES_WINDOW_MAX], src[ES_WINDOW_MAX];
+
+  for (int v = 0; v < h; v++) ES_FN(ring_fill)(c, ring + (size_t)v * pw, v);
+  for (int y = y0; y < y1; y++) {
+    int nr = 0, ntot = 0;
+    for (int dy = -r; dy <= r; dy++) {
+      int v = y + dy, hw = c->win.hw[dy + r], j = 0;
+      if (v < 0 || v >= h) {
+        if (c->border == ES_BORDER_CLIP) continue;
+        v = es_reflect(v, h);
+      }
+      while (j < nr && !(src[j] == v && hws[j] == hw)) j++;
+      if (j == nr) {
+        src[j] = v;
+        hws[j] = hw;
+        wts[j] = 0;
+        rows[j] = ring + (size_t)v * pw + R;
+        nr++;
+      }
+      wts[j]++;
+      ntot += 2 * hw + 1;
+    }
+    uint64_t S = 0;
+    for (int j = 0; j < nr; j++)
+      ES_FN(window_add)(c, hist, &S, rows[j], 1, 1, -hws[j], hws[j], wts[j]);
+    float *mrow = c->map ? c->map + (size_t)y * c->map_stride : NULL;
+    double rs = 0.0, rss = 0.0;
+    for (int x = 0;; x++) {
+      unsigned ns = hist[sent];
+      int n = ntot - (int)ns;
+      float hv = es_entropy_value(S - flog[ns], log2n[n], scale[n], c->oscale);
+      ES_FN(emit)(c, t, mrow, x, hv, &rs, &rss);
+      if (x + 1 == w) break;
+      for (int j = 0; j < nr; j++) {
+        const ES_LT *p = rows[j] + x;
+        unsigned a = p[-hws[j]], b = p[hws[j] + 1], m = (unsigned)wts[j];
+        if (a == b) continue;
+        unsigned ca = hist[a], cb;
+        hist[a] = (uint16_t)(ca - m);
+        S += flog[ca - m] - flog[ca];
+        cb = hist[b];
+        hist[b] = (uint16_t)(cb + m);
+        S += flog[cb + m] - flog[cb];
+      }
+    }
+    /* Leave the histogram empty for the next row. */
+    for (int j = 0; j < nr; j++)
+      ES_FN(window_add)(c, hist, &S, rows[j], 1, 1, w - 1 - hws[j], w - 1 + hws[j], -wts[j]);
+    if (c->want_stats) {
+      c->rowsum[y] = rs;
+      c->rowsumsq[y] = rss;
+    }
+    if (c->level_hist_wanted) {
+      const ES_LT *p = ring + (size_t)y * pw + R;
       for (int x = 0; x < w; x++) t->level_hist[p[x]]++;
     }
   }
