@@ -129,8 +129,17 @@ else
 fi
 # Absolute install dirs (Nix passes them): the .pc file names them as they are. The relative
 # prefix once made includedir /include and libdir //opt/es/lib (configure only: no build).
-if cmake -S "$ES_SRC" -B "$T/abs" -DES_WITH_CUDA=OFF -DES_BUILD_TESTS=OFF -DCMAKE_INSTALL_PREFIX=/opt/es \
+# Every optional part is off here, and the summary says what was left out and why (it said
+# "OFF" alone, the same for a part turned off and one not found). pkg-config is needed only
+# for FFmpeg: without it configure went no further (find_package(PkgConfig REQUIRED)).
+if cmake -S "$ES_SRC" -B "$T/abs" -DES_WITH_CUDA=OFF -DES_WITH_FFMPEG=OFF -DES_WITH_OPENMP=OFF \
+     -DPKG_CONFIG_EXECUTABLE="$T/no-pkg-config" \
+     -DES_BUILD_TESTS=OFF -DCMAKE_INSTALL_PREFIX=/opt/es \
      -DCMAKE_INSTALL_LIBDIR=/opt/es-lib/lib -DCMAKE_INSTALL_INCLUDEDIR=/opt/es-dev/include >"$T/abs.log" 2>&1; then
+  for want in "OpenMP          : OFF (ES_WITH_OPENMP=OFF" "FFmpeg (libav\*) : OFF (ES_WITH_FFMPEG=OFF" \
+              "CUDA            : OFF (ES_WITH_CUDA=OFF"; do
+    grep -q -- "$want" "$T/abs.log" || fail "configure summary lacks '$want': $(grep -A9 'feature summary' "$T/abs.log")"
+  done
   got=$(PKG_CONFIG_PATH="$T/abs/pipeline" pkg-config --variable=libdir entropy-stream),$(PKG_CONFIG_PATH="$T/abs/pipeline" pkg-config --variable=includedir entropy-stream)
   [ "$got" = /opt/es-lib/lib,/opt/es-dev/include ] ||
     fail "absolute install dirs: the .pc file says libdir,includedir = $got"
