@@ -385,6 +385,9 @@ case "$out" in *"entropy-stream 0."*libpng*) ;; *) fail "--version output: $out"
 # Where no CUDA driver is installed, cudaDriverGetVersion gives 0: that is no driver, not a
 # "driver 0.0" (which --version once printed).
 case "$out" in *"driver 0.0"*) fail "--version shows a driver 0.0: $out";; esac
+# It names what was left out of the build as CUDA and OpenMP do (FFmpeg's line was missing).
+if [ "$AV" = 1 ]; then want="; FFmpeg .*: libavformat "; else want="FFmpeg: not built"; fi
+printf '%s\n' "$out" | grep -q "$want" || fail "--version: no '$want': $out"
 out=$("$BIN" --help); rc=$?
 [ $rc = 0 ] || fail "--help: exit $rc"
 for o in --window --shape --border --levels --base --format --colormap --range --overlay \
@@ -482,15 +485,19 @@ fi
 if [ "${ES_HAVE_CUDA:-0}" = 1 ] && nvidia-smi -L >/dev/null 2>&1; then
   echo "a GPU is present: --device gpu failure not tested here"
 else
+  # A build without CUDA says so (it said "no GPU visible" alone, as if a driver were missing).
+  nogpu="no GPU visible"; [ "${ES_HAVE_CUDA:-0}" = 1 ] || nogpu="built without CUDA"
   msg=$("$BIN" -q --device gpu "$T/good.png" -o "$T/gpu.npy" 2>&1); rc=$?
   [ $rc = 4 ] || fail "--device gpu without GPU: exit $rc, want 4 ($msg)"
+  [ "$msg" = "entropy-stream: $nogpu (--device gpu)" ] ||
+    fail "--device gpu without GPU: message: $msg"
   [ "$(printf '%s\n' "$msg" | wc -l)" = 1 ] || fail "--device gpu: want one line, got: $msg"
   [ -e "$T/gpu.npy" ] && fail "--device gpu without GPU wrote an output"
   echo "--device gpu -> $rc: $msg"
   # A GPU asked for by number is as missing: exit 4 too (it was 1, a usage error).
   msg=$("$BIN" -q --device auto --gpus 0 "$T/good.png" -o "$T/gpu.npy" 2>&1); rc=$?
   [ $rc = 4 ] || fail "--gpus 0 without GPU: exit $rc, want 4 ($msg)"
-  [ "$msg" = "entropy-stream: --gpus 0: no GPU visible" ] || fail "--gpus 0 without GPU: message: $msg"
+  [ "$msg" = "entropy-stream: --gpus 0: $nogpu" ] || fail "--gpus 0 without GPU: message: $msg"
   [ -e "$T/gpu.npy" ] && fail "--gpus 0 without GPU wrote an output"
 fi
 
