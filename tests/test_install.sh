@@ -147,5 +147,27 @@ else
   tail -20 "$T/abs.log"
   fail "configure with absolute install dirs"
 fi
-[ $FAIL = 0 ] && echo "test_install: 5 consumers built and ran, header and samples strict C11" || echo "test_install: $FAIL failure(s)"
+# As a subproject (add_subdirectory), CUDA off for time: the project around it keeps its own
+# build type (none here; it was forced to Release, -DNDEBUG included), builds no tests of
+# ours, and links the library's targets.
+mkdir -p "$T/parent"
+cat >"$T/parent/CMakeLists.txt" <<CM
+cmake_minimum_required(VERSION 3.22)
+project(parent C)
+add_subdirectory("$ES_SRC" es)
+add_executable(oneshot "$ES_SRC/samples/oneshot.c")
+target_link_libraries(oneshot EntropyStream::entropy-stream-static)
+CM
+if cmake -S "$T/parent" -B "$T/parent/b" -DES_WITH_CUDA=OFF -DES_WITH_OPENMP=OFF -DES_WITH_FFMPEG=OFF >"$T/sub.log" 2>&1 &&
+   cmake --build "$T/parent/b" --target oneshot -j"$(nproc)" >>"$T/sub.log" 2>&1; then
+  grep -q "^CMAKE_BUILD_TYPE:STRING=\$" "$T/parent/b/CMakeCache.txt" ||
+    fail "subproject: the parent's build type was set: $(grep ^CMAKE_BUILD_TYPE: "$T/parent/b/CMakeCache.txt")"
+  grep -q "^ES_BUILD_TESTS:BOOL=OFF" "$T/parent/b/CMakeCache.txt" || fail "subproject: ES_BUILD_TESTS is not OFF"
+  out=$("$T/parent/b/oneshot") || fail "oneshot (subproject) exit $?"
+  echo "$out" | grep -q "histogram of H" || fail "oneshot (subproject) printed: $out"
+else
+  tail -20 "$T/sub.log"
+  fail "a project using entropy-stream through add_subdirectory did not build"
+fi
+[ $FAIL = 0 ] && echo "test_install: 6 consumers built and ran, header and samples strict C11" || echo "test_install: $FAIL failure(s)"
 exit $((FAIL > 0))
