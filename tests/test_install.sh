@@ -98,7 +98,17 @@ else
   fail "find_package(EntropyStream) consumer did not build"
 fi
 # A C-only project linking the static library: the CUDA objects in it need the C++ runtime,
-# which the package's link interface must bring (a C linker does not add it).
+# which the package's link interface must bring (a C linker does not add it). It is built
+# with the other compiler (clang for a gcc build, gcc for a clang one) where there is one:
+# the archive's OpenMP runtime must come with it (a clang-built archive linked by gcc got
+# gcc's libgomp through find_dependency(OpenMP), and libomp's __kmpc_* were undefined).
+# Nor does the package ask a user's project for OpenMP::OpenMP_C (its compiler's OpenMP, if it
+# has one, and -fopenmp on the user's own code through the shared library's interface).
+grep -l "OpenMP::" "$T"/prefix/lib*/cmake/EntropyStream/*.cmake 2>/dev/null | grep -q . &&
+  fail "the installed CMake package names OpenMP:: (the user's OpenMP, not the library's runtime)"
+built_cc=$(sed -n 's/^CMAKE_C_COMPILER:[A-Z]*=//p' "$ES_BUILD/CMakeCache.txt")
+case $(basename "$built_cc") in *clang*) other_cc=gcc ;; *) other_cc=clang ;; esac
+command -v $other_cc >/dev/null || other_cc=$built_cc
 mkdir -p "$T/cstatic"
 cat >"$T/cstatic/CMakeLists.txt" <<CM
 cmake_minimum_required(VERSION 3.22)
@@ -107,13 +117,14 @@ find_package(EntropyStream REQUIRED)
 add_executable(oneshot "$ES_SRC/samples/oneshot.c")
 target_link_libraries(oneshot EntropyStream::entropy-stream-static)
 CM
-if cmake -S "$T/cstatic" -B "$T/cstatic/b" -DCMAKE_PREFIX_PATH="$T/prefix" >"$T/cs.log" 2>&1 &&
+if cmake -S "$T/cstatic" -B "$T/cstatic/b" -DCMAKE_PREFIX_PATH="$T/prefix" -DCMAKE_C_COMPILER="$other_cc" \
+     >"$T/cs.log" 2>&1 &&
    cmake --build "$T/cstatic/b" >>"$T/cs.log" 2>&1; then
   out=$("$T/cstatic/b/oneshot") || fail "oneshot (C project, static) exit $?"
   echo "$out" | grep -q "histogram of H" || fail "oneshot (C project, static) printed: $out"
 else
   tail -20 "$T/cs.log"
-  fail "a C-only find_package(EntropyStream) consumer of the static library did not build"
+  fail "a C-only find_package(EntropyStream) consumer of the static library did not build ($other_cc)"
 fi
 # samples/CMakeLists.txt configured on its own builds every sample against the install.
 if cmake -S "$ES_SRC/samples" -B "$T/samples" -DCMAKE_PREFIX_PATH="$T/prefix" >"$T/sm.log" 2>&1 &&
