@@ -246,9 +246,9 @@ mkdir "$T/two-p"
 "$BIN" --progress --threads 1 --queue 32 -w 255 -L 256 --raw gray8:320x240 - -o "$T/two-p/m.npy" \
   < "$T/slow.raw" 2> "$T/err" &
 BPID=$!
-# Wait for the line itself (it shows a rate from the second frame on): under a sanitizer on a
-# loaded machine the first frames take over a second.
-for _ in $(seq 1 200); do grep -aq "frames, [0-9.]* fps" "$T/err" && break; sleep 0.05; done
+# Wait for the line itself (drawn once a frame is done): under a sanitizer on a loaded machine
+# the first frame takes over a second.
+for _ in $(seq 1 200); do grep -aq "frames\?, [0-9.]* fps" "$T/err" && break; sleep 0.05; done
 sleep 0.5
 kill -INT $BPID
 sleep 0.5
