@@ -20,6 +20,19 @@ cmake --install "$ES_BUILD" --prefix "$T/prefix" >"$T/install.log" 2>&1 || { cat
 [ -f "$T/prefix/include/entropy_stream.h" ] || fail "header not installed"
 pc=$(find "$T/prefix" -name entropy-stream.pc | head -1)
 [ -n "$pc" ] || fail "no entropy-stream.pc installed"
+# The OpenMP runtime the static library needs is named by path in the .pc file and in the
+# package: the runtime's own file, not the compiler's development link "lib*.so" in a
+# directory of that compiler's version (gcc 12: /usr/lib/gcc/x86_64-linux-gnu/12/libgomp.so),
+# which is gone once that compiler is upgraded or removed while the runtime stays.
+for lib in $(sed -n 's/^Libs.private: //p' "$pc") \
+           $(sed -n 's/.*INTERFACE_LINK_LIBRARIES "\(.*\)".*/\1/p' \
+               "$T"/prefix/lib*/cmake/EntropyStream/EntropyStreamTargets.cmake | tr ';' ' '); do
+  case $lib in /*) ;; *) continue ;; esac
+  [ -e "$lib" ] || fail "the installed package names a missing file: $lib"
+  case $lib in
+    *.so) [ -L "$lib" ] && fail "the installed package names the compiler's development link $lib, not the runtime it points to ($(readlink -f "$lib"))" ;;
+  esac
+done
 export PKG_CONFIG_PATH=$(dirname "$pc")${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}
 inc=$(pkg-config --variable=includedir entropy-stream)
 [ -f "$inc/entropy_stream.h" ] || fail "pkg-config includedir '$inc' has no header"
