@@ -723,6 +723,7 @@ int cli_run_images(cli_opts *o, int in_kind, int out_kind) {
   /* Results in name order. */
   {
     size_t failed = 0, skipped = 0, notrun = 0;
+    size_t cut = 0; /* given up by the signal (an output FIFO that had no reader): not done */
     double el = cli_now_s() - b.t0;
     es_stats rec; /* a kept record, whole again for the writer */
     for (size_t i = 0; i < n; i++) {
@@ -736,6 +737,7 @@ int cli_run_images(cli_opts *o, int in_kind, int out_kind) {
         if (!j->stats) continue; /* -n with --stats: its record still goes in */
       } else if (j->status != ES_OK) {
         failed++;
+        if (j->status == ES_ERR_INTERRUPTED) cut++;
         code = cli_worse(code, es_exit_code(j->status));
         /* computed, but its map could not be written: the outputs fail one by one, as a
          * video's do, and its record still goes in */
@@ -765,9 +767,12 @@ int cli_run_images(cli_opts *o, int in_kind, int out_kind) {
     if (g_stop) {
       /* The summary of an interrupted batch; an interruption is no error (its exit code
        * says it), so -q silences it, as it does a video's. */
+      char cuts[48] = "";
       code = 130;
+      if (cut) snprintf(cuts, sizeof cuts, ", %zu interrupted", cut);
       if (!o->quiet)
-        cli_err(NULL, "interrupted: %zu of %zu files done, %zu not started", b.done, n, notrun);
+        cli_err(NULL, "interrupted: %zu of %zu files done%s, %zu not started", b.done - cut, n,
+                cuts, notrun);
     } else if (!o->quiet) {
       char d[64];
       /* One file's failure was already said in its own line. */
