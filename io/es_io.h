@@ -155,6 +155,8 @@ int es_stats_writer_close(es_stats_writer **w, int commit, char *msg, size_t len
 /* ---- Video and streams in (libavformat/libavcodec/libswscale). Built only with FFmpeg;
  * without it es_video_in_open returns ES_ERR_INPUT "built without FFmpeg". */
 typedef struct es_video_in es_video_in;
+/* 1 where FFmpeg's libraries are built in, 0 in a build without them (the stub). */
+int es_video_built(void);
 typedef struct es_video_in_opts {
   const char *raw;     /* "gray8:WxH[@fps]" / "gray16le:WxH[@fps]" for raw stdin, or NULL */
   int64_t max_pixels;  /* frames larger than this are ES_ERR_INPUT */

@@ -542,6 +542,9 @@ int es_io_versions(char *buf, size_t len) {
                     bv >> 8 & 255, bv & 255);
     }
   }
+#else
+  size_t used = n > 0 && (size_t)n < len ? (size_t)n : len;
+  n += snprintf(buf ? buf + used : NULL, len - used, "; FFmpeg: not built");
 #endif
   return n;
 }

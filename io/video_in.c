@@ -519,6 +519,8 @@ void es_video_in_unlend(void *ref) {
   av_frame_free(&f);
 }
 
+int es_video_built(void) { return 1; }
+
 static int next_frame(es_video_in *v, char *msg, size_t len);
 
 int es_video_in_open(es_video_in **out, const char *path, const es_video_in_opts *opts,

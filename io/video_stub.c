@@ -4,6 +4,8 @@
  */
 #include "es_io.h"
 
+int es_video_built(void) { return 0; }
+
 int es_video_in_open(es_video_in **out, const char *path, const es_video_in_opts *opts,
                      es_video_info *info, char *msg, size_t len) {
   (void)path;

@@ -43,6 +43,47 @@ static int ES_FN(ring_fill)(const cpu_ctx *c, ES_LT *dst, int v) {
   return 1;
 }
 
+/* Adds m (negative: removes) to the bins of the nlev levels lv[0..nlev-1]; S follows
+ * exactly (flog differences wrap modulo 2^64 and the sum comes out exact). */
+static inline void ES_FN(levels_add)(uint16_t *hist, uint64_t *S, const uint64_t *flog,
+                                     const ES_LT *lv, int nlev, int m) {
+  for (int i = 0; i < nlev; i++) {
+    unsigned l = lv[i], cnt = hist[l];
+    hist[l] = (uint16_t)(cnt + m);
+    *S += flog[cnt + m] - flog[cnt];
+  }
+}
+
+/* Adds `sign` times (a weight; negative removes) the window columns d = lo..hi to hist and
+ * S: image column x holds nlev levels at base[x * cs ..]. Only image columns are read, each
+ * once with its multiplicity: clip counts the columns outside in the sentinel bin, reflect
+ * folds them onto the image columns they read. So a window much wider than the image
+ * (K = 255 on a 1- or 4-pixel wide image) costs O(min(K, w)) columns per row, not O(K). */
+static void ES_FN(window_add)(const cpu_ctx *c, uint16_t *hist, uint64_t *S, const ES_LT *base,
+                              size_t cs, int nlev, int lo, int hi, int sign) {
+  const uint64_t *flog = c->tables->flog;
+  const int w = c->w;
+  int a = lo > 0 ? lo : 0, b = hi < w - 1 ? hi : w - 1;
+  int inside = b >= a ? b - a + 1 : 0, outside = hi - lo + 1 - inside;
+  if (outside == 0 || c->border == ES_BORDER_CLIP) {
+    for (int x = a; x <= b; x++) ES_FN(levels_add)(hist, S, flog, base + x * cs, nlev, sign);
+    if (outside) {
+      unsigned cnt = hist[c->levels];
+      int m = sign * outside * nlev;
+      hist[c->levels] = (uint16_t)(cnt + m);
+      *S += flog[cnt + m] - flog[cnt];
+    }
+  } else if (hi - lo + 1 <= w) {
+    for (int d = lo; d <= hi; d++)
+      ES_FN(levels_add)(hist, S, flog, base + es_reflect(d, w) * cs, nlev, sign);
+  } else {
+    for (int x = 0; x < w; x++) {
+      int m = cpu_reflect_count(lo, hi, x, w);
+      if (m) ES_FN(levels_add)(hist, S, flog, base + x * cs, nlev, sign * m);
+    }
+  }
+}
+
 /* Per-pixel output: the map, and the statistics of the row. */
 static inline void ES_FN(emit)(const cpu_ctx *c, cpu_thread *t, float *mrow, int x, float hv,
                                double *rs, double *rss) {
@@ -125,7 +166,6 @@ static void ES_FN(band_huang)(const cpu_ctx *c, cpu_thread *t, int y0, int y1) {
   const size_t pw = (size_t)w + 2 * R + 1;
   ES_LT *ring = (ES_LT *)t->ring;
   uint16_t *hist = t->hist;
-  const uint64_t *dinc = c->dinc;
   const ES_LT *rows[ES_WINDOW_MAX];
   int hws[ES_WINDOW_MAX];
   int valid[ES_WINDOW_MAX + 1];
@@ -148,15 +188,7 @@ static void ES_FN(band_huang)(const cpu_ctx *c, cpu_thread *t, int y0, int y1) {
       nr++;
     }
     uint64_t S = 0;
-    for (int j = 0; j < nr; j++) {
-      const ES_LT *p = rows[j];
-      for (int d = -hws[j]; d <= hws[j]; d++) {
-        unsigned l = p[d];
-        unsigned cnt = hist[l];
-        hist[l] = (uint16_t)(cnt + 1);
-        S += dinc[cnt];
-      }
-    }
+    for (int j = 0; j < nr; j++) ES_FN(window_add)(c, hist, &S, rows[j], 1, 1, -hws[j], hws[j], 1);
     float *mrow = c->map ? c->map + (size_t)y * c->map_stride : NULL;
     double rs = 0.0, rss = 0.0;
     if (c->win_square && nr == K) {
@@ -173,16 +205,87 @@ static void ES_FN(band_huang)(const cpu_ctx *c, cpu_thread *t, int y0, int y1) {
       ES_FN(slide_any)(c, t, hist, rows, hws, nr, ntot, S, mrow, &rs, &rss);
     }
     /* Leave the histogram empty for the next row (cheaper than clearing L bins). */
-    for (int j = 0; j < nr; j++) {
-      const ES_LT *p = rows[j] + (w - 1);
-      for (int d = -hws[j]; d <= hws[j]; d++) hist[p[d]]--;
-    }
+    for (int j = 0; j < nr; j++)
+      ES_FN(window_add)(c, hist, &S, rows[j], 1, 1, w - 1 - hws[j], w - 1 + hws[j], -1);
     if (c->want_stats) {
       c->rowsum[y] = rs;
       c->rowsumsq[y] = rss;
     }
     if (c->level_hist_wanted) {
       const ES_LT *p = ring + (size_t)(((y % ring_n) + ring_n) % ring_n) * pw + R;
+      for (int x = 0; x < w; x++) t->level_hist[p[x]]++;
+    }
+  }
+}
+
+/* Huang for images much shorter than the window (cpu_short): every window row is one of
+ * the h image rows (reflect repeats them, clip leaves the others out), so the h rows are quantized
+ * once per band into ring slots 0..h-1, and each output row slides one row per distinct
+ * (image row, half width), weighted by the number of window rows it stands for: O(min(h, K))
+ * updates per pixel instead of O(K), and h padded rows of memory instead of K + 1 (plus
+ * K levels per column for the square kernel). S follows by exact flog differences. */
+static void ES_FN(band_short)(const cpu_ctx *c, cpu_thread *t, int y0, int y1) {
+  const int w = c->w, h = c->h, r = c->r, R = c->R, sent = c->levels;
+  const size_t pw = (size_t)w + 2 * R + 1;
+  ES_LT *ring = (ES_LT *)t->ring;
+  uint16_t *hist = t->hist;
+  const uint64_t *flog = c->tables->flog;
+  const double *log2n = c->tables->log2n, *scale = c->tables->scale;
+  const ES_LT *rows[ES_WINDOW_MAX];
+  int hws[ES_WINDOW_MAX], wts[ES_WINDOW_MAX], src[ES_WINDOW_MAX];
+
+  for (int v = 0; v < h; v++) ES_FN(ring_fill)(c, ring + (size_t)v * pw, v);
+  for (int y = y0; y < y1; y++) {
+    int nr = 0, ntot = 0;
+    for (int dy = -r; dy <= r; dy++) {
+      int v = y + dy, hw = c->win.hw[dy + r], j = 0;
+      if (v < 0 || v >= h) {
+        if (c->border == ES_BORDER_CLIP) continue;
+        v = es_reflect(v, h);
+      }
+      while (j < nr && !(src[j] == v && hws[j] == hw)) j++;
+      if (j == nr) {
+        src[j] = v;
+        hws[j] = hw;
+        wts[j] = 0;
+        rows[j] = ring + (size_t)v * pw + R;
+        nr++;
+      }
+      wts[j]++;
+      ntot += 2 * hw + 1;
+    }
+    uint64_t S = 0;
+    for (int j = 0; j < nr; j++)
+      ES_FN(window_add)(c, hist, &S, rows[j], 1, 1, -hws[j], hws[j], wts[j]);
+    float *mrow = c->map ? c->map + (size_t)y * c->map_stride : NULL;
+    double rs = 0.0, rss = 0.0;
+    for (int x = 0;; x++) {
+      unsigned ns = hist[sent];
+      int n = ntot - (int)ns;
+      float hv = es_entropy_value(S - flog[ns], log2n[n], scale[n], c->oscale);
+      ES_FN(emit)(c, t, mrow, x, hv, &rs, &rss);
+      if (x + 1 == w) break;
+      for (int j = 0; j < nr; j++) {
+        const ES_LT *p = rows[j] + x;
+        unsigned a = p[-hws[j]], b = p[hws[j] + 1], m = (unsigned)wts[j];
+        if (a == b) continue;
+        unsigned ca = hist[a], cb;
+        hist[a] = (uint16_t)(ca - m);
+        S += flog[ca - m] - flog[ca];
+        cb = hist[b];
+        hist[b] = (uint16_t)(cb + m);
+        S += flog[cb + m] - flog[cb];
+      }
+    }
+    /* Leave the histogram empty for the next row. */
+    for (int j = 0; j < nr; j++)
+      ES_FN(window_add)(c, hist, &S, rows[j], 1, 1, w - 1 - hws[j], w - 1 + hws[j], -wts[j]);
+    if (c->want_stats) {
+      c->rowsum[y] = rs;
+      c->rowsumsq[y] = rss;
+    }
+    if (c->level_hist_wanted) {
+      const ES_LT *p = ring + (size_t)y * pw + R;
       for (int x = 0; x < w; x++) t->level_hist[p[x]]++;
     }
   }
@@ -295,7 +398,6 @@ static void ES_FN(band_huang_sq)(const cpu_ctx *c, cpu_thread *t, int y0, int y1
   ES_LT *row = (ES_LT *)t->ring; /* one padded row (the ring's first slot) */
   ES_LT *colbuf = (ES_LT *)t->colbuf;
   uint16_t *hist = t->hist;
-  const uint64_t *dinc = c->dinc;
   (void)pw;
 
   for (int v = y0 - r; v < y1 + r; v++) {
@@ -309,12 +411,7 @@ static void ES_FN(band_huang_sq)(const cpu_ctx *c, cpu_thread *t, int y0, int y1
     int y = v - r;
     if (y < y0) continue;
     uint64_t S = 0;
-    for (int i = 0; i < K * K; i++) {
-      unsigned l = colbuf[i];
-      unsigned cnt = hist[l];
-      hist[l] = (uint16_t)(cnt + 1);
-      S += dinc[cnt];
-    }
+    ES_FN(window_add)(c, hist, &S, colbuf + (size_t)R * K, (size_t)K, K, -r, r, 1);
     float *mrow = c->map ? c->map + (size_t)y * c->map_stride : NULL;
     double rs = 0.0, rss = 0.0;
     long eq = 0;
@@ -340,9 +437,9 @@ static void ES_FN(band_huang_sq)(const cpu_ctx *c, cpu_thread *t, int y0, int y1
      * window row's) were equal (noise with L levels has 1/L). Only the speed depends on it,
      * never the result. */
     t->skip_eq = 4 * eq >= (long)(w - 1);
-    /* Leave the histogram empty: drop the window at x = w - 1 (columns w-1 .. w-2+K). */
-    const ES_LT *last = colbuf + (size_t)(w - 1) * K;
-    for (int i = 0; i < K * K; i++) hist[last[i]]--;
+    /* Leave the histogram empty: drop the window at x = w - 1. */
+    ES_FN(window_add)(c, hist, &S, colbuf + (size_t)R * K, (size_t)K, K, w - 1 - r, w - 1 + r,
+                      -1);
     if (c->want_stats) {
       c->rowsum[y] = rs;
       c->rowsumsq[y] = rss;

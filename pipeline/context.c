@@ -192,7 +192,13 @@ int es_config_queue(const es_config *c) {
   return 4 * n > 8 ? 4 * n : 8;
 }
 
-/* Chooses the GPU ordinals to open; checks a --gpus list against what is visible. */
+/* Chooses the GPU ordinals to open; checks a --gpus list against what is visible. A build
+ * without CUDA says so ("no GPU visible" alone sent the user looking for a driver). */
+#ifdef ES_HAVE_CUDA
+#define ES_NO_GPU "no GPU visible"
+#else
+#define ES_NO_GPU "built without CUDA"
+#endif
 static int gpus_choose(const es_config *c, int visible, int *ord, int *n, char *msg, size_t len) {
   *n = 0;
   if (c->device == ES_DEVICE_CPU) return ES_OK;
@@ -205,7 +211,7 @@ static int gpus_choose(const es_config *c, int visible, int *ord, int *n, char *
         /* A GPU asked for that is not there: a device problem, as --device gpu without
          * one is (ES_ERR_DEVICE), not a bad value. */
         if (visible == 0)
-          snprintf(msg, len, "--gpus %d: no GPU visible", g);
+          snprintf(msg, len, "--gpus %d: " ES_NO_GPU, g);
         else
           snprintf(msg, len, "--gpus %d: only %d GPU%s visible (0..%d)", g, visible,
                    visible == 1 ? "" : "s", visible - 1);
@@ -221,7 +227,7 @@ static int gpus_choose(const es_config *c, int visible, int *ord, int *n, char *
     }
   }
   if (*n == 0 && c->device == ES_DEVICE_GPU) {
-    snprintf(msg, len, "no GPU visible (--device gpu)");
+    snprintf(msg, len, ES_NO_GPU " (--device gpu)");
     return ES_ERR_DEVICE;
   }
   return ES_OK;

@@ -11,6 +11,7 @@ T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
 FAIL=0
 fail() { echo "FAIL: $*"; FAIL=$((FAIL + 1)); }
+AV=${ES_HAVE_FFMPEG:-0} # without FFmpeg, standard input and video cannot be read (checked below)
 
 # Bad PNGs built byte by byte.
 W=$(( 11 + SEED % 17 )); H=$(( 9 + (SEED / 5) % 13 ))
@@ -276,9 +277,11 @@ done
 # ... while plain decimals still pass: leading zeros, "0.5", ".5", "1.", a rate's ratio.
 "$BIN" -q "$T/good.png" -o "$T/dec.png" -w 05 -L 016 --overlay .5 --queue 02 || fail "plain decimals: exit $?"
 "$BIN" -q "$T/good.png" -o "$T/dec1.png" --overlay 1. || fail "--overlay 1.: exit $?"
-for v in gray8:4x2@29.97 gray8:4x2@30000/1001 gray8:4x2@30000:1001 gray8:4x2@.5 gray16le:04x2@25; do
-  head -c 16 /dev/zero | "$BIN" -q - --raw "$v" --stats "$T/raw.csv" -y || fail "--raw $v: exit $?"
-done
+if [ "$AV" = 1 ]; then # standard input is read through libavformat
+  for v in gray8:4x2@29.97 gray8:4x2@30000/1001 gray8:4x2@30000:1001 gray8:4x2@.5 gray16le:04x2@25; do
+    head -c 16 /dev/zero | "$BIN" -q - --raw "$v" --stats "$T/raw.csv" -y || fail "--raw $v: exit $?"
+  done
+fi
 bad_opt "--bogus: " "unknown option" --bogus
 # An abbreviation of several options is ambiguous, not unknown (it said "unknown option"
 # for --ver, which is the start of --verbose and --version).
@@ -382,6 +385,9 @@ case "$out" in *"entropy-stream 0."*libpng*) ;; *) fail "--version output: $out"
 # Where no CUDA driver is installed, cudaDriverGetVersion gives 0: that is no driver, not a
 # "driver 0.0" (which --version once printed).
 case "$out" in *"driver 0.0"*) fail "--version shows a driver 0.0: $out";; esac
+# It names what was left out of the build as CUDA and OpenMP do (FFmpeg's line was missing).
+if [ "$AV" = 1 ]; then want="; FFmpeg .*: libavformat "; else want="FFmpeg: not built"; fi
+printf '%s\n' "$out" | grep -q "$want" || fail "--version: no '$want': $out"
 out=$("$BIN" --help); rc=$?
 [ $rc = 0 ] || fail "--help: exit $rc"
 for o in --window --shape --border --levels --base --format --colormap --range --overlay \
@@ -411,63 +417,87 @@ done
 # meant for it went there: --stats - wrote its CSV into the .npy being written (exit 0, the
 # .npy 585 bytes too long). It must fail as a closed stdout (exit 3), the .npy kept whole.
 # (On a GPU machine the CUDA driver's device files took it: --version wrote into one.)
-head -c 30000 /dev/urandom > "$T/fd.raw"
-"$BIN" -q - --raw gray8:100x100 -o "$T/fd-want.npy" < "$T/fd.raw" || fail "raw to .npy: exit $?"
-msg=$("$BIN" -q - --raw gray8:100x100 -o "$T/fd.npy" --stats - < "$T/fd.raw" 2>&1 >&-); rc=$?
-[ $rc = 3 ] || fail "--stats - with stdout closed: exit $rc, want 3 ($msg)"
-[ "$msg" = "entropy-stream: -: cannot write: Bad file descriptor" ] ||
-  fail "--stats - with stdout closed: message: $msg"
-cmp -s "$T/fd-want.npy" "$T/fd.npy" || fail "--stats - with stdout closed: the .npy is not the map alone"
-# Standard input that cannot be read (closed, or a directory): the error was printed by the
-# stdin pump and the reader saw an empty stream: --raw ran on with exit 0 (an empty .npy
-# written), y4m added "cannot open: Invalid data ..." as a second line. One line, exit 2,
-# nothing written.
-for how in closed dir; do
-  for mode in raw y4m; do
-    args=(-q - -o "$T/in-$how-$mode.npy"); [ $mode = raw ] && args+=(--raw gray8:4x4)
-    if [ $how = closed ]; then msg=$("$BIN" "${args[@]}" 2>&1 <&-); rc=$?; want="Bad file descriptor"
-    else msg=$("$BIN" "${args[@]}" 2>&1 < "$T"); rc=$?; want="Is a directory"; fi
-    [ $rc = 2 ] && [ "$msg" = "entropy-stream: -: read error: $want" ] ||
-      fail "stdin $how, $mode: exit $rc, want 2 and one line 'read error: $want': $msg"
-    [ -e "$T/in-$how-$mode.npy" ] && fail "stdin $how, $mode: an output was written"
+if [ "$AV" = 1 ]; then
+  head -c 30000 /dev/urandom > "$T/fd.raw"
+  "$BIN" -q - --raw gray8:100x100 -o "$T/fd-want.npy" < "$T/fd.raw" || fail "raw to .npy: exit $?"
+  msg=$("$BIN" -q - --raw gray8:100x100 -o "$T/fd.npy" --stats - < "$T/fd.raw" 2>&1 >&-); rc=$?
+  [ $rc = 3 ] || fail "--stats - with stdout closed: exit $rc, want 3 ($msg)"
+  [ "$msg" = "entropy-stream: -: cannot write: Bad file descriptor" ] ||
+    fail "--stats - with stdout closed: message: $msg"
+  cmp -s "$T/fd-want.npy" "$T/fd.npy" || fail "--stats - with stdout closed: the .npy is not the map alone"
+  # Standard input that cannot be read (closed, or a directory): the error was printed by the
+  # stdin pump and the reader saw an empty stream: --raw ran on with exit 0 (an empty .npy
+  # written), y4m added "cannot open: Invalid data ..." as a second line. One line, exit 2,
+  # nothing written.
+  for how in closed dir; do
+    for mode in raw y4m; do
+      args=(-q - -o "$T/in-$how-$mode.npy"); [ $mode = raw ] && args+=(--raw gray8:4x4)
+      if [ $how = closed ]; then msg=$("$BIN" "${args[@]}" 2>&1 <&-); rc=$?; want="Bad file descriptor"
+      else msg=$("$BIN" "${args[@]}" 2>&1 < "$T"); rc=$?; want="Is a directory"; fi
+      [ $rc = 2 ] && [ "$msg" = "entropy-stream: -: read error: $want" ] ||
+        fail "stdin $how, $mode: exit $rc, want 2 and one line 'read error: $want': $msg"
+      [ -e "$T/in-$how-$mode.npy" ] && fail "stdin $how, $mode: an output was written"
+    done
   done
-done
 
-# Empty standard input (/dev/null, an empty pipe, an empty file): y4m said "cannot open:
-# Invalid data found when processing input"; it says that nothing came (exit 2, nothing
-# written). Raw frames: a stream of 0 frames, exit 0, as before.
-: > "$T/empty"
-for how in devnull pipe file; do
-  for mode in raw y4m; do
-    args=(-q - -o "$T/in-empty-$how-$mode.npy"); [ $mode = raw ] && args+=(--raw gray8:4x4)
-    case $how in
-      devnull) msg=$("$BIN" "${args[@]}" 2>&1 < /dev/null); rc=$? ;;
-      pipe) msg=$(: | "$BIN" "${args[@]}" 2>&1); rc=$? ;;
-      file) msg=$("$BIN" "${args[@]}" 2>&1 < "$T/empty"); rc=$? ;;
-    esac
-    if [ $mode = y4m ]; then
-      [ $rc = 2 ] && [ "$msg" = "entropy-stream: -: no data on standard input" ] ||
-        fail "stdin empty ($how), y4m: exit $rc, want 2 and 'no data on standard input': $msg"
-      [ -e "$T/in-empty-$how-$mode.npy" ] && fail "stdin empty ($how), y4m: an output was written"
-    else
-      [ $rc = 0 ] && [ -z "$msg" ] || fail "stdin empty ($how), raw: exit $rc, want 0 (0 frames): $msg"
-    fi
+  # Empty standard input (/dev/null, an empty pipe, an empty file): y4m said "cannot open:
+  # Invalid data found when processing input"; it says that nothing came (exit 2, nothing
+  # written). Raw frames: a stream of 0 frames, exit 0, as before.
+  : > "$T/empty"
+  for how in devnull pipe file; do
+    for mode in raw y4m; do
+      args=(-q - -o "$T/in-empty-$how-$mode.npy"); [ $mode = raw ] && args+=(--raw gray8:4x4)
+      case $how in
+        devnull) msg=$("$BIN" "${args[@]}" 2>&1 < /dev/null); rc=$? ;;
+        pipe) msg=$(: | "$BIN" "${args[@]}" 2>&1); rc=$? ;;
+        file) msg=$("$BIN" "${args[@]}" 2>&1 < "$T/empty"); rc=$? ;;
+      esac
+      if [ $mode = y4m ]; then
+        [ $rc = 2 ] && [ "$msg" = "entropy-stream: -: no data on standard input" ] ||
+          fail "stdin empty ($how), y4m: exit $rc, want 2 and 'no data on standard input': $msg"
+        [ -e "$T/in-empty-$how-$mode.npy" ] && fail "stdin empty ($how), y4m: an output was written"
+      else
+        [ $rc = 0 ] && [ -z "$msg" ] || fail "stdin empty ($how), raw: exit $rc, want 0 (0 frames): $msg"
+      fi
+    done
   done
-done
+else
+  # Built without FFmpeg: standard input and video are refused at once, in one line (exit 2),
+  # and nothing is written. An empty raw stdin said "no data on standard input" or "built
+  # without FFmpeg", as the stdin pump's timing fell; a video went through the whole setup.
+  printf 'x' > "$T/v.mp4"
+  for how in raw y4m empty video; do
+    case $how in
+      raw) msg=$(head -c 32 /dev/zero | "$BIN" -q - --raw gray8:4x4 -o "$T/nav.npy" 2>&1); rc=$? ;;
+      y4m) msg=$(printf 'YUV4MPEG2 W4 H4\n' | "$BIN" -q - -o "$T/nav.npy" 2>&1); rc=$? ;;
+      empty) msg=$("$BIN" -q - --raw gray8:4x4 -o "$T/nav.npy" 2>&1 < /dev/null); rc=$? ;;
+      video) msg=$("$BIN" -q "$T/v.mp4" -o "$T/nav.npy" 2>&1); rc=$?; in="$T/v.mp4" ;;
+    esac
+    [ $how = video ] || in=-
+    [ $rc = 2 ] && [ "$msg" = "entropy-stream: $in: built without FFmpeg: cannot read video or standard input" ] ||
+      fail "no FFmpeg, $how input: exit $rc, want 2 and one line 'built without FFmpeg': $msg"
+    [ -e "$T/nav.npy" ] && fail "no FFmpeg, $how input: an output was written"
+  done
+  echo "built without FFmpeg: video and standard input refused ($msg)"
+fi
 
 # --device gpu where no GPU can be used: exit 4 with one line.
 if [ "${ES_HAVE_CUDA:-0}" = 1 ] && nvidia-smi -L >/dev/null 2>&1; then
   echo "a GPU is present: --device gpu failure not tested here"
 else
+  # A build without CUDA says so (it said "no GPU visible" alone, as if a driver were missing).
+  nogpu="no GPU visible"; [ "${ES_HAVE_CUDA:-0}" = 1 ] || nogpu="built without CUDA"
   msg=$("$BIN" -q --device gpu "$T/good.png" -o "$T/gpu.npy" 2>&1); rc=$?
   [ $rc = 4 ] || fail "--device gpu without GPU: exit $rc, want 4 ($msg)"
+  [ "$msg" = "entropy-stream: $nogpu (--device gpu)" ] ||
+    fail "--device gpu without GPU: message: $msg"
   [ "$(printf '%s\n' "$msg" | wc -l)" = 1 ] || fail "--device gpu: want one line, got: $msg"
   [ -e "$T/gpu.npy" ] && fail "--device gpu without GPU wrote an output"
   echo "--device gpu -> $rc: $msg"
   # A GPU asked for by number is as missing: exit 4 too (it was 1, a usage error).
   msg=$("$BIN" -q --device auto --gpus 0 "$T/good.png" -o "$T/gpu.npy" 2>&1); rc=$?
   [ $rc = 4 ] || fail "--gpus 0 without GPU: exit $rc, want 4 ($msg)"
-  [ "$msg" = "entropy-stream: --gpus 0: no GPU visible" ] || fail "--gpus 0 without GPU: message: $msg"
+  [ "$msg" = "entropy-stream: --gpus 0: $nogpu" ] || fail "--gpus 0 without GPU: message: $msg"
   [ -e "$T/gpu.npy" ] && fail "--gpus 0 without GPU wrote an output"
 fi
 

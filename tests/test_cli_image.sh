@@ -373,6 +373,38 @@ for n in 251 255; do
 done
 [ -z "$(ls -A "$T" | grep '^\.')" ] || fail "temporaries left: $(ls -A "$T" | grep '^\.')"
 
+# An image much shorter than the window: at K = 255 every window row of a 1-row image is
+# that row (reflect) or left out (clip). Perreault-Hebert (square, L = 16) still summed K
+# copies of the row into its column histograms and the Huang kernels kept K + 1 quantized
+# rows and K levels a column: 1 x 4000000, -w 255 --border reflect took 11.1 s and 1.2 GB.
+# Now the image's one row is quantized and slid once, weighted: the peak is that of -w 5
+# (before: about 600 MB more at 1 x 2000000).
+"$PY" - "$T/wide.png" <<'PYEOF'
+import struct, sys, zlib, random
+w = 2000000
+random.seed(5)
+row = bytes(random.getrandbits(8) for _ in range(w))
+def chunk(t, d):
+    return struct.pack('>I', len(d)) + t + d + struct.pack('>I', zlib.crc32(t + d) & 0xffffffff)
+open(sys.argv[1], 'wb').write(b'\x89PNG\r\n\x1a\n' +
+    chunk(b'IHDR', struct.pack('>IIBBBBB', w, 1, 8, 0, 0, 0, 0)) +
+    chunk(b'IDAT', zlib.compress(b'\0' + row)) + chunk(b'IEND', b''))
+PYEOF
+"$PY" - "$BIN" "$T/wide.png" "$T/wide.npy" > "$T/wide.out" <<'PYEOF' || fail "1-row image at K = 255: $(cat "$T/wide.out")"
+import resource, subprocess, sys
+b, png, npy = sys.argv[1:4]
+def peak(args):
+    cmd = [b, '-q', '-y', '--device', 'cpu', '--threads', '1', png, '-o', npy]
+    r = subprocess.run(cmd + args).returncode
+    assert r == 0, (args, r)
+    # ru_maxrss of the children is the largest so far: the lighter run first
+    return resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+base = peak(['-w', '5'])
+big = max(peak(['-w', '255', '--border', b_]) for b_ in ('reflect', 'clip'))
+print('peak RSS at -w 5 %d KB, at -w 255 %d KB' % (base, big))
+sys.exit(0 if big - base < 64 * 1024 else 1)
+PYEOF
+
 if [ $FAIL -ne 0 ]; then
   echo "test_cli_image: $FAIL failure(s)"
   exit 1

@@ -98,7 +98,17 @@ else
   fail "find_package(EntropyStream) consumer did not build"
 fi
 # A C-only project linking the static library: the CUDA objects in it need the C++ runtime,
-# which the package's link interface must bring (a C linker does not add it).
+# which the package's link interface must bring (a C linker does not add it). It is built
+# with the other compiler (clang for a gcc build, gcc for a clang one) where there is one:
+# the archive's OpenMP runtime must come with it (a clang-built archive linked by gcc got
+# gcc's libgomp through find_dependency(OpenMP), and libomp's __kmpc_* were undefined).
+# Nor does the package ask a user's project for OpenMP::OpenMP_C (its compiler's OpenMP, if it
+# has one, and -fopenmp on the user's own code through the shared library's interface).
+grep -l "OpenMP::" "$T"/prefix/lib*/cmake/EntropyStream/*.cmake 2>/dev/null | grep -q . &&
+  fail "the installed CMake package names OpenMP:: (the user's OpenMP, not the library's runtime)"
+built_cc=$(sed -n 's/^CMAKE_C_COMPILER:[A-Z]*=//p' "$ES_BUILD/CMakeCache.txt")
+case $(basename "$built_cc") in *clang*) other_cc=gcc ;; *) other_cc=clang ;; esac
+command -v $other_cc >/dev/null || other_cc=$built_cc
 mkdir -p "$T/cstatic"
 cat >"$T/cstatic/CMakeLists.txt" <<CM
 cmake_minimum_required(VERSION 3.22)
@@ -107,13 +117,14 @@ find_package(EntropyStream REQUIRED)
 add_executable(oneshot "$ES_SRC/samples/oneshot.c")
 target_link_libraries(oneshot EntropyStream::entropy-stream-static)
 CM
-if cmake -S "$T/cstatic" -B "$T/cstatic/b" -DCMAKE_PREFIX_PATH="$T/prefix" >"$T/cs.log" 2>&1 &&
+if cmake -S "$T/cstatic" -B "$T/cstatic/b" -DCMAKE_PREFIX_PATH="$T/prefix" -DCMAKE_C_COMPILER="$other_cc" \
+     >"$T/cs.log" 2>&1 &&
    cmake --build "$T/cstatic/b" >>"$T/cs.log" 2>&1; then
   out=$("$T/cstatic/b/oneshot") || fail "oneshot (C project, static) exit $?"
   echo "$out" | grep -q "histogram of H" || fail "oneshot (C project, static) printed: $out"
 else
   tail -20 "$T/cs.log"
-  fail "a C-only find_package(EntropyStream) consumer of the static library did not build"
+  fail "a C-only find_package(EntropyStream) consumer of the static library did not build ($other_cc)"
 fi
 # samples/CMakeLists.txt configured on its own builds every sample against the install.
 if cmake -S "$ES_SRC/samples" -B "$T/samples" -DCMAKE_PREFIX_PATH="$T/prefix" >"$T/sm.log" 2>&1 &&
@@ -129,8 +140,17 @@ else
 fi
 # Absolute install dirs (Nix passes them): the .pc file names them as they are. The relative
 # prefix once made includedir /include and libdir //opt/es/lib (configure only: no build).
-if cmake -S "$ES_SRC" -B "$T/abs" -DES_WITH_CUDA=OFF -DES_BUILD_TESTS=OFF -DCMAKE_INSTALL_PREFIX=/opt/es \
+# Every optional part is off here, and the summary says what was left out and why (it said
+# "OFF" alone, the same for a part turned off and one not found). pkg-config is needed only
+# for FFmpeg: without it configure went no further (find_package(PkgConfig REQUIRED)).
+if cmake -S "$ES_SRC" -B "$T/abs" -DES_WITH_CUDA=OFF -DES_WITH_FFMPEG=OFF -DES_WITH_OPENMP=OFF \
+     -DPKG_CONFIG_EXECUTABLE="$T/no-pkg-config" \
+     -DES_BUILD_TESTS=OFF -DCMAKE_INSTALL_PREFIX=/opt/es \
      -DCMAKE_INSTALL_LIBDIR=/opt/es-lib/lib -DCMAKE_INSTALL_INCLUDEDIR=/opt/es-dev/include >"$T/abs.log" 2>&1; then
+  for want in "OpenMP          : OFF (ES_WITH_OPENMP=OFF" "FFmpeg (libav\*) : OFF (ES_WITH_FFMPEG=OFF" \
+              "CUDA            : OFF (ES_WITH_CUDA=OFF"; do
+    grep -q -- "$want" "$T/abs.log" || fail "configure summary lacks '$want': $(grep -A9 'feature summary' "$T/abs.log")"
+  done
   got=$(PKG_CONFIG_PATH="$T/abs/pipeline" pkg-config --variable=libdir entropy-stream),$(PKG_CONFIG_PATH="$T/abs/pipeline" pkg-config --variable=includedir entropy-stream)
   [ "$got" = /opt/es-lib/lib,/opt/es-dev/include ] ||
     fail "absolute install dirs: the .pc file says libdir,includedir = $got"
@@ -138,5 +158,27 @@ else
   tail -20 "$T/abs.log"
   fail "configure with absolute install dirs"
 fi
-[ $FAIL = 0 ] && echo "test_install: 5 consumers built and ran, header and samples strict C11" || echo "test_install: $FAIL failure(s)"
+# As a subproject (add_subdirectory), CUDA off for time: the project around it keeps its own
+# build type (none here; it was forced to Release, -DNDEBUG included), builds no tests of
+# ours, and links the library's targets.
+mkdir -p "$T/parent"
+cat >"$T/parent/CMakeLists.txt" <<CM
+cmake_minimum_required(VERSION 3.22)
+project(parent C)
+add_subdirectory("$ES_SRC" es)
+add_executable(oneshot "$ES_SRC/samples/oneshot.c")
+target_link_libraries(oneshot EntropyStream::entropy-stream-static)
+CM
+if cmake -S "$T/parent" -B "$T/parent/b" -DES_WITH_CUDA=OFF -DES_WITH_OPENMP=OFF -DES_WITH_FFMPEG=OFF >"$T/sub.log" 2>&1 &&
+   cmake --build "$T/parent/b" --target oneshot -j"$(nproc)" >>"$T/sub.log" 2>&1; then
+  grep -q "^CMAKE_BUILD_TYPE:STRING=\$" "$T/parent/b/CMakeCache.txt" ||
+    fail "subproject: the parent's build type was set: $(grep ^CMAKE_BUILD_TYPE: "$T/parent/b/CMakeCache.txt")"
+  grep -q "^ES_BUILD_TESTS:BOOL=OFF" "$T/parent/b/CMakeCache.txt" || fail "subproject: ES_BUILD_TESTS is not OFF"
+  out=$("$T/parent/b/oneshot") || fail "oneshot (subproject) exit $?"
+  echo "$out" | grep -q "histogram of H" || fail "oneshot (subproject) printed: $out"
+else
+  tail -20 "$T/sub.log"
+  fail "a project using entropy-stream through add_subdirectory did not build"
+fi
+[ $FAIL = 0 ] && echo "test_install: 6 consumers built and ran, header and samples strict C11" || echo "test_install: $FAIL failure(s)"
 exit $((FAIL > 0))

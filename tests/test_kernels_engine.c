@@ -321,6 +321,24 @@ int main(void) {
     p.border = ES_BORDER_CLIP;
     p.shape = ES_SHAPE_DISK;
     one_case(5, 3, 16, &p);
+    /* Columns narrower than the window, down many rows: each row's window is built from the
+     * image columns with their multiplicities (reflect folds the window onto them, clip
+     * counts the rest as the sentinel), in every algorithm. */
+    for (int combo = 0; combo < 4; combo++) {
+      p.shape = combo & 1;
+      p.border = combo >> 1;
+      one_case(1 + combo, 90, combo & 1 ? 16 : 8, &p);
+      one_case(90, 1 + combo, combo & 1 ? 8 : 16, &p); /* rows: band_short */
+    }
+    /* Short images around the band_short line (4 h <= K), every shape and border. */
+    for (int combo = 0; combo < 4; combo++) {
+      p.window = 2 * es_test_range(4, 20) + 1;
+      p.shape = combo & 1;
+      p.border = combo >> 1;
+      p.levels = combo & 1 ? 256 : 16;
+      int h = p.window / 4 + es_test_range(-2, 2);
+      one_case(es_test_range(1, 50), h < 1 ? 1 : h, 8, &p);
+    }
   }
   return es_test_done("test_kernels_engine");
 }

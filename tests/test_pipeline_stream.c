@@ -165,7 +165,7 @@ static int64_t consume(es_stream *s, const es_params *p, int bins, const es_stre
       pt_result_init(&ref, d.w, d.h, sc->render.format);
       rc = pt_reference(&img, p, bins, &sc->render, &ref, msg, sizeof msg);
       CHECK(rc == ES_OK, "%s: reference: %s", what, msg);
-      char fw[200];
+      char fw[280]; /* what (up to 199 characters) and the frame: gcc -Wformat-truncation */
       snprintf(fw, sizeof fw, "%s frame %lld (%dx%d/%d)", what, (long long)got, d.w, d.h,
                d.depth);
       if (sc->want_map) {

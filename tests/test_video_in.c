@@ -732,6 +732,7 @@ static int stub_checks(void) {
   es_video_in *v = (es_video_in *)&msg;
   es_video_in_opts o = {.raw = NULL};
   es_video_info info;
+  CHECK(es_video_built() == 0, "es_video_built() is %d without FFmpeg", es_video_built());
   int rc = es_video_in_open(&v, "-", &o, &info, msg, sizeof msg);
   CHECK(rc == ES_ERR_INPUT && v == NULL && !strcmp(msg, "built without FFmpeg"), "in: %d %s",
         rc, msg);
@@ -752,6 +753,7 @@ int main(void) {
   const char *have = getenv("ES_HAVE_FFMPEG");
   if (have && !strcmp(have, "0")) return stub_checks();
   if (!tv_need_ffmpeg("test_video_in")) return ES_TEST_SKIP;
+  CHECK(es_video_built() == 1, "es_video_built() is %d in a build with FFmpeg", es_video_built());
   snprintf(dir, sizeof dir, "%s/es-video-in-XXXXXX", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
   if (!mkdtemp(dir)) return 1;
 

@@ -193,6 +193,12 @@ int main(int argc, char **argv) {
       cli_err("-", "standard output is the input %s itself (choose another output)", o.input);
     return 1;
   }
+  /* Without FFmpeg no video or standard input can be read: said at once, in one line (it
+   * went through the run's whole setup, and an empty stdin said "no data" instead). */
+  if (in_kind == IN_VIDEO && !es_video_built()) {
+    cli_err(o.input, "built without FFmpeg: cannot read video or standard input");
+    return 2;
+  }
   cli_install_signals();
   if (in_kind == IN_VIDEO) return cli_run_video(&o, out_kind);
   return cli_run_images(&o, in_kind, out_kind);
