@@ -363,6 +363,9 @@ for k in 0 2 3; do
     "$T/fout/img00$k.png" || fail "a batch, one output a FIFO: img00$k.png not whole"
 done
 ls -A "$T/fout" | grep -q '^\.' && fail "a batch, one output a FIFO: temporaries left: $(ls -A "$T/fout")"
+# Its summary counts the FIFO as interrupted, not done (it said "4 of 4 files done").
+grep -q "interrupted: 3 of 4 files done, 1 interrupted, 0 not started" "$T/err" \
+  || fail "a batch, one output a FIFO: the summary does not count the FIFO as interrupted: $(cat "$T/err")"
 # One image, to a PNG, and its statistics (opened first: nothing is computed after it).
 fifo_case "one image to a FIFO" "$T/f.png" -w 5 "$T/fin/img000.png" -o "$T/f.png"
 fifo_case "--stats into a FIFO" "$T/f.csv" -w 5 "$T/fin/img000.png" --stats "$T/f.csv"

@@ -1,0 +1,130 @@
+/*
+ * cli.h - what the files of the command-line program (tools/entropy-stream.c and
+ * tools/cli_*.c) share: its options (cli_opts), the input and output kinds, the signal flags,
+ * and the functions that cross files, each defined (with its full comment) where the
+ * prototype's file says. Internal to tools/; the library's interface is entropy_stream.h.
+ */
+#ifndef ES_CLI_H
+#define ES_CLI_H
+
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "entropy_stream.h"
+#include "es_io.h"
+#include "es_kernels.h"
+
+#define PROG "entropy-stream"
+#define MSG_LEN 512
+
+/* ---- Output formats and kinds. */
+enum fmt { FMT_HEAT = 0, FMT_GRAY8, FMT_GRAY16, FMT_F32 };
+extern const char *const cli_fmt_names[]; /* by enum fmt (cli_args.c) */
+enum out_kind {
+  OUT_NONE = 0, /* no -o: only --stats */
+  OUT_PNG,      /* x.png */
+  OUT_NPY,      /* x.npy */
+  OUT_VIDEO,    /* x.mp4, x.mkv, ... */
+  OUT_DIR,      /* a directory */
+  OUT_STDOUT    /* "-" */
+};
+enum in_kind { IN_PNG = 0, IN_DIR, IN_VIDEO };
+
+typedef struct cli_opts {
+  const char *input;
+  const char *output;
+  es_config cfg;
+  es_render render;
+  int format; /* enum fmt */
+  int format_set; /* --format given */
+  int colormap_set; /* --colormap given */
+  int range_set;    /* --range given */
+  int gpus_set;      /* --gpus given ("all" too) */
+  int cpu_below_set; /* --cpu-below given */
+  const char *stats_path;
+  const char *raw;
+  const char *codec;
+  int crf;
+  const char *preset;
+  int64_t max_pixels;
+  int recursive;
+  int overwrite; /* -y */
+  int skip;      /* -n */
+  int quiet;
+  int verbose;
+  int progress; /* -1 auto, 0 off, 1 on */
+} cli_opts;
+
+/* ---- cli_msg.c: signals, messages, progress, the end of a run. */
+/* Set (to 1) by the first SIGINT/SIGTERM; every loop of the run looks at it. Lock-free. */
+extern atomic_int g_stop;
+/* Set by the main thread on a fatal output error: readers stop as for a signal. */
+extern atomic_int g_abort;
+/* Installs the SIGINT/SIGTERM handler (and the outputs' stop), ignores SIGPIPE and SIGXFSZ. */
+void cli_install_signals(void);
+/* Blocks (begin 1) or unblocks (0) SIGINT and SIGTERM on the calling (main) thread. */
+void cli_main_writes(int begin);
+/* One line on stderr, "entropy-stream: WHAT: why" (what may be NULL), control bytes escaped. */
+void cli_err(const char *what, const char *fmt, ...);
+/* Draws the progress line (stderr, \r-updated). */
+void cli_progress_line(const char *fmt, ...);
+/* Wipes a progress line on the screen. */
+void cli_clear_progress(void);
+/* The library's messages (es_config.message), as cli_err lines. */
+void cli_lib_message(void *user, const char *line);
+/* Seconds on the monotonic clock. */
+double cli_now_s(void);
+/* The exit code of a run: interrupted wins, then the worst of the failures. */
+int cli_worse(int code, int other);
+/* Ends the process with code at once where the GPUs are still opening (nothing ran on them). */
+void cli_exit_if_gpus_opening(es_context *ctx, int code);
+/* What computes ("CPU", "GPU x2 + CPU", ...) into buf; returns buf. */
+const char *cli_device_desc(es_context *ctx, char *buf, size_t len);
+/* An ETA of s seconds as M:SS or H:MM:SS ("?" when unknown). */
+void cli_fmt_eta(char *buf, size_t len, double s);
+
+/* ---- cli_args.c: the command line. */
+/* Fills o from argv: 0 to go on, 1 for a usage error (said), -2 after --help/--version. */
+int cli_parse_args(int argc, char **argv, cli_opts *o);
+
+/* ---- cli_paths.c: output kinds, directories, the --stats file. */
+/* The extension of path's last component ("" where none). */
+const char *cli_ext_of(const char *path);
+/* 1 when out exists and is the file in ("-": standard input's). */
+int cli_same_file(const char *in, const char *out);
+/* 1 when standard output is a regular file and the file in ("-": standard input's). */
+int cli_stdout_is(const char *in);
+/* The enum out_kind of an -o path (OUT_NONE for NULL), or -1 for an unknown type. */
+int cli_out_kind_of(const char *out);
+/* mkdir -p; ES_OK or ES_ERR_OUTPUT, msg the reason, *bad and *why what failed. */
+int cli_make_dirs(const char *path, size_t *bad, int *why, char *msg, size_t len);
+/* cli_make_dirs for an output directory; a failure is said. */
+int cli_make_out_dir(const char *path);
+/* The length of the leading part of path from which cli_make_dirs would create (0: none). */
+size_t cli_first_missing(const char *path);
+/* Removes the empty directories of path made from its leading part of length from on. */
+void cli_remove_made_dirs(const char *path, size_t from);
+/* 1 when path names something under the directory dir. */
+int cli_path_inside(const char *dir, const char *path);
+/* "a/b" (malloc'd; NULL when out of memory). */
+char *cli_join(const char *a, const char *b);
+/* The ES_PIX_ rendering of a --format for a picture output. */
+int cli_png_pixfmt(int format);
+/* What cli_stats_file_check found. */
+enum { STATS_OK, STATS_SKIPPED, STATS_REFUSED };
+/* An existing --stats file without -y: kept with -n (stats_path cleared), else refused. */
+int cli_stats_file_check(cli_opts *o);
+/* Opens the --stats writer; a failure is said. */
+int cli_stats_open(const cli_opts *o, es_stats_writer **sw);
+/* Makes the output directory dir, then opens the --stats file inside it; a failure is said. */
+int cli_stats_open_inside(const cli_opts *o, const char *dir, es_stats_writer **sw);
+
+/* ---- The runners: each returns the exit code (SPEC 3). */
+/* One PNG or a directory of them (cli_images.c). */
+int cli_run_images(cli_opts *o, int in_kind, int out_kind);
+/* A video, a FIFO or standard input (cli_video.c). */
+int cli_run_video(cli_opts *o, int out_kind);
+
+#endif

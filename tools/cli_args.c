@@ -1,0 +1,511 @@
+/*
+ * cli_args.c - the command line: --help, strict number parsing, and cli_parse_args, which fills
+ * a cli_opts from SPEC.md section 2's options and refuses a bad one with one line (exit 1).
+ * The checks that need the input or the output looked at are main's.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+
+const char *const cli_fmt_names[] = {"heat", "gray8", "gray16", "f32"}; /* by enum fmt */
+
+/* ---- Usage. */
+static void usage(FILE *f) {
+  fprintf(f,
+    "usage: " PROG " [OPTIONS] INPUT [-o OUTPUT]\n"
+    "Local Shannon entropy heat maps of images and video (CPU and NVIDIA GPUs).\n"
+    "\n"
+    "INPUT   a.png | a directory of *.png | a video file | - (stdin: y4m, or raw with --raw)\n"
+    "OUTPUT  x.png | x.npy | x.mp4/.mkv/.avi/.mov/.nut/.y4m... | a directory | - (stdout y4m,\n"
+    "        or raw float32 with --format f32); without -o only --stats is written\n"
+    "\n"
+    "What is computed:\n"
+    "  -w, --window K        window size, odd, 1..255 (default 5)\n"
+    "      --shape S         square|disk (default square)\n"
+    "      --border B        clip|reflect (default clip)\n"
+    "  -L, --levels L        quantization levels, 2..256 for 8-bit input, 2..65536 for\n"
+    "                        16-bit input (default 16)\n"
+    "      --base B          2|e: bits or nats (default 2)\n"
+    "Rendering:\n"
+    "      --format F        heat|gray8|gray16|f32 (default heat)\n"
+    "      --colormap C      inferno|viridis|magma|turbo|gray (default inferno)\n"
+    "      --range R         fixed|auto (default fixed: divide by log2(min(|W|, L)))\n"
+    "      --overlay A       0..1: opacity of the heat over the source grey (0: the grey\n"
+    "                        alone; default: the heat alone); pictures only (heat, gray8)\n"
+    "Statistics:\n"
+    "      --stats FILE      one record per image or frame: .csv, .jsonl, or - (stdout CSV)\n"
+    "      --stats-bins B    histogram bins, 1..%d (default 16)\n"
+    "Devices:\n"
+    "      --device D        auto|gpu|cpu (default auto)\n"
+    "      --gpus LIST       all|0,2,... distinct GPU ordinals 0..%d (default all; not\n"
+    "                        with --device cpu)\n"
+    "      --cpu-below N     under auto, frames of fewer pixels go to the CPU, 0..2^62\n"
+    "                        (default 163840; --device auto only)\n"
+    "      --threads N       CPU worker threads, 0..4096 (default 0 = all cores)\n"
+    "      --queue N         frames in flight per stage, 1..1024 (default 8, or 4 a GPU\n"
+    "                        with more than two GPUs)\n"
+    "Input and output:\n"
+    "      --raw SPEC        raw stdin: gray8:WxH[@FPS] or gray16le:WxH[@FPS]\n"
+    "      --codec NAME      video encoder, for a video file output (default libx264 if\n"
+    "                        present, else mpeg4, else the container's own: libvpx-vp9 for\n"
+    "                        .webm, libtheora for .ogv)\n"
+    "      --crf N           encoder quality, 0..63 (default: the encoder's; mpeg4, which\n"
+    "                        has no crf, gets a constant quantiser of 3)\n"
+    "      --preset P        encoder preset (default: the encoder's)\n"
+    "      --max-pixels N    refuse larger inputs, 1..2^62 (default 2^31)\n"
+    "  -r, --recursive       descend into subdirectories (a directory input only)\n"
+    "  -o, --output PATH     where to write (see OUTPUT)\n"
+    "  -y                    overwrite existing outputs\n"
+    "  -n                    skip existing outputs (default: refuse with an error)\n"
+    "Everyday use:\n"
+    "  -q, --quiet           no progress and no summary, nor an interruption's (errors are\n"
+    "                        always shown, and so is a video's summary when corrupt packets\n"
+    "                        were skipped or flagged)\n"
+    "  -v, --verbose         devices used, one line per file\n"
+    "      --progress        progress on stderr even when it is not a terminal\n"
+    "      --no-progress     no progress (default: shown when stderr is a terminal)\n"
+    "      --version         versions of the library, libpng, libav*, CUDA, GPUs seen\n"
+    "  -h, --help            this help\n"
+    "Numbers are plain decimal: digits, and a decimal point for --overlay and FPS (no sign,\n"
+    "spaces, hex or exponent).\n"
+    "\n"
+    "Environment:\n"
+    "  ES_TRACE=1            start-up and phase times on stderr\n"
+    "  ES_GPU_SYNC=block     threads waiting for a GPU sleep instead of spinning\n"
+    "\n"
+    "Exit codes: 0 done, 1 usage, 2 input, 3 output, 4 device or out of memory, 130\n"
+    "interrupted.\n",
+    ES_STATS_MAX_BINS, ES_MAX_GPUS - 1);
+}
+
+/* ---- Strict number parsing: the whole string, in range. strtoll and strtod alone also take
+ * leading white space, a sign, and (strtod) hex, exponents, inf and nan: " 5", "+5", "-0",
+ * "0x1" and "1e-1" all passed. A number here is decimal digits only (no option takes a
+ * negative value), and a real number digits with one optional decimal point ("0.3", ".5"). */
+static int all_digits(const char *s) {
+  return *s && s[strspn(s, "0123456789")] == 0;
+}
+
+/* The length of the plain decimal number at the start of s ("29.97", "5.", ".5"), or 0. */
+static size_t decimal_len(const char *s) {
+  size_t n = strspn(s, "0123456789"), k = 0;
+  if (s[n] == '.') k = strspn(s + n + 1, "0123456789");
+  if (!n && !k) return 0;
+  return s[n] == '.' ? n + 1 + k : n;
+}
+
+static int parse_i64(const char *s, int64_t lo, int64_t hi, int64_t *out) {
+  char *end;
+  long long v;
+  if (!s || !all_digits(s)) return -1;
+  errno = 0;
+  v = strtoll(s, &end, 10);
+  if (errno || *end || v < lo || v > hi) return -1;
+  *out = v;
+  return 0;
+}
+
+static int parse_int(const char *s, int lo, int hi, int *out) {
+  int64_t v;
+  if (parse_i64(s, lo, hi, &v)) return -1;
+  *out = (int)v;
+  return 0;
+}
+
+static int pick(const char *s, const char *const *names, int n) {
+  for (int i = 0; i < n; i++)
+    if (!strcmp(s, names[i])) return i;
+  return -1;
+}
+
+/* "gray8:WxH[@FPS]" / "gray16le:WxH[@FPS]": checked here so a typo is a usage error. */
+static int raw_spec_ok(const char *s) {
+  const char *p;
+  char *end;
+  long w, h;
+  if (!strncmp(s, "gray8:", 6))
+    p = s + 6;
+  else if (!strncmp(s, "gray16le:", 9))
+    p = s + 9;
+  else
+    return 0;
+  errno = 0;
+  if (*p < '0' || *p > '9') return 0; /* digits only: no " 5", "+5" */
+  w = strtol(p, &end, 10);
+  if (errno || end == p || *end != 'x' || w < 1 || w > 1 << 20) return 0;
+  p = end + 1;
+  if (*p < '0' || *p > '9') return 0;
+  h = strtol(p, &end, 10);
+  if (errno || end == p || h < 1 || h > 1 << 20) return 0;
+  if (*end == '@') {
+    /* A number (25, 29.97) or a ratio as FFmpeg writes rates (30000/1001, 30000:1001), in
+     * plain decimal (no hex, exponent, sign or inf). */
+    double fps;
+    size_t n;
+    p = end + 1;
+    if (!(n = decimal_len(p))) return 0;
+    fps = strtod(p, &end);
+    if (end != p + n) return 0;
+    if (*end == '/' || *end == ':') {
+      const char *q = end + 1;
+      double den;
+      if (!(n = decimal_len(q))) return 0;
+      den = strtod(q, &end);
+      if (end != q + n || !(den > 0)) return 0;
+      fps /= den;
+    }
+    if (*end || !(fps > 0 && fps <= 1000)) return 0;
+  } else if (*end) {
+    return 0;
+  }
+  return 1;
+}
+
+enum {
+  OPT_SHAPE = 256, OPT_BORDER, OPT_BASE, OPT_FORMAT, OPT_COLORMAP, OPT_RANGE, OPT_OVERLAY,
+  OPT_STATS, OPT_STATS_BINS, OPT_DEVICE, OPT_GPUS, OPT_CPU_BELOW, OPT_THREADS, OPT_QUEUE,
+  OPT_RAW, OPT_CODEC, OPT_CRF, OPT_PRESET, OPT_MAX_PIXELS, OPT_PROGRESS, OPT_NO_PROGRESS,
+  OPT_VERSION
+};
+
+/* Returns 0 to go on, 1 for a usage error (message printed), or -2 after --help/--version
+ * (exit 0). */
+int cli_parse_args(int argc, char **argv, cli_opts *o) {
+  static const struct option longopts[] = {
+    {"window", required_argument, 0, 'w'},   {"shape", required_argument, 0, OPT_SHAPE},
+    {"border", required_argument, 0, OPT_BORDER}, {"levels", required_argument, 0, 'L'},
+    {"base", required_argument, 0, OPT_BASE}, {"format", required_argument, 0, OPT_FORMAT},
+    {"colormap", required_argument, 0, OPT_COLORMAP},
+    {"range", required_argument, 0, OPT_RANGE}, {"overlay", required_argument, 0, OPT_OVERLAY},
+    {"stats", required_argument, 0, OPT_STATS},
+    {"stats-bins", required_argument, 0, OPT_STATS_BINS},
+    {"device", required_argument, 0, OPT_DEVICE}, {"gpus", required_argument, 0, OPT_GPUS},
+    {"cpu-below", required_argument, 0, OPT_CPU_BELOW},
+    {"threads", required_argument, 0, OPT_THREADS}, {"queue", required_argument, 0, OPT_QUEUE},
+    {"raw", required_argument, 0, OPT_RAW},  {"codec", required_argument, 0, OPT_CODEC},
+    {"crf", required_argument, 0, OPT_CRF},  {"preset", required_argument, 0, OPT_PRESET},
+    {"max-pixels", required_argument, 0, OPT_MAX_PIXELS},
+    {"recursive", no_argument, 0, 'r'},      {"output", required_argument, 0, 'o'},
+    {"quiet", no_argument, 0, 'q'},          {"verbose", no_argument, 0, 'v'},
+    {"progress", no_argument, 0, OPT_PROGRESS},
+    {"no-progress", no_argument, 0, OPT_NO_PROGRESS},
+    {"version", no_argument, 0, OPT_VERSION}, {"help", no_argument, 0, 'h'},
+    {0, 0, 0, 0}};
+  static const char *const shapes[] = {"square", "disk"};
+  static const char *const borders[] = {"clip", "reflect"};
+  static const char *const cmaps[] = {"inferno", "viridis", "magma", "turbo", "gray"};
+  static const char *const ranges[] = {"fixed", "auto"};
+  static const char *const devices[] = {"auto", "gpu", "cpu"};
+  int c, v;
+  int64_t v64;
+
+  opterr = 0; /* our own one-line messages */
+  while ((c = getopt_long(argc, argv, ":w:L:o:rynqvh", longopts, NULL)) != -1) {
+    const char *a = optarg;
+    switch (c) {
+    case 'w':
+      if (parse_int(a, INT_MIN, INT_MAX, &o->cfg.params.window)) {
+        cli_err(NULL, "--window %s: must be odd, 1..%d", a, ES_WINDOW_MAX);
+        return 1;
+      }
+      break;
+    case 'L':
+      if (parse_int(a, INT_MIN, INT_MAX, &o->cfg.params.levels)) {
+        cli_err(NULL, "--levels %s: must be 2..256 for 8-bit input, 2..65536 for 16-bit", a);
+        return 1;
+      }
+      break;
+    case OPT_SHAPE:
+      if ((v = pick(a, shapes, 2)) < 0) {
+        cli_err(NULL, "--shape %s: must be square or disk", a);
+        return 1;
+      }
+      o->cfg.params.shape = v ? ES_SHAPE_DISK : ES_SHAPE_SQUARE;
+      break;
+    case OPT_BORDER:
+      if ((v = pick(a, borders, 2)) < 0) {
+        cli_err(NULL, "--border %s: must be clip or reflect", a);
+        return 1;
+      }
+      o->cfg.params.border = v ? ES_BORDER_REFLECT : ES_BORDER_CLIP;
+      break;
+    case OPT_BASE:
+      if (!strcmp(a, "2"))
+        o->cfg.params.base = ES_BASE_2;
+      else if (!strcmp(a, "e"))
+        o->cfg.params.base = ES_BASE_E;
+      else {
+        cli_err(NULL, "--base %s: must be 2 or e", a);
+        return 1;
+      }
+      break;
+    case OPT_FORMAT:
+      if ((v = pick(a, cli_fmt_names, 4)) < 0) {
+        cli_err(NULL, "--format %s: must be heat, gray8, gray16 or f32", a);
+        return 1;
+      }
+      o->format = v;
+      o->format_set = 1;
+      break;
+    case OPT_COLORMAP:
+      if ((v = pick(a, cmaps, 5)) < 0) {
+        cli_err(NULL, "--colormap %s: must be inferno, viridis, magma, turbo or gray", a);
+        return 1;
+      }
+      o->render.colormap = v; /* the names are in es_colormap order */
+      o->colormap_set = 1;
+      break;
+    case OPT_RANGE:
+      if ((v = pick(a, ranges, 2)) < 0) {
+        cli_err(NULL, "--range %s: must be fixed or auto", a);
+        return 1;
+      }
+      o->render.range_auto = v;
+      o->range_set = 1;
+      break;
+    case OPT_OVERLAY: {
+      char *end;
+      double d;
+      size_t n = decimal_len(a);
+      errno = 0;
+      d = n ? strtod(a, &end) : -1; /* plain decimal: no " 0.5", "+0.5", "0x1", "1e-1", "nan" */
+      if (!n || errno || end != a + n || *end || !(d >= 0 && d <= 1)) {
+        cli_err(NULL, "--overlay %s: must be a decimal number 0..1 (0.3)", a);
+        return 1;
+      }
+      o->render.overlay = (float)d;
+      o->render.overlay_on = 1; /* 0 too: the grey alone, not "no overlay" */
+      break;
+    }
+    case OPT_STATS:
+      if (o->stats_path) { /* as -o: the first would be dropped */
+        cli_err(NULL, "--stats %s: only one statistics file", a);
+        return 1;
+      }
+      if (!*a) {
+        cli_err(NULL, "--stats: needs a file name (.csv, .jsonl) or -");
+        return 1;
+      }
+      if (!es_stats_path_ok(a)) { /* before any output directory is made */
+        cli_err(a, "--stats FILE: must end in .csv or .jsonl (or be -)");
+        return 1;
+      }
+      o->stats_path = a;
+      break;
+    case OPT_STATS_BINS:
+      if (parse_int(a, 1, ES_STATS_MAX_BINS, &o->cfg.stats_bins)) {
+        cli_err(NULL, "--stats-bins %s: must be 1..%d", a, ES_STATS_MAX_BINS);
+        return 1;
+      }
+      break;
+    case OPT_DEVICE:
+      if ((v = pick(a, devices, 3)) < 0) {
+        cli_err(NULL, "--device %s: must be auto, gpu or cpu", a);
+        return 1;
+      }
+      o->cfg.device = v == 0 ? ES_DEVICE_AUTO : v == 1 ? ES_DEVICE_GPU : ES_DEVICE_CPU;
+      break;
+    case OPT_GPUS:
+      o->gpus_set = 1;
+      o->cfg.ngpus = 0;
+      if (strcmp(a, "all")) {
+        char buf[512], *tok, *save = NULL;
+        size_t len = strlen(a);
+        snprintf(buf, sizeof buf, "%s", a);
+        /* strtok_r skips empty fields: "0," and ",0" would pass for "0". */
+        if (!len || len >= sizeof buf || a[0] == ',' || a[len - 1] == ',' || strstr(a, ",,"))
+          o->cfg.ngpus = -1;
+        for (tok = o->cfg.ngpus < 0 ? NULL : strtok_r(buf, ",", &save); tok;
+             tok = strtok_r(NULL, ",", &save)) {
+          if (o->cfg.ngpus >= ES_MAX_GPUS || parse_int(tok, 0, ES_MAX_GPUS - 1, &v)) {
+            o->cfg.ngpus = -1;
+            break;
+          }
+          for (int i = 0; i < o->cfg.ngpus; i++)
+            if (o->cfg.gpus[i] == v) o->cfg.ngpus = -1;
+          if (o->cfg.ngpus < 0) break;
+          o->cfg.gpus[o->cfg.ngpus++] = v;
+        }
+        if (o->cfg.ngpus <= 0) {
+          cli_err(NULL, "--gpus %s: must be all or a list of distinct ordinals 0..%d (0,2,...)",
+                  a, ES_MAX_GPUS - 1);
+          return 1;
+        }
+      }
+      break;
+    case OPT_CPU_BELOW:
+      if (parse_i64(a, 0, INT64_C(1) << 62, &v64)) {
+        cli_err(NULL, "--cpu-below %s: must be 0..%" PRId64 " pixels", a, INT64_C(1) << 62);
+        return 1;
+      }
+      o->cfg.cpu_below = v64;
+      o->cpu_below_set = 1;
+      break;
+    case OPT_THREADS:
+      if (parse_int(a, 0, 4096, &o->cfg.threads)) {
+        cli_err(NULL, "--threads %s: must be 0..4096 (0 = all cores)", a);
+        return 1;
+      }
+      break;
+    case OPT_QUEUE:
+      if (parse_int(a, 1, 1024, &o->cfg.queue)) {
+        cli_err(NULL, "--queue %s: must be 1..1024", a);
+        return 1;
+      }
+      break;
+    case OPT_RAW:
+      if (!raw_spec_ok(a)) {
+        cli_err(NULL, "--raw %s: must be gray8:WxH[@FPS] or gray16le:WxH[@FPS], W and H 1..%d, FPS "
+                "above 0 and at most 1000 (25, 29.97 or 30000/1001)", a, 1 << 20);
+        return 1;
+      }
+      o->raw = a;
+      break;
+    case OPT_CODEC:
+      if (!*a) {
+        cli_err(NULL, "--codec: needs an encoder name (libx264, mpeg4, ...)");
+        return 1;
+      }
+      o->codec = a;
+      break;
+    case OPT_CRF:
+      if (parse_int(a, 0, 63, &o->crf)) {
+        cli_err(NULL, "--crf %s: must be 0..63", a);
+        return 1;
+      }
+      break;
+    case OPT_PRESET:
+      o->preset = a;
+      break;
+    case OPT_MAX_PIXELS:
+      if (parse_i64(a, 1, INT64_C(1) << 62, &o->max_pixels)) {
+        cli_err(NULL, "--max-pixels %s: must be 1..%" PRId64, a, INT64_C(1) << 62);
+        return 1;
+      }
+      break;
+    case 'r': o->recursive = 1; break;
+    case 'o':
+      if (o->output) {
+        cli_err(NULL, "-o %s: only one output", a);
+        return 1;
+      }
+      if (!*a) {
+        cli_err(NULL, "-o: needs a file name, a directory or -");
+        return 1;
+      }
+      o->output = a;
+      break;
+    case 'y': o->overwrite = 1; break;
+    case 'n': o->skip = 1; break;
+    case 'q': o->quiet = 1; break;
+    case 'v': o->verbose++; break;
+    case OPT_PROGRESS: o->progress = 1; break;
+    case OPT_NO_PROGRESS: o->progress = 0; break;
+    case OPT_VERSION: {
+      char buf[4096];
+      es_version_info(buf, sizeof buf);
+      fputs(buf, stdout);
+      if (*buf && buf[strlen(buf) - 1] != '\n') fputc('\n', stdout);
+      return -2;
+    }
+    case 'h':
+      usage(stdout);
+      return -2;
+    case ':':
+    default: {
+      /* getopt_long sets optopt for long options too: name what the user typed. */
+      const char *arg = argv[optind - 1];
+      char name[128];
+      /* "--help=x": glibc returns '?' with optopt set to the option's value (0 for an
+       * unknown name); name it in full, even where an abbreviation was typed. */
+      if (c == '?' && optopt && !strncmp(arg, "--", 2) && strchr(arg, '=')) {
+        for (const struct option *lo = longopts; lo->name; lo++) {
+          if (lo->val == optopt && lo->has_arg == no_argument) {
+            cli_err(NULL, "--%s: takes no value", lo->name);
+            return 1;
+          }
+        }
+      }
+      if (!strncmp(arg, "--", 2))
+        snprintf(name, sizeof name, "%.*s", (int)strcspn(arg, "="), arg);
+      else
+        snprintf(name, sizeof name, "-%c", optopt ? optopt : '?');
+      /* An abbreviation of several options comes back as '?' with optopt 0, as an unknown
+       * name does: name the options it could be. */
+      if (c == '?' && !optopt && !strncmp(arg, "--", 2) && name[2]) {
+        char list[256] = "";
+        size_t at = 0, n = strlen(name + 2);
+        int k = 0;
+        for (const struct option *lo = longopts; lo->name; lo++) {
+          if (strncmp(lo->name, name + 2, n) || at >= sizeof list) continue;
+          at += (size_t)snprintf(list + at, sizeof list - at, "%s--%s", k++ ? ", " : "", lo->name);
+        }
+        if (k > 1) {
+          cli_err(NULL, "%s: ambiguous option (%s; see --help)", name, list);
+          return 1;
+        }
+      }
+      cli_err(NULL, "%s: %s (see --help)", name, c == ':' ? "needs a value" : "unknown option");
+      return 1;
+    }
+    }
+  }
+  if (optind >= argc) {
+    cli_err(NULL, "no INPUT given (usage: " PROG " [OPTIONS] INPUT [-o OUTPUT]; see --help)");
+    return 1;
+  }
+  if (argc - optind > 1) {
+    cli_err(NULL, "%s: only one INPUT (usage: " PROG " [OPTIONS] INPUT [-o OUTPUT])",
+            argv[optind + 1]);
+    return 1;
+  }
+  o->input = argv[optind];
+  if (o->overwrite && o->skip) {
+    cli_err(NULL, "-y and -n: choose one");
+    return 1;
+  }
+  /* The parameters are checked against the widest depth here; the levels are checked
+   * again against each input's own depth. */
+  {
+    char msg[MSG_LEN];
+    if (o->cfg.params.levels < 2 || o->cfg.params.levels > 65536) {
+      cli_err(NULL, "--levels %d: must be 2..256 for 8-bit input, 2..65536 for 16-bit",
+              o->cfg.params.levels);
+      return 1;
+    }
+    if (es_params_check(&o->cfg.params, 16, msg, sizeof msg) != ES_OK) {
+      cli_err(NULL, "%s", msg);
+      return 1;
+    }
+  }
+  /* Device options the run would ignore, refused as the output's are: --device cpu opens no
+   * GPU, and --cpu-below is auto's line between the CPU and the GPUs (under cpu or gpu every
+   * frame goes to that device). */
+  if (o->gpus_set && o->cfg.device == ES_DEVICE_CPU) {
+    cli_err(NULL, "--gpus: not with --device cpu (it uses no GPU)");
+    return 1;
+  }
+  if (o->cpu_below_set && o->cfg.device != ES_DEVICE_AUTO) {
+    cli_err(NULL, "--cpu-below: only with --device auto (under %s every frame goes to the %s)",
+            o->cfg.device == ES_DEVICE_CPU ? "cpu" : "gpu",
+            o->cfg.device == ES_DEVICE_CPU ? "CPU" : "GPUs");
+    return 1;
+  }
+  if (o->render.overlay_on && o->format == FMT_GRAY16) {
+    /* The blend is 8-bit (the renderers' es_blend): rather refused than silently ignored. */
+    cli_err(NULL, "--overlay: not with --format gray16 (use heat or gray8)");
+    return 1;
+  }
+  if (o->stats_path && o->output && !strcmp(o->stats_path, "-") && !strcmp(o->output, "-")) {
+    cli_err(NULL, "--stats - and -o -: both would write to standard output");
+    return 1;
+  }
+  return 0;
+}
