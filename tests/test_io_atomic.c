@@ -133,6 +133,24 @@ static void walk_record(const char *name, void *arg) {
   if (!walk_name_ok(copy) && w->bad++ == 0) memcpy(w->first_bad, copy, k + 1);
 }
 
+/* Starts nt threads running fn, each waiting at `start` (made here for nt + 1: the caller
+ * is the last to arrive) until *end_at is set. Returns how many started; where that is
+ * fewer than nt, those started wait at the barrier for good and the test ends. */
+static int start_trackers(pthread_t *th, track_arg *ta, int nt, pthread_barrier_t *start,
+                          const double *end_at, void *(*fn)(void *)) {
+  int started = 0;
+  pthread_barrier_init(start, NULL, (unsigned)nt + 1);
+  for (int i = 0; i < nt; i++) {
+    ta[i].id = i;
+    ta[i].start = start;
+    ta[i].end_at = end_at;
+    if (pthread_create(&th[i], NULL, fn, &ta[i]) != 0) break;
+    started++;
+  }
+  if (started != nt) fprintf(stderr, "FAIL: only %d tracking threads started\n", started);
+  return started;
+}
+
 int main(void) {
   es_test_seed("test_io_atomic");
   char msg[256], path[700], dir[] = "/tmp/es_test_io_atomic.XXXXXX";
@@ -225,19 +243,8 @@ int main(void) {
     track_arg ta[NT];
     pthread_barrier_t start;
     double end_at = 0;
-    int started = 0;
-    pthread_barrier_init(&start, NULL, NT + 1);
-    for (int i = 0; i < NT; i++) {
-      ta[i].id = i;
-      ta[i].start = &start;
-      ta[i].end_at = &end_at;
-      if (pthread_create(&th[i], NULL, track_main, &ta[i]) != 0) break;
-      started++;
-    }
-    if (started != NT) { /* those started wait at the barrier for good */
-      fprintf(stderr, "FAIL: only %d tracking threads started\n", started);
-      return 1;
-    }
+    const int started = start_trackers(th, ta, NT, &start, &end_at, track_main);
+    if (started != NT) return 1;
     end_at = mono_s() + 0.3; /* before the barrier: every thread reads it after */
     pthread_barrier_wait(&start);
     for (int i = 0; i < started; i++) pthread_join(th[i], NULL);
@@ -270,20 +277,9 @@ int main(void) {
     pthread_barrier_t start;
     double end_at = 0;
     walk_seen w;
-    int started = 0;
     memset(&w, 0, sizeof w);
-    pthread_barrier_init(&start, NULL, NT + 1);
-    for (int i = 0; i < NT; i++) {
-      ta[i].id = i;
-      ta[i].start = &start;
-      ta[i].end_at = &end_at;
-      if (pthread_create(&th[i], NULL, walk_track_main, &ta[i]) != 0) break;
-      started++;
-    }
-    if (started != NT) {
-      fprintf(stderr, "FAIL: only %d tracking threads started\n", started);
-      return 1;
-    }
+    const int started = start_trackers(th, ta, NT, &start, &end_at, walk_track_main);
+    if (started != NT) return 1;
     end_at = mono_s() + 0.5;
     pthread_barrier_wait(&start);
     while (mono_s() < end_at)
