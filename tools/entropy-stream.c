@@ -298,7 +298,7 @@ static void usage(FILE *f) {
     "Everyday use:\n"
     "  -q, --quiet           no progress and no summary, nor an interruption's (errors are\n"
     "                        always shown, and so is a video's summary when corrupt packets\n"
-    "                        were skipped or flagged)\n"
+    "                        were skipped, flagged or dropped by the decoder)\n"
     "  -v, --verbose         devices used, one line per file\n"
     "      --progress        progress on stderr even when it is not a terminal\n"
     "      --no-progress     no progress (default: shown when stderr is a terminal)\n"
@@ -2509,7 +2509,7 @@ static int run_video(cli_opts *o, int out_kind) {
   {
     double el = now_s() - t0;
     int64_t corrupt = es_video_in_corrupt(v.vin), flagged = es_video_in_flagged(v.vin),
-            prekey = es_video_in_prekey(v.vin);
+            prekey = es_video_in_prekey(v.vin), dropped = es_video_in_dropped(v.vin);
     char d[64], extra[256] = "", skips[64] = "", failed[640] = "";
     failed_note(failed, sizeof failed, "-o", out_name, out_failed);
     failed_note(failed, sizeof failed, "--stats", o->stats_path, stats_failed);
@@ -2526,8 +2526,12 @@ static int run_video(cli_opts *o, int out_kind) {
       snprintf(extra + strlen(extra), sizeof extra - strlen(extra),
                ", %" PRId64 " packet%s before the first keyframe dropped", prekey,
                prekey == 1 ? "" : "s");
+    if (dropped > 0) /* no error, no flag: the decoder gave no frame (H.264 out of order) */
+      snprintf(extra + strlen(extra), sizeof extra - strlen(extra),
+               ", %" PRId64 " packet%s dropped by the decoder", dropped,
+               dropped == 1 ? "" : "s");
     clear_progress();
-    if (!o->quiet || corrupt > 0 || flagged > 0)
+    if (!o->quiet || corrupt > 0 || flagged > 0 || dropped > 0)
       err(NULL, "%" PRId64 " frame%s%s, %dx%d, %.2f s, %.1f fps, %s%s%s%s", written,
           written == 1 ? "" : "s", skips, v.info.width, v.info.height, el,
           el > 0 ? written / el : 0.0, device_desc(ctx, d, sizeof d), extra,
