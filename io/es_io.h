@@ -231,6 +231,12 @@ int64_t es_video_in_flagged(const es_video_in *v);
 /* Packets before the stream's first keyframe that the decoder dropped (no frame, no error:
  * a stream cut mid-GOP); 0 where it decoded them. */
 int64_t es_video_in_prekey(const es_video_in *v);
+/* Packets the decoder took and gave no frame for, with no error (H.264 discards frames that
+ * come out of order, as after damage that lost a keyframe); known once the stream is
+ * drained, 0 before. Counted for H.264, HEVC and MPEG-1/2 video, whose every packet gives a
+ * frame; an interlaced frame may be two field packets, so only packets beyond two an
+ * interlaced frame count. */
+int64_t es_video_in_dropped(const es_video_in *v);
 double es_video_in_copy_ms(const es_video_in *v); /* under ES_TRACE: ms copying planes out of decoded frames, or lending them */
 void es_video_in_close(es_video_in **v);
 

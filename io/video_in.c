@@ -82,6 +82,13 @@ struct es_video_in {
   int64_t flagged;       /* packets the demuxer flagged corrupt, decoded all the same */
   int64_t prekey;        /* packets before the stream's first keyframe that gave no frame */
   int key_seen;          /* a keyframe packet was sent, or a frame came out: prekey is final */
+  /* Packets the decoder took but gave no frame for, and no error (see count_dropped). */
+  int64_t dropped;       /* final once drained; 0 for codecs not counted */
+  int count_drops;       /* the codec gives one frame a packet (or field pair): counted */
+  int64_t sent_ok;       /* packets the decoder took */
+  int64_t received;      /* frames it gave, damaged ones included */
+  int64_t recv_errors;   /* receives that failed (a packet's error, counted as corrupt) */
+  int64_t interlaced;    /* frames it gave that were interlaced (perhaps two field packets) */
   int got_frame;         /* the decoder gave a frame (good or damaged) */
   int64_t key_seq, key_dts; /* the first keyframe packet's tag (seq) and dts */
   int64_t packets;       /* packets of the stream read (raw: frame index of the next one) */
@@ -703,6 +710,12 @@ int es_video_in_open(es_video_in **out, const char *path, const es_video_in_opts
     goto end;
   }
   v->dec->opaque = v; /* for log_cb; copied into frame threads' contexts with each packet */
+  /* Decoders that give one frame for every packet they take (or one for a pair of field
+   * packets), whatever the stream: packets left without a frame once drained were dropped
+   * (count_dropped). Others may take packets that give no frame by design (MPEG-4's
+   * not-coded VOPs, VP8's hidden frames) and are not counted. */
+  v->count_drops = codec->id == AV_CODEC_ID_H264 || codec->id == AV_CODEC_ID_HEVC ||
+                   codec->id == AV_CODEC_ID_MPEG1VIDEO || codec->id == AV_CODEC_ID_MPEG2VIDEO;
   v->pkt = av_packet_alloc();
   v->frame = av_frame_alloc();
   if (!v->pkt || !v->frame) {
@@ -1451,6 +1464,19 @@ static int frame_before_key(const es_video_in *v, const AVFrame *f) {
   return f->pkt_dts != AV_NOPTS_VALUE && v->key_dts != AV_NOPTS_VALUE && f->pkt_dts < v->key_dts;
 }
 
+/* Once drained: the packets the decoder took and gave no frame for, though it returned no
+ * error for them. H.264 does this where damage lost a keyframe: the frames after it, decoded
+ * against references it no longer has, come out of order (their POCs below the last one
+ * given out) and are discarded with only a debug line ("no picture ooo"), no error and no
+ * flag. Every packet of the counted codecs gives a frame, a receive error, or (field
+ * pictures, in two packets) half of an interlaced frame; packets before the first keyframe
+ * are counted apart (prekey). What is left over was dropped. */
+static void count_dropped(es_video_in *v) {
+  if (!v->count_drops) return;
+  const int64_t left = v->sent_ok - v->received - v->recv_errors - v->prekey - v->interlaced;
+  v->dropped = left > 0 ? left : 0;
+}
+
 /* Decodes the next good frame into v->frame: damaged ones are skipped and counted. ES_OK,
  * ES_ERR_EOF at the end, or a fatal error with msg (a pending one once every frame before it
  * was given out). */
@@ -1467,6 +1493,12 @@ static int next_frame(es_video_in *v, char *msg, size_t len) {
     err = avcodec_receive_frame(v->dec, v->frame);
     if (err >= 0) {
       AVFrame *f = v->frame;
+      v->received++;
+#ifdef AV_FRAME_FLAG_INTERLACED
+      if (f->flags & AV_FRAME_FLAG_INTERLACED) v->interlaced++;
+#else
+      if (f->interlaced_frame) v->interlaced++;
+#endif
       if (!v->got_frame) {
         /* The first frame out: where it came from a packet before the first keyframe (or
          * no keyframe was seen at all), the decoder decodes those: none was dropped. */
@@ -1485,16 +1517,23 @@ static int next_frame(es_video_in *v, char *msg, size_t len) {
     }
     if (err == AVERROR_EOF) {
       v->finished = 1;
+      count_dropped(v);
       continue;
     }
     if (v->flushing) {
       /* Draining: a frame the decoder could not produce is skipped; EAGAIN cannot happen
        * here, but a decoder that never says EOF must not hang us. */
-      if (err != AVERROR(EAGAIN)) v->corrupt++;
+      if (err != AVERROR(EAGAIN)) {
+        v->corrupt++;
+        v->recv_errors++;
+      }
       if (++v->drain_errors > 1024) v->finished = 1;
       continue;
     }
-    if (err != AVERROR(EAGAIN)) v->corrupt++; /* a frame the decoder could not produce */
+    if (err != AVERROR(EAGAIN)) { /* a frame the decoder could not produce */
+      v->corrupt++;
+      v->recv_errors++;
+    }
 
     /* The decoder wants input. */
     rc = next_packet(v, msg, len);
@@ -1546,6 +1585,7 @@ static int next_frame(es_video_in *v, char *msg, size_t len) {
       v->corrupt++; /* counted once: not among the packets before the first keyframe too */
     else if (prekey)
       v->prekey++;
+    if (err >= 0) v->sent_ok++;
   }
 }
 
@@ -1584,6 +1624,7 @@ int es_video_in_read_lend(es_video_in *v, void *dst, size_t dst_stride, es_video
 int64_t es_video_in_corrupt(const es_video_in *v) { return v ? v->corrupt : 0; }
 int64_t es_video_in_flagged(const es_video_in *v) { return v ? v->flagged : 0; }
 int64_t es_video_in_prekey(const es_video_in *v) { return v ? v->prekey : 0; }
+int64_t es_video_in_dropped(const es_video_in *v) { return v ? v->dropped : 0; }
 double es_video_in_copy_ms(const es_video_in *v) { return v ? v->deliver_ms : 0.0; }
 
 void es_video_in_close(es_video_in **pv) {

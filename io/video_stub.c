@@ -39,6 +39,18 @@ int64_t es_video_in_corrupt(const es_video_in *v) {
   (void)v;
   return 0;
 }
+int64_t es_video_in_flagged(const es_video_in *v) {
+  (void)v;
+  return 0;
+}
+int64_t es_video_in_prekey(const es_video_in *v) {
+  (void)v;
+  return 0;
+}
+int64_t es_video_in_dropped(const es_video_in *v) {
+  (void)v;
+  return 0;
+}
 double es_video_in_copy_ms(const es_video_in *v) {
   (void)v;
   return 0.0;

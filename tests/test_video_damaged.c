@@ -14,7 +14,7 @@ static char dir[256];
 
 typedef struct run {
   int rc_open, rc_end, n;
-  int64_t corrupt, flagged, prekey;
+  int64_t corrupt, flagged, prekey, dropped;
   uint8_t *frames; /* n frames of w*h */
   char msg[256];
 } run;
@@ -45,14 +45,21 @@ static void decode(const char *path, int w, int h, run *r) {
   r->corrupt = es_video_in_corrupt(v);
   r->flagged = es_video_in_flagged(v);
   r->prekey = es_video_in_prekey(v);
+  r->dropped = es_video_in_dropped(v);
   free(buf);
   es_video_in_close(&v);
 }
 
+static int ffprobe_count(const char *path, const char *what);
+
 /* cut: remove bytes instead of overwriting them. counted: visible damage must show in the
  * corrupt count (codecs with checksums, containers that resynchronise, and H.264, whose
- * concealment FFmpeg 5.1 only logs: the reader counts decoder and demuxer errors it logs). */
-static void damage_case(const char *name, const char *encode, int n, int cut, int counted) {
+ * concealment FFmpeg 5.1 only logs: the reader counts decoder and demuxer errors it logs).
+ * accounted: a codec whose every packet gives a frame (progressive H.264): each packet
+ * ffprobe reads is a frame delivered or is counted (corrupt, before the first keyframe, or
+ * dropped by the decoder without an error). */
+static void damage_case(const char *name, const char *encode, int n, int cut, int counted,
+                        int accounted) {
   int w = es_test_range(40, 160) | 1, h = es_test_range(30, 120) | 1;
   char clip[512], bad[512];
   snprintf(clip, sizeof clip, "%s/%s", dir, name);
@@ -95,14 +102,15 @@ static void damage_case(const char *name, const char *encode, int n, int cut, in
   run good, dmg;
   decode(clip, w, h, &good);
   CHECK(good.rc_open == ES_OK && good.rc_end == ES_ERR_EOF && good.n == n && good.corrupt == 0 &&
-            good.flagged == 0 && good.prekey == 0,
+            good.flagged == 0 && good.prekey == 0 && good.dropped == 0,
         "%s intact: %d %d %d frames %" PRId64 " corrupt %" PRId64 " flagged %" PRId64
-        " before the first keyframe %s",
+        " before the first keyframe %" PRId64 " dropped %s",
         name, good.rc_open, good.rc_end, good.n, good.corrupt, good.flagged, good.prekey,
-        good.msg);
+        good.dropped, good.msg);
   decode(bad, w, h, &dmg);
-  printf("%s damaged: %d frames, %" PRId64 " corrupt, end %d %s\n", name, dmg.n, dmg.corrupt,
-         dmg.rc_end, dmg.msg);
+  printf("%s damaged: %d frames, %" PRId64 " corrupt, %" PRId64 " flagged, %" PRId64
+         " before the first keyframe, %" PRId64 " dropped, end %d %s\n",
+         name, dmg.n, dmg.corrupt, dmg.flagged, dmg.prekey, dmg.dropped, dmg.rc_end, dmg.msg);
   CHECK(dmg.rc_open == ES_OK, "%s damaged: open %d %s", name, dmg.rc_open, dmg.msg);
   CHECK(dmg.rc_end == ES_ERR_EOF, "%s damaged: ended with %d %s (not EOF)", name, dmg.rc_end,
         dmg.msg);
@@ -126,9 +134,22 @@ static void damage_case(const char *name, const char *encode, int n, int cut, in
   printf("%s damaged: %d leading frames intact, damage %s, %s by ffmpeg\n", name, same,
          visible ? "visible" : "not visible in the grey planes",
          reported ? "reported" : "not reported");
-  /* Packets the demuxer flagged are decoded (as ffmpeg does) and counted apart. */
-  CHECK(!counted || !visible || !reported || dmg.corrupt + dmg.flagged > 0,
-        "%s damaged: nothing counted as corrupt or flagged (ffmpeg reports errors)", name);
+  /* Packets the demuxer flagged are decoded (as ffmpeg does) and counted apart; so are
+   * frames the decoder dropped without an error. */
+  CHECK(!counted || !visible || !reported || dmg.corrupt + dmg.flagged + dmg.dropped > 0,
+        "%s damaged: nothing counted as corrupt, flagged or dropped (ffmpeg reports errors)",
+        name);
+  if (accounted) {
+    /* Every packet is a frame or counted; none counted twice as dropped. (corrupt may
+     * also count damaged stretches of the file that were no packet.) */
+    const int pk = ffprobe_count(bad, "packets");
+    printf("%s damaged: %d packets (ffprobe)\n", name, pk);
+    CHECK(pk > 0 && dmg.n + dmg.corrupt + dmg.prekey + dmg.dropped >= pk &&
+              dmg.n + dmg.prekey + dmg.dropped <= pk,
+          "%s damaged: %d packets, %d frames, %" PRId64 " corrupt, %" PRId64
+          " before the first keyframe, %" PRId64 " dropped: packets not accounted for",
+          name, pk, dmg.n, dmg.corrupt, dmg.prekey, dmg.dropped);
+  }
   CHECK(same >= n / 5, "%s damaged: only %d leading frames equal the intact ones", name, same);
   free(good.frames);
   free(dmg.frames);
@@ -262,7 +283,8 @@ static void joined_ts_case(void) {
   printf("joined MPEG-TS: %dx%d, %d + %d frames: %d frames (ffmpeg %d), %" PRId64
          " corrupt, %" PRId64 " flagged\n",
          w, h, na, nb, rj.n, ff, rj.corrupt, rj.flagged);
-  CHECK(ra.n == na && rb.n == nb && ra.corrupt + rb.corrupt + ra.flagged + rb.flagged == 0,
+  CHECK(ra.n == na && rb.n == nb &&
+            ra.corrupt + rb.corrupt + ra.flagged + rb.flagged + ra.dropped + rb.dropped == 0,
         "joined MPEG-TS: the parts gave %d and %d frames", ra.n, rb.n);
   CHECK(rj.rc_open == ES_OK && rj.rc_end == ES_ERR_EOF, "joined MPEG-TS: %d %d %s", rj.rc_open,
         rj.rc_end, rj.msg);
@@ -273,9 +295,10 @@ static void joined_ts_case(void) {
   char *log = tv_capture("ffmpeg -nostdin -v warning -i '%s' -f null - 2>&1", j);
   const int ff_flagged = log && strstr(log, "corrupt input packet");
   free(log);
-  CHECK(rj.corrupt == 0 && (rj.flagged >= 1) == ff_flagged,
-        "joined MPEG-TS: %" PRId64 " corrupt, %" PRId64 " flagged (ffmpeg: %s)", rj.corrupt,
-        rj.flagged, ff_flagged ? "a corrupt packet" : "none");
+  CHECK(rj.corrupt == 0 && rj.dropped == 0 && (rj.flagged >= 1) == ff_flagged,
+        "joined MPEG-TS: %" PRId64 " corrupt, %" PRId64 " dropped, %" PRId64
+        " flagged (ffmpeg: %s)",
+        rj.corrupt, rj.dropped, rj.flagged, ff_flagged ? "a corrupt packet" : "none");
   const size_t fs = (size_t)w * h;
   CHECK(rj.n == na + nb && !memcmp(rj.frames, ra.frames, fs * na) &&
             !memcmp(rj.frames + fs * na, rb.frames, fs * nb),
@@ -320,21 +343,92 @@ static void prekey_case(void) {
   printf("cut MPEG-TS: %dx%d, %d frames, first %zu bytes cut: %d frames (ffmpeg %d, %d packets), "
          "%" PRId64 " before the first keyframe, %" PRId64 " corrupt\n",
          w, h, n, skip, c.n, ff, pk, c.prekey, c.corrupt);
-  CHECK(good.n == n && good.prekey == 0 && good.corrupt == 0, "cut MPEG-TS: intact %d frames",
-        good.n);
+  CHECK(good.n == n && good.prekey == 0 && good.corrupt == 0 && good.dropped == 0,
+        "cut MPEG-TS: intact %d frames", good.n);
   CHECK(c.rc_open == ES_OK && c.rc_end == ES_ERR_EOF, "cut MPEG-TS: %d %d %s", c.rc_open,
         c.rc_end, c.msg);
   CHECK(c.n == ff && c.n > 0 && c.n < n, "cut MPEG-TS: %d frames (ffmpeg %d)", c.n, ff);
-  CHECK(c.prekey > 0 && c.n + c.prekey == pk && c.corrupt == 0,
+  CHECK(c.prekey > 0 && c.n + c.prekey == pk && c.corrupt == 0 && c.dropped == 0,
         "cut MPEG-TS: %" PRId64 " packets before the first keyframe, %d frames, %d packets, "
-        "%" PRId64 " corrupt",
-        c.prekey, c.n, pk, c.corrupt);
+        "%" PRId64 " corrupt, %" PRId64 " dropped",
+        c.prekey, c.n, pk, c.corrupt, c.dropped);
   const size_t fs = (size_t)w * h;
   CHECK(c.n > 0 && c.n <= good.n &&
             !memcmp(c.frames, good.frames + fs * (good.n - c.n), fs * c.n),
         "cut MPEG-TS: the frames are not the intact file's last %d", c.n);
   free(good.frames);
   free(c.frames);
+}
+
+/* An H.264 MPEG-TS whose middle keyframe is lost (its transport packets cut out): the
+ * frames after it, up to the next keyframe, are decoded against references the decoder no
+ * longer has, come out of order, and are discarded with no error (ffmpeg gives the same
+ * frame count and says only "no picture ooo" at debug level). Every packet ffprobe reads is
+ * then a frame delivered or counted: here as dropped by the decoder. */
+static void lost_key_case(void) {
+  if (!need_ts_h264("MPEG-TS without a keyframe")) return;
+  int w = es_test_range(16, 40) * 2, h = es_test_range(12, 30) * 2, n = es_test_range(35, 60);
+  char full[512], bad[512];
+  snprintf(full, sizeof full, "%s/key.ts", dir);
+  snprintf(bad, sizeof bad, "%s/nokey.ts", dir);
+  if (tv_sh("ffmpeg -v error -y -f lavfi -i testsrc2=size=%dx%d:rate=25 -frames:v %d "
+            "-c:v libx264 -g 10 -sc_threshold 0 -pix_fmt yuv420p '%s'",
+            w, h, n, full) != 0) {
+    CHECK(0, "lost keyframe: could not make the clip");
+    return;
+  }
+  /* The byte positions of the packets (ffprobe: one PES each, from its first transport
+   * packet on), keyframes marked. */
+  char *list = tv_capture("ffprobe -v quiet -select_streams v:0 -show_entries packet=pos,flags "
+                          "-of csv=p=0 '%s'",
+                          full);
+  long pos[256];
+  int key[256], np = 0;
+  for (char *l = list; l && *l && np < 256;) {
+    char fl[8] = "";
+    if (*l >= '0' && *l <= '9' && sscanf(l, "%ld,%7s", &pos[np], fl) == 2) {
+      key[np] = fl[0] == 'K';
+      np++;
+    }
+    char *nl = strchr(l, '\n');
+    l = nl ? nl + 1 : NULL;
+  }
+  free(list);
+  /* The second or third keyframe (a packet in the middle, with packets after it). */
+  int k = -1, seen = 0, want = es_test_range(2, 3);
+  for (int i = 1; i + 1 < np && k < 0; i++)
+    if (key[i] && ++seen == want) k = i;
+  size_t size = 0;
+  uint8_t *data = tv_read_file(full, &size);
+  if (k < 0 || !data || pos[k] % 188 || pos[k + 1] % 188 || (size_t)pos[k + 1] > size) {
+    CHECK(0, "lost keyframe: no keyframe to cut (%d packets)", np);
+    free(data);
+    return;
+  }
+  memmove(data + pos[k], data + pos[k + 1], size - (size_t)pos[k + 1]);
+  tv_write_file(bad, data, size - (size_t)(pos[k + 1] - pos[k]));
+  free(data);
+  run good, r;
+  decode(full, w, h, &good);
+  decode(bad, w, h, &r);
+  const int ff = ffprobe_count(bad, "frames"), pk = ffprobe_count(bad, "packets");
+  printf("lost keyframe: %dx%d, %d frames, packet %d (a keyframe) cut: %d frames (ffmpeg %d, %d "
+         "packets), %" PRId64 " corrupt, %" PRId64 " flagged, %" PRId64 " dropped\n",
+         w, h, n, k, r.n, ff, pk, r.corrupt, r.flagged, r.dropped);
+  CHECK(good.n == n && good.corrupt + good.flagged + good.prekey + good.dropped == 0,
+        "lost keyframe: intact %d frames", good.n);
+  CHECK(r.rc_open == ES_OK && r.rc_end == ES_ERR_EOF, "lost keyframe: %d %d %s", r.rc_open,
+        r.rc_end, r.msg);
+  CHECK(r.n == ff && r.n < n - 1 && pk == n - 1, "lost keyframe: %d frames (ffmpeg %d), %d packets",
+        r.n, ff, pk);
+  CHECK(r.dropped > 0 && r.prekey == 0 && r.n + r.corrupt + r.dropped == pk,
+        "lost keyframe: %d frames, %" PRId64 " corrupt, %" PRId64 " dropped of %d packets", r.n,
+        r.corrupt, r.dropped, pk);
+  const size_t fs = (size_t)w * h;
+  CHECK(r.n >= k - 3 && !memcmp(r.frames, good.frames, fs * (size_t)(k - 3)),
+        "lost keyframe: the frames before it are not the intact file's");
+  free(good.frames);
+  free(r.frames);
 }
 
 int main(void) {
@@ -344,17 +438,21 @@ int main(void) {
   if (!mkdtemp(dir)) return 1;
   /* Intra-only codecs with checksums (ffv1 v3 slice CRCs) or without (mjpeg), in
    * containers that resynchronise (nut syncpoints, Matroska clusters). */
-  damage_case("a.nut", "-c:v ffv1 -level 3 -slicecrc 1 -g 1 -pix_fmt yuv420p", 40, 0, 1);
-  damage_case("b.mkv", "-c:v ffv1 -level 3 -slicecrc 1 -g 1 -pix_fmt yuv420p", 40, 0, 1);
-  damage_case("c.mkv", "-c:v libx264 -g 10 -pix_fmt yuv444p", 50, 0, 1);
-  damage_case("d.mp4", "-c:v mpeg4 -g 8 -pix_fmt yuv420p -movflags +faststart", 50, 1, 1);
+  damage_case("a.nut", "-c:v ffv1 -level 3 -slicecrc 1 -g 1 -pix_fmt yuv420p", 40, 0, 1, 0);
+  damage_case("b.mkv", "-c:v ffv1 -level 3 -slicecrc 1 -g 1 -pix_fmt yuv420p", 40, 0, 1, 0);
+  damage_case("c.mkv", "-c:v libx264 -g 10 -pix_fmt yuv444p", 50, 0, 1, 1);
+  damage_case("d.mp4", "-c:v mpeg4 -g 8 -pix_fmt yuv420p -movflags +faststart", 50, 1, 1, 0);
   /* MPEG-TS, whose demuxer flags the packets it finds damaged: decoded all the same. */
   if (tv_lavf_has_muxer("mpegts") && tv_lavf_has_demuxer("mpegts")) {
-    damage_case("e.ts", "-c:v mpeg2video -g 8 -pix_fmt yuv420p", 50, 1, 1);
+    damage_case("e.ts", "-c:v mpeg2video -g 8 -pix_fmt yuv420p", 50, 1, 1, 0);
+    /* H.264 whose damage loses a keyframe: the frames after it come out of order and the
+     * decoder discards them with no error (ffmpeg's "no picture ooo", at debug level). */
+    damage_case("f.ts", "-c:v libx264 -g 10 -pix_fmt yuv444p", 50, 0, 1, 1);
   }
   empty_packets_case();
   joined_ts_case();
   prekey_case();
+  lost_key_case();
   tv_sh("rm -rf '%s'", dir);
   return es_test_done("test_video_damaged");
 }

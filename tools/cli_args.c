@@ -67,7 +67,7 @@ static void usage(FILE *f) {
     "Everyday use:\n"
     "  -q, --quiet           no progress and no summary, nor an interruption's (errors are\n"
     "                        always shown, and so is a video's summary when corrupt packets\n"
-    "                        were skipped or flagged)\n"
+    "                        were skipped, flagged or dropped by the decoder)\n"
     "  -v, --verbose         devices used, one line per file\n"
     "      --progress        progress on stderr even when it is not a terminal\n"
     "      --no-progress     no progress (default: shown when stderr is a terminal)\n"

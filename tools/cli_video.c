@@ -757,7 +757,7 @@ int cli_run_video(cli_opts *o, int out_kind) {
   {
     double el = cli_now_s() - t0;
     int64_t corrupt = es_video_in_corrupt(v.vin), flagged = es_video_in_flagged(v.vin),
-            prekey = es_video_in_prekey(v.vin);
+            prekey = es_video_in_prekey(v.vin), dropped = es_video_in_dropped(v.vin);
     char d[64], extra[256] = "", skips[64] = "", failed[640] = "";
     failed_note(failed, sizeof failed, "-o", out_name, out_failed);
     failed_note(failed, sizeof failed, "--stats", o->stats_path, stats_failed);
@@ -774,8 +774,12 @@ int cli_run_video(cli_opts *o, int out_kind) {
       snprintf(extra + strlen(extra), sizeof extra - strlen(extra),
                ", %" PRId64 " packet%s before the first keyframe dropped", prekey,
                prekey == 1 ? "" : "s");
+    if (dropped > 0) /* no error, no flag: the decoder gave no frame (H.264 out of order) */
+      snprintf(extra + strlen(extra), sizeof extra - strlen(extra),
+               ", %" PRId64 " packet%s dropped by the decoder", dropped,
+               dropped == 1 ? "" : "s");
     cli_clear_progress();
-    if (!o->quiet || corrupt > 0 || flagged > 0)
+    if (!o->quiet || corrupt > 0 || flagged > 0 || dropped > 0)
       cli_err(NULL, "%" PRId64 " frame%s%s, %dx%d, %.2f s, %.1f fps, %s%s%s%s", written,
               written == 1 ? "" : "s", skips, v.info.width, v.info.height, el,
               el > 0 ? written / el : 0.0, cli_device_desc(ctx, d, sizeof d), extra,
