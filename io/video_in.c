@@ -84,6 +84,7 @@ struct es_video_in {
   int key_seen;          /* a keyframe packet was sent, or a frame came out: prekey is final */
   /* Packets the decoder took but gave no frame for, and no error (see count_dropped). */
   int64_t dropped;       /* final once drained; 0 for codecs not counted */
+  int64_t discards;      /* packets sent flagged AV_PKT_FLAG_DISCARD: no frame, by design */
   int count_drops;       /* the codec gives one frame a packet (or field pair): counted */
   int64_t sent_ok;       /* packets the decoder took */
   int64_t received;      /* frames it gave, damaged ones included */
@@ -1470,10 +1471,14 @@ static int frame_before_key(const es_video_in *v, const AVFrame *f) {
  * given out) and are discarded with only a debug line ("no picture ooo"), no error and no
  * flag. Every packet of the counted codecs gives a frame, a receive error, or (field
  * pictures, in two packets) half of an interlaced frame; packets before the first keyframe
- * are counted apart (prekey). What is left over was dropped. */
+ * are counted apart (prekey), and so are packets the container marks to be discarded (an
+ * .mp4 trimmed with -c copy keeps the packets from the keyframe before its start, flagged
+ * AV_PKT_FLAG_DISCARD by its edit list: libavcodec decodes them and gives no frame, by
+ * design; not counted anywhere else). What is left over was dropped. */
 static void count_dropped(es_video_in *v) {
   if (!v->count_drops) return;
-  const int64_t left = v->sent_ok - v->received - v->recv_errors - v->prekey - v->interlaced;
+  const int64_t left = v->sent_ok - v->received - v->recv_errors - v->prekey - v->interlaced -
+                       v->discards;
   v->dropped = left > 0 ? left : 0;
 }
 
@@ -1579,13 +1584,17 @@ static int next_frame(es_video_in *v, char *msg, size_t len) {
 #if ES_VIDEO_TAG_PACKETS
     v->dec->reordered_opaque = v->seq; /* see log_cb */
 #endif
+    const int discard = (v->pkt->flags & AV_PKT_FLAG_DISCARD) != 0;
     err = avcodec_send_packet(v->dec, v->pkt);
     av_packet_unref(v->pkt);
     if (err < 0 && err != AVERROR(EAGAIN) && err != AVERROR_EOF)
       v->corrupt++; /* counted once: not among the packets before the first keyframe too */
     else if (prekey)
       v->prekey++;
-    if (err >= 0) v->sent_ok++;
+    if (err >= 0) {
+      v->sent_ok++;
+      if (discard && !prekey) v->discards++; /* see count_dropped (prekey: counted there) */
+    }
   }
 }
 

@@ -431,6 +431,47 @@ static void lost_key_case(void) {
   free(r.frames);
 }
 
+/* An intact H.264 .mp4 trimmed without re-encoding (ffmpeg -ss T -i in.mp4 -c copy): the
+ * packets from the keyframe before T up to T stay in the file, flagged discard by the edit
+ * list (AV_PKT_FLAG_DISCARD), and the decoder decodes them and gives no frame, by design.
+ * Nothing is damaged: as many frames as ffmpeg decodes, none counted. */
+static void trimmed_mp4_case(void) {
+  if (!tv_ffmpeg_need("test_video_damaged: trimmed .mp4", "encoders", "libx264",
+                      "libx264 encoder") ||
+      !tv_lavf_has_demuxer("mov")) {
+    printf("test_video_damaged: trimmed .mp4 skipped (no libx264 or mov)\n");
+    return;
+  }
+  int w = es_test_range(16, 40) * 2, h = es_test_range(12, 30) * 2, n = es_test_range(50, 80);
+  int g = es_test_range(10, 20), start = es_test_range(g + 2, 2 * g - 1); /* mid-GOP */
+  char full[512], cut[512];
+  snprintf(full, sizeof full, "%s/trim-full.mp4", dir);
+  snprintf(cut, sizeof cut, "%s/trim.mp4", dir);
+  if (tv_sh("ffmpeg -v error -y -f lavfi -i testsrc2=size=%dx%d:rate=25 -frames:v %d "
+            "-c:v libx264 -g %d -sc_threshold 0 -bf 2 -pix_fmt yuv420p '%s'",
+            w, h, n, g, full) != 0 ||
+      tv_sh("ffmpeg -v error -y -ss %.2f -i '%s' -c copy '%s'", start / 25.0, full, cut) != 0) {
+    CHECK(0, "trimmed .mp4: could not make the clips");
+    return;
+  }
+  run r;
+  decode(cut, w, h, &r);
+  const int ff = ffprobe_count(cut, "frames"), pk = ffprobe_count(cut, "packets");
+  printf("trimmed .mp4: %dx%d, %d frames, GOP %d, from frame %d: %d frames (ffmpeg %d, %d "
+         "packets), %" PRId64 " corrupt, %" PRId64 " before the first keyframe, %" PRId64
+         " dropped\n",
+         w, h, n, g, start, r.n, ff, pk, r.corrupt, r.prekey, r.dropped);
+  CHECK(r.rc_open == ES_OK && r.rc_end == ES_ERR_EOF, "trimmed .mp4: %d %d %s", r.rc_open,
+        r.rc_end, r.msg);
+  CHECK(r.n == ff && r.n > 0 && pk > ff, "trimmed .mp4: %d frames (ffmpeg %d of %d packets)",
+        r.n, ff, pk);
+  CHECK(r.corrupt + r.flagged + r.prekey + r.dropped == 0,
+        "trimmed .mp4: %" PRId64 " corrupt, %" PRId64 " flagged, %" PRId64
+        " before the first keyframe, %" PRId64 " dropped (the edit list's discarded packets)",
+        r.corrupt, r.flagged, r.prekey, r.dropped);
+  free(r.frames);
+}
+
 int main(void) {
   es_test_seed("test_video_damaged");
   if (!tv_need_ffmpeg("test_video_damaged")) return ES_TEST_SKIP;
@@ -453,6 +494,7 @@ int main(void) {
   joined_ts_case();
   prekey_case();
   lost_key_case();
+  trimmed_mp4_case();
   tv_sh("rm -rf '%s'", dir);
   return es_test_done("test_video_damaged");
 }
