@@ -332,15 +332,42 @@ EOF
 # ---- An output that is a FIFO with no reader: its writer waited in open() for one, and a
 # first SIGINT did not end that wait (the run sat until a reader came). Now the signal ends it:
 # that output is said once as not written, every other output is kept, exit 130.
+# Whether /proc says what a thread sleeps in (wchan): a sleep(1) must read as a nanosleep.
+WCHAN=0
+sleep 5 & SPID=$!
+for _ in $(seq 1 50); do
+  grep -q nanosleep "/proc/$SPID/wchan" 2>/dev/null && { WCHAN=1; break; }
+  sleep 0.1
+done
+kill "$SPID" 2>/dev/null; wait "$SPID" 2>/dev/null
+# await_fifo_wait FILE...: waits (60 s at most) until the run $BPID waits for its FIFO's
+# reader, the FILEs written: one of its threads sleeps between tries of the FIFO (io/atomic.c;
+# nothing else in a run sleeps). A fixed wait raced with a run slow to get there (a loaded
+# machine, ASan). Without wchan, 2 s after the FILEs.
+await_fifo_wait() {
+  local f ready
+  for _ in $(seq 1 600); do
+    kill -0 "$BPID" 2>/dev/null || return
+    ready=1
+    for f in "$@"; do [ -f "$f" ] || ready=0; done
+    if [ $ready = 1 ]; then
+      [ $WCHAN = 0 ] && { sleep 2; return; }
+      cat /proc/"$BPID"/task/*/wchan 2>/dev/null | grep -q nanosleep && return
+    fi
+    sleep 0.1
+  done
+}
 # fifo_case LABEL FIFO ARGS...: runs the CLI with ARGS, FIFO (one of its outputs) without a
-# reader; SIGINT after 2 s; the run must end within 5 s, exit 130, naming FIFO once.
+# reader; SIGINT once it waits for one (and the files in FIFO_AFTER are written); the run
+# must end within 5 s, exit 130, naming FIFO once.
+FIFO_AFTER=()
 fifo_case() {
   local label=$1 fifo=$2
   shift 2
   rm -f "$fifo"; mkfifo "$fifo"
   "$BIN" --no-progress "$@" 2> "$T/err" &
   BPID=$!
-  sleep 2
+  await_fifo_wait "${FIFO_AFTER[@]}"
   if ! kill -0 "$BPID" 2>/dev/null; then
     wait "$BPID"; rc=$?; BPID=
     fail "$label: ended before the signal (exit $rc): $(cat "$T/err")"
@@ -355,7 +382,9 @@ fifo_case() {
 rm -rf "$T/fin" "$T/fout"; mkdir "$T/fin" "$T/fout"
 for k in 0 1 2 3; do cp "$T/in/img00$k.png" "$T/fin/"; done
 # A batch: the other three files are written whole, no temporaries.
+FIFO_AFTER=("$T/fout/img000.png" "$T/fout/img002.png" "$T/fout/img003.png")
 fifo_case "a batch, one output a FIFO" "$T/fout/img001.png" -w 5 "$T/fin" -o "$T/fout"
+FIFO_AFTER=()
 [ "$(ls "$T/fout")" = "$(printf 'img000.png\nimg001.png\nimg002.png\nimg003.png')" ] \
   || fail "a batch, one output a FIFO: outputs: $(ls -A "$T/fout")"
 for k in 0 2 3; do
