@@ -141,6 +141,14 @@ int es_render_a256(const es_render *r);
 int es_cpu_render(const float *map, size_t map_stride, const es_image *src,
                   const es_params *p, const es_render *r, float min, float max,
                   const es_planes *pix, int threads);
+/* Renders image rows y0..y1 - 1 with a fixed range (range_auto: ES_ERR_USAGE) from `rows`,
+ * which holds row y0 at rows[0] (map_stride floats apart), on the calling thread: the same
+ * bytes es_cpu_render writes for those rows. YUV420P: y0 even and y1 even or the height, so
+ * no chroma row's pair of image rows is split. y0 == y1: only checks the format and colormap
+ * (rows may be NULL). es_cpu_run renders band by band with it. */
+int es_cpu_render_rows(const float *rows, size_t map_stride, int y0, int y1,
+                       const es_image *src, const es_params *p, const es_render *r,
+                       const es_planes *pix);
 
 /* Byte size of plane i of a rendering of w x h in format fmt, with the tight stride
  * es_pix_stride gives. */
