@@ -174,6 +174,12 @@ static int cpu_threads(int threads) {
   return threads < 1 ? 1 : threads;
 }
 
+void es_cpu_scratch_free(es_cpu_scratch *s) {
+  free(s->map);
+  s->map = NULL;
+  s->cap = 0;
+}
+
 int es_cpu_run_threads(const es_job *job, int threads) {
   int nt = cpu_threads(threads);
   if (!job) return nt;
@@ -247,9 +253,21 @@ int es_cpu_run(const es_job *job, int threads, char *msg, size_t msglen) {
     if (c.chunk_rows < 2) c.chunk_rows = 2;
   }
   if (!c.map && render && !by_bands) {
-    tmpmap = malloc((size_t)c.w * c.h * sizeof *tmpmap);
-    if (!tmpmap) goto end;
-    c.map = tmpmap;
+    size_t need = (size_t)c.w * c.h;
+    es_cpu_scratch *sc = job->scratch;
+    if (sc && sc->cap < need) {
+      es_cpu_scratch_free(sc);
+      sc->map = malloc(need * sizeof *sc->map);
+      if (!sc->map) goto end;
+      sc->cap = need;
+    }
+    if (sc) {
+      c.map = sc->map;
+    } else {
+      tmpmap = malloc(need * sizeof *tmpmap);
+      if (!tmpmap) goto end;
+      c.map = tmpmap;
+    }
     c.map_stride = (size_t)c.w;
   }
   if (c.want_stats) {

@@ -281,6 +281,7 @@ int main(void) {
    * min and max (auto range), with and without a caller map. The last ones are wider than
    * 4096 pixels: without a map a fixed range renders each band 2 rows at a time. */
   if (have_lut) {
+    es_cpu_scratch scratch = {NULL, 0}; /* one caller's map across the frames */
     for (int iter = 0; iter < 16; iter++) {
       int w = iter < 12 ? es_test_range(1, 45) : es_test_range(4097, 9000);
       int h = iter < 12 ? es_test_range(1, 31) : es_test_range(1, 13);
@@ -330,11 +331,29 @@ int main(void) {
       rc = es_cpu_run(&job, es_test_range(1, 3), msg, sizeof msg);
       CHECK(rc == ES_OK && same_planes(&a, &b, job.render.format),
             "es_cpu_run without a map: rc %d, rendering differs", rc);
+      /* With a scratch map: the same planes; an auto range renders from it, kept while
+       * large enough and grown otherwise. */
+      for (int i = 0; i < 3; i++)
+        if (a.mem[i]) memset(a.mem[i], POISON, a.size[i]);
+      float *before = scratch.map;
+      size_t cap = scratch.cap;
+      job.scratch = &scratch;
+      rc = es_cpu_run(&job, es_test_range(1, 3), msg, sizeof msg);
+      CHECK(rc == ES_OK && same_planes(&a, &b, job.render.format),
+            "es_cpu_run with a scratch map: rc %d, rendering differs", rc);
+      if (job.render.range_auto)
+        CHECK(scratch.cap >= (size_t)w * h &&
+                  (cap < (size_t)w * h || scratch.map == before),
+              "scratch %zu -> %zu floats for %dx%d: not kept or not grown", cap, scratch.cap, w,
+              h);
+      else
+        CHECK(scratch.map == before, "a fixed range used the scratch map");
       planes_free(&a);
       planes_free(&b);
       free(map);
       free(sbuf);
     }
+    es_cpu_scratch_free(&scratch);
   }
   return es_test_done("test_kernels_render");
 }
