@@ -40,6 +40,8 @@ typedef struct cpu_ctx {
   uint16_t lut8[256];    /* 8-bit sample -> level */
   float *map;            /* output map (caller's or temporary), or NULL */
   size_t map_stride;
+  const es_job *job;     /* rendering band by band (chunk_rows > 0): its planes */
+  int chunk_rows;        /* rows per cpu_thread.rows, even; 0: not rendered by bands */
   int want_stats, want_minmax, level_hist_wanted;
   double binscale;
   int bins;
@@ -55,6 +57,8 @@ typedef struct cpu_thread {
   uint64_t *level_hist;  /* L bins, or NULL */
   uint64_t bins[ES_STATS_MAX_BINS];
   float min, max;
+  float *rows;           /* rendering by bands, no map: chunk_rows rows from row cy0 */
+  int cy0;
   int skip_eq;           /* square Huang: skip equal leaving/entering levels on this row
                           * (chosen from the previous row's share of equal pairs) */
 } cpu_thread;
@@ -91,6 +95,25 @@ static int cpu_reflect_count(int lo, int hi, int x, int w) {
   return cpu_count_mod(lo, hi, x, 2 * w) + cpu_count_mod(lo, hi, 2 * w - 1 - x, 2 * w);
 }
 
+/* The row of the map that row y of the band is computed into: the caller's or temporary
+ * map, or the thread's chunk of rows when rendering by bands, or NULL. */
+static inline float *cpu_map_row(const cpu_ctx *c, const cpu_thread *t, int y) {
+  if (c->map) return c->map + (size_t)y * c->map_stride;
+  if (t->rows) return t->rows + (size_t)(y - t->cy0) * c->w;
+  return NULL;
+}
+
+/* Row y of a band ending at y1 is computed: when rendering by bands, render the thread's
+ * chunk once it is full or the band ends. Chunks start at the band's first row and hold an
+ * even number of rows, and YUV420P bands start on even rows (es_cpu_run), so no chunk splits
+ * the pair of image rows of a chroma row. The format was checked before the loop. */
+static inline void cpu_row_done(const cpu_ctx *c, cpu_thread *t, int y, int y1) {
+  if (!t->rows || (y + 1 - t->cy0 < c->chunk_rows && y + 1 < y1)) return;
+  const es_job *j = c->job;
+  (void)es_cpu_render_rows(t->rows, (size_t)c->w, t->cy0, y + 1, &j->in, &j->params,
+                           &j->render, &j->pix);
+  t->cy0 = y + 1;
+}
 
 #define ES_LT uint8_t
 #define ES_FN(name) name##_u8
@@ -151,6 +174,12 @@ static int cpu_threads(int threads) {
   return threads < 1 ? 1 : threads;
 }
 
+void es_cpu_scratch_free(es_cpu_scratch *s) {
+  free(s->map);
+  s->map = NULL;
+  s->cap = 0;
+}
+
 int es_cpu_run_threads(const es_job *job, int threads) {
   int nt = cpu_threads(threads);
   if (!job) return nt;
@@ -208,10 +237,37 @@ int es_cpu_run(const es_job *job, int threads, char *msg, size_t msglen) {
   if (!ts || !c.dinc) goto end;
   for (int n = 0; n < c.win.area; n++) c.dinc[n] = c.tables->flog[n + 1] - c.tables->flog[n];
   c.dinc[c.win.area] = 0; /* never read: no bin exceeds the area */
-  if (!c.map && render) {
-    tmpmap = malloc((size_t)c.w * c.h * sizeof *tmpmap);
-    if (!tmpmap) goto end;
-    c.map = tmpmap;
+  /* With a fixed range, and no map asked for, each thread renders its rows as they come
+   * from a few rows' buffer (about 64 KB: still in cache): no full-size map. The range
+   * auto needs the whole frame's min and max first, so it renders a whole map after. */
+  int by_bands = !c.map && render && !job->render.range_auto;
+  if (by_bands) {
+    rc = es_cpu_render_rows(NULL, 0, 0, 0, &job->in, p, &job->render, &job->pix);
+    if (rc == ES_ERR_USAGE) { /* the format or colormap: before any work */
+      if (msg) snprintf(msg, msglen, "rendering failed");
+      goto end;
+    }
+    rc = ES_ERR_NOMEM;
+    c.job = job;
+    c.chunk_rows = (int)((65536 / sizeof(float)) / (size_t)c.w) & ~1;
+    if (c.chunk_rows < 2) c.chunk_rows = 2;
+  }
+  if (!c.map && render && !by_bands) {
+    size_t need = (size_t)c.w * c.h;
+    es_cpu_scratch *sc = job->scratch;
+    if (sc && sc->cap < need) {
+      es_cpu_scratch_free(sc);
+      sc->map = malloc(need * sizeof *sc->map);
+      if (!sc->map) goto end;
+      sc->cap = need;
+    }
+    if (sc) {
+      c.map = sc->map;
+    } else {
+      tmpmap = malloc(need * sizeof *tmpmap);
+      if (!tmpmap) goto end;
+      c.map = tmpmap;
+    }
     c.map_stride = (size_t)c.w;
   }
   if (c.want_stats) {
@@ -234,6 +290,10 @@ int es_cpu_run(const es_job *job, int threads, char *msg, size_t msglen) {
       t->colh = malloc((size_t)(c.w + 2 * c.R) * ((p->levels + 8) & ~7) * sizeof *t->colh);
       if (!t->colh) goto end;
     }
+    if (by_bands) {
+      t->rows = malloc((size_t)c.chunk_rows * c.w * sizeof *t->rows);
+      if (!t->rows) goto end;
+    }
     if (c.level_hist_wanted) {
       t->level_hist = calloc((size_t)p->levels, sizeof *t->level_hist);
       if (!t->level_hist) goto end;
@@ -252,7 +312,14 @@ int es_cpu_run(const es_job *job, int threads, char *msg, size_t msglen) {
     cpu_thread *t = &ts[0];
 #endif
     int y0 = (int)((int64_t)c.h * b / nbands), y1 = (int)((int64_t)c.h * (b + 1) / nbands);
+    if (by_bands && job->render.format == ES_PIX_YUV420P) {
+      /* Bands of whole chroma rows (the split never changes a value). */
+      int ch = (c.h + 1) / 2;
+      y0 = 2 * (int)((int64_t)ch * b / nbands);
+      y1 = b + 1 == nbands ? c.h : 2 * (int)((int64_t)ch * (b + 1) / nbands);
+    }
     if (y0 == y1) continue;
+    t->cy0 = y0;
     if (lsz == 1) {
       if (use_ph) band_ph_u8(&c, t, y0, y1);
       else if (use_short) band_short_u8(&c, t, y0, y1);
@@ -293,7 +360,7 @@ int es_cpu_run(const es_job *job, int threads, char *msg, size_t msglen) {
       for (int k = 0; k < c.bins; k++) st->hist[k] += ts[i].bins[k];
     es_stats_finish(st, &acc, lh, p->levels);
   }
-  if (render) {
+  if (render && !by_bands) {
     rc = es_cpu_render(c.map, c.map_stride, &job->in, p, &job->render, mn, mx, &job->pix,
                        nt);
     if (rc && msg) snprintf(msg, msglen, "rendering failed");
@@ -307,6 +374,7 @@ end:
       free(ts[i].colh);
       free(ts[i].colbuf);
       free(ts[i].level_hist);
+      free(ts[i].rows);
     }
   }
   free(ts);

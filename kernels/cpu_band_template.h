@@ -189,7 +189,7 @@ static void ES_FN(band_huang)(const cpu_ctx *c, cpu_thread *t, int y0, int y1) {
     }
     uint64_t S = 0;
     for (int j = 0; j < nr; j++) ES_FN(window_add)(c, hist, &S, rows[j], 1, 1, -hws[j], hws[j], 1);
-    float *mrow = c->map ? c->map + (size_t)y * c->map_stride : NULL;
+    float *mrow = cpu_map_row(c, t, y);
     double rs = 0.0, rss = 0.0;
     if (c->win_square && nr == K) {
       /* Constant K and hw let the compiler unroll the window rows and keep the row
@@ -207,6 +207,7 @@ static void ES_FN(band_huang)(const cpu_ctx *c, cpu_thread *t, int y0, int y1) {
     /* Leave the histogram empty for the next row (cheaper than clearing L bins). */
     for (int j = 0; j < nr; j++)
       ES_FN(window_add)(c, hist, &S, rows[j], 1, 1, w - 1 - hws[j], w - 1 + hws[j], -1);
+    cpu_row_done(c, t, y, y1);
     if (c->want_stats) {
       c->rowsum[y] = rs;
       c->rowsumsq[y] = rss;
@@ -257,7 +258,7 @@ static void ES_FN(band_short)(const cpu_ctx *c, cpu_thread *t, int y0, int y1) {
     uint64_t S = 0;
     for (int j = 0; j < nr; j++)
       ES_FN(window_add)(c, hist, &S, rows[j], 1, 1, -hws[j], hws[j], wts[j]);
-    float *mrow = c->map ? c->map + (size_t)y * c->map_stride : NULL;
+    float *mrow = cpu_map_row(c, t, y);
     double rs = 0.0, rss = 0.0;
     for (int x = 0;; x++) {
       unsigned ns = hist[sent];
@@ -280,6 +281,7 @@ static void ES_FN(band_short)(const cpu_ctx *c, cpu_thread *t, int y0, int y1) {
     /* Leave the histogram empty for the next row. */
     for (int j = 0; j < nr; j++)
       ES_FN(window_add)(c, hist, &S, rows[j], 1, 1, w - 1 - hws[j], w - 1 + hws[j], -wts[j]);
+    cpu_row_done(c, t, y, y1);
     if (c->want_stats) {
       c->rowsum[y] = rs;
       c->rowsumsq[y] = rss;
@@ -412,7 +414,7 @@ static void ES_FN(band_huang_sq)(const cpu_ctx *c, cpu_thread *t, int y0, int y1
     if (y < y0) continue;
     uint64_t S = 0;
     ES_FN(window_add)(c, hist, &S, colbuf + (size_t)R * K, (size_t)K, K, -r, r, 1);
-    float *mrow = c->map ? c->map + (size_t)y * c->map_stride : NULL;
+    float *mrow = cpu_map_row(c, t, y);
     double rs = 0.0, rss = 0.0;
     long eq = 0;
     if (y == y0) t->skip_eq = 1;
@@ -440,6 +442,7 @@ static void ES_FN(band_huang_sq)(const cpu_ctx *c, cpu_thread *t, int y0, int y1
     /* Leave the histogram empty: drop the window at x = w - 1. */
     ES_FN(window_add)(c, hist, &S, colbuf + (size_t)R * K, (size_t)K, K, w - 1 - r, w - 1 + r,
                       -1);
+    cpu_row_done(c, t, y, y1);
     if (c->want_stats) {
       c->rowsum[y] = rs;
       c->rowsumsq[y] = rss;
@@ -502,7 +505,7 @@ static void ES_FN(band_ph)(const cpu_ctx *c, cpu_thread *t, int y0, int y1) {
       const uint16_t *ch = colh + (size_t)i * nb;
       for (int k = 0; k < nb; k++) win[k] = (uint16_t)(win[k] + ch[k]);
     }
-    float *mrow = c->map ? c->map + (size_t)y * c->map_stride : NULL;
+    float *mrow = cpu_map_row(c, t, y);
     double rs = 0.0, rss = 0.0;
     for (int x = 0;; x++) {
       uint64_t S = cpu_sum_flog(flog, win, L);
@@ -522,6 +525,7 @@ static void ES_FN(band_ph)(const cpu_ctx *c, cpu_thread *t, int y0, int y1) {
         memcpy(win + j, &a, 16);
       }
     }
+    cpu_row_done(c, t, y, y1);
     if (c->want_stats) {
       c->rowsum[y] = rs;
       c->rowsumsq[y] = rss;

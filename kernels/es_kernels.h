@@ -57,6 +57,16 @@ static inline uint32_t es_image_sample(const es_image *img, int x, int y) {
 /* The output unit factor: 1 for bits, ln 2 for nats. */
 double es_out_scale(int base);
 
+/* A float map es_cpu_run renders from where the caller asked for none and the range is auto
+ * (it needs the frame's min and max before any pixel): kept by a caller that runs frame
+ * after frame on one thread (a stream's worker), grown when a frame is larger, so a video
+ * does not allocate and free it every frame. Zero-initialise; es_cpu_scratch_free. */
+typedef struct es_cpu_scratch {
+  float *map;
+  size_t cap; /* floats */
+} es_cpu_scratch;
+void es_cpu_scratch_free(es_cpu_scratch *s);
+
 /* A compute job: one grey image in, any of map / stats / rendering out. The CPU engine and
  * each GPU engine take the same job. Pointers set to NULL are not produced. */
 typedef struct es_job {
@@ -68,6 +78,7 @@ typedef struct es_job {
   int stats_bins;      /* 1..ES_STATS_MAX_BINS when stats != NULL */
   es_render render;    /* render.format == ES_PIX_NONE: no rendering */
   es_planes pix;       /* destination planes of the rendering */
+  es_cpu_scratch *scratch; /* or NULL: es_cpu_run's temporary map is its own */
 } es_job;
 
 /* Checks a job (parameters against the input depth, sizes, pointers). ES_OK or
@@ -141,6 +152,14 @@ int es_render_a256(const es_render *r);
 int es_cpu_render(const float *map, size_t map_stride, const es_image *src,
                   const es_params *p, const es_render *r, float min, float max,
                   const es_planes *pix, int threads);
+/* Renders image rows y0..y1 - 1 with a fixed range (range_auto: ES_ERR_USAGE) from `rows`,
+ * which holds row y0 at rows[0] (map_stride floats apart), on the calling thread: the same
+ * bytes es_cpu_render writes for those rows. YUV420P: y0 even and y1 even or the height, so
+ * no chroma row's pair of image rows is split. y0 == y1: only checks the format and colormap
+ * (rows may be NULL). es_cpu_run renders band by band with it. */
+int es_cpu_render_rows(const float *rows, size_t map_stride, int y0, int y1,
+                       const es_image *src, const es_params *p, const es_render *r,
+                       const es_planes *pix);
 
 /* Byte size of plane i of a rendering of w x h in format fmt, with the tight stride
  * es_pix_stride gives. */

@@ -58,8 +58,9 @@ int es_render_a256(const es_render *r) {
 }
 
 typedef struct render_ctx {
-  const float *map;
+  const float *map; /* row map_y0 of the image */
   size_t map_stride;
+  int map_y0;
   const es_image *src;
   const uint8_t *lut;
   double lo, inv;
@@ -72,7 +73,7 @@ static inline uint8_t render_grey(const render_ctx *c, int x, int y) {
 
 /* The (blended) RGB of pixel (x, y): the rule at the top of this file. */
 static inline void render_rgb(const render_ctx *c, int x, int y, uint8_t rgb[3]) {
-  int i = es_render_index8(c->map[(size_t)y * c->map_stride + x], c->lo, c->inv);
+  int i = es_render_index8(c->map[(size_t)(y - c->map_y0) * c->map_stride + x], c->lo, c->inv);
   const uint8_t *e = c->lut + 3 * i;
   if (c->a256 >= 0) {
     uint8_t g = render_grey(c, x, y);
@@ -85,7 +86,7 @@ static inline void render_rgb(const render_ctx *c, int x, int y, uint8_t rgb[3])
 }
 
 static void render_row(const render_ctx *c, int fmt, int w, int y, const es_planes *pix) {
-  const float *m = c->map + (size_t)y * c->map_stride;
+  const float *m = c->map + (size_t)(y - c->map_y0) * c->map_stride;
   switch (fmt) {
   case ES_PIX_RGB24: {
     uint8_t *d = pix->plane[0] + (size_t)y * pix->stride[0];
@@ -157,23 +158,35 @@ static void render_row420(const render_ctx *c, int w, int h, int cy, const es_pl
   }
 }
 
+/* Fills c for es_cpu_render and es_cpu_render_rows; ES_ERR_USAGE for a bad format or colormap. */
+static int render_init(render_ctx *c, const float *map, size_t map_stride, int map_y0,
+                       const es_image *src, const es_params *p, const es_render *r, float min,
+                       float max, const es_planes *pix) {
+  int fmt = r->format;
+  if (fmt < ES_PIX_RGB24 || fmt > ES_PIX_YUV420P || !src || !pix) return ES_ERR_USAGE;
+  memset(c, 0, sizeof *c);
+  c->map = map;
+  c->map_stride = map_stride;
+  c->map_y0 = map_y0;
+  c->src = src;
+  es_render_range(p, r, min, max, &c->lo, &c->inv);
+  c->a256 = es_render_a256(r);
+  if (fmt != ES_PIX_GRAY8 && fmt != ES_PIX_GRAY16) {
+    c->lut = es_colormap_lut(r->colormap);
+    if (!c->lut) return ES_ERR_USAGE;
+  }
+  return ES_OK;
+}
+
 int es_cpu_render(const float *map, size_t map_stride, const es_image *src,
                   const es_params *p, const es_render *r, float min, float max,
                   const es_planes *pix, int threads) {
   int fmt = r->format;
   if (fmt == ES_PIX_NONE) return ES_OK;
-  if (fmt < ES_PIX_RGB24 || fmt > ES_PIX_YUV420P || !map || !src || !pix) return ES_ERR_USAGE;
+  if (!map) return ES_ERR_USAGE;
   render_ctx c;
-  memset(&c, 0, sizeof c);
-  c.map = map;
-  c.map_stride = map_stride;
-  c.src = src;
-  es_render_range(p, r, min, max, &c.lo, &c.inv);
-  c.a256 = es_render_a256(r);
-  if (fmt != ES_PIX_GRAY8 && fmt != ES_PIX_GRAY16) {
-    c.lut = es_colormap_lut(r->colormap);
-    if (!c.lut) return ES_ERR_USAGE;
-  }
+  int rc = render_init(&c, map, map_stride, 0, src, p, r, min, max, pix);
+  if (rc) return rc;
   int w = src->width, h = src->height;
   int nrows = fmt == ES_PIX_YUV420P ? (h + 1) / 2 : h;
 #ifdef ES_HAVE_OPENMP
@@ -187,6 +200,26 @@ int es_cpu_render(const float *map, size_t map_stride, const es_image *src,
       render_row420(&c, w, h, y, pix);
     else
       render_row(&c, fmt, w, y, pix);
+  }
+  return ES_OK;
+}
+
+int es_cpu_render_rows(const float *rows, size_t map_stride, int y0, int y1,
+                       const es_image *src, const es_params *p, const es_render *r,
+                       const es_planes *pix) {
+  int fmt = r->format;
+  if (fmt == ES_PIX_NONE) return ES_OK;
+  if (r->range_auto) return ES_ERR_USAGE; /* needs the whole frame's min and max */
+  render_ctx c;
+  int rc = render_init(&c, rows, map_stride, y0, src, p, r, 0.0f, 0.0f, pix);
+  if (rc || y0 == y1) return rc; /* no rows: the format and colormap checked */
+  if (!rows) return ES_ERR_USAGE;
+  int w = src->width, h = src->height;
+  if (fmt == ES_PIX_YUV420P) {
+    if (y0 % 2 || (y1 % 2 && y1 != h)) return ES_ERR_USAGE; /* a chroma row's pair split */
+    for (int cy = y0 / 2; cy < (y1 + 1) / 2; cy++) render_row420(&c, w, h, cy, pix);
+  } else {
+    for (int y = y0; y < y1; y++) render_row(&c, fmt, w, y, pix);
   }
   return ES_OK;
 }

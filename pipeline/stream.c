@@ -54,6 +54,7 @@ typedef struct es_worker_arg {
   struct es_stream *s;
   int target;      /* ES_TARGET_CPU or a GPU index */
   int cpu_threads; /* OpenMP threads for CPU jobs */
+  es_cpu_scratch scratch; /* the CPU's map for --range auto, kept from frame to frame */
 } es_worker_arg;
 
 struct es_stream {
@@ -189,6 +190,7 @@ static void run_frame(es_stream *s, es_worker_arg *a, es_slot *sl) {
   char why[ES_ERRLEN] = "";
   es_job job;
   frame_job(s, sl, &job);
+  job.scratch = &a->scratch;
   int device = -1;
   int rc = es_job_check(&job, why, sizeof why);
   if (rc == ES_OK && a->target != ES_TARGET_CPU) slot_register(sl);
@@ -691,6 +693,7 @@ void es_stream_destroy(es_stream **ps) {
   /* The joiner first: it may still add threads (none once shutdown is seen). */
   if (s->joiner_started) pthread_join(s->joiner, NULL);
   for (int i = 0; i < s->nthreads; i++) pthread_join(s->threads[i], NULL);
+  for (int i = 0; s->args && i < s->nthreads; i++) es_cpu_scratch_free(&s->args[i].scratch);
   if (s->slots) {
     for (int i = 0; i < s->nslots; i++) {
       es_slot *sl = &s->slots[i];

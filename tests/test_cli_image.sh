@@ -405,6 +405,38 @@ print('peak RSS at -w 5 %d KB, at -w 255 %d KB' % (base, big))
 sys.exit(0 if big - base < 64 * 1024 else 1)
 PYEOF
 
+# A rendered picture with the fixed range needs no float map: the CPU renders each band as
+# its rows come. es_cpu_run allocated a whole map only to render it (8000 x 8000 heat: 529
+# MB peak, 256 MB of it the map); --range auto still needs it (the frame's min and max
+# first), so a fixed-range rendering must peak at least 2/3 of the map (24 MB here) under
+# it. Before, each peaked within a few MB of --range auto.
+"$PY" - "$T/big.png" <<'PYEOF'
+import os, struct, sys, zlib
+w = h = 3000
+raw = b''.join(b'\0' + os.urandom(w) for _ in range(h))
+def chunk(t, d):
+    return struct.pack('>I', len(d)) + t + d + struct.pack('>I', zlib.crc32(t + d) & 0xffffffff)
+open(sys.argv[1], 'wb').write(b'\x89PNG\r\n\x1a\n' +
+    chunk(b'IHDR', struct.pack('>IIBBBBB', w, h, 8, 0, 0, 0, 0)) +
+    chunk(b'IDAT', zlib.compress(raw, 1)) + chunk(b'IEND', b''))
+PYEOF
+"$PY" - "$BIN" "$T/big.png" "$T/bigout.png" > "$T/big.out" <<'PYEOF' || fail "fixed-range rendering keeps a float map: $(cat "$T/big.out")"
+import os, subprocess, sys
+b, png, out = sys.argv[1:4]
+def peak(args):
+    p = subprocess.Popen([b, '-q', '-y', '--device', 'cpu', '--threads', '2', png, '-o', out] + args)
+    _, status, ru = os.wait4(p.pid, 0)
+    assert status == 0, (args, status)
+    return ru.ru_maxrss  # KB, this child's own
+ok = True
+for fmt, more in (('heat', []), ('gray16', []), ('heat', ['--overlay', '0.5'])):
+    fixed = peak(['--format', fmt] + more)
+    auto = peak(['--format', fmt, '--range', 'auto'] + more)
+    print('%s %s: peak RSS fixed %d KB, auto %d KB' % (fmt, ' '.join(more), fixed, auto))
+    ok = ok and auto - fixed >= 24 * 1024
+sys.exit(0 if ok else 1)
+PYEOF
+
 if [ $FAIL -ne 0 ]; then
   echo "test_cli_image: $FAIL failure(s)"
   exit 1

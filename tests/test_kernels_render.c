@@ -278,10 +278,13 @@ int main(void) {
   }
 
   /* es_cpu_run with rendering: the same planes as rendering its own map with the frame's
-   * min and max (auto range), with and without a caller map. */
+   * min and max (auto range), with and without a caller map. The last ones are wider than
+   * 4096 pixels: without a map a fixed range renders each band 2 rows at a time. */
   if (have_lut) {
-    for (int iter = 0; iter < 12; iter++) {
-      int w = es_test_range(1, 45), h = es_test_range(1, 31);
+    es_cpu_scratch scratch = {NULL, 0}; /* one caller's map across the frames */
+    for (int iter = 0; iter < 16; iter++) {
+      int w = iter < 12 ? es_test_range(1, 45) : es_test_range(4097, 9000);
+      int h = iter < 12 ? es_test_range(1, 31) : es_test_range(1, 13);
       uint8_t *sbuf = malloc((size_t)w * h);
       for (size_t i = 0; i < (size_t)w * h; i++) sbuf[i] = (uint8_t)es_test_rand();
       es_image src = {sbuf, w, h, (size_t)w, 8};
@@ -319,19 +322,38 @@ int main(void) {
       es_cpu_render(map, (size_t)w, &src, &job.params, &job.render, st.min, st.max, &b.pl, 1);
       CHECK(same_planes(&a, &b, job.render.format), "es_cpu_run %s %dx%d: rendering differs",
             fmt_name(job.render.format), w, h);
-      /* No caller map: the engine renders from a temporary one. */
+      /* No caller map: a fixed range renders band by band (YUV420P bands of whole chroma
+       * rows) as the rows come, auto renders from a temporary map. */
       for (int i = 0; i < 3; i++)
         if (a.mem[i]) memset(a.mem[i], POISON, a.size[i]);
       job.map = NULL;
       job.stats = NULL;
-      rc = es_cpu_run(&job, 2, msg, sizeof msg);
+      rc = es_cpu_run(&job, es_test_range(1, 3), msg, sizeof msg);
       CHECK(rc == ES_OK && same_planes(&a, &b, job.render.format),
             "es_cpu_run without a map: rc %d, rendering differs", rc);
+      /* With a scratch map: the same planes; an auto range renders from it, kept while
+       * large enough and grown otherwise. */
+      for (int i = 0; i < 3; i++)
+        if (a.mem[i]) memset(a.mem[i], POISON, a.size[i]);
+      float *before = scratch.map;
+      size_t cap = scratch.cap;
+      job.scratch = &scratch;
+      rc = es_cpu_run(&job, es_test_range(1, 3), msg, sizeof msg);
+      CHECK(rc == ES_OK && same_planes(&a, &b, job.render.format),
+            "es_cpu_run with a scratch map: rc %d, rendering differs", rc);
+      if (job.render.range_auto)
+        CHECK(scratch.cap >= (size_t)w * h &&
+                  (cap < (size_t)w * h || scratch.map == before),
+              "scratch %zu -> %zu floats for %dx%d: not kept or not grown", cap, scratch.cap, w,
+              h);
+      else
+        CHECK(scratch.map == before, "a fixed range used the scratch map");
       planes_free(&a);
       planes_free(&b);
       free(map);
       free(sbuf);
     }
+    es_cpu_scratch_free(&scratch);
   }
   return es_test_done("test_kernels_render");
 }
