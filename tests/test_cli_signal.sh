@@ -381,6 +381,7 @@ fifo_case() {
 }
 rm -rf "$T/fin" "$T/fout"; mkdir "$T/fin" "$T/fout"
 for k in 0 1 2 3; do cp "$T/in/img00$k.png" "$T/fin/"; done
+printf 'not a png' > "$T/fin/bad.png" # fails (exit 2), said on its own line: not done either
 # A batch: the other three files are written whole, no temporaries.
 FIFO_AFTER=("$T/fout/img000.png" "$T/fout/img002.png" "$T/fout/img003.png")
 fifo_case "a batch, one output a FIFO" "$T/fout/img001.png" -w 5 "$T/fin" -o "$T/fout"
@@ -392,9 +393,10 @@ for k in 0 2 3; do
     "$T/fout/img00$k.png" || fail "a batch, one output a FIFO: img00$k.png not whole"
 done
 ls -A "$T/fout" | grep -q '^\.' && fail "a batch, one output a FIFO: temporaries left: $(ls -A "$T/fout")"
-# Its summary counts the FIFO as interrupted, not done (it said "4 of 4 files done").
-grep -q "interrupted: 3 of 4 files done, 1 interrupted, 0 not started" "$T/err" \
-  || fail "a batch, one output a FIFO: the summary does not count the FIFO as interrupted: $(cat "$T/err")"
+# Its summary counts the FIFO as interrupted and bad.png as failed, neither as done (it said
+# "4 of 4 files done", then "4 of 5 files done, 1 interrupted").
+grep -q "interrupted: 3 of 5 files done, 1 failed, 1 interrupted, 0 not started" "$T/err" \
+  || fail "a batch, one output a FIFO: the summary counts a failed or interrupted file as done: $(cat "$T/err")"
 # One image, to a PNG, and its statistics (opened first: nothing is computed after it).
 fifo_case "one image to a FIFO" "$T/f.png" -w 5 "$T/fin/img000.png" -o "$T/f.png"
 fifo_case "--stats into a FIFO" "$T/f.csv" -w 5 "$T/fin/img000.png" --stats "$T/f.csv"

@@ -767,12 +767,15 @@ int cli_run_images(cli_opts *o, int in_kind, int out_kind) {
     if (g_stop) {
       /* The summary of an interrupted batch; an interruption is no error (its exit code
        * says it), so -q silences it, as it does a video's. */
-      char cuts[48] = "";
+      char cuts[96] = "";
       code = 130;
-      if (cut) snprintf(cuts, sizeof cuts, ", %zu interrupted", cut);
+      /* done: written or skipped; a file that failed (its own line said why) is not done */
+      if (failed > cut) snprintf(cuts, sizeof cuts, ", %zu failed", failed - cut);
+      if (cut)
+        snprintf(cuts + strlen(cuts), sizeof cuts - strlen(cuts), ", %zu interrupted", cut);
       if (!o->quiet)
-        cli_err(NULL, "interrupted: %zu of %zu files done%s, %zu not started", b.done - cut, n,
-                cuts, notrun);
+        cli_err(NULL, "interrupted: %zu of %zu files done%s, %zu not started", b.done - failed,
+                n, cuts, notrun);
     } else if (!o->quiet) {
       char d[64];
       /* One file's failure was already said in its own line. */
