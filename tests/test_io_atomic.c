@@ -54,27 +54,6 @@ static double mono_s(void) {
  * they are scheduled. (100000 rounds each, started one by one, often ran mostly alone on 2
  * cores: the bug below was caught in 6 runs of 10; this way 30 of 30, in 0.3 s.) */
 enum { TRACK_LIVE = 4 };
-typedef struct track_arg {
-  int id;
-  pthread_barrier_t *start;
-  const double *end_at; /* CLOCK_MONOTONIC seconds, set before the barrier opens */
-} track_arg;
-static void *track_main(void *p) {
-  const track_arg *t = p;
-  char names[TRACK_LIVE][64];
-  pthread_barrier_wait(t->start);
-  const double end = *t->end_at;
-  long i = 0;
-  for (; (i & 255) || mono_s() < end; i++) {
-    char *name = names[i % TRACK_LIVE];
-    if (i >= TRACK_LIVE) es_tmp_untrack(name);
-    snprintf(name, sizeof names[0], "/nonexistent/.es-track-%d-%ld", t->id, i);
-    es_tmp_track(name);
-  }
-  for (long k = 0; k < TRACK_LIVE && k < i; k++)
-    es_tmp_untrack(names[k]);
-  return NULL;
-}
 
 /* Names that say whether they were read whole: "/nonexistent/.es-walk-T-I-" then a letter
  * of (T, I) many times, then "-I-T", for tracking thread T's I-th temporary. A name read
@@ -97,7 +76,14 @@ static int walk_name_ok(const char *name) {
   walk_name(want, t, i);
   return !strcmp(name, want);
 }
-static void *walk_track_main(void *p) {
+
+typedef struct track_arg {
+  int id;
+  int walk; /* names walk_name makes (and walk_tracked counts), else short ones */
+  pthread_barrier_t *start;
+  const double *end_at; /* CLOCK_MONOTONIC seconds, set before the barrier opens */
+} track_arg;
+static void *track_main(void *p) {
   const track_arg *t = p;
   static _Thread_local char names[TRACK_LIVE][WALK_NAME];
   pthread_barrier_wait(t->start);
@@ -106,8 +92,12 @@ static void *walk_track_main(void *p) {
   for (; (i & 255) || mono_s() < end; i++) {
     char *name = names[i % TRACK_LIVE];
     if (i >= TRACK_LIVE) es_tmp_untrack(name);
-    walk_name(name, t->id, i);
-    atomic_store(&walk_tracked[t->id], i + 1);
+    if (t->walk) {
+      walk_name(name, t->id, i);
+      atomic_store(&walk_tracked[t->id], i + 1);
+    } else {
+      snprintf(name, WALK_NAME, "/nonexistent/.es-track-%d-%ld", t->id, i);
+    }
     es_tmp_track(name);
   }
   for (long k = 0; k < TRACK_LIVE && k < i; k++)
@@ -133,18 +123,20 @@ static void walk_record(const char *name, void *arg) {
   if (!walk_name_ok(copy) && w->bad++ == 0) memcpy(w->first_bad, copy, k + 1);
 }
 
-/* Starts nt threads running fn, each waiting at `start` (made here for nt + 1: the caller
- * is the last to arrive) until *end_at is set. Returns how many started; where that is
- * fewer than nt, those started wait at the barrier for good and the test ends. */
+/* Starts nt threads running track_main (walk names or not), each waiting at `start` (made
+ * here for nt + 1: the caller is the last to arrive) until *end_at is set. Returns how many
+ * started; where that is fewer than nt, those started wait at the barrier for good and the
+ * test ends. */
 static int start_trackers(pthread_t *th, track_arg *ta, int nt, pthread_barrier_t *start,
-                          const double *end_at, void *(*fn)(void *)) {
+                          const double *end_at, int walk) {
   int started = 0;
   pthread_barrier_init(start, NULL, (unsigned)nt + 1);
   for (int i = 0; i < nt; i++) {
     ta[i].id = i;
+    ta[i].walk = walk;
     ta[i].start = start;
     ta[i].end_at = end_at;
-    if (pthread_create(&th[i], NULL, fn, &ta[i]) != 0) break;
+    if (pthread_create(&th[i], NULL, track_main, &ta[i]) != 0) break;
     started++;
   }
   if (started != nt) fprintf(stderr, "FAIL: only %d tracking threads started\n", started);
@@ -243,7 +235,7 @@ int main(void) {
     track_arg ta[NT];
     pthread_barrier_t start;
     double end_at = 0;
-    const int started = start_trackers(th, ta, NT, &start, &end_at, track_main);
+    const int started = start_trackers(th, ta, NT, &start, &end_at, 0);
     if (started != NT) return 1;
     end_at = mono_s() + 0.3; /* before the barrier: every thread reads it after */
     pthread_barrier_wait(&start);
@@ -278,7 +270,7 @@ int main(void) {
     double end_at = 0;
     walk_seen w;
     memset(&w, 0, sizeof w);
-    const int started = start_trackers(th, ta, NT, &start, &end_at, walk_track_main);
+    const int started = start_trackers(th, ta, NT, &start, &end_at, 1);
     if (started != NT) return 1;
     end_at = mono_s() + 0.5;
     pthread_barrier_wait(&start);
