@@ -52,6 +52,19 @@ static void decode(const char *path, int w, int h, run *r) {
 
 static int ffprobe_count(const char *path, const char *what);
 
+/* Makes a clip of n frames of lavfi's testsrc2 at w x h, 25 fps, encoded with `opts` (the
+ * codec and its options, filters too) into path. Returns tv_sh's status (0: made). */
+static int make_clip(const char *path, int w, int h, int n, const char *opts) {
+  return tv_sh("ffmpeg -v error -y -f lavfi -i testsrc2=size=%dx%d:rate=25 -frames:v %d %s '%s'",
+               w, h, n, opts, path);
+}
+
+/* A reading that opened and ran to the end of the input (decode's rc_open and rc_end). */
+static void check_read_to_end(const char *label, const run *r) {
+  CHECK(r->rc_open == ES_OK && r->rc_end == ES_ERR_EOF, "%s: %d %d %s", label, r->rc_open,
+        r->rc_end, r->msg);
+}
+
 /* cut: remove bytes instead of overwriting them. counted: visible damage must show in the
  * corrupt count (codecs with checksums, containers that resynchronise, and H.264, whose
  * concealment FFmpeg 5.1 only logs: the reader counts decoder and demuxer errors it logs).
@@ -72,9 +85,9 @@ static void damage_case(const char *name, const char *encode, int n, int cut, in
   snprintf(clip, sizeof clip, "test_video_damaged: %s", name);
   if (enc[0] && !tv_ffmpeg_need(clip, "encoders", enc, what)) return;
   snprintf(clip, sizeof clip, "%s/%s", dir, name);
-  if (tv_sh("ffmpeg -v error -y -f lavfi -i testsrc2=size=%dx%d:rate=25 -frames:v %d "
-            "-vf scale=%d:%d %s '%s'",
-            (w + 1) & ~1, (h + 1) & ~1, n, w, h, encode, clip) != 0) {
+  char opts[512];
+  snprintf(opts, sizeof opts, "-vf scale=%d:%d %s", w, h, encode);
+  if (make_clip(clip, (w + 1) & ~1, (h + 1) & ~1, n, opts) != 0) {
     CHECK(0, "%s: could not make the clip", name);
     return;
   }
@@ -205,9 +218,7 @@ static void empty_packets_case(void) {
   char clip[512], holey[512];
   snprintf(clip, sizeof clip, "%s/e.nut", dir);
   snprintf(holey, sizeof holey, "%s/e-empty.nut", dir);
-  if (tv_sh("ffmpeg -v error -y -f lavfi -i testsrc2=size=%dx%d:rate=25 -frames:v %d "
-            "-c:v ffv1 -pix_fmt yuv420p '%s'",
-            w, h, n, clip) != 0 ||
+  if (make_clip(clip, w, h, n, "-c:v ffv1 -pix_fmt yuv420p") != 0 ||
       remux_with_empty(clip, holey) != n) {
     CHECK(0, "empty packets: could not make the clips");
     return;
@@ -219,8 +230,7 @@ static void empty_packets_case(void) {
          w, h, n, n / 2, e.n, e.corrupt);
   CHECK(good.rc_end == ES_ERR_EOF && good.n == n && good.corrupt == 0, "empty: intact %d %d",
         good.rc_end, good.n);
-  CHECK(e.rc_open == ES_OK && e.rc_end == ES_ERR_EOF, "empty packets: %d %d %s", e.rc_open,
-        e.rc_end, e.msg);
+  check_read_to_end("empty packets", &e);
   CHECK(e.corrupt == 0, "empty packets: %" PRId64 " counted as corrupt", e.corrupt);
   CHECK(e.n == n && !memcmp(e.frames, good.frames, (size_t)w * h * n),
         "empty packets: %d frames of %d, or not the intact ones", e.n, n);
@@ -265,12 +275,8 @@ static void joined_ts_case(void) {
   snprintf(a, sizeof a, "%s/ja.ts", dir);
   snprintf(b, sizeof b, "%s/jb.ts", dir);
   snprintf(j, sizeof j, "%s/joined.ts", dir);
-  if (tv_sh("ffmpeg -v error -y -f lavfi -i testsrc2=size=%dx%d:rate=25 -frames:v %d "
-            "-c:v libx264 -g 10 -bf 2 -pix_fmt yuv420p '%s'",
-            w, h, na, a) != 0 ||
-      tv_sh("ffmpeg -v error -y -f lavfi -i testsrc2=size=%dx%d:rate=25 -frames:v %d "
-            "-vf negate -c:v libx264 -g 10 -bf 2 -pix_fmt yuv420p '%s'",
-            w, h, nb, b) != 0 ||
+  if (make_clip(a, w, h, na, "-c:v libx264 -g 10 -bf 2 -pix_fmt yuv420p") != 0 ||
+      make_clip(b, w, h, nb, "-vf negate -c:v libx264 -g 10 -bf 2 -pix_fmt yuv420p") != 0 ||
       tv_sh("cat '%s' '%s' > '%s'", a, b, j) != 0) {
     CHECK(0, "joined MPEG-TS: could not make the clips");
     return;
@@ -286,8 +292,7 @@ static void joined_ts_case(void) {
   CHECK(ra.n == na && rb.n == nb &&
             ra.corrupt + rb.corrupt + ra.flagged + rb.flagged + ra.dropped + rb.dropped == 0,
         "joined MPEG-TS: the parts gave %d and %d frames", ra.n, rb.n);
-  CHECK(rj.rc_open == ES_OK && rj.rc_end == ES_ERR_EOF, "joined MPEG-TS: %d %d %s", rj.rc_open,
-        rj.rc_end, rj.msg);
+  check_read_to_end("joined MPEG-TS", &rj);
   CHECK(rj.n == na + nb && rj.n == ff, "joined MPEG-TS: %d frames of %d + %d (ffmpeg: %d)", rj.n,
         na, nb, ff);
   /* The counters break unless the second part's first one happens to follow the first
@@ -318,9 +323,8 @@ static void prekey_case(void) {
   char full[512], cut[512];
   snprintf(full, sizeof full, "%s/full.ts", dir);
   snprintf(cut, sizeof cut, "%s/cut.ts", dir);
-  if (tv_sh("ffmpeg -v error -y -f lavfi -i testsrc2=size=%dx%d:rate=25 -frames:v %d "
-            "-c:v libx264 -g 25 -sc_threshold 0 -bf 2 -pix_fmt yuv420p '%s'",
-            w, h, n, full) != 0) {
+  if (make_clip(full, w, h, n, "-c:v libx264 -g 25 -sc_threshold 0 -bf 2 -pix_fmt yuv420p") !=
+      0) {
     CHECK(0, "cut MPEG-TS: could not make the clip");
     return;
   }
@@ -345,8 +349,7 @@ static void prekey_case(void) {
          w, h, n, skip, c.n, ff, pk, c.prekey, c.corrupt);
   CHECK(good.n == n && good.prekey == 0 && good.corrupt == 0 && good.dropped == 0,
         "cut MPEG-TS: intact %d frames", good.n);
-  CHECK(c.rc_open == ES_OK && c.rc_end == ES_ERR_EOF, "cut MPEG-TS: %d %d %s", c.rc_open,
-        c.rc_end, c.msg);
+  check_read_to_end("cut MPEG-TS", &c);
   CHECK(c.n == ff && c.n > 0 && c.n < n, "cut MPEG-TS: %d frames (ffmpeg %d)", c.n, ff);
   CHECK(c.prekey > 0 && c.n + c.prekey == pk && c.corrupt == 0 && c.dropped == 0,
         "cut MPEG-TS: %" PRId64 " packets before the first keyframe, %d frames, %d packets, "
@@ -371,9 +374,7 @@ static void lost_key_case(void) {
   char full[512], bad[512];
   snprintf(full, sizeof full, "%s/key.ts", dir);
   snprintf(bad, sizeof bad, "%s/nokey.ts", dir);
-  if (tv_sh("ffmpeg -v error -y -f lavfi -i testsrc2=size=%dx%d:rate=25 -frames:v %d "
-            "-c:v libx264 -g 10 -sc_threshold 0 -pix_fmt yuv420p '%s'",
-            w, h, n, full) != 0) {
+  if (make_clip(full, w, h, n, "-c:v libx264 -g 10 -sc_threshold 0 -pix_fmt yuv420p") != 0) {
     CHECK(0, "lost keyframe: could not make the clip");
     return;
   }
@@ -417,8 +418,7 @@ static void lost_key_case(void) {
          w, h, n, k, r.n, ff, pk, r.corrupt, r.flagged, r.dropped);
   CHECK(good.n == n && good.corrupt + good.flagged + good.prekey + good.dropped == 0,
         "lost keyframe: intact %d frames", good.n);
-  CHECK(r.rc_open == ES_OK && r.rc_end == ES_ERR_EOF, "lost keyframe: %d %d %s", r.rc_open,
-        r.rc_end, r.msg);
+  check_read_to_end("lost keyframe", &r);
   CHECK(r.n == ff && r.n < n - 1 && pk == n - 1, "lost keyframe: %d frames (ffmpeg %d), %d packets",
         r.n, ff, pk);
   CHECK(r.dropped > 0 && r.prekey == 0 && r.n + r.corrupt + r.dropped == pk,
@@ -447,9 +447,9 @@ static void trimmed_mp4_case(void) {
   char full[512], cut[512];
   snprintf(full, sizeof full, "%s/trim-full.mp4", dir);
   snprintf(cut, sizeof cut, "%s/trim.mp4", dir);
-  if (tv_sh("ffmpeg -v error -y -f lavfi -i testsrc2=size=%dx%d:rate=25 -frames:v %d "
-            "-c:v libx264 -g %d -sc_threshold 0 -bf 2 -pix_fmt yuv420p '%s'",
-            w, h, n, g, full) != 0 ||
+  char opts[128];
+  snprintf(opts, sizeof opts, "-c:v libx264 -g %d -sc_threshold 0 -bf 2 -pix_fmt yuv420p", g);
+  if (make_clip(full, w, h, n, opts) != 0 ||
       tv_sh("ffmpeg -v error -y -ss %.2f -i '%s' -c copy '%s'", start / 25.0, full, cut) != 0) {
     CHECK(0, "trimmed .mp4: could not make the clips");
     return;
@@ -461,8 +461,7 @@ static void trimmed_mp4_case(void) {
          "packets), %" PRId64 " corrupt, %" PRId64 " before the first keyframe, %" PRId64
          " dropped\n",
          w, h, n, g, start, r.n, ff, pk, r.corrupt, r.prekey, r.dropped);
-  CHECK(r.rc_open == ES_OK && r.rc_end == ES_ERR_EOF, "trimmed .mp4: %d %d %s", r.rc_open,
-        r.rc_end, r.msg);
+  check_read_to_end("trimmed .mp4", &r);
   CHECK(r.n == ff && r.n > 0 && pk > ff, "trimmed .mp4: %d frames (ffmpeg %d of %d packets)",
         r.n, ff, pk);
   CHECK(r.corrupt + r.flagged + r.prekey + r.dropped == 0,
