@@ -222,22 +222,29 @@ EOF2
 import numpy as np, sys
 np.random.default_rng(int(sys.argv[2])).integers(0, 256, (60, 240, 320), dtype=np.uint8).tofile(sys.argv[1])
 " "$T/slow.raw" $SEED || { echo "cannot make frames"; exit 1; }
+# twice LABEL: a first SIGINT to the run $BPID, then (while it finishes what it holds) a
+# second; returns 1, the run reaped, where it ended before the second ($rc as interrupt sets).
+twice() {
+  sleep 0.5
+  kill -INT "$BPID"
+  sleep 0.5
+  if kill -0 "$BPID" 2>/dev/null; then
+    interrupt INT 5 "$1"
+    return 0
+  fi
+  wait "$BPID"; BPID=
+  echo "note: $1: the run ended before the second SIGINT: not tested"
+  return 1
+}
 mkdir "$T/two"
 "$BIN" --no-progress --threads 1 --queue 32 -w 255 -L 256 --raw gray8:320x240 - -o "$T/two/m.npy" \
   < "$T/slow.raw" 2> "$T/err" &
 BPID=$!
 for _ in $(seq 1 100); do [ -n "$(ls -A "$T/two")" ] && break; sleep 0.05; done
-sleep 0.5
-kill -INT $BPID
-sleep 0.5
-if kill -0 $BPID 2>/dev/null; then
-  interrupt INT 5 "a second SIGINT"
+if twice "a second SIGINT"; then
   echo "a second SIGINT: exit $rc; left: $(ls -A "$T/two")"
   [ $rc = 130 ] || fail "a second SIGINT: exit $rc, want 130"
   [ -z "$(ls -A "$T/two")" ] || fail "a second SIGINT: files left: $(ls -A "$T/two")"
-else
-  wait $BPID; BPID=
-  echo "note: the run ended before the second SIGINT: not tested"
 fi
 
 # The same with a progress line drawn (--progress: as on a terminal): the run that ends at once
@@ -249,19 +256,12 @@ BPID=$!
 # Wait for the line itself (drawn once a frame is done): under a sanitizer on a loaded machine
 # the first frame takes over a second.
 for _ in $(seq 1 200); do grep -aq "frames\?, [0-9.]* fps" "$T/err" && break; sleep 0.05; done
-sleep 0.5
-kill -INT $BPID
-sleep 0.5
-if kill -0 $BPID 2>/dev/null; then
-  interrupt INT 5 "a second SIGINT, progress shown"
+if twice "a second SIGINT, progress shown"; then
   echo "a second SIGINT, progress shown: exit $rc; stderr: $(cat -v "$T/err" | tail -c 200)"
   [ $rc = 130 ] || fail "a second SIGINT, progress shown: exit $rc, want 130"
   grep -aq "frames\?, [0-9.]* fps" "$T/err" || fail "a second SIGINT, progress shown: no progress line"
   [ "$(tail -c 1 "$T/err" | od -An -c | tr -d ' ')" = '\n' ] \
     || fail "a second SIGINT, progress shown: the progress line not ended: $(cat -v "$T/err" | tail -c 200)"
-else
-  wait $BPID; BPID=
-  echo "note: the run ended before the second SIGINT: not tested"
 fi
 
 # One request delivered twice: `timeout -s INT` signals the run and then its process group, so
