@@ -82,15 +82,13 @@ struct es_video_in {
   int64_t flagged;       /* packets the demuxer flagged corrupt, decoded all the same */
   int64_t prekey;        /* packets before the stream's first keyframe that gave no frame */
   int key_seen;          /* a keyframe packet was sent, or a frame came out: prekey is final */
-  /* Packets the decoder took but gave no frame for, and no error (see count_dropped). */
-  int64_t dropped;       /* final once drained; 0 for codecs not counted */
+  /* Packets the decoder took but gave no frame for, and no error: es_video_in_dropped. */
   int64_t discards;      /* packets sent flagged AV_PKT_FLAG_DISCARD: no frame, by design */
   int count_drops;       /* the codec gives one frame a packet (or field pair): counted */
   int64_t sent_ok;       /* packets the decoder took */
   int64_t received;      /* frames it gave, damaged ones included */
   int64_t recv_errors;   /* receives that failed (a packet's error, counted as corrupt) */
   int64_t interlaced;    /* frames it gave that were interlaced (perhaps two field packets) */
-  int got_frame;         /* the decoder gave a frame (good or damaged) */
   int64_t key_seq, key_dts; /* the first keyframe packet's tag (seq) and dts */
   int64_t packets;       /* packets of the stream read (raw: frame index of the next one) */
   size_t raw_frame_size; /* bytes of a frame's Y plane read directly (raw, y4m), else 0 */
@@ -1475,11 +1473,12 @@ static int frame_before_key(const es_video_in *v, const AVFrame *f) {
  * .mp4 trimmed with -c copy keeps the packets from the keyframe before its start, flagged
  * AV_PKT_FLAG_DISCARD by its edit list: libavcodec decodes them and gives no frame, by
  * design; not counted anywhere else). What is left over was dropped. */
-static void count_dropped(es_video_in *v) {
-  if (!v->count_drops) return;
+static int64_t count_dropped(const es_video_in *v) {
+  /* final once drained (the decoder's EOF; not a drain given up after 1024 errors) */
+  if (!v->count_drops || !v->finished || v->drain_errors > 1024) return 0;
   const int64_t left = v->sent_ok - v->received - v->recv_errors - v->prekey - v->interlaced -
                        v->discards;
-  v->dropped = left > 0 ? left : 0;
+  return left > 0 ? left : 0;
 }
 
 /* Decodes the next good frame into v->frame: damaged ones are skipped and counted. ES_OK,
@@ -1504,10 +1503,9 @@ static int next_frame(es_video_in *v, char *msg, size_t len) {
 #else
       if (f->interlaced_frame) v->interlaced++;
 #endif
-      if (!v->got_frame) {
+      if (v->received == 1) {
         /* The first frame out: where it came from a packet before the first keyframe (or
          * no keyframe was seen at all), the decoder decodes those: none was dropped. */
-        v->got_frame = 1;
         if (!v->key_seen || frame_before_key(v, f)) v->prekey = 0;
         v->key_seen = 1;
       }
@@ -1522,7 +1520,6 @@ static int next_frame(es_video_in *v, char *msg, size_t len) {
     }
     if (err == AVERROR_EOF) {
       v->finished = 1;
-      count_dropped(v);
       continue;
     }
     if (v->flushing) {
@@ -1633,7 +1630,7 @@ int es_video_in_read_lend(es_video_in *v, void *dst, size_t dst_stride, es_video
 int64_t es_video_in_corrupt(const es_video_in *v) { return v ? v->corrupt : 0; }
 int64_t es_video_in_flagged(const es_video_in *v) { return v ? v->flagged : 0; }
 int64_t es_video_in_prekey(const es_video_in *v) { return v ? v->prekey : 0; }
-int64_t es_video_in_dropped(const es_video_in *v) { return v ? v->dropped : 0; }
+int64_t es_video_in_dropped(const es_video_in *v) { return v ? count_dropped(v) : 0; }
 double es_video_in_copy_ms(const es_video_in *v) { return v ? v->deliver_ms : 0.0; }
 
 void es_video_in_close(es_video_in **pv) {
