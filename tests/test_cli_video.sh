@@ -405,6 +405,11 @@ printf 'x' > "$T/afile"
 msg=$("$BIN" -q "$T/clip.mkv" -o "$T/afile/x.mp4" 2>&1); rc=$?
 [ $rc = 3 ] || fail "mp4 under a regular file: exit $rc, want 3 ($msg)"
 case "$msg" in "entropy-stream: $T/afile/x.mp4: "?*) ;; *) fail "mp4 output error message: $msg";; esac
+# With --stats (opened first): an output not opened ends the run before any frame, and the
+# statistics file, holding nothing computed, goes too (README).
+msg=$("$BIN" -q "$T/clip.mkv" -o "$T/afile/x.mp4" --stats "$T/xo.csv" 2>&1); rc=$?
+[ $rc = 3 ] || fail "mp4 under a regular file, with --stats: exit $rc, want 3 ($msg)"
+ls -A "$T" | grep -q 'xo\.csv' && fail "mp4 under a regular file, with --stats: left $(ls -A "$T" | grep xo)"
 # A statistics file that cannot be made leaves no frame directory behind (an empty one was
 # left: the directory was made first), as a batch leaves none; inside it, it is made first.
 msg=$("$BIN" -q "$T/clip.mkv" -o "$T/nodir" --stats "$T/afile/s.csv" 2>&1); rc=$?

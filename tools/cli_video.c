@@ -328,6 +328,20 @@ static int input_failed(const cli_opts *o, const char *in_name, int rc, const ch
   return es_exit_code(rc);
 }
 
+/* -o gave up its open at a first signal (a FIFO still waiting for a reader), said by its own
+ * line: the other outputs are kept (README). --stats, opened before it, is committed with the
+ * records of the frames computed: none yet. Returns the exit code, 130 (a --stats that cannot
+ * be closed is said, as any output failing in an interrupted run). */
+static int out_interrupted_at_open(const cli_opts *o, const char *in_name, es_stats_writer **sw) {
+  char msg[MSG_LEN] = "";
+  if (*sw) {
+    int rc = es_stats_writer_close(sw, 1, msg, sizeof msg);
+    if (rc != ES_OK) cli_err(o->stats_path, "%s", *msg ? msg : es_strerror(rc));
+  }
+  if (!o->quiet) cli_err(in_name, "interrupted before the first frame");
+  return 130;
+}
+
 int cli_run_video(cli_opts *o, int out_kind) {
   vid_run v;
   ctx_open co = {.cfg = &o->cfg};
@@ -487,7 +501,7 @@ int cli_run_video(cli_opts *o, int out_kind) {
     rc = es_video_out_open(&vo, o->output, &vopt, msg, sizeof msg);
     if (rc != ES_OK) {
       cli_err(out_name, "%s", *msg ? msg : es_strerror(rc));
-      code = es_exit_code(rc);
+      code = rc == ES_ERR_INTERRUPTED ? out_interrupted_at_open(o, in_name, &sw) : es_exit_code(rc);
       goto end;
     }
     sc.render.format = es_video_out_pixfmt(vo);
@@ -497,7 +511,7 @@ int cli_run_video(cli_opts *o, int out_kind) {
                             sizeof msg);
     if (rc != ES_OK) {
       cli_err(out_name, "%s", *msg ? msg : es_strerror(rc));
-      code = es_exit_code(rc);
+      code = rc == ES_ERR_INTERRUPTED ? out_interrupted_at_open(o, in_name, &sw) : es_exit_code(rc);
       goto end;
     }
     sc.want_map = 1;
