@@ -37,8 +37,81 @@ interrupt() {
   kill -"$1" "$BPID"
   await_end "$2" "$3"
 }
+# await SECONDS LABEL WHAT COMMAND...: polls COMMAND until it succeeds (the state a case means
+# to interrupt); fails the case, naming WHAT, where SECONDS pass or the run $BPID ends first.
+# Fixed pauses raced with a run slow to get there (a loaded machine, ASan): a case then
+# passed without testing its point, or failed.
+await() {
+  local s=$1 label=$2 what=$3
+  shift 3
+  for _ in $(seq 1 $(( s * 20 ))); do
+    "$@" && return 0
+    if ! kill -0 "$BPID" 2>/dev/null; then
+      "$@" && return 0
+      fail "$label: the run ended before $what"
+      return 1
+    fi
+    sleep 0.05
+  done
+  fail "$label: $what not seen in $s s"
+  return 1
+}
+# What /proc says a thread sleeps in (wchan), learnt from probes since the names differ between
+# kernels: W_SLEEP a sleep(1), W_READ a read of an empty pipe, W_WRITE a write into a full one,
+# W_POLL a poll. Empty where /proc does not say: the waits on them then fall back to a pause.
+# wchan_probe VAR PID: VAR = what PID sleeps in (the same twice, 0.1 s apart); ends PID.
+wchan_probe() {
+  local w prev=
+  for _ in $(seq 1 50); do
+    w=$(cat "/proc/$2/wchan" 2>/dev/null)
+    [ "$w" = 0 ] && w=
+    [ -n "$w" ] && [ "$w" = "$prev" ] && break
+    prev=$w
+    w=
+    sleep 0.1
+  done
+  kill "$2" 2>/dev/null
+  wait "$2" 2>/dev/null
+  printf -v "$1" '%s' "$w"
+}
+W_READ= W_WRITE= W_POLL=
+sleep 30 & wchan_probe W_SLEEP $!
+if [ -n "$W_SLEEP" ]; then
+  mkfifo "$T/probe-r" "$T/probe-w"
+  sleep 30 > "$T/probe-r" & FPID=$!
+  cat "$T/probe-r" > /dev/null & wchan_probe W_READ $!
+  kill $FPID; wait $FPID 2>/dev/null
+  sleep 30 < "$T/probe-w" & FPID=$!
+  yes > "$T/probe-w" 2>/dev/null & wchan_probe W_WRITE $!
+  kill $FPID; wait $FPID 2>/dev/null; FPID=
+  "$PY" -c 'import select; select.poll().poll(30000)' & wchan_probe W_POLL $!
+fi
+echo "test_cli_signal: wchan: sleep '$W_SLEEP', pipe read '$W_READ', write '$W_WRITE', poll '$W_POLL'"
+# run_in WCHAN: a thread of the run $BPID sleeps in WCHAN now.
+run_in() { [ -n "$1" ] && grep -qxF "$1" /proc/"$BPID"/task/*/wchan 2>/dev/null; }
+# await_reading LABEL: waits (60 s at most) until a thread of the run $BPID sleeps reading a
+# pipe: its input (through the stdin pump) has nothing for it. Without wchan, a 2 s pause.
+await_reading() {
+  if [ -z "$W_READ" ]; then sleep 2; return 0; fi
+  await 60 "$1" "a read of its input waiting" run_in "$W_READ"
+}
+# stalled: the producer $FPID has sent everything (its ffmpeg is done: the subshell is now the
+# sleep it execs) and the run has taken it all. The pump sleeping in poll says the FIFO is
+# empty (the producer's writes woke it long ago), and nothing more comes; the decoder
+# sleeping in a read after that says the pump's pipe is empty too: every frame sent was read.
+# (A decoder waiting while the pump still held data was not yet that.)
+stalled() {
+  [ "$(cat /proc/"$FPID"/comm 2>/dev/null)" = sleep ] || return 1
+  if [ -z "$W_READ" ] || [ -z "$W_POLL" ]; then sleep 2; return 0; fi # /proc does not say
+  run_in "$W_POLL" && run_in "$W_READ"
+}
+# trace_says LINE: the run (under ES_TRACE=1) has traced LINE on $T/err. A case that awaits a
+# line of $T/err empties it before its run: the run's own `2>` is done in its child, maybe
+# after this shell has looked (and found the line the previous run wrote).
+trace_says() { grep -q "] $1\$" "$T/err"; }
 
-# ---- Video: ffmpeg -re feeds y4m at 25 fps for 60 s; the CLI gets SIGINT after ~2.5 s.
+# ---- Video: ffmpeg -re feeds y4m at 25 fps for 60 s; the CLI gets SIGINT once it has written a
+# frame and waits for the next one (ES_TRACE says the first; wchan the wait).
 if [ "${ES_HAVE_FFMPEG:-0}" = 1 ] && command -v ffmpeg >/dev/null && command -v ffprobe >/dev/null; then
   # shellcheck source=es_test_ffmpeg.sh
   source "$(dirname "$0")/es_test_ffmpeg.sh"
@@ -56,9 +129,11 @@ if [ "${ES_HAVE_FFMPEG:-0}" = 1 ] && command -v ffmpeg >/dev/null && command -v 
     ffmpeg -nostdin -v error -re -f lavfi -i "testsrc=size=161x97:rate=25" -t 60 "${SRC[@]}" \
       - > "$T/fifo" 2>/dev/null &
     FPID=$!
-    "$BIN" --no-progress "${RAW1[@]}" - -o "$T/out.mp4" < "$T/fifo" 2> "$T/err" &
+    : > "$T/err"
+    ES_TRACE=1 "$BIN" --no-progress "${RAW1[@]}" - -o "$T/out.mp4" < "$T/fifo" 2> "$T/err" &
     BPID=$!
-    sleep 2.5
+    await 60 "SIG$sig on a video" "a frame written" trace_says "video: first frame written" &&
+      await_reading "SIG$sig on a video"
     interrupt $sig 10 "a video on stdin"
     kill $FPID 2>/dev/null; wait $FPID 2>/dev/null; FPID=
     echo "SIG$sig: exit $rc; stderr: $(cat "$T/err")"
@@ -73,27 +148,46 @@ if [ "${ES_HAVE_FFMPEG:-0}" = 1 ] && command -v ffmpeg >/dev/null && command -v 
     ls -A "$T" | grep -q '^\.' && fail "SIG$sig: temporaries left: $(ls -A "$T")"
   done
   # Frames larger than a pipe's buffer arrive in pieces: a signal then cuts one, which must
-  # not be reported as a short frame of the input.
+  # not be reported as a short frame of the input. The frames read are kept.
   rm -f "$T/big.npy"
+  : > "$T/err"
   ffmpeg -nostdin -v error -re -f lavfi -i "testsrc=size=640x480:rate=25" -t 60 -pix_fmt gray \
-    -f rawvideo - 2>/dev/null | "$BIN" --no-progress --raw gray8:640x480@25 - -o "$T/big.npy" 2> "$T/err" &
-  BPID=$!
-  sleep 2
-  interrupt INT 10 "640x480 raw frames" # $! of a pipeline: its last command, entropy-stream
+    -f rawvideo - 2>/dev/null |
+    ES_TRACE=1 "$BIN" --no-progress --raw gray8:640x480@25 - -o "$T/big.npy" 2> "$T/err" &
+  BPID=$! # $! of a pipeline: its last command, entropy-stream
+  # (Not a wait for a read of its input: a run slower than 25 fps, ASan on a loaded machine,
+  # never waits for one, and its point is a frame cut, wherever the run is.)
+  await 60 "640x480 raw frames" "a frame written" trace_says "video: first frame written"
+  interrupt INT 10 "640x480 raw frames"
   echo "SIGINT on 640x480 raw frames: exit $rc; stderr: $(cat "$T/err")"
   [ $rc = 130 ] || fail "SIGINT on 640x480 raw frames: exit $rc, want 130"
   grep -q "is short" "$T/err" && fail "SIGINT on 640x480 raw frames reported as a short frame: $(cat "$T/err")"
+  n=$(sed -n 's/^entropy-stream: \([0-9]*\) frames\?, .*/\1/p' "$T/err")
+  "$PY" -c "
+import numpy as np, sys
+a = np.load('$T/big.npy'); print('640x480 raw frames: npy', a.shape)
+sys.exit(0 if a.shape[1:] == (480, 640) and 0 < a.shape[0] == int(sys.argv[1]) < 1500 else 1)" "${n:-0}" ||
+    fail "SIGINT on 640x480 raw frames: the .npy does not hold the $n frames read"
   # A signal while the stream's header is still awaited (nothing written yet): exit 130, not
-  # "cannot open" (exit 2) because the pump closed standard input.
+  # "cannot open" (exit 2) because the pump closed standard input; no output made. The writer
+  # stays open and silent until ended (a `sleep 8 |` ended by itself on a slow machine).
   if [ ${#RAW1[@]} = 0 ]; then
-    rm -f "$T/hdr.npy"
-    sleep 8 | "$BIN" --no-progress - -o "$T/hdr.npy" 2> "$T/err" &
+    rm -f "$T/fifo" "$T/hdr.npy"
+    mkfifo "$T/fifo"
+    sleep 60 > "$T/fifo" &
+    FPID=$!
+    "$BIN" --no-progress - -o "$T/hdr.npy" < "$T/fifo" 2> "$T/err" &
     BPID=$!
-    sleep 1
+    await_reading "header wait"
     interrupt INT 5 "header wait"
+    kill $FPID 2>/dev/null; wait $FPID 2>/dev/null; FPID=
     echo "SIGINT before the header: exit $rc; stderr: $(cat "$T/err")"
     [ $rc = 130 ] || fail "SIGINT before the header: exit $rc, want 130"
     grep -q "cannot open" "$T/err" && fail "SIGINT before the header reported as bad input"
+    grep -qx "entropy-stream: -: interrupted before the first frame" "$T/err" ||
+      fail "SIGINT before the header: not said as such: $(cat "$T/err")"
+    [ -e "$T/hdr.npy" ] && fail "SIGINT before the header: an output was made"
+    ls -A "$T" | grep -q '^\.' && fail "SIGINT before the header: temporaries left: $(ls -A "$T")"
   fi
   # A source that sends a few frames and then stays open and silent: the decoder is blocked
   # in read(); SIGINT must still end the run at once with those frames kept.
@@ -104,7 +198,7 @@ if [ "${ES_HAVE_FFMPEG:-0}" = 1 ] && command -v ffmpeg >/dev/null && command -v 
   FPID=$!
   "$BIN" --no-progress "${RAW2[@]}" - -o "$T/stall.npy" < "$T/fifo" 2> "$T/err" &
   BPID=$!
-  sleep 3
+  await 60 "stalled stdin" "the 17 frames read and a read waiting" stalled
   interrupt INT 5 "stalled stdin"
   kill $FPID 2>/dev/null; wait $FPID 2>/dev/null; FPID=
   echo "stalled stdin: exit $rc; stderr: $(cat "$T/err")"
@@ -124,7 +218,7 @@ sys.exit(0 if a.shape == (17, 45, 67) else 1)" || fail "stalled stdin: the 17 fr
     FPID=$!
     "$BIN" --no-progress "$T/fifo" -o "$T/stall2.npy" 2> "$T/err" &
     BPID=$!
-    sleep 3
+    await 60 "stalled FIFO input" "the 17 frames read and a read waiting" stalled
     interrupt INT 5 "stalled FIFO input"
     kill $FPID 2>/dev/null; wait $FPID 2>/dev/null; FPID=
     echo "stalled FIFO input: exit $rc; stderr: $(cat "$T/err")"
@@ -152,6 +246,7 @@ sys.exit(0 if a.shape == (17, 45, 67) else 1)" || fail "stalled FIFO input: the 
           - 2>/dev/null; exec sleep 60 ) > "$T/fifo" &
       FPID=$!
       extra=(); [ $outs = two ] && extra=(--stats "$T/ofail.csv")
+      : > "$T/err"
       if [ $how = stdin ]; then
         "$BIN" --no-progress "${RAW2[@]}" - -o "$T/ofail" "${extra[@]}" < "$T/fifo" 2> "$T/err" &
       else
@@ -169,7 +264,11 @@ sys.exit(0 if a.shape == (17, 45, 67) else 1)" || fail "stalled FIFO input: the 
         [ $rc = 3 ] || fail "$label: exit $rc, want 3: $(cat "$T/err")"
       else
         label="stalled $how, -o failed, --stats going on"
-        sleep 2
+        # Once the failure is said and the run waits for frames, it must stay: a run that
+        # ended by itself did so within the pump's next look at its flags (0.1 s).
+        await 60 "$label" "the failure said" grep -q "frame_000000.png: is a directory" "$T/err" &&
+          await 60 "$label" "the frame read and a read waiting" stalled
+        for _ in $(seq 1 10); do kill -0 "$BPID" 2>/dev/null && sleep 0.1; done
         kill -0 "$BPID" 2>/dev/null || fail "$label: ended before the signal: $(cat "$T/err")"
         interrupt INT 5 "$label"
         [ $rc = 130 ] || fail "$label: exit $rc, want 130: $(cat "$T/err")"
@@ -187,24 +286,33 @@ fi
 
 # ---- A signal while the main thread is blocked writing --stats - into a pipe whose reader is
 # slow: the run finishes properly (exit 130), every record written whole. The write failed
-# with EINTR before ("-: cannot write: Interrupted system call"), the last record cut.
+# with EINTR before ("-: cannot write: Interrupted system call"), the last record cut. The
+# reader starts once the signal is sent ($T/go), the run blocked in its write (wchan) by then.
 if [ "${ES_HAVE_FFMPEG:-0}" = 1 ]; then # --raw on stdin is read through libavformat
 "$PY" -c "
 import numpy as np, sys
 np.random.default_rng(int(sys.argv[2])).integers(0, 256, (4000, 48, 64), dtype=np.uint8).tofile(sys.argv[1])
 " "$T/frames.raw" $SEED || { echo "cannot make frames"; exit 1; }
 rm -f "$T/sp"; mkfifo "$T/sp"
-( sleep 2; cat > "$T/sp.csv" ) < "$T/sp" &
+rm -f "$T/go"
+( for _ in $(seq 1 1200); do [ -e "$T/go" ] && break; sleep 0.05; done; exec cat > "$T/sp.csv" ) \
+  < "$T/sp" &
 FPID=$!
 "$BIN" --no-progress --raw gray8:64x48 - --stats - < "$T/frames.raw" > "$T/sp" 2> "$T/err" &
 BPID=$!
-sleep 1
-interrupt INT 10 "--stats - into a slow pipe"
+if [ -n "$W_WRITE" ]; then
+  await 60 "--stats - into a slow pipe" "a write waiting for the reader" run_in "$W_WRITE"
+else
+  sleep 1 # /proc does not say
+fi
+kill -INT "$BPID"
+touch "$T/go"
+await_end 10 "--stats - into a slow pipe"
 wait $FPID; FPID=
 echo "--stats - into a slow pipe: exit $rc; stderr: $(cat "$T/err")"
 [ $rc = 130 ] || fail "--stats - into a slow pipe: exit $rc, want 130"
 grep -q "cannot write" "$T/err" && fail "--stats - into a slow pipe: a write error: $(cat "$T/err")"
-n=$(sed -n 's/^entropy-stream: \([0-9]*\) frames.*/\1/p' "$T/err")
+n=$(sed -n 's/^entropy-stream: \([0-9]*\) frames\?, .*/\1/p' "$T/err")
 "$PY" - "$T/sp.csv" "$n" <<'EOF2' || fail "--stats - into a slow pipe: the records are not whole"
 import sys
 lines = open(sys.argv[1]).read().split('\n')
@@ -218,16 +326,21 @@ EOF2
 # A second signal ends the run at once (exit 130) without finishing: the temporary of the
 # output must go with it. It was left behind (.m.npy.tmp-*, as large as the frames written).
 # Frames of ~0.1 s each on one thread, 32 in flight: the first signal leaves seconds of work.
+# Each run is signalled once it has written a frame (its pool full by then).
 "$PY" -c "
 import numpy as np, sys
 np.random.default_rng(int(sys.argv[2])).integers(0, 256, (60, 240, 320), dtype=np.uint8).tofile(sys.argv[1])
 " "$T/slow.raw" $SEED || { echo "cannot make frames"; exit 1; }
 # twice LABEL: a first SIGINT to the run $BPID, then (while it finishes what it holds) a
 # second; returns 1, the run reaped, where it ended before the second ($rc as interrupt sets).
+# A second signal from the same process within 0.2 s of the first one's handling is that one
+# delivered twice (ES_SIG_SAME_NS, tools/cli_msg.c): it is sent 0.3 s after the first was
+# seen taken, no longer pending for the run (/proc's ShdPnd: a thread has dequeued it and
+# runs the handler). Fixed pauses raced with a signal handled late on a loaded machine.
 twice() {
-  sleep 0.5
   kill -INT "$BPID"
-  sleep 0.5
+  await 60 "$1" "the first SIGINT taken" sigint_taken
+  sleep 0.3
   if kill -0 "$BPID" 2>/dev/null; then
     interrupt INT 5 "$1"
     return 0
@@ -236,11 +349,18 @@ twice() {
   echo "note: $1: the run ended before the second SIGINT: not tested"
   return 1
 }
+# sigint_taken: no SIGINT is pending for the run $BPID (the process-wide set, bit 2 - 1).
+sigint_taken() {
+  local p
+  p=$(sed -n 's/^ShdPnd:[[:space:]]*//p' /proc/"$BPID"/status 2>/dev/null)
+  [ -n "$p" ] && (( (16#${p: -1} & 2) == 0 ))
+}
 mkdir "$T/two"
-"$BIN" --no-progress --threads 1 --queue 32 -w 255 -L 256 --raw gray8:320x240 - -o "$T/two/m.npy" \
-  < "$T/slow.raw" 2> "$T/err" &
+: > "$T/err"
+ES_TRACE=1 "$BIN" --no-progress --threads 1 --queue 32 -w 255 -L 256 --raw gray8:320x240 - \
+  -o "$T/two/m.npy" < "$T/slow.raw" 2> "$T/err" &
 BPID=$!
-for _ in $(seq 1 100); do [ -n "$(ls -A "$T/two")" ] && break; sleep 0.05; done
+await 60 "a second SIGINT" "a frame written" trace_says "video: first frame written"
 if twice "a second SIGINT"; then
   echo "a second SIGINT: exit $rc; left: $(ls -A "$T/two")"
   [ $rc = 130 ] || fail "a second SIGINT: exit $rc, want 130"
@@ -250,12 +370,13 @@ fi
 # The same with a progress line drawn (--progress: as on a terminal): the run that ends at once
 # ends that line too, so that the shell's prompt does not land after it. It did not.
 mkdir "$T/two-p"
+: > "$T/err"
 "$BIN" --progress --threads 1 --queue 32 -w 255 -L 256 --raw gray8:320x240 - -o "$T/two-p/m.npy" \
   < "$T/slow.raw" 2> "$T/err" &
 BPID=$!
 # Wait for the line itself (drawn once a frame is done): under a sanitizer on a loaded machine
-# the first frame takes over a second.
-for _ in $(seq 1 200); do grep -aq "frames\?, [0-9.]* fps" "$T/err" && break; sleep 0.05; done
+# the first frame takes over a second. (No ES_TRACE here: its lines would end stderr too.)
+await 60 "a second SIGINT, progress shown" "the progress line" grep -aq "frames\?, [0-9.]* fps" "$T/err"
 if twice "a second SIGINT, progress shown"; then
   echo "a second SIGINT, progress shown: exit $rc; stderr: $(cat -v "$T/err" | tail -c 200)"
   [ $rc = 130 ] || fail "a second SIGINT, progress shown: exit $rc, want 130"
@@ -268,18 +389,25 @@ fi
 # two SIGINTs come from one process microseconds apart. That is one interruption: the run
 # finishes what it holds and keeps its output (exit 130). The second was taken as "stop now"
 # (about 1 run in 20 under timeout, every run under valgrind): no message, the .npy removed.
-# Two kills from this shell back to back do the same, every time.
+# Two kills from this shell back to back do the same, every time. The .npy holds the frames
+# the summary counts.
 mkdir "$T/dup"
-"$BIN" --no-progress --threads 1 --queue 2 -w 255 -L 256 --raw gray8:320x240 - -o "$T/dup/m.npy" \
-  < "$T/slow.raw" 2> "$T/err" &
+: > "$T/err"
+ES_TRACE=1 "$BIN" --no-progress --threads 1 --queue 2 -w 255 -L 256 --raw gray8:320x240 - \
+  -o "$T/dup/m.npy" < "$T/slow.raw" 2> "$T/err" &
 BPID=$!
-for _ in $(seq 1 100); do [ -n "$(ls -A "$T/dup")" ] && break; sleep 0.05; done
-sleep 0.5
+await 60 "one SIGINT delivered twice" "a frame written" trace_says "video: first frame written"
 kill -INT $BPID; kill -INT $BPID
 await_end 60 "one SIGINT delivered twice"
 echo "one SIGINT delivered twice: exit $rc; left: $(ls -A "$T/dup"); stderr: $(cat "$T/err")"
 [ $rc = 130 ] || fail "one SIGINT delivered twice: exit $rc, want 130"
 [ "$(ls -A "$T/dup")" = m.npy ] || fail "one SIGINT delivered twice: files left: '$(ls -A "$T/dup")', want m.npy"
+n=$(sed -n 's/^entropy-stream: \([0-9]*\) frames\?, .*/\1/p' "$T/err")
+"$PY" -c "
+import numpy as np, sys
+a = np.load('$T/dup/m.npy'); print('one SIGINT delivered twice: npy', a.shape)
+sys.exit(0 if a.shape[1:] == (240, 320) and 0 < a.shape[0] == int(sys.argv[1]) < 60 else 1)" "${n:-0}" ||
+  fail "one SIGINT delivered twice: the .npy does not hold the $n frames the summary counts"
 fi
 
 # ---- Image batch: many files; SIGINT once some are written.
@@ -301,10 +429,7 @@ for i in range(400):
 EOF
 "$BIN" -q -w 31 -L 256 "$T/in" -o "$T/out" 2> "$T/err" &
 BPID=$!
-for _ in $(seq 1 200); do
-  [ -d "$T/out" ] && [ "$(ls "$T/out" | wc -l)" -ge 3 ] && break
-  sleep 0.05
-done
+await 60 "SIGINT on a batch" "3 files written" eval '[ "$(ls "$T/out" 2>/dev/null | wc -l)" -ge 3 ]'
 kill -INT $BPID
 wait $BPID; rc=$?
 BPID=
@@ -332,30 +457,27 @@ EOF
 # ---- An output that is a FIFO with no reader: its writer waited in open() for one, and a
 # first SIGINT did not end that wait (the run sat until a reader came). Now the signal ends it:
 # that output is said once as not written, every other output is kept, exit 130.
-# Whether /proc says what a thread sleeps in (wchan): a sleep(1) must read as a nanosleep.
-WCHAN=0
-sleep 5 & SPID=$!
-for _ in $(seq 1 50); do
-  grep -q nanosleep "/proc/$SPID/wchan" 2>/dev/null && { WCHAN=1; break; }
-  sleep 0.1
-done
-kill "$SPID" 2>/dev/null; wait "$SPID" 2>/dev/null
-# await_fifo_wait FILE...: waits (60 s at most) until the run $BPID waits for its FIFO's
-# reader, the FILEs written: one of its threads sleeps between tries of the FIFO (io/atomic.c;
-# nothing else in a run sleeps). A fixed wait raced with a run slow to get there (a loaded
+# files_written FILE...: every FILE exists.
+files_written() {
+  local f
+  for f in "$@"; do [ -f "$f" ] || return 1; done
+}
+# files_and_sleep FILE...: the FILEs are written and a thread of the run $BPID sleeps as a
+# sleep(1) does (W_SLEEP): it waits between tries of its FIFO (io/atomic.c; nothing else in a
+# run sleeps).
+files_and_sleep() { files_written "$@" && run_in "$W_SLEEP"; }
+# await_fifo_wait LABEL FILE...: waits (60 s at most) until the run $BPID waits for its FIFO's
+# reader, the FILEs written. A fixed wait raced with a run slow to get there (a loaded
 # machine, ASan). Without wchan, 2 s after the FILEs.
 await_fifo_wait() {
-  local f ready
-  for _ in $(seq 1 600); do
-    kill -0 "$BPID" 2>/dev/null || return
-    ready=1
-    for f in "$@"; do [ -f "$f" ] || ready=0; done
-    if [ $ready = 1 ]; then
-      [ $WCHAN = 0 ] && { sleep 2; return; }
-      cat /proc/"$BPID"/task/*/wchan 2>/dev/null | grep -q nanosleep && return
-    fi
-    sleep 0.1
-  done
+  local label=$1
+  shift
+  if [ -z "$W_SLEEP" ]; then
+    await 60 "$label" "its files written" files_written "$@" || true
+    sleep 2
+    return 0
+  fi
+  await 60 "$label" "the wait for its FIFO's reader" files_and_sleep "$@"
 }
 # fifo_case LABEL FIFO ARGS...: runs the CLI with ARGS, FIFO (one of its outputs) without a
 # reader; SIGINT once it waits for one (and the files in FIFO_AFTER are written); the run
@@ -367,7 +489,7 @@ fifo_case() {
   rm -f "$fifo"; mkfifo "$fifo"
   "$BIN" --no-progress "$@" 2> "$T/err" &
   BPID=$!
-  await_fifo_wait "${FIFO_AFTER[@]}"
+  await_fifo_wait "$label" "${FIFO_AFTER[@]}"
   if ! kill -0 "$BPID" 2>/dev/null; then
     wait "$BPID"; rc=$?; BPID=
     fail "$label: ended before the signal (exit $rc): $(cat "$T/err")"
@@ -409,6 +531,21 @@ if [ "${ES_HAVE_FFMPEG:-0}" = 1 ] && command -v ffmpeg >/dev/null; then
   fifo_case "a video into a FIFO" "$T/f.$vext" -w 5 "$T/v.mkv" -o "$T/f.$vext"
   fifo_case "a video's --stats into a FIFO" "$T/fv.csv" -w 5 "$T/v.mkv" --stats "$T/fv.csv"
   fifo_case "a video's .npy into a FIFO" "$T/fv.npy" -w 5 "$T/v.mkv" -o "$T/fv.npy"
+  # With --stats, opened before -o: it went with the FIFO given up (exit 130, no fs.csv). It
+  # is kept, whole: the header, and no record (no frame was computed yet).
+  for out in "f.$vext" fv.npy; do
+    rm -f "$T/fs.csv"
+    fifo_case "a video into a FIFO $out, with --stats" "$T/$out" -w 5 "$T/v.mkv" -o "$T/$out" \
+      --stats "$T/fs.csv"
+    [ "$(cat "$T/fs.csv" 2>/dev/null | wc -l)" = 1 ] && grep -q '^name,index,pts,' "$T/fs.csv" \
+      || fail "a video into a FIFO $out, with --stats: not kept whole: $(ls -A "$T" | grep fs)"
+    ls -A "$T" | grep -q '^\.fs\.csv' && fail "a video into a FIFO $out, with --stats: temporary left"
+  done
+  # --stats the FIFO, -o a file: -o, opened after it, is not begun (nothing computed).
+  rm -f "$T/fo.$vext"
+  fifo_case "a video's --stats into a FIFO, with -o" "$T/fv.csv" -w 5 "$T/v.mkv" -o "$T/fo.$vext" \
+    --stats "$T/fv.csv"
+  ls -A "$T" | grep -q "fo\.$vext" && fail "a video's --stats into a FIFO, with -o: -o begun: $(ls -A "$T")"
   rm -rf "$T/fdir"; mkdir "$T/fdir"
   fifo_case "a frame file a FIFO" "$T/fdir/frame_000002.png" -w 5 "$T/v.mkv" -o "$T/fdir"
   [ "$(ls "$T/fdir" | tr '\n' ' ')" = "frame_000000.png frame_000001.png frame_000002.png " ] \
