@@ -84,11 +84,30 @@ struct es_video_in {
   int key_seen;          /* a keyframe packet was sent, or a frame came out: prekey is final */
   /* Packets the decoder took but gave no frame for, and no error: es_video_in_dropped. */
   int64_t discards;      /* packets sent flagged AV_PKT_FLAG_DISCARD: no frame, by design */
+  int64_t leading;       /* packets sent whose leading picture the decoder skips, by design
+                          * (open GOP where decoding starts: lead_skipped) */
+  int lead_nal_len;      /* HEVC: bytes of each NAL's length prefix (hvcC), 0: Annex B */
+  int lead_start;        /* HEVC: decoding starts anew (the stream's start, or an end of
+                          * sequence): the next CRA's RASL pictures are skipped */
+  int lead_rasl;         /* HEVC: the RASL pictures that come now are skipped */
+  int lead_refs;         /* MPEG-1/2: reference pictures (I, P) seen, up to 2 */
+  int lead_closed;       /* MPEG-1/2: the last GOP header's closed_gop */
   int count_drops;       /* the codec gives one frame a packet (or field pair): counted */
   int64_t sent_ok;       /* packets the decoder took */
   int64_t received;      /* frames it gave, damaged ones included */
   int64_t recv_errors;   /* receives that failed (a packet's error, counted as corrupt) */
-  int64_t interlaced;    /* frames it gave that were interlaced (perhaps two field packets) */
+  int64_t interlaced;    /* frames it gave that were interlaced (see field_packets) */
+  /* Field pictures (see packet_structure): H.264 and MPEG-2 make one frame of two field
+   * packets. Each packet sent is a frame or a field (its parity), or unknown. */
+  int fields;                   /* FIELDS_*: how each packet's structure is known */
+  AVCodecParserContext *parser; /* FIELDS_PARSER: H.264's, complete packets, for its
+                                 * picture_structure; pctx its own codec context */
+  AVCodecContext *pctx;
+  int field_open;           /* parity (TOP/BOTTOM) of the last field packet while unpaired */
+  int64_t second_fields;    /* packets that were the second field of a pair, or unknown (they
+                             * may be: not counted as dropped), but not before the first
+                             * keyframe (prekey) or marked discard, which are counted there */
+  int64_t prekey_second;    /* those among the prekey packets: see next_frame */
   int64_t key_seq, key_dts; /* the first keyframe packet's tag (seq) and dts */
   int64_t packets;       /* packets of the stream read (raw: frame index of the next one) */
   size_t raw_frame_size; /* bytes of a frame's Y plane read directly (raw, y4m), else 0 */
@@ -525,6 +544,98 @@ void es_video_in_unlend(void *ref) {
   av_frame_free(&f);
 }
 
+/* ---- Field pictures.
+ *
+ * Interlaced H.264 and MPEG-2 code a frame either as one picture (H.264 MBAFF, MPEG-2 frame
+ * pictures: one packet) or as two field pictures (H.264 PAFF, MPEG-2 field pictures: a
+ * packet each where the demuxer splits them, as MPEG-TS does); their decoders make one frame
+ * of a field pair. count_dropped counts the packets that gave no frame, so it must know which
+ * packets were the second field of a pair: each packet's picture structure is read before it
+ * is sent, for H.264 by libavcodec's parser (its picture_structure, from the first slice
+ * header; PARSER_FLAG_COMPLETE_FRAMES: each packet parsed at once, as it is), for MPEG-2 from
+ * the picture coding extension (libavcodec 59's parser leaves picture_structure unknown for
+ * MPEG-2). A field of the parity opposite to an unpaired field before it is a second field.
+ * HEVC and MPEG-1 need nothing: libavcodec's HEVC decoder gives every field picture as a
+ * frame of its own, and MPEG-1 has no fields. */
+enum {
+  FIELDS_NONE,   /* every packet is a frame of its own */
+  FIELDS_PARSER, /* H.264: libavcodec's parser */
+  FIELDS_MPEG2,  /* MPEG-2: mpeg2_structure */
+  FIELDS_SLACK   /* H.264 without a parser: every interlaced frame may have been two packets */
+};
+
+static void fields_open(es_video_in *v, const AVCodecParameters *par) {
+  v->fields = FIELDS_NONE;
+  if (par->codec_id == AV_CODEC_ID_MPEG2VIDEO) v->fields = FIELDS_MPEG2;
+  if (par->codec_id != AV_CODEC_ID_H264) return;
+  v->fields = FIELDS_SLACK; /* unless the parser can be had (a build may leave it out) */
+  v->parser = av_parser_init(par->codec_id);
+  v->pctx = avcodec_alloc_context3(NULL);
+  if (!v->parser || !v->pctx || avcodec_parameters_to_context(v->pctx, par) < 0) {
+    av_parser_close(v->parser);
+    v->parser = NULL;
+    avcodec_free_context(&v->pctx);
+    return;
+  }
+  v->parser->flags |= PARSER_FLAG_COMPLETE_FRAMES;
+  v->fields = FIELDS_PARSER;
+}
+
+/* MPEG-2: the picture_structure of the packet's first picture coding extension (ISO/IEC
+ * 13818-2 6.2.3.1: 1 top field, 2 bottom field, 3 frame), looked for between its first
+ * picture start code and its first slice; a picture without one is MPEG-1's, a frame. */
+static int mpeg2_structure(const uint8_t *b, int n) {
+  int picture = 0;
+  for (int i = 0; i + 6 < n; i++) {
+    if (b[i] || b[i + 1] || b[i + 2] != 1) continue;
+    const uint8_t code = b[i + 3];
+    if (code == 0x00) {
+      picture = 1;
+    } else if (picture && code >= 0x01 && code <= 0xaf) { /* a slice: no extension */
+      return AV_PICTURE_STRUCTURE_FRAME;
+    } else if (picture && code == 0xb5 && (b[i + 4] >> 4) == 8) {
+      return b[i + 6] & 3 ? b[i + 6] & 3 : AV_PICTURE_STRUCTURE_UNKNOWN;
+    }
+    i += 2;
+  }
+  return AV_PICTURE_STRUCTURE_UNKNOWN;
+}
+
+/* The picture structure of pkt (AV_PICTURE_STRUCTURE_*), before it is sent. */
+static int packet_structure(es_video_in *v, const AVPacket *pkt) {
+  if (v->fields == FIELDS_MPEG2) return mpeg2_structure(pkt->data, pkt->size);
+  if (v->fields != FIELDS_PARSER) return AV_PICTURE_STRUCTURE_FRAME;
+  uint8_t *out = NULL;
+  int out_size = 0;
+  v->parser->picture_structure = AV_PICTURE_STRUCTURE_UNKNOWN;
+  av_parser_parse2(v->parser, v->pctx, &out, &out_size, pkt->data, pkt->size, pkt->pts, pkt->dts,
+                   pkt->pos);
+  return out_size > 0 ? v->parser->picture_structure : AV_PICTURE_STRUCTURE_UNKNOWN;
+}
+
+/* A packet the decoder took, of picture structure ps: is it the second field of a pair (or
+ * of unknown structure, and so perhaps one)? */
+static int second_field(es_video_in *v, int ps) {
+  if (ps == AV_PICTURE_STRUCTURE_TOP_FIELD || ps == AV_PICTURE_STRUCTURE_BOTTOM_FIELD) {
+    const int second = v->field_open && v->field_open != ps;
+    v->field_open = second ? 0 : ps;
+    return second;
+  }
+  v->field_open = 0;
+  return ps != AV_PICTURE_STRUCTURE_FRAME;
+}
+
+/* The packets count_dropped takes as half of a frame the decoder gave. A field pair gives
+ * one interlaced frame; counted up to the interlaced frames given, so that a pair the
+ * decoder dropped counts its two packets (a stream of field pairs, or of frame pictures,
+ * counts exactly; one that mixes them may count a dropped pair once). Without a parser,
+ * every interlaced frame is taken as a pair, as before: drops of frame pictures go
+ * uncounted. */
+static int64_t field_packets(const es_video_in *v) {
+  if (v->fields == FIELDS_SLACK) return v->interlaced;
+  return v->second_fields < v->interlaced ? v->second_fields : v->interlaced;
+}
+
 int es_video_built(void) { return 1; }
 
 static int next_frame(es_video_in *v, char *msg, size_t len);
@@ -715,6 +826,12 @@ int es_video_in_open(es_video_in **out, const char *path, const es_video_in_opts
    * not-coded VOPs, VP8's hidden frames) and are not counted. */
   v->count_drops = codec->id == AV_CODEC_ID_H264 || codec->id == AV_CODEC_ID_HEVC ||
                    codec->id == AV_CODEC_ID_MPEG1VIDEO || codec->id == AV_CODEC_ID_MPEG2VIDEO;
+  /* lead_skipped: decoding starts here; HEVC packets are length-prefixed where the extradata
+   * is an hvcC record (version 1, 23 bytes or more: .mp4, .mkv), else Annex B (.ts, raw). */
+  v->lead_start = 1;
+  if (v->dec->extradata_size >= 23 && v->dec->extradata[0] == 1)
+    v->lead_nal_len = (v->dec->extradata[21] & 3) + 1;
+  fields_open(v, st->codecpar);
   v->pkt = av_packet_alloc();
   v->frame = av_frame_alloc();
   if (!v->pkt || !v->frame) {
@@ -1472,13 +1589,87 @@ static int frame_before_key(const es_video_in *v, const AVFrame *f) {
  * are counted apart (prekey), and so are packets the container marks to be discarded (an
  * .mp4 trimmed with -c copy keeps the packets from the keyframe before its start, flagged
  * AV_PKT_FLAG_DISCARD by its edit list: libavcodec decodes them and gives no frame, by
- * design; not counted anywhere else). What is left over was dropped. */
+ * design; not counted anywhere else), and the leading pictures of an open GOP that the
+ * decoder skips where decoding starts (lead_skipped). What is left over was dropped. */
 static int64_t count_dropped(const es_video_in *v) {
   /* final once drained (the decoder's EOF; not a drain given up after 1024 errors) */
   if (!v->count_drops || !v->finished || v->drain_errors > 1024) return 0;
-  const int64_t left = v->sent_ok - v->received - v->recv_errors - v->prekey - v->interlaced -
-                       v->discards;
+  const int64_t left = v->sent_ok - v->received - v->recv_errors - v->prekey -
+                       field_packets(v) - v->discards - v->leading;
   return left > 0 ? left : 0;
+}
+
+/* Whether the decoder skips the picture of packet p, by design, as a leading picture of an
+ * open GOP where decoding starts (no error, no frame; ffmpeg gives the same frame count), as
+ * FFmpeg's decoders do, following them packet by packet (one picture a packet):
+ *  - HEVC: the RASL pictures (NAL types 8, 9) after a CRA (21) that starts decoding (the
+ *    stream's first, or the first after an end-of-sequence or end-of-bitstream NAL: 36, 37)
+ *    or after a BLA (16..18), up to the next trailing or IRAP picture (hevcdec's max_ra: its
+ *    POC test agrees while POCs go up, as in any stream that is not damaged). The RASL of a
+ *    later CRA are decoded, so a keyframe lost to damage still shows.
+ *  - MPEG-1/2: B-pictures (picture_coding_type 3) while fewer than two reference pictures
+ *    were seen, where the last GOP header is not closed_gop (mpeg12dec's "Skipping B slice
+ *    due to open GOP"); broken_link changes nothing there, and a later open GOP has its
+ *    forward reference.
+ * Neither libavcodec's parsers nor the decoders expose this (the parsers give the picture
+ * type and POC, not the NAL type or closed_gop), so the packet's headers are read here: start
+ * codes (Annex B, MPEG) or length prefixes (hvcC), up to the first picture or slice NAL, never
+ * past p->size. Updates the state it follows; 0 for other codecs. */
+static int lead_skipped(es_video_in *v, const AVPacket *p) {
+  const uint8_t *b = p->data, *end = p->data + p->size;
+  const enum AVCodecID id = v->dec->codec_id;
+  if (id == AV_CODEC_ID_HEVC) {
+    for (;;) {
+      const uint8_t *nal, *next;
+      if (v->lead_nal_len) {
+        if (end - b < v->lead_nal_len) return 0;
+        uint32_t n = 0;
+        for (int i = 0; i < v->lead_nal_len; i++)
+          n = n << 8 | b[i];
+        nal = b + v->lead_nal_len;
+        if (n > (uint32_t)(end - nal)) n = (uint32_t)(end - nal);
+        next = nal + n;
+      } else {
+        while (end - b >= 3 && !(b[0] == 0 && b[1] == 0 && b[2] == 1))
+          b++;
+        if (end - b < 3) return 0;
+        nal = b + 3;
+        next = nal;
+      }
+      b = next;
+      if (end - nal < 2) continue; /* an empty NAL: on to the next */
+      const int type = nal[0] >> 1 & 0x3f;
+      if (type == 36 || type == 37) v->lead_start = 1;
+      if (type >= 32) continue;       /* parameter sets, SEI, AUD: on to the picture */
+      if (type >= 16 && type <= 23) { /* IRAP: BLA 16..18, IDR 19..20, CRA 21 */
+        v->lead_rasl = type <= 18 || (type >= 21 && v->lead_start);
+        v->lead_start = 0;
+        return 0;
+      }
+      if (type == 8 || type == 9) return v->lead_rasl;
+      if (type < 6) v->lead_rasl = 0; /* a trailing picture: the leading ones are over */
+      return 0;
+    }
+  }
+  if (id == AV_CODEC_ID_MPEG1VIDEO || id == AV_CODEC_ID_MPEG2VIDEO) {
+    while (end - b >= 6) {
+      if (b[0] || b[1] || b[2] != 1) {
+        b++;
+        continue;
+      }
+      if (b[3] == 0xb8 && end - b >= 8) v->lead_closed = b[7] >> 6 & 1; /* GOP header */
+      if (b[3] == 0x00) { /* picture header: temporal_reference (10 bits), coding type (3) */
+        const int type = b[5] >> 3 & 7;
+        if (type == 1 || type == 2) {
+          if (v->lead_refs < 2) v->lead_refs++;
+          return 0;
+        }
+        return type == 3 && v->lead_refs < 2 && !v->lead_closed;
+      }
+      b += 4;
+    }
+  }
+  return 0;
 }
 
 /* Decodes the next good frame into v->frame: damaged ones are skipped and counted. ES_OK,
@@ -1506,7 +1697,11 @@ static int next_frame(es_video_in *v, char *msg, size_t len) {
       if (v->received == 1) {
         /* The first frame out: where it came from a packet before the first keyframe (or
          * no keyframe was seen at all), the decoder decodes those: none was dropped. */
-        if (!v->key_seen || frame_before_key(v, f)) v->prekey = 0;
+        if (!v->key_seen || frame_before_key(v, f)) {
+          v->prekey = 0;
+          v->second_fields += v->prekey_second; /* they were decoded: pairs as any */
+          v->prekey_second = 0;
+        }
         v->key_seen = 1;
       }
       /* Damage the decoder flagged, or only logged (frame_logged_bad): one count a frame. */
@@ -1582,6 +1777,8 @@ static int next_frame(es_video_in *v, char *msg, size_t len) {
     v->dec->reordered_opaque = v->seq; /* see log_cb */
 #endif
     const int discard = (v->pkt->flags & AV_PKT_FLAG_DISCARD) != 0;
+    const int lead = v->count_drops && lead_skipped(v, v->pkt);
+    const int ps = v->fields != FIELDS_NONE ? packet_structure(v, v->pkt) : 0;
     err = avcodec_send_packet(v->dec, v->pkt);
     av_packet_unref(v->pkt);
     if (err < 0 && err != AVERROR(EAGAIN) && err != AVERROR_EOF)
@@ -1591,6 +1788,15 @@ static int next_frame(es_video_in *v, char *msg, size_t len) {
     if (err >= 0) {
       v->sent_ok++;
       if (discard && !prekey) v->discards++; /* see count_dropped (prekey: counted there) */
+      else if (lead && !prekey)
+        v->leading++;
+      /* a second field counted above (prekey, discard, leading) is not excused again */
+      if (v->fields != FIELDS_NONE && second_field(v, ps)) {
+        if (prekey)
+          v->prekey_second++;
+        else if (!discard && !lead)
+          v->second_fields++;
+      }
     }
   }
 }
@@ -1642,6 +1848,8 @@ void es_video_in_close(es_video_in **pv) {
   av_frame_free(&v->frame);
   av_packet_free(&v->pkt);
   avcodec_free_context(&v->dec);
+  av_parser_close(v->parser);
+  avcodec_free_context(&v->pctx);
   /* Buffers still lent out keep the pool until they come back (es_video_in_unlend). */
   av_buffer_pool_uninit(&v->lend_pool);
   free(v->lend_bufs);

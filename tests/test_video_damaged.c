@@ -15,6 +15,7 @@ static char dir[256];
 typedef struct run {
   int rc_open, rc_end, n;
   int64_t corrupt, flagged, prekey, dropped;
+  int field_order; /* es_video_info's */
   uint8_t *frames; /* n frames of w*h */
   char msg[256];
 } run;
@@ -27,6 +28,7 @@ static void decode(const char *path, int w, int h, run *r) {
   r->rc_open = es_video_in_open(&v, path, &o, &info, r->msg, sizeof r->msg);
   if (r->rc_open < 0) return;
   CHECK(info.width == w && info.height == h, "%s: %dx%d", path, info.width, info.height);
+  r->field_order = info.field_order;
   size_t fs = (size_t)w * h;
   uint8_t *buf = malloc(fs);
   for (;;) {
@@ -367,34 +369,52 @@ static void prekey_case(void) {
  * frames after it, up to the next keyframe, are decoded against references the decoder no
  * longer has, come out of order, and are discarded with no error (ffmpeg gives the same
  * frame count and says only "no picture ooo" at debug level). Every packet ffprobe reads is
- * then a frame delivered or counted: here as dropped by the decoder. */
-static void lost_key_case(void) {
-  if (!need_ts_h264("MPEG-TS without a keyframe")) return;
-  int w = es_test_range(16, 40) * 2, h = es_test_range(12, 30) * 2, n = es_test_range(35, 60);
-  char full[512], bad[512];
-  snprintf(full, sizeof full, "%s/key.ts", dir);
-  snprintf(bad, sizeof bad, "%s/nokey.ts", dir);
-  if (make_clip(full, w, h, n, "-c:v libx264 -g 10 -sc_threshold 0 -pix_fmt yuv420p") != 0) {
-    CHECK(0, "lost keyframe: could not make the clip");
-    return;
-  }
-  /* The byte positions of the packets (ffprobe: one PES each, from its first transport
-   * packet on), keyframes marked. */
+ * then a frame delivered or counted: here as dropped by the decoder. tag names the clips;
+ * x264 adds its options (interlaced: frames coded as frames, one packet each, which the
+ * decoder flags interlaced; once these drops went uncounted). */
+/* The byte positions of path's video packets (at most max), 0 if none; keyframes in key. */
+static int packet_positions(const char *path, long *pos, int *key, int max) {
   char *list = tv_capture("ffprobe -v quiet -select_streams v:0 -show_entries packet=pos,flags "
                           "-of csv=p=0 '%s'",
-                          full);
-  long pos[256];
-  int key[256], np = 0;
-  for (char *l = list; l && *l && np < 256;) {
+                          path);
+  int np = 0;
+  for (char *l = list; l && *l && np < max;) {
     char fl[8] = "";
-    if (*l >= '0' && *l <= '9' && sscanf(l, "%ld,%7s", &pos[np], fl) == 2) {
-      key[np] = fl[0] == 'K';
-      np++;
-    }
+    if (*l >= '0' && *l <= '9' && sscanf(l, "%ld,%7s", &pos[np], fl) == 2) key[np++] = fl[0] == 'K';
     char *nl = strchr(l, '\n');
     l = nl ? nl + 1 : NULL;
   }
   free(list);
+  return np;
+}
+
+/* Writes size bytes of data to path without the bytes [a, b) (packets cut out). */
+static void write_cut(const char *path, const uint8_t *data, size_t size, size_t a, size_t b) {
+  uint8_t *cut = malloc(size);
+  if (!cut) return;
+  memcpy(cut, data, a);
+  memcpy(cut + a, data + b, size - b);
+  tv_write_file(path, cut, size - (b - a));
+  free(cut);
+}
+
+static void lost_key_case(const char *tag, const char *x264, int interlaced) {
+  if (!need_ts_h264("MPEG-TS without a keyframe")) return;
+  int w = es_test_range(16, 40) * 2, h = es_test_range(12, 30) * 2, n = es_test_range(35, 60);
+  if (interlaced) h = h / 4 * 4; /* 4:2:0 fields */
+  char full[512], bad[512], opts[256];
+  snprintf(full, sizeof full, "%s/key%s.ts", dir, tag);
+  snprintf(bad, sizeof bad, "%s/nokey%s.ts", dir, tag);
+  snprintf(opts, sizeof opts, "-c:v libx264 -g 10 -sc_threshold 0 -pix_fmt yuv420p %s", x264);
+  if (make_clip(full, w, h, n, opts) != 0) {
+    CHECK(0, "lost keyframe%s: could not make the clip", tag);
+    return;
+  }
+  /* The byte positions of the packets (ffprobe: one PES each, from its first transport
+   * packet on), keyframes marked. */
+  long pos[256];
+  int key[256];
+  const int np = packet_positions(full, pos, key, 256);
   /* The second or third keyframe (a packet in the middle, with packets after it). */
   int k = -1, seen = 0, want = es_test_range(2, 3);
   for (int i = 1; i + 1 < np && k < 0; i++)
@@ -402,31 +422,32 @@ static void lost_key_case(void) {
   size_t size = 0;
   uint8_t *data = tv_read_file(full, &size);
   if (k < 0 || !data || pos[k] % 188 || pos[k + 1] % 188 || (size_t)pos[k + 1] > size) {
-    CHECK(0, "lost keyframe: no keyframe to cut (%d packets)", np);
+    CHECK(0, "lost keyframe%s: no keyframe to cut (%d packets)", tag, np);
     free(data);
     return;
   }
-  memmove(data + pos[k], data + pos[k + 1], size - (size_t)pos[k + 1]);
-  tv_write_file(bad, data, size - (size_t)(pos[k + 1] - pos[k]));
+  write_cut(bad, data, size, (size_t)pos[k], (size_t)pos[k + 1]);
   free(data);
   run good, r;
   decode(full, w, h, &good);
   decode(bad, w, h, &r);
   const int ff = ffprobe_count(bad, "frames"), pk = ffprobe_count(bad, "packets");
-  printf("lost keyframe: %dx%d, %d frames, packet %d (a keyframe) cut: %d frames (ffmpeg %d, %d "
-         "packets), %" PRId64 " corrupt, %" PRId64 " flagged, %" PRId64 " dropped\n",
-         w, h, n, k, r.n, ff, pk, r.corrupt, r.flagged, r.dropped);
+  printf("lost keyframe%s: %dx%d, %d frames, packet %d (a keyframe) cut: %d frames (ffmpeg %d, "
+         "%d packets), %" PRId64 " corrupt, %" PRId64 " flagged, %" PRId64 " dropped\n",
+         tag, w, h, n, k, r.n, ff, pk, r.corrupt, r.flagged, r.dropped);
   CHECK(good.n == n && good.corrupt + good.flagged + good.prekey + good.dropped == 0,
-        "lost keyframe: intact %d frames", good.n);
+        "lost keyframe%s: intact %d frames, %" PRId64 " dropped", tag, good.n, good.dropped);
+  CHECK(!interlaced || good.field_order >= 2, "lost keyframe%s: field order %d (not interlaced)",
+        tag, good.field_order);
   check_read_to_end("lost keyframe", &r);
-  CHECK(r.n == ff && r.n < n - 1 && pk == n - 1, "lost keyframe: %d frames (ffmpeg %d), %d packets",
-        r.n, ff, pk);
+  CHECK(r.n == ff && r.n < n - 1 && pk == n - 1,
+        "lost keyframe%s: %d frames (ffmpeg %d), %d packets", tag, r.n, ff, pk);
   CHECK(r.dropped > 0 && r.prekey == 0 && r.n + r.corrupt + r.dropped == pk,
-        "lost keyframe: %d frames, %" PRId64 " corrupt, %" PRId64 " dropped of %d packets", r.n,
-        r.corrupt, r.dropped, pk);
+        "lost keyframe%s: %d frames, %" PRId64 " corrupt, %" PRId64 " dropped of %d packets", tag,
+        r.n, r.corrupt, r.dropped, pk);
   const size_t fs = (size_t)w * h;
   CHECK(r.n >= k - 3 && !memcmp(r.frames, good.frames, fs * (size_t)(k - 3)),
-        "lost keyframe: the frames before it are not the intact file's");
+        "lost keyframe%s: the frames before it are not the intact file's", tag);
   free(good.frames);
   free(r.frames);
 }
@@ -471,6 +492,293 @@ static void trimmed_mp4_case(void) {
   free(r.frames);
 }
 
+/* An intact open-GOP stream cut with -c copy at a keyframe (ffmpeg -ss T -i in -c copy): an
+ * HEVC CRA whose RASL pictures refer to pictures before the cut, an MPEG-2 GOP not closed
+ * whose first B-pictures refer to the GOP before. The decoder skips those leading pictures
+ * by design, with no error (ffmpeg gives the same frame count): nothing is counted, and the
+ * frames are the intact file's last ones. With lost, the cut's second keyframe is then cut
+ * out too (HEVC in MPEG-TS, where its packets start at transport packets): every packet but
+ * the skipped leading ones is a frame delivered or counted. */
+static void open_gop_case(const char *name, const char *encoder, const char *encode,
+                          const char *muxer, int lost) {
+  char test[96];
+  snprintf(test, sizeof test, "test_video_damaged: %s", name);
+  if (!tv_ffmpeg_need(test, "encoders", encoder, encoder) ||
+      !tv_ffmpeg_need(test, "muxers", "mpegts", "mpegts muxer") ||
+      !tv_ffmpeg_need(test, "muxers", muxer, muxer) || !tv_lavf_has_demuxer("mpegts")) {
+    printf("test_video_damaged: %s skipped (no %s, mpegts or %s)\n", name, encoder, muxer);
+    return;
+  }
+  int w = es_test_range(16, 40) * 2, h = es_test_range(16, 30) * 2, n = es_test_range(70, 100);
+  const int from = es_test_range(8, 14); /* after the first keyframe, before the third */
+  char full[512], cut[512], bad[512];
+  snprintf(full, sizeof full, "%s/og-full.ts", dir);
+  snprintf(cut, sizeof cut, "%s/og-cut.%s", dir, strcmp(muxer, "matroska") ? muxer : "mkv");
+  snprintf(bad, sizeof bad, "%s/og-bad.ts", dir);
+  if (make_clip(full, w, h, n, encode) != 0 ||
+      tv_sh("ffmpeg -v error -y -ss %.2f -i '%s' -c copy -f %s '%s'", from / 25.0, full, muxer,
+            cut) != 0) {
+    CHECK(0, "%s: could not make the clips", name);
+    return;
+  }
+  run good, c;
+  decode(full, w, h, &good);
+  decode(cut, w, h, &c);
+  const int ff = ffprobe_count(cut, "frames"), pk = ffprobe_count(cut, "packets");
+  printf("%s: %dx%d, %d frames, cut at frame %d: %d frames (ffmpeg %d, %d packets), %" PRId64
+         " corrupt, %" PRId64 " before the first keyframe, %" PRId64 " dropped\n",
+         name, w, h, n, from, c.n, ff, pk, c.corrupt, c.prekey, c.dropped);
+  CHECK(good.n == n && good.corrupt + good.flagged + good.prekey + good.dropped == 0,
+        "%s: intact %d frames", name, good.n);
+  check_read_to_end(name, &c);
+  /* The cut has leading pictures (pk > ff), or the case tests nothing. */
+  CHECK(c.n == ff && c.n > 0 && c.n < n && pk > ff, "%s: %d frames (ffmpeg %d of %d packets)", name,
+        c.n, ff, pk);
+  CHECK(c.corrupt + c.flagged + c.prekey + c.dropped == 0,
+        "%s: %" PRId64 " corrupt, %" PRId64 " flagged, %" PRId64 " before the first keyframe, "
+        "%" PRId64 " dropped (the leading pictures skipped by design)",
+        name, c.corrupt, c.flagged, c.prekey, c.dropped);
+  const size_t fs = (size_t)w * h;
+  CHECK(c.n > 0 && c.n <= good.n && !memcmp(c.frames, good.frames + fs * (good.n - c.n), fs * c.n),
+        "%s: the frames are not the intact file's last %d", name, c.n);
+  if (lost) {
+    /* The cut's second keyframe packet out (ffprobe: its position, and the next packet's). */
+    long pos[256];
+    int key[256];
+    const int np = packet_positions(cut, pos, key, 256);
+    int k = -1;
+    for (int i = 1; i + 1 < np && k < 0; i++)
+      if (key[i]) k = i;
+    size_t size = 0;
+    uint8_t *data = tv_read_file(cut, &size);
+    if (k < 0 || !data || pos[k] % 188 || pos[k + 1] % 188 || (size_t)pos[k + 1] > size) {
+      CHECK(0, "%s: no second keyframe to cut (%d packets)", name, np);
+      free(data);
+    } else {
+      write_cut(bad, data, size, (size_t)pos[k], (size_t)pos[k + 1]);
+      free(data);
+      run r;
+      decode(bad, w, h, &r);
+      const int bpk = ffprobe_count(bad, "packets"), lead = pk - ff;
+      printf("%s, packet %d (a keyframe) cut: %d frames, %d packets, %" PRId64 " corrupt, %" PRId64
+             " dropped\n",
+             name, k, r.n, bpk, r.corrupt, r.dropped);
+      check_read_to_end(name, &r);
+      CHECK(bpk == pk - 1 && r.n + r.corrupt + r.prekey + r.dropped >= bpk - lead &&
+                r.n + r.prekey + r.dropped <= bpk - lead,
+            "%s, keyframe cut: %d packets (%d leading), %d frames, %" PRId64 " corrupt, %" PRId64
+            " dropped: packets not accounted for",
+            name, bpk, lead, r.n, r.corrupt, r.dropped);
+      free(r.frames);
+    }
+  }
+  free(good.frames);
+  free(c.frames);
+}
+
+/* A bit writer for paff_write: n bits written into b. */
+typedef struct bitw {
+  uint8_t b[2048];
+  int n;
+} bitw;
+
+static void put_bits(bitw *w, unsigned v, int k) {
+  for (int i = k - 1; i >= 0; i--, w->n++)
+    if (v >> i & 1) w->b[w->n >> 3] |= (uint8_t)(0x80 >> (w->n & 7));
+}
+
+static void put_ue(bitw *w, unsigned v) { /* Exp-Golomb */
+  int k = 0;
+  while ((v + 1) >> (k + 1))
+    k++;
+  put_bits(w, 0, k);
+  put_bits(w, v + 1, k + 1);
+}
+
+/* w as an Annex B NAL unit of header byte hdr (trailing bits, emulation prevention); w is
+ * cleared for the next. */
+static void put_nal(FILE *f, int hdr, bitw *w) {
+  put_bits(w, 1, 1);
+  while (w->n & 7)
+    put_bits(w, 0, 1);
+  fwrite("\0\0\0\1", 1, 4, f);
+  fputc(hdr, f);
+  int zeros = 0;
+  for (int i = 0; i < w->n / 8; i++) {
+    if (zeros >= 2 && w->b[i] <= 3) {
+      fputc(3, f);
+      zeros = 0;
+    }
+    fputc(w->b[i], f);
+    zeros = w->b[i] ? 0 : zeros + 1;
+  }
+  memset(w, 0, sizeof *w);
+}
+
+/* Field-coded (PAFF) H.264, which libx264 cannot make: n frames of (16 wmb) x (32 hmap), each
+ * two field pictures (top, then bottom), a GOP of g frames: an IDR top field and an I bottom
+ * field, then P fields of skipped macroblocks (Main profile, CAVLC; every macroblock of the I
+ * fields I_16x16 DC-predicted without residual: a grey picture). POC type 0, so that the
+ * frames after a lost IDR come out of order, as x264's do. 0 on success. */
+static int paff_write(const char *path, int wmb, int hmap, int n, int g) {
+  FILE *f = fopen(path, "wb");
+  if (!f) return -1;
+  static bitw w;
+  memset(&w, 0, sizeof w);
+  put_bits(&w, 77, 8); /* profile_idc: Main */
+  put_bits(&w, 0, 8);
+  put_bits(&w, 30, 8); /* level_idc */
+  put_ue(&w, 0);       /* seq_parameter_set_id */
+  put_ue(&w, 0);       /* log2_max_frame_num_minus4: frame_num in 4 bits */
+  put_ue(&w, 0);       /* pic_order_cnt_type */
+  put_ue(&w, 4);       /* log2_max_pic_order_cnt_lsb_minus4: 8 bits */
+  put_ue(&w, 1);       /* max_num_ref_frames */
+  put_bits(&w, 0, 1);  /* gaps_in_frame_num_value_allowed_flag */
+  put_ue(&w, (unsigned)wmb - 1);
+  put_ue(&w, (unsigned)hmap - 1); /* pic_height_in_map_units_minus1 (field rows) */
+  put_bits(&w, 0, 1);             /* frame_mbs_only_flag: fields */
+  put_bits(&w, 0, 1);             /* mb_adaptive_frame_field_flag: no MBAFF */
+  put_bits(&w, 1, 1);             /* direct_8x8_inference_flag */
+  put_bits(&w, 0, 2);             /* frame_cropping_flag, vui_parameters_present_flag */
+  put_nal(f, 0x67, &w);
+  put_ue(&w, 0);      /* pic_parameter_set_id */
+  put_ue(&w, 0);      /* seq_parameter_set_id */
+  put_bits(&w, 0, 2); /* CAVLC, bottom_field_pic_order_in_frame_present_flag */
+  put_ue(&w, 0);      /* num_slice_groups_minus1 */
+  put_ue(&w, 0);      /* num_ref_idx_l0_default_active_minus1 */
+  put_ue(&w, 0);      /* num_ref_idx_l1_default_active_minus1 */
+  put_bits(&w, 0, 3); /* weighted_pred_flag, weighted_bipred_idc */
+  put_ue(&w, 0);      /* pic_init_qp_minus26 (se 0) */
+  put_ue(&w, 0);      /* pic_init_qs_minus26 */
+  put_ue(&w, 0);      /* chroma_qp_index_offset */
+  put_bits(&w, 0, 3); /* deblocking control, constrained intra, redundant_pic_cnt */
+  put_nal(f, 0x68, &w);
+  for (int i = 0; i < n; i++) {
+    const int k = i % g, intra = k == 0;
+    for (int bottom = 0; bottom < 2; bottom++) {
+      const int idr = intra && !bottom;
+      put_ue(&w, 0);                /* first_mb_in_slice */
+      put_ue(&w, intra ? 7 : 5);    /* slice_type: all I, all P */
+      put_ue(&w, 0);                /* pic_parameter_set_id */
+      put_bits(&w, (unsigned)k, 4); /* frame_num */
+      put_bits(&w, 1, 1);           /* field_pic_flag */
+      put_bits(&w, (unsigned)bottom, 1);
+      if (idr) put_ue(&w, (unsigned)(i / g) & 1);  /* idr_pic_id */
+      put_bits(&w, (unsigned)(2 * k + bottom), 8); /* pic_order_cnt_lsb */
+      if (!intra) put_bits(&w, 0, 2); /* num_ref_idx_active_override, list modification */
+      put_bits(&w, 0, idr ? 2 : 1);   /* dec_ref_pic_marking: defaults */
+      put_ue(&w, 0);                  /* slice_qp_delta */
+      if (!intra) {
+        put_ue(&w, (unsigned)(wmb * hmap)); /* mb_skip_run: all */
+      } else {
+        for (int m = 0; m < wmb * hmap; m++) {
+          put_ue(&w, 3);      /* mb_type I_16x16_2_0_0: DC, no coded blocks */
+          put_ue(&w, 0);      /* intra_chroma_pred_mode: DC */
+          put_ue(&w, 0);      /* mb_qp_delta */
+          put_bits(&w, 1, 1); /* luma DC coeff_token: no coefficients */
+        }
+      }
+      put_nal(f, idr ? 0x65 : 0x61, &w);
+    }
+  }
+  return fclose(f) == 0 ? 0 : -1;
+}
+
+/* Field-coded H.264 (PAFF) in MPEG-TS, a packet a field, two a frame: the intact file gives
+ * every frame and counts nothing; with a middle IDR field pair cut out (the frames after it
+ * come out of order and are discarded, as in lost_key_case), or one P field, every packet is
+ * half of a frame delivered or counted as dropped. */
+static void paff_case(void) {
+  if (!tv_ffmpeg_need("test_video_damaged: PAFF", "muxers", "mpegts", "mpegts muxer") ||
+      !tv_lavf_has_demuxer("mpegts") || !tv_lavf_has_demuxer("h264")) {
+    printf("test_video_damaged: PAFF skipped (no mpegts or h264 demuxer)\n");
+    return;
+  }
+  const int wmb = es_test_range(2, 8), hmap = es_test_range(1, 4), g = es_test_range(6, 10);
+  const int n = 4 * g + es_test_range(0, g - 1), w = 16 * wmb, h = 32 * hmap;
+  char es[512], full[512], bad[512];
+  snprintf(es, sizeof es, "%s/paff.264", dir);
+  snprintf(full, sizeof full, "%s/paff.ts", dir);
+  if (paff_write(es, wmb, hmap, n, g) != 0 ||
+      tv_sh("ffmpeg -v error -y -framerate 25 -i '%s' -c copy '%s'", es, full) != 0) {
+    CHECK(0, "PAFF: could not make the clip");
+    return;
+  }
+  run good;
+  decode(full, w, h, &good);
+  const int pk_full = ffprobe_count(full, "packets");
+  printf("PAFF: %dx%d, %d frames, GOP %d: %d frames of %d packets, %" PRId64 " dropped\n", w, h, n,
+         g, good.n, pk_full, good.dropped);
+  check_read_to_end("PAFF", &good);
+  CHECK(good.n == n && pk_full == 2 * n && good.field_order >= 2 &&
+            good.corrupt + good.flagged + good.prekey + good.dropped == 0,
+        "PAFF intact: %d frames of %d packets, field order %d, %" PRId64 " corrupt, %" PRId64
+        " flagged, %" PRId64 " before the first keyframe, %" PRId64 " dropped",
+        good.n, pk_full, good.field_order, good.corrupt, good.flagged, good.prekey, good.dropped);
+  long pos[512];
+  int key[512];
+  const int np = packet_positions(full, pos, key, 512);
+  size_t size = 0;
+  uint8_t *data = tv_read_file(full, &size);
+  if (np != 2 * n || !data) {
+    CHECK(0, "PAFF: %d packets listed", np);
+    free(data);
+    free(good.frames);
+    return;
+  }
+  for (int pair = 1; pair >= 0; pair--) {
+    /* A pair: the second or third IDR frame's two fields; else a P field of the third GOP. */
+    const int from = pair ? 2 * g * es_test_range(1, 2)
+                          : 2 * (2 * g + es_test_range(1, g - 2)) + es_test_range(0, 1);
+    const int to = from + (pair ? 2 : 1);
+    CHECK(pos[from] % 188 == 0 && pos[to] % 188 == 0, "PAFF: packet %d not at a TS packet", from);
+    snprintf(bad, sizeof bad, "%s/paff-cut%d.ts", dir, pair);
+    write_cut(bad, data, size, (size_t)pos[from], (size_t)pos[to]);
+    run r;
+    decode(bad, w, h, &r);
+    const int ff = ffprobe_count(bad, "frames"), pk = ffprobe_count(bad, "packets");
+    printf("PAFF: packets %d..%d cut: %d frames (ffmpeg %d, %d packets), %" PRId64
+           " corrupt, %" PRId64 " dropped\n",
+           from, to - 1, r.n, ff, pk, r.corrupt, r.dropped);
+    check_read_to_end("PAFF cut", &r);
+    CHECK(r.n == ff && r.n < n && pk == 2 * n - (to - from), "PAFF cut %d: %d frames (ffmpeg %d)",
+          from, r.n, ff);
+    CHECK(r.dropped > 0 && r.prekey == 0 && 2 * r.n + r.corrupt + r.dropped == pk,
+          "PAFF cut %d: %d frames, %" PRId64 " corrupt, %" PRId64 " dropped of %d packets", from,
+          r.n, r.corrupt, r.dropped, pk);
+    free(r.frames);
+  }
+  free(data);
+  free(good.frames);
+}
+
+/* Interlaced MPEG-2 (frame pictures, interlaced DCT and motion) and field-coded HEVC (x265:
+ * a picture a field, each given as a frame of its own) in MPEG-TS, intact: every frame, a
+ * packet each, nothing counted as dropped. */
+static void interlaced_intact_case(const char *name, const char *enc, const char *opts) {
+  char test[96], path[512], o[256];
+  snprintf(test, sizeof test, "test_video_damaged: %s", name);
+  if (!tv_ffmpeg_need(test, "encoders", enc, enc) || !tv_lavf_has_demuxer("mpegts")) return;
+  int w = es_test_range(16, 40) * 2, h = es_test_range(6, 15) * 4, n = es_test_range(20, 40);
+  snprintf(path, sizeof path, "%s/%s", dir, name);
+  snprintf(o, sizeof o, "%s -g 10 -pix_fmt yuv420p", opts);
+  if (make_clip(path, w, h, n, o) != 0) {
+    CHECK(0, "%s: could not make the clip", name);
+    return;
+  }
+  run r;
+  decode(path, w, h, &r);
+  const int pk = ffprobe_count(path, "packets");
+  printf("%s: %dx%d, %d frames: %d frames of %d packets, field order %d, %" PRId64 " dropped\n",
+         name, w, h, n, r.n, pk, r.field_order, r.dropped);
+  check_read_to_end(name, &r);
+  CHECK(r.n == n && pk == n && r.corrupt + r.flagged + r.prekey + r.dropped == 0,
+        "%s: %d frames of %d packets, %" PRId64 " corrupt, %" PRId64 " flagged, %" PRId64
+        " before the first keyframe, %" PRId64 " dropped",
+        name, r.n, pk, r.corrupt, r.flagged, r.prekey, r.dropped);
+  free(r.frames);
+}
+
 int main(void) {
   es_test_seed("test_video_damaged");
   if (!tv_need_ffmpeg("test_video_damaged")) return ES_TEST_SKIP;
@@ -492,8 +800,31 @@ int main(void) {
   empty_packets_case();
   joined_ts_case();
   prekey_case();
-  lost_key_case();
+  lost_key_case("", "", 0);
+  lost_key_case("-mbaff", "-flags +ildct+ilme -x264-params tff=1", 1);
+  lost_key_case("-pic-struct",
+                "-flags +ildct+ilme -x264-params tff=1:fake-interlaced=1:pic-struct=1", 1);
+  paff_case();
+  interlaced_intact_case("m2i.ts", "mpeg2video", "-c:v mpeg2video -flags +ilme+ildct -top 1 -bf 2");
+  interlaced_intact_case("hevci.ts", "libx265",
+                         "-c:v libx265 -x265-params interlace=tff:log-level=error");
   trimmed_mp4_case();
+  /* Open GOPs: x265's CRA keyframes with RASL pictures (Annex B in MPEG-TS, hvcC's
+   * length-prefixed NALs in Matroska; fixed B-frames, so that every CRA has some; one thread
+   * and 32 rows or more, as x265 3.5 aborts on 48x64 with its thread pool and on 42x28
+   * without), MPEG-2 GOPs not closed (-flags -cgop). */
+  const char *x265 = "-c:v libx265 -pix_fmt yuv420p -x265-params "
+                     "keyint=20:min-keyint=20:scenecut=0:open-gop=1:bframes=3:b-adapt=0:"
+                     "pools=none:frame-threads=1:log-level=error";
+  open_gop_case("open-GOP HEVC cut, MPEG-TS", "libx265", x265, "mpegts", 1);
+  open_gop_case("open-GOP HEVC cut, Matroska", "libx265", x265, "matroska", 0);
+  open_gop_case("open-GOP MPEG-2 cut, MPEG-TS", "mpeg2video",
+                "-c:v mpeg2video -g 12 -bf 2 -flags -cgop -pix_fmt yuv420p", "mpegts", 0);
+  /* the same interlaced (frame pictures): the field accounting and the leading pictures
+   * together (each excused once) */
+  open_gop_case("open-GOP interlaced MPEG-2 cut, MPEG-TS", "mpeg2video",
+                "-c:v mpeg2video -g 12 -bf 2 -flags -cgop+ilme+ildct -top 1 -pix_fmt yuv420p",
+                "mpegts", 0);
   tv_sh("rm -rf '%s'", dir);
   return es_test_done("test_video_damaged");
 }
