@@ -7,6 +7,7 @@
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "es_io.h"
@@ -128,13 +129,19 @@ int es_npy_stream_open(es_npy_stream **out, const char *path, int overwrite, int
   /* Size the header for the widest T there can be, so the rewrite always fits. */
   snprintf(shape, sizeof shape, "(%" PRId64 ", %d, %d)", INT64_MAX, height, width);
   s->header_size = es_npy_header(hdr, sizeof hdr, 0, shape);
-  status = es_atomic_open(&s->at, path, overwrite, msg, len);
-  if (status) goto end;
   /* T is known only at close, when the header is rewritten: a pipe cannot go back to it.
-   * Refused before any frame is computed (a device such as /dev/null can seek). */
-  if (s->at.stream && lseek(fileno(s->at.fp), 0, SEEK_CUR) < 0) {
-    snprintf(msg, len, "cannot write frames into a pipe (.npy's frame count is written last)");
+   * Refused before any frame is computed (a device such as /dev/null can seek), and a FIFO
+   * before it is opened, which would wait for a reader. */
+  struct stat st;
+  if (path && stat(path, &st) == 0 && S_ISFIFO(st.st_mode)) {
     status = ES_ERR_OUTPUT;
+  } else if ((status = es_atomic_open(&s->at, path, overwrite, msg, len)) != ES_OK) {
+    goto end;
+  } else if (s->at.stream && lseek(fileno(s->at.fp), 0, SEEK_CUR) < 0) {
+    status = ES_ERR_OUTPUT;
+  }
+  if (status != ES_OK) {
+    snprintf(msg, len, "cannot write frames into a pipe (.npy's frame count is written last)");
     goto end;
   }
   es_npy_stream_header(s, hdr, sizeof hdr, s->header_size, 0);

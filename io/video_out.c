@@ -224,6 +224,49 @@ static int make_tmp(es_video_out *v, char *msg, size_t len) {
   return ES_OK;
 }
 
+/* Why a container that seeks is refused a pipe. */
+static void say_seeks(char *msg, size_t len, const AVOutputFormat *ofmt) {
+  snprintf(msg, len,
+           "the %s container cannot be written into a pipe (it seeks; try .y4m, .nut or .mkv)",
+           ofmt->name);
+}
+
+/* A muxer's init tried over an output that cannot seek and keeps nothing, on a copy of v's
+ * stream: 1 where it refuses (mp4, mov: they seek back to their index). Asked before a FIFO
+ * is opened, as opening one waits for a reader; 0 where it takes it or the trial could not be
+ * made (the real init then says). */
+#if LIBAVFORMAT_VERSION_MAJOR >= 61
+static int discard_bytes(void *opaque, const uint8_t *buf, int n) {
+#else
+static int discard_bytes(void *opaque, uint8_t *buf, int n) {
+#endif
+  (void)opaque;
+  (void)buf;
+  return n;
+}
+
+static int pipe_refused(const es_video_out *v) {
+  AVFormatContext *f = NULL;
+  unsigned char *buf = av_malloc(4096);
+  int refused = 0;
+  if (buf && avformat_alloc_output_context2(&f, v->ofmt, NULL, NULL) >= 0) {
+    AVStream *st = avformat_new_stream(f, NULL);
+    f->pb = avio_alloc_context(buf, 4096, 1, NULL, NULL, discard_bytes, NULL);
+    if (f->pb) buf = NULL; /* the context's now */
+    if (st && f->pb && avcodec_parameters_copy(st->codecpar, v->par) >= 0) {
+      st->time_base = v->tb;
+      f->strict_std_compliance = v->fmt->strict_std_compliance;
+      const int err = avformat_init_output(f, NULL);
+      refused = err < 0 && err != AVERROR(ENOMEM);
+    }
+    if (f->pb) av_freep(&f->pb->buffer);
+    avio_context_free(&f->pb);
+    avformat_free_context(f);
+  }
+  av_free(buf);
+  return refused;
+}
+
 /* A FIFO named as the output is opened here, where its wait for a reader can end on the
  * program's stop (es_output_open_stream: libavformat's open() would wait for good), and
  * written through its descriptor: *url becomes "pipe:N". A device is left to *url. */
@@ -757,7 +800,15 @@ int es_video_out_open(es_video_out **out, const char *path, const es_video_out_o
   v->par->width = o->width; /* the encoder of a lazy open is small */
   v->par->height = o->height;
   if ((rc = add_stream(v, v->par, msg, len)) < 0) goto end;
-  if (v->final_path && !v->tmp_path && (rc = open_stream(v, &url, msg, len)) < 0) goto end;
+  if (v->final_path && !v->tmp_path) {
+    struct stat fst;
+    if (stat(v->final_path, &fst) == 0 && S_ISFIFO(fst.st_mode) && pipe_refused(v)) {
+      say_seeks(msg, len, ofmt);
+      rc = ES_ERR_OUTPUT;
+      goto end;
+    }
+    if ((rc = open_stream(v, &url, msg, len)) < 0) goto end;
+  }
   if ((err = avio_open(&v->fmt->pb, url, AVIO_FLAG_WRITE)) < 0) {
     averr(msg, len, "cannot open for writing", err);
     rc = ES_ERR_OUTPUT;
@@ -770,9 +821,7 @@ int es_video_out_open(es_video_out **out, const char *path, const es_video_out_o
     if (v->mode == MODE_ENCODE && !v->tmp_path && err != AVERROR(ENOMEM) &&
         !(v->fmt->pb->seekable & AVIO_SEEKABLE_NORMAL)) {
       /* a FIFO: muxer_takes has accepted the codec, so it is the seeking (mp4, mov) */
-      snprintf(msg, len,
-               "the %s container cannot be written into a pipe (it seeks; try .y4m, .nut or .mkv)",
-               ofmt->name);
+      say_seeks(msg, len, ofmt);
       rc = ES_ERR_OUTPUT;
     } else if (v->mode == MODE_ENCODE && err != AVERROR(ENOMEM)) {
       snprintf(msg, len, "the %s container cannot hold %s video", ofmt->name, codec->name);
