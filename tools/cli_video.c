@@ -177,15 +177,16 @@ static const char *fifo_pump_start(const char *path, char *alt, size_t len, int 
  * them in order and writes.
  * ==================================================================================== */
 
-/* Where an output of a video run failed: a frame index (>= 0), or one of these. */
-enum { OUT_LIVE = -1, OUT_FAILED_AT_CLOSE = -2 };
+/* Where an output of a video run failed: a frame index (>= 0), or one of these.
+ * OUT_GIVEN_UP: a write a signal ended (a FIFO with no reader): not written, not failed. */
+enum { OUT_LIVE = -1, OUT_FAILED_AT_CLOSE = -2, OUT_GIVEN_UP = -3 };
 
 /* Appends "OPT NAME at frame K" (or "when closed") to the summary's list of the outputs
  * that failed, "; failed: ..."; nothing for an output that did not fail. */
 static void failed_note(char *buf, size_t len, const char *opt, const char *name, int64_t at) {
   size_t n = strlen(buf);
   char where[48];
-  if (at == OUT_LIVE || n + 1 >= len) return;
+  if (at == OUT_LIVE || at == OUT_GIVEN_UP || n + 1 >= len) return;
   if (at >= 0)
     snprintf(where, sizeof where, "at frame %" PRId64, at);
   else
@@ -653,7 +654,7 @@ int cli_run_video(cli_opts *o, int out_kind) {
           /* Its partial file goes now; a directory keeps the frames written before. */
           cli_err(what ? what : "-", "%s", *msg ? msg : es_strerror(rc));
           code = cli_worse(code, es_exit_code(rc));
-          out_failed = f->index;
+          out_failed = rc == ES_ERR_INTERRUPTED ? OUT_GIVEN_UP : f->index;
           es_video_out_close(&vo, 0, NULL, 0);
           es_npy_stream_close(&ns, 0, NULL, 0);
         }
@@ -672,7 +673,7 @@ int cli_run_video(cli_opts *o, int out_kind) {
         } else {
           cli_err(o->stats_path, "%s", *msg ? msg : es_strerror(rc));
           code = cli_worse(code, es_exit_code(rc));
-          stats_failed = f->index;
+          stats_failed = rc == ES_ERR_INTERRUPTED ? OUT_GIVEN_UP : f->index;
           es_stats_writer_close(&sw, 0, NULL, 0);
         }
       }
