@@ -57,8 +57,8 @@ static int ffprobe_count(const char *path, const char *what);
 /* Makes a clip of n frames of lavfi's testsrc2 at w x h, 25 fps, encoded with `opts` (the
  * codec and its options, filters too) into path. Returns tv_sh's status (0: made). */
 static int make_clip(const char *path, int w, int h, int n, const char *opts) {
-  return tv_sh("ffmpeg -v error -y -f lavfi -i testsrc2=size=%dx%d:rate=25 -frames:v %d %s '%s'",
-               w, h, n, opts, path);
+  return tv_sh("ffmpeg -v error -y -f lavfi -i testsrc2=size=%dx%d:rate=25 -frames:v %d %s '%s'", w,
+               h, n, opts, path);
 }
 
 /* A reading that opened and ran to the end of the input (decode's rc_open and rc_end). */
@@ -107,12 +107,13 @@ static void damage_case(const char *name, const char *encode, int n, int cut, in
     memmove(data + at, data + at + span, size - at - span);
     size -= span;
   } else {
-    for (size_t i = 0; i < span; i++) data[at + i] = (uint8_t)(es_test_rand() >> 40);
+    for (size_t i = 0; i < span; i++)
+      data[at + i] = (uint8_t)(es_test_rand() >> 40);
   }
   tv_write_file(bad, data, size);
   free(data);
-  printf("%s: %dx%d, %d frames, %s %zu bytes at %zu\n", name, w, h, n,
-         cut ? "cut" : "overwrote", span, at);
+  printf("%s: %dx%d, %d frames, %s %zu bytes at %zu\n", name, w, h, n, cut ? "cut" : "overwrote",
+         span, at);
 
   run good, dmg;
   decode(clip, w, h, &good);
@@ -152,8 +153,7 @@ static void damage_case(const char *name, const char *encode, int n, int cut, in
   /* Packets the demuxer flagged are decoded (as ffmpeg does) and counted apart; so are
    * frames the decoder dropped without an error. */
   CHECK(!counted || !visible || !reported || dmg.corrupt + dmg.flagged + dmg.dropped > 0,
-        "%s damaged: nothing counted as corrupt, flagged or dropped (ffmpeg reports errors)",
-        name);
+        "%s damaged: nothing counted as corrupt, flagged or dropped (ffmpeg reports errors)", name);
   if (accounted) {
     /* Every packet is a frame or counted; none counted twice as dropped. (corrupt may
      * also count damaged stretches of the file that were no packet.) */
@@ -183,8 +183,7 @@ static int remux_with_empty(const char *in, const char *out) {
   AVStream *is = ic->streams[0], *os = avformat_new_stream(oc, NULL);
   if (!os || avcodec_parameters_copy(os->codecpar, is->codecpar) < 0) goto end;
   os->time_base = is->time_base;
-  if (avio_open(&oc->pb, out, AVIO_FLAG_WRITE) < 0 || avformat_write_header(oc, NULL) < 0)
-    goto end;
+  if (avio_open(&oc->pb, out, AVIO_FLAG_WRITE) < 0 || avformat_write_header(oc, NULL) < 0) goto end;
   while (av_read_frame(ic, p) >= 0) {
     av_packet_rescale_ts(p, is->time_base, os->time_base);
     int64_t ts = p->dts != AV_NOPTS_VALUE ? p->dts : p->pts;
@@ -228,8 +227,8 @@ static void empty_packets_case(void) {
   run good, e;
   decode(clip, w, h, &good);
   decode(holey, w, h, &e);
-  printf("empty packets: %dx%d, %d frames, %d empty packets: %d frames, %" PRId64 " corrupt\n",
-         w, h, n, n / 2, e.n, e.corrupt);
+  printf("empty packets: %dx%d, %d frames, %d empty packets: %d frames, %" PRId64 " corrupt\n", w,
+         h, n, n / 2, e.n, e.corrupt);
   CHECK(good.rc_end == ES_ERR_EOF && good.n == n && good.corrupt == 0, "empty: intact %d %d",
         good.rc_end, good.n);
   check_read_to_end("empty packets", &e);
@@ -256,8 +255,7 @@ static int need_ts_h264(const char *name) {
   char test[96];
   snprintf(test, sizeof test, "test_video_damaged: %s", name);
   if (!tv_ffmpeg_need(test, "encoders", "libx264", "libx264 encoder") ||
-      !tv_ffmpeg_need(test, "muxers", "mpegts", "mpegts muxer") ||
-      !tv_lavf_has_demuxer("mpegts")) {
+      !tv_ffmpeg_need(test, "muxers", "mpegts", "mpegts muxer") || !tv_lavf_has_demuxer("mpegts")) {
     printf("test_video_damaged: %s skipped (no libx264 or mpegts)\n", name);
     return 0;
   }
@@ -325,8 +323,7 @@ static void prekey_case(void) {
   char full[512], cut[512];
   snprintf(full, sizeof full, "%s/full.ts", dir);
   snprintf(cut, sizeof cut, "%s/cut.ts", dir);
-  if (make_clip(full, w, h, n, "-c:v libx264 -g 25 -sc_threshold 0 -bf 2 -pix_fmt yuv420p") !=
-      0) {
+  if (make_clip(full, w, h, n, "-c:v libx264 -g 25 -sc_threshold 0 -bf 2 -pix_fmt yuv420p") != 0) {
     CHECK(0, "cut MPEG-TS: could not make the clip");
     return;
   }
@@ -358,8 +355,7 @@ static void prekey_case(void) {
         "%" PRId64 " corrupt, %" PRId64 " dropped",
         c.prekey, c.n, pk, c.corrupt, c.dropped);
   const size_t fs = (size_t)w * h;
-  CHECK(c.n > 0 && c.n <= good.n &&
-            !memcmp(c.frames, good.frames + fs * (good.n - c.n), fs * c.n),
+  CHECK(c.n > 0 && c.n <= good.n && !memcmp(c.frames, good.frames + fs * (good.n - c.n), fs * c.n),
         "cut MPEG-TS: the frames are not the intact file's last %d", c.n);
   free(good.frames);
   free(c.frames);
@@ -483,8 +479,8 @@ static void trimmed_mp4_case(void) {
          " dropped\n",
          w, h, n, g, start, r.n, ff, pk, r.corrupt, r.prekey, r.dropped);
   check_read_to_end("trimmed .mp4", &r);
-  CHECK(r.n == ff && r.n > 0 && pk > ff, "trimmed .mp4: %d frames (ffmpeg %d of %d packets)",
-        r.n, ff, pk);
+  CHECK(r.n == ff && r.n > 0 && pk > ff, "trimmed .mp4: %d frames (ffmpeg %d of %d packets)", r.n,
+        ff, pk);
   CHECK(r.corrupt + r.flagged + r.prekey + r.dropped == 0,
         "trimmed .mp4: %" PRId64 " corrupt, %" PRId64 " flagged, %" PRId64
         " before the first keyframe, %" PRId64 " dropped (the edit list's discarded packets)",
@@ -574,6 +570,173 @@ static void open_gop_case(const char *name, const char *encoder, const char *enc
   }
   free(good.frames);
   free(c.frames);
+}
+
+#ifdef ES_HAVE_FFMPEG
+/* Writes the HEVC MPEG-TS out: every packet of a, then those of b from its second keyframe
+ * on (a CRA with RASL pictures), their time stamps moved to follow a's. eos: where an
+ * end-of-sequence NAL goes: 0 nowhere, 1 after a's last picture (its packet's end, where
+ * libavformat's parser puts it), 2 before b's first (its packet's start). lose: b's first
+ * packet (the CRA) left out. a NULL: b's part alone. Returns b's packets, -1 on failure. */
+static int join_hevc(const char *a, const char *b, const char *out, int eos, int lose) {
+  static const uint8_t nal[5] = {0, 0, 1, 36 << 1, 1};
+  AVFormatContext *ic = NULL, *oc = NULL;
+  AVPacket *p = av_packet_alloc(), *last = av_packet_alloc();
+  int rc = -1, nb = 0, keys = 0;
+  int64_t top = INT64_MIN, off = 0;
+  if (!p || !last || avformat_alloc_output_context2(&oc, NULL, "mpegts", out) < 0) goto end;
+  AVStream *os = avformat_new_stream(oc, NULL);
+  for (int part = a ? 0 : 1; part < 2; part++) {
+    if (avformat_open_input(&ic, part ? b : a, NULL, NULL) < 0 ||
+        avformat_find_stream_info(ic, NULL) < 0 || ic->nb_streams != 1)
+      goto end;
+    AVStream *is = ic->streams[0];
+    if (!oc->pb) {
+      if (!os || avcodec_parameters_copy(os->codecpar, is->codecpar) < 0) goto end;
+      os->time_base = is->time_base;
+      if (avio_open(&oc->pb, out, AVIO_FLAG_WRITE) < 0 || avformat_write_header(oc, NULL) < 0)
+        goto end;
+    }
+    int first = 1;
+    while (av_read_frame(ic, p) >= 0) {
+      av_packet_rescale_ts(p, is->time_base, os->time_base);
+      p->stream_index = 0;
+      if (part && (p->flags & AV_PKT_FLAG_KEY)) keys++;
+      if (part && keys < 2) { /* before b's second keyframe */
+        av_packet_unref(p);
+        continue;
+      }
+      if (part && first && a) off = top - p->dts + 3600; /* a frame (90 kHz) after a's last */
+      if (part) {
+        p->pts += off;
+        p->dts += off;
+      }
+      if (p->pts > top) top = p->pts;
+      if (p->dts > top) top = p->dts;
+      if (part && first && eos == 2) { /* the NAL before the packet's own */
+        AVPacket *q = av_packet_alloc();
+        if (!q || av_new_packet(q, p->size + 5) < 0 || av_packet_copy_props(q, p) < 0) goto end;
+        memcpy(q->data, nal, 5);
+        memcpy(q->data + 5, p->data, p->size);
+        av_packet_unref(p);
+        av_packet_move_ref(p, q);
+        av_packet_free(&q);
+      }
+      const int skip = part && first && lose;
+      first = 0;
+      if (part) nb++;
+      if (skip) {
+        av_packet_unref(p);
+        continue;
+      }
+      if (!part) { /* written once the next is read: a's last gets the NAL */
+        if (last->size && av_write_frame(oc, last) < 0) goto end;
+        av_packet_unref(last);
+        av_packet_move_ref(last, p);
+        continue;
+      }
+      if (av_write_frame(oc, p) < 0) goto end;
+      av_packet_unref(p);
+    }
+    if (!part) {
+      if (eos == 1 && last->size) {
+        const int n = last->size;
+        if (av_grow_packet(last, 5) < 0) goto end;
+        memcpy(last->data + n, nal, 5);
+      }
+      if (last->size && av_write_frame(oc, last) < 0) goto end;
+      av_packet_unref(last);
+    }
+    avformat_close_input(&ic);
+  }
+  rc = av_write_trailer(oc) < 0 ? -1 : nb;
+end:
+  av_packet_free(&p);
+  av_packet_free(&last);
+  if (oc) avio_closep(&oc->pb);
+  avformat_free_context(oc);
+  avformat_close_input(&ic);
+  return rc;
+}
+#endif
+
+/* Two HEVC streams (x265, B-frames: pictures wait to be shown) joined in one MPEG-TS, the
+ * second from a CRA on, with an end-of-sequence NAL between them: at that CRA the decoder
+ * discards the first stream's pictures still waiting (no_output_of_prior_pics_flag, which
+ * hevcdec sets for a CRA after an end of sequence) and skips its RASL pictures, by design
+ * (ffmpeg gives the same frame count). Nothing is damaged: none counted. With the CRA lost,
+ * nothing is discarded and nothing excused: every packet is a frame, or counted. */
+static void hevc_eos_case(const char *x265) {
+#ifdef ES_HAVE_FFMPEG
+  if (!tv_ffmpeg_need("test_video_damaged: HEVC joined after an EOS", "encoders", "libx265",
+                      "libx265") ||
+      !tv_lavf_has_muxer("mpegts") || !tv_lavf_has_demuxer("mpegts")) {
+    printf("test_video_damaged: HEVC joined after an EOS skipped (no libx265 or mpegts)\n");
+    return;
+  }
+  int w = es_test_range(16, 40) * 2, h = es_test_range(16, 30) * 2;
+  const int na = es_test_range(12, 50), nbf = es_test_range(45, 70);
+  char a[512], b[512], j[512], bo[512], opts[512];
+  snprintf(a, sizeof a, "%s/eos-a.ts", dir);
+  snprintf(b, sizeof b, "%s/eos-b.ts", dir);
+  snprintf(opts, sizeof opts, "-vf negate %s", x265);
+  if (make_clip(a, w, h, na, x265) != 0 || make_clip(b, w, h, nbf, opts) != 0) {
+    CHECK(0, "HEVC joined after an EOS: could not make the clips");
+    return;
+  }
+  /* b's part alone: its frames (its RASL skipped), the count a join without loss keeps */
+  snprintf(bo, sizeof bo, "%s/eos-bo.ts", dir);
+  const int nb = join_hevc(NULL, b, bo, 0, 0);
+  const int ffb = ffprobe_count(bo, "frames");
+  run rb;
+  decode(bo, w, h, &rb);
+  for (int eos = 1; eos <= 2; eos++) {
+    for (int lose = 0; lose <= (eos == 1); lose++) {
+      snprintf(j, sizeof j, "%s/eos-j%d%d.ts", dir, eos, lose);
+      if (nb <= 0 || join_hevc(a, b, j, eos, lose) != nb) {
+        CHECK(0, "HEVC joined after an EOS: could not join the clips");
+        free(rb.frames);
+        return;
+      }
+      run r;
+      decode(j, w, h, &r);
+      const int ff = ffprobe_count(j, "frames"), pk = ffprobe_count(j, "packets");
+      printf("HEVC joined after an EOS (%s%s): %dx%d, %d + %d packets (%d frames alone): %d "
+             "frames (ffmpeg %d, %d packets), %" PRId64 " corrupt, %" PRId64 " dropped\n",
+             eos == 1 ? "at the end of the first" : "at the start of the second",
+             lose ? ", the CRA lost" : "", w, h, na, nb, ffb, r.n, ff, pk, r.corrupt, r.dropped);
+      check_read_to_end("HEVC joined after an EOS", &r);
+      /* with the CRA lost, a frame decoded without its references is skipped and counted */
+      CHECK((lose ? r.n + r.corrupt : r.n) == ff && pk == na + nb - lose,
+            "HEVC joined after an EOS: %d frames, %" PRId64 " corrupt (ffmpeg %d)", r.n, r.corrupt,
+            ff);
+      if (!lose) {
+        /* pictures of the first were discarded (ff < na + ffb), or the case tests nothing */
+        CHECK(ff < na + ffb && r.corrupt + r.flagged + r.prekey + r.dropped == 0,
+              "HEVC joined after an EOS: %d frames of %d + %d, %" PRId64 " corrupt, %" PRId64
+              " flagged, %" PRId64 " before the first keyframe, %" PRId64
+              " dropped (discarded by design)",
+              ff, na, ffb, r.corrupt, r.flagged, r.prekey, r.dropped);
+        const size_t fs = (size_t)w * h;
+        CHECK(rb.n == ffb && r.n >= ffb &&
+                  !memcmp(r.frames + fs * (size_t)(r.n - ffb), rb.frames, fs * (size_t)ffb),
+              "HEVC joined after an EOS: the last frames are not the second part's %d", ffb);
+      } else {
+        /* the first's waiting pictures are shown, nothing more is excused than the second's
+         * RASL pictures (nb - ffb), which the decoder skips after the end of sequence: the
+         * rest is a frame or counted (its skipped RASL pictures, here, as dropped) */
+        CHECK(r.prekey == 0 && r.dropped > 0 && r.n + r.corrupt + r.dropped + (nb - ffb) >= pk,
+              "HEVC joined after an EOS, CRA lost: %d frames, %" PRId64 " corrupt, %" PRId64
+              " dropped of %d packets",
+              r.n, r.corrupt, r.dropped, pk);
+      }
+      free(r.frames);
+    }
+  }
+  free(rb.frames);
+#else
+  (void)x265;
+#endif
 }
 
 /* A bit writer for paff_write: n bits written into b. */
@@ -822,6 +985,7 @@ int main(void) {
                      "pools=none:frame-threads=1:log-level=error";
   open_gop_case("open-GOP HEVC cut, MPEG-TS", "libx265", x265, "mpegts", 1);
   open_gop_case("open-GOP HEVC cut, Matroska", "libx265", x265, "matroska", 0);
+  hevc_eos_case(x265);
   open_gop_case("open-GOP MPEG-2 cut, MPEG-TS", "mpeg2video",
                 "-c:v mpeg2video -g 12 -bf 2 -flags -cgop -pix_fmt yuv420p", "mpegts", 0);
   /* the same interlaced (frame pictures): the field accounting and the leading pictures
