@@ -61,6 +61,21 @@
 #define ES_VIDEO_TAG_PACKETS 0
 #endif
 
+/* HEVC joins: see join_frame. A picture sent (its packet's tag and pts) and whether its frame
+ * came out; HEVC's DPB holds 16 pictures at most. */
+#define ES_JOIN_PICS 16
+#define ES_JOINS 4
+typedef struct es_join_pic {
+  int64_t seq, pts;
+  int out;
+} es_join_pic;
+typedef struct es_join {
+  int64_t seq; /* the tag of the IRAP packet that discards */
+  int64_t top; /* the highest pts of a frame of the sequence before it, INT64_MIN: none */
+  es_join_pic pics[ES_JOIN_PICS];
+  int n;
+} es_join;
+
 struct es_video_in {
   AVFormatContext *fmt;  /* demuxer */
   AVCodecContext *dec;   /* decoder of the chosen stream */
@@ -90,6 +105,16 @@ struct es_video_in {
   int lead_start;        /* HEVC: decoding starts anew (the stream's start, or an end of
                           * sequence): the next CRA's RASL pictures are skipped */
   int lead_rasl;         /* HEVC: the RASL pictures that come now are skipped */
+  int lead_eos;          /* HEVC: the last packet ended with an end of sequence (or bitstream) */
+  int lead_join;         /* HEVC: this packet's IRAP discards the pictures waiting (join_*) */
+  /* HEVC: pictures the decoder discards by design at a join (join_frame). join_ring: the
+   * last pictures sent of the current sequence; joins: those of the sequences before a join
+   * whose frames are not all out yet. */
+  int64_t joined;
+  es_join_pic join_ring[ES_JOIN_PICS];
+  int join_n;
+  es_join joins[ES_JOINS];
+  int njoins;
   int lead_refs;         /* MPEG-1/2: reference pictures (I, P) seen, up to 2 */
   int lead_closed;       /* MPEG-1/2: the last GOP header's closed_gop */
   int count_drops;       /* the codec gives one frame a packet (or field pair): counted */
@@ -1580,6 +1605,70 @@ static int frame_before_key(const es_video_in *v, const AVFrame *f) {
   return f->pkt_dts != AV_NOPTS_VALUE && v->key_dts != AV_NOPTS_VALUE && f->pkt_dts < v->key_dts;
 }
 
+/* HEVC joins. An IRAP that ends a sequence (a CRA just after an end-of-sequence NAL, as where
+ * two streams are joined, or an IDR or BLA with no_output_of_prior_pics_flag: hevc_lead's
+ * lead_join) makes hevcdec discard the pictures of the sequence before it still waiting to
+ * be shown (ff_hevc_output_frame: those not marked for bumping), by design: ffmpeg gives the
+ * same frame count. It shows frames in POC order, so those it discards are the ones whose
+ * POC is above every frame of that sequence it gave; pts follows POC. A picture sent and
+ * its frame are matched by the packet's tag (reordered_opaque): the frames of a sequence
+ * all come out before the first of the next one (seq_output), so a join is settled by a
+ * frame of a later packet, or once drained. A picture of those sent before the join (the
+ * last ES_JOIN_PICS) that gave no frame is excused if its pts is above the highest of that
+ * sequence's frames: the decoder would have discarded it whole. Without pts (a raw .hevc
+ * stream) or packet tags, none is. */
+static void join_settle(es_video_in *v, int i) {
+  es_join *j = &v->joins[i];
+  for (int k = 0; k < j->n; k++)
+    if (!j->pics[k].out && j->pics[k].pts != AV_NOPTS_VALUE &&
+        (j->top == INT64_MIN || j->pics[k].pts > j->top))
+      v->joined++;
+  memmove(j, j + 1, sizeof *j * (size_t)(--v->njoins - i));
+}
+
+/* A packet sent whose picture counts (not excused otherwise): join is its lead_join. */
+static void join_sent(es_video_in *v, int64_t seq, int64_t pts, int join) {
+#if ES_VIDEO_TAG_PACKETS
+  if (join && v->join_n) {
+    if (v->njoins == ES_JOINS) join_settle(v, 0); /* the oldest, early: it may count more */
+    es_join *j = &v->joins[v->njoins++];
+    j->seq = seq;
+    j->top = INT64_MIN;
+    j->n = v->join_n;
+    memcpy(j->pics, v->join_ring, sizeof j->pics);
+    v->join_n = 0;
+  }
+  if (v->join_n == ES_JOIN_PICS) {
+    memmove(v->join_ring, v->join_ring + 1, sizeof v->join_ring[0] * (ES_JOIN_PICS - 1));
+    v->join_n--;
+  }
+  v->join_ring[v->join_n++] = (es_join_pic){.seq = seq, .pts = pts, .out = 0};
+#else
+  (void)v, (void)seq, (void)pts, (void)join;
+#endif
+}
+
+/* A frame out (damaged or not): marks its picture; settles the joins before it. */
+static void join_frame(es_video_in *v, const AVFrame *f) {
+#if ES_VIDEO_TAG_PACKETS
+  const int64_t tag = f->reordered_opaque;
+  for (int i = 0; i < v->njoins;) {
+    es_join *j = &v->joins[i];
+    if (tag >= j->seq) {
+      join_settle(v, i);
+      continue;
+    }
+    const int64_t pts = f->pts != AV_NOPTS_VALUE ? f->pts : f->best_effort_timestamp;
+    if (pts != AV_NOPTS_VALUE && pts > j->top) j->top = pts;
+    for (int k = 0; k < j->n; k++)
+      if (j->pics[k].seq == tag) j->pics[k].out = 1;
+    break; /* a frame before this join is before the later ones too: theirs come later */
+  }
+#else
+  (void)v, (void)f;
+#endif
+}
+
 /* Once drained: the packets the decoder took and gave no frame for, though it returned no
  * error for them. H.264 does this where damage lost a keyframe: the frames after it, decoded
  * against references it no longer has, come out of order (their POCs below the last one
@@ -1589,13 +1678,14 @@ static int frame_before_key(const es_video_in *v, const AVFrame *f) {
  * are counted apart (prekey), and so are packets the container marks to be discarded (an
  * .mp4 trimmed with -c copy keeps the packets from the keyframe before its start, flagged
  * AV_PKT_FLAG_DISCARD by its edit list: libavcodec decodes them and gives no frame, by
- * design; not counted anywhere else), and the leading pictures of an open GOP that the
- * decoder skips where decoding starts (lead_skipped). What is left over was dropped. */
+ * design; not counted anywhere else), the leading pictures of an open GOP that the
+ * decoder skips where decoding starts (lead_skipped), and the pictures HEVC's decoder
+ * discards at a join (join_settle). What is left over was dropped. */
 static int64_t count_dropped(const es_video_in *v) {
   /* final once drained (the decoder's EOF; not a drain given up after 1024 errors) */
   if (!v->count_drops || !v->finished || v->drain_errors > 1024) return 0;
-  const int64_t left = v->sent_ok - v->received - v->recv_errors - v->prekey -
-                       field_packets(v) - v->discards - v->leading;
+  const int64_t left = v->sent_ok - v->received - v->recv_errors - v->prekey - field_packets(v) -
+                       v->discards - v->leading - v->joined;
   return left > 0 ? left : 0;
 }
 
@@ -1615,41 +1705,17 @@ static int64_t count_dropped(const es_video_in *v) {
  * type and POC, not the NAL type or closed_gop), so the packet's headers are read here: start
  * codes (Annex B, MPEG) or length prefixes (hvcC), up to the first picture or slice NAL, never
  * past p->size. Updates the state it follows; 0 for other codecs. */
+static int hevc_lead(es_video_in *v, const AVPacket *p, int last_eos);
+static int hevc_ends_eos(const es_video_in *v, const AVPacket *p);
+
 static int lead_skipped(es_video_in *v, const AVPacket *p) {
   const uint8_t *b = p->data, *end = p->data + p->size;
   const enum AVCodecID id = v->dec->codec_id;
   if (id == AV_CODEC_ID_HEVC) {
-    for (;;) {
-      const uint8_t *nal, *next;
-      if (v->lead_nal_len) {
-        if (end - b < v->lead_nal_len) return 0;
-        uint32_t n = 0;
-        for (int i = 0; i < v->lead_nal_len; i++)
-          n = n << 8 | b[i];
-        nal = b + v->lead_nal_len;
-        if (n > (uint32_t)(end - nal)) n = (uint32_t)(end - nal);
-        next = nal + n;
-      } else {
-        while (end - b >= 3 && !(b[0] == 0 && b[1] == 0 && b[2] == 1))
-          b++;
-        if (end - b < 3) return 0;
-        nal = b + 3;
-        next = nal;
-      }
-      b = next;
-      if (end - nal < 2) continue; /* an empty NAL: on to the next */
-      const int type = nal[0] >> 1 & 0x3f;
-      if (type == 36 || type == 37) v->lead_start = 1;
-      if (type >= 32) continue;       /* parameter sets, SEI, AUD: on to the picture */
-      if (type >= 16 && type <= 23) { /* IRAP: BLA 16..18, IDR 19..20, CRA 21 */
-        v->lead_rasl = type <= 18 || (type >= 21 && v->lead_start);
-        v->lead_start = 0;
-        return 0;
-      }
-      if (type == 8 || type == 9) return v->lead_rasl;
-      if (type < 6) v->lead_rasl = 0; /* a trailing picture: the leading ones are over */
-      return 0;
-    }
+    const int last_eos = v->lead_eos, skip = hevc_lead(v, p, last_eos);
+    v->lead_eos = hevc_ends_eos(v, p);
+    if (v->lead_eos) v->lead_start = 1;
+    return skip;
   }
   if (id == AV_CODEC_ID_MPEG1VIDEO || id == AV_CODEC_ID_MPEG2VIDEO) {
     while (end - b >= 6) {
@@ -1672,6 +1738,86 @@ static int lead_skipped(es_video_in *v, const AVPacket *p) {
   return 0;
 }
 
+/* lead_skipped for HEVC; last_eos: the packet before ended with an end of sequence. Sets
+ * lead_join where the packet's IRAP makes the decoder discard the pictures waiting. */
+static int hevc_lead(es_video_in *v, const AVPacket *p, int last_eos) {
+  const uint8_t *b = p->data, *end = p->data + p->size;
+  int at_start = 1, eos_start = 0; /* EOS or EOB before any other NAL: hevcdec's eos_at_start */
+  v->lead_join = 0;
+  for (;;) {
+    const uint8_t *nal, *next;
+    if (v->lead_nal_len) {
+      if (end - b < v->lead_nal_len) return 0;
+      uint32_t n = 0;
+      for (int i = 0; i < v->lead_nal_len; i++)
+        n = n << 8 | b[i];
+      nal = b + v->lead_nal_len;
+      if (n > (uint32_t)(end - nal)) n = (uint32_t)(end - nal);
+      next = nal + n;
+    } else {
+      while (end - b >= 3 && !(b[0] == 0 && b[1] == 0 && b[2] == 1))
+        b++;
+      if (end - b < 3) return 0;
+      nal = b + 3;
+      next = nal;
+    }
+    b = next;
+    if (end - nal < 2) continue; /* an empty NAL: on to the next */
+    const int type = nal[0] >> 1 & 0x3f;
+    if (type == 36 || type == 37) {
+      v->lead_start = 1;
+      eos_start |= at_start;
+    } else {
+      at_start = 0;
+    }
+    if (type >= 32) continue;       /* parameter sets, SEI, AUD: on to the picture */
+    if (type >= 16 && type <= 23) { /* IRAP: BLA 16..18, IDR 19..20, CRA 21 */
+      v->lead_rasl = type <= 18 || (type >= 21 && v->lead_start);
+      /* no_output_of_prior_pics_flag: an IDR's or BLA's own (the bit after
+       * first_slice_segment_in_pic_flag), set by hevcdec for a CRA just after an end of
+       * sequence (its last_eos) */
+      v->lead_join = type == 21 ? last_eos || eos_start : end - nal >= 3 && (nal[2] & 0x40);
+      v->lead_start = 0;
+      return 0;
+    }
+    if (type == 8 || type == 9) return v->lead_rasl;
+    if (type < 6) v->lead_rasl = 0; /* a trailing picture: the leading ones are over */
+    return 0;
+  }
+}
+
+/* Whether the packet's last NAL is an end of sequence or of bitstream (36, 37) after some
+ * other NAL (hevcdec's eos: the next packet's last_eos; one at the packet's start is
+ * hevc_lead's). Annex B: the last start code, past trailing zero bytes; hvcC: the NALs'
+ * lengths, one after the other. Never past p->size. */
+static int hevc_ends_eos(const es_video_in *v, const AVPacket *p) {
+  const uint8_t *b = p->data;
+  int n = p->size, type = -1, nals = 0;
+  if (v->lead_nal_len) {
+    for (int i = 0; n - i >= v->lead_nal_len;) {
+      uint32_t len = 0;
+      for (int k = 0; k < v->lead_nal_len; k++)
+        len = len << 8 | b[i + k];
+      i += v->lead_nal_len;
+      if (len > (uint32_t)(n - i)) len = (uint32_t)(n - i);
+      if (len >= 2) {
+        type = b[i] >> 1 & 0x3f;
+        nals++;
+      }
+      i += (int)len;
+    }
+    return nals > 1 && (type == 36 || type == 37);
+  }
+  while (n > 0 && b[n - 1] == 0)
+    n--;
+  if (n < 5 || b[n - 5] || b[n - 4] || b[n - 3] != 1) return 0; /* EOS, EOB: 2 bytes */
+  type = b[n - 2] >> 1 & 0x3f;
+  int first = 0; /* the first start code: is it this one? */
+  while (first + 3 <= n - 5 && !(b[first] == 0 && b[first + 1] == 0 && b[first + 2] == 1))
+    first++;
+  return (type == 36 || type == 37) && first + 3 <= n - 5;
+}
+
 /* Decodes the next good frame into v->frame: damaged ones are skipped and counted. ES_OK,
  * ES_ERR_EOF at the end, or a fatal error with msg (a pending one once every frame before it
  * was given out). */
@@ -1689,6 +1835,7 @@ static int next_frame(es_video_in *v, char *msg, size_t len) {
     if (err >= 0) {
       AVFrame *f = v->frame;
       v->received++;
+      if (v->njoins) join_frame(v, f);
 #ifdef AV_FRAME_FLAG_INTERLACED
       if (f->flags & AV_FRAME_FLAG_INTERLACED) v->interlaced++;
 #else
@@ -1715,6 +1862,8 @@ static int next_frame(es_video_in *v, char *msg, size_t len) {
     }
     if (err == AVERROR_EOF) {
       v->finished = 1;
+      while (v->njoins)
+        join_settle(v, 0);
       continue;
     }
     if (v->flushing) {
@@ -1778,6 +1927,8 @@ static int next_frame(es_video_in *v, char *msg, size_t len) {
 #endif
     const int discard = (v->pkt->flags & AV_PKT_FLAG_DISCARD) != 0;
     const int lead = v->count_drops && lead_skipped(v, v->pkt);
+    const int join = v->lead_join;
+    const int64_t pts = v->pkt->pts;
     const int ps = v->fields != FIELDS_NONE ? packet_structure(v, v->pkt) : 0;
     err = avcodec_send_packet(v->dec, v->pkt);
     av_packet_unref(v->pkt);
@@ -1790,6 +1941,8 @@ static int next_frame(es_video_in *v, char *msg, size_t len) {
       if (discard && !prekey) v->discards++; /* see count_dropped (prekey: counted there) */
       else if (lead && !prekey)
         v->leading++;
+      else if (!prekey && v->dec->codec_id == AV_CODEC_ID_HEVC && v->count_drops)
+        join_sent(v, v->seq, pts, join);
       /* a second field counted above (prekey, discard, leading) is not excused again */
       if (v->fields != FIELDS_NONE && second_field(v, ps)) {
         if (prekey)

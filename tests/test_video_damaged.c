@@ -576,6 +576,173 @@ static void open_gop_case(const char *name, const char *encoder, const char *enc
   free(c.frames);
 }
 
+#ifdef ES_HAVE_FFMPEG
+/* Writes the HEVC MPEG-TS out: every packet of a, then those of b from its second keyframe
+ * on (a CRA with RASL pictures), their time stamps moved to follow a's. eos: where an
+ * end-of-sequence NAL goes: 0 nowhere, 1 after a's last picture (its packet's end, where
+ * libavformat's parser puts it), 2 before b's first (its packet's start). lose: b's first
+ * packet (the CRA) left out. a NULL: b's part alone. Returns b's packets, -1 on failure. */
+static int join_hevc(const char *a, const char *b, const char *out, int eos, int lose) {
+  static const uint8_t nal[5] = {0, 0, 1, 36 << 1, 1};
+  AVFormatContext *ic = NULL, *oc = NULL;
+  AVPacket *p = av_packet_alloc(), *last = av_packet_alloc();
+  int rc = -1, nb = 0, keys = 0;
+  int64_t top = INT64_MIN, off = 0;
+  if (!p || !last || avformat_alloc_output_context2(&oc, NULL, "mpegts", out) < 0) goto end;
+  AVStream *os = avformat_new_stream(oc, NULL);
+  for (int part = a ? 0 : 1; part < 2; part++) {
+    if (avformat_open_input(&ic, part ? b : a, NULL, NULL) < 0 ||
+        avformat_find_stream_info(ic, NULL) < 0 || ic->nb_streams != 1)
+      goto end;
+    AVStream *is = ic->streams[0];
+    if (!oc->pb) {
+      if (!os || avcodec_parameters_copy(os->codecpar, is->codecpar) < 0) goto end;
+      os->time_base = is->time_base;
+      if (avio_open(&oc->pb, out, AVIO_FLAG_WRITE) < 0 || avformat_write_header(oc, NULL) < 0)
+        goto end;
+    }
+    int first = 1;
+    while (av_read_frame(ic, p) >= 0) {
+      av_packet_rescale_ts(p, is->time_base, os->time_base);
+      p->stream_index = 0;
+      if (part && (p->flags & AV_PKT_FLAG_KEY)) keys++;
+      if (part && keys < 2) { /* before b's second keyframe */
+        av_packet_unref(p);
+        continue;
+      }
+      if (part && first && a) off = top - p->dts + 3600; /* a frame (90 kHz) after a's last */
+      if (part) {
+        p->pts += off;
+        p->dts += off;
+      }
+      if (p->pts > top) top = p->pts;
+      if (p->dts > top) top = p->dts;
+      if (part && first && eos == 2) { /* the NAL before the packet's own */
+        AVPacket *q = av_packet_alloc();
+        if (!q || av_new_packet(q, p->size + 5) < 0 || av_packet_copy_props(q, p) < 0) goto end;
+        memcpy(q->data, nal, 5);
+        memcpy(q->data + 5, p->data, p->size);
+        av_packet_unref(p);
+        av_packet_move_ref(p, q);
+        av_packet_free(&q);
+      }
+      const int skip = part && first && lose;
+      first = 0;
+      if (part) nb++;
+      if (skip) {
+        av_packet_unref(p);
+        continue;
+      }
+      if (!part) { /* written once the next is read: a's last gets the NAL */
+        if (last->size && av_write_frame(oc, last) < 0) goto end;
+        av_packet_unref(last);
+        av_packet_move_ref(last, p);
+        continue;
+      }
+      if (av_write_frame(oc, p) < 0) goto end;
+      av_packet_unref(p);
+    }
+    if (!part) {
+      if (eos == 1 && last->size) {
+        const int n = last->size;
+        if (av_grow_packet(last, 5) < 0) goto end;
+        memcpy(last->data + n, nal, 5);
+      }
+      if (last->size && av_write_frame(oc, last) < 0) goto end;
+      av_packet_unref(last);
+    }
+    avformat_close_input(&ic);
+  }
+  rc = av_write_trailer(oc) < 0 ? -1 : nb;
+end:
+  av_packet_free(&p);
+  av_packet_free(&last);
+  if (oc) avio_closep(&oc->pb);
+  avformat_free_context(oc);
+  avformat_close_input(&ic);
+  return rc;
+}
+#endif
+
+/* Two HEVC streams (x265, B-frames: pictures wait to be shown) joined in one MPEG-TS, the
+ * second from a CRA on, with an end-of-sequence NAL between them: at that CRA the decoder
+ * discards the first stream's pictures still waiting (no_output_of_prior_pics_flag, which
+ * hevcdec sets for a CRA after an end of sequence) and skips its RASL pictures, by design
+ * (ffmpeg gives the same frame count). Nothing is damaged: none counted. With the CRA lost,
+ * nothing is discarded and nothing excused: every packet is a frame, or counted. */
+static void hevc_eos_case(const char *x265) {
+#ifdef ES_HAVE_FFMPEG
+  if (!tv_ffmpeg_need("test_video_damaged: HEVC joined after an EOS", "encoders", "libx265",
+                      "libx265") ||
+      !tv_lavf_has_muxer("mpegts") || !tv_lavf_has_demuxer("mpegts")) {
+    printf("test_video_damaged: HEVC joined after an EOS skipped (no libx265 or mpegts)\n");
+    return;
+  }
+  int w = es_test_range(16, 40) * 2, h = es_test_range(16, 30) * 2;
+  const int na = es_test_range(12, 50), nbf = es_test_range(45, 70);
+  char a[512], b[512], j[512], bo[512], opts[512];
+  snprintf(a, sizeof a, "%s/eos-a.ts", dir);
+  snprintf(b, sizeof b, "%s/eos-b.ts", dir);
+  snprintf(opts, sizeof opts, "-vf negate %s", x265);
+  if (make_clip(a, w, h, na, x265) != 0 || make_clip(b, w, h, nbf, opts) != 0) {
+    CHECK(0, "HEVC joined after an EOS: could not make the clips");
+    return;
+  }
+  /* b's part alone: its frames (its RASL skipped), the count a join without loss keeps */
+  snprintf(bo, sizeof bo, "%s/eos-bo.ts", dir);
+  const int nb = join_hevc(NULL, b, bo, 0, 0);
+  const int ffb = ffprobe_count(bo, "frames");
+  run rb;
+  decode(bo, w, h, &rb);
+  for (int eos = 1; eos <= 2; eos++) {
+    for (int lose = 0; lose <= (eos == 1); lose++) {
+      snprintf(j, sizeof j, "%s/eos-j%d%d.ts", dir, eos, lose);
+      if (nb <= 0 || join_hevc(a, b, j, eos, lose) != nb) {
+        CHECK(0, "HEVC joined after an EOS: could not join the clips");
+        free(rb.frames);
+        return;
+      }
+      run r;
+      decode(j, w, h, &r);
+      const int ff = ffprobe_count(j, "frames"), pk = ffprobe_count(j, "packets");
+      printf("HEVC joined after an EOS (%s%s): %dx%d, %d + %d packets (%d frames alone): %d "
+             "frames (ffmpeg %d, %d packets), %" PRId64 " corrupt, %" PRId64 " dropped\n",
+             eos == 1 ? "at the end of the first" : "at the start of the second",
+             lose ? ", the CRA lost" : "", w, h, na, nb, ffb, r.n, ff, pk, r.corrupt, r.dropped);
+      check_read_to_end("HEVC joined after an EOS", &r);
+      /* with the CRA lost, a frame decoded without its references is skipped and counted */
+      CHECK((lose ? r.n + r.corrupt : r.n) == ff && pk == na + nb - lose,
+            "HEVC joined after an EOS: %d frames, %" PRId64 " corrupt (ffmpeg %d)", r.n, r.corrupt,
+            ff);
+      if (!lose) {
+        /* pictures of the first were discarded (ff < na + ffb), or the case tests nothing */
+        CHECK(ff < na + ffb && r.corrupt + r.flagged + r.prekey + r.dropped == 0,
+              "HEVC joined after an EOS: %d frames of %d + %d, %" PRId64 " corrupt, %" PRId64
+              " flagged, %" PRId64 " before the first keyframe, %" PRId64
+              " dropped (discarded by design)",
+              ff, na, ffb, r.corrupt, r.flagged, r.prekey, r.dropped);
+        const size_t fs = (size_t)w * h;
+        CHECK(rb.n == ffb && r.n >= ffb &&
+                  !memcmp(r.frames + fs * (size_t)(r.n - ffb), rb.frames, fs * (size_t)ffb),
+              "HEVC joined after an EOS: the last frames are not the second part's %d", ffb);
+      } else {
+        /* the first's waiting pictures are shown, nothing more is excused than the second's
+         * RASL pictures (nb - ffb), which the decoder skips after the end of sequence: the
+         * rest is a frame or counted (its skipped RASL pictures, here, as dropped) */
+        CHECK(r.prekey == 0 && r.dropped > 0 && r.n + r.corrupt + r.dropped + (nb - ffb) >= pk,
+              "HEVC joined after an EOS, CRA lost: %d frames, %" PRId64 " corrupt, %" PRId64
+              " dropped of %d packets",
+              r.n, r.corrupt, r.dropped, pk);
+      }
+      free(r.frames);
+    }
+  }
+  free(rb.frames);
+#else
+  (void)x265;
+#endif
+}
+
 /* A bit writer for paff_write: n bits written into b. */
 typedef struct bitw {
   uint8_t b[2048];
@@ -822,6 +989,7 @@ int main(void) {
                      "pools=none:frame-threads=1:log-level=error";
   open_gop_case("open-GOP HEVC cut, MPEG-TS", "libx265", x265, "mpegts", 1);
   open_gop_case("open-GOP HEVC cut, Matroska", "libx265", x265, "matroska", 0);
+  hevc_eos_case(x265);
   open_gop_case("open-GOP MPEG-2 cut, MPEG-TS", "mpeg2video",
                 "-c:v mpeg2video -g 12 -bf 2 -flags -cgop -pix_fmt yuv420p", "mpegts", 0);
   /* the same interlaced (frame pictures): the field accounting and the leading pictures
