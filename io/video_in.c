@@ -61,17 +61,16 @@
 #define ES_VIDEO_TAG_PACKETS 0
 #endif
 
-/* HEVC joins: see join_frame. A picture sent (its packet's tag and pts) and whether its frame
- * came out; HEVC's DPB holds 16 pictures at most. */
+/* HEVC joins: see join_settle. A picture sent (its packet's tag) and whether its frame came
+ * out; HEVC's DPB holds 16 pictures at most. */
 #define ES_JOIN_PICS 16
 #define ES_JOINS 4
 typedef struct es_join_pic {
-  int64_t seq, pts;
+  int64_t seq;
   int out;
 } es_join_pic;
 typedef struct es_join {
   int64_t seq; /* the tag of the IRAP packet that discards */
-  int64_t top; /* the highest pts of a frame of the sequence before it, INT64_MIN: none */
   es_join_pic pics[ES_JOIN_PICS];
   int n;
 } es_join;
@@ -1609,31 +1608,26 @@ static int frame_before_key(const es_video_in *v, const AVFrame *f) {
  * two streams are joined, or an IDR or BLA with no_output_of_prior_pics_flag: hevc_lead's
  * lead_join) makes hevcdec discard the pictures of the sequence before it still waiting to
  * be shown (ff_hevc_output_frame: those not marked for bumping), by design: ffmpeg gives the
- * same frame count. It shows frames in POC order, so those it discards are the ones whose
- * POC is above every frame of that sequence it gave; pts follows POC. A picture sent and
- * its frame are matched by the packet's tag (reordered_opaque): the frames of a sequence
- * all come out before the first of the next one (seq_output), so a join is settled by a
- * frame of a later packet, or once drained. A picture of those sent before the join (the
- * last ES_JOIN_PICS) that gave no frame is excused if its pts is above the highest of that
- * sequence's frames: the decoder would have discarded it whole. Without pts (a raw .hevc
- * stream) or packet tags, none is. */
+ * same frame count. Which ones is not a matter of POC or pts alone (a picture decoded late,
+ * below one already shown, is discarded too), so each picture sent is matched to its frame by
+ * the packet's tag (reordered_opaque). The frames of a sequence all come out before the
+ * first of the next one (seq_output), so a join is settled by a frame of a later packet, or
+ * once drained: a picture of those sent before the join (the last ES_JOIN_PICS) that gave no
+ * frame by then was discarded. Without packet tags (libavcodec 61), none is excused. */
 static void join_settle(es_video_in *v, int i) {
   es_join *j = &v->joins[i];
   for (int k = 0; k < j->n; k++)
-    if (!j->pics[k].out && j->pics[k].pts != AV_NOPTS_VALUE &&
-        (j->top == INT64_MIN || j->pics[k].pts > j->top))
-      v->joined++;
+    if (!j->pics[k].out) v->joined++;
   memmove(j, j + 1, sizeof *j * (size_t)(--v->njoins - i));
 }
 
 /* A packet sent whose picture counts (not excused otherwise): join is its lead_join. */
-static void join_sent(es_video_in *v, int64_t seq, int64_t pts, int join) {
+static void join_sent(es_video_in *v, int64_t seq, int join) {
 #if ES_VIDEO_TAG_PACKETS
   if (join && v->join_n) {
     if (v->njoins == ES_JOINS) join_settle(v, 0); /* the oldest, early: it may count more */
     es_join *j = &v->joins[v->njoins++];
     j->seq = seq;
-    j->top = INT64_MIN;
     j->n = v->join_n;
     memcpy(j->pics, v->join_ring, sizeof j->pics);
     v->join_n = 0;
@@ -1642,9 +1636,9 @@ static void join_sent(es_video_in *v, int64_t seq, int64_t pts, int join) {
     memmove(v->join_ring, v->join_ring + 1, sizeof v->join_ring[0] * (ES_JOIN_PICS - 1));
     v->join_n--;
   }
-  v->join_ring[v->join_n++] = (es_join_pic){.seq = seq, .pts = pts, .out = 0};
+  v->join_ring[v->join_n++] = (es_join_pic){.seq = seq, .out = 0};
 #else
-  (void)v, (void)seq, (void)pts, (void)join;
+  (void)v, (void)seq, (void)join;
 #endif
 }
 
@@ -1658,8 +1652,6 @@ static void join_frame(es_video_in *v, const AVFrame *f) {
       join_settle(v, i);
       continue;
     }
-    const int64_t pts = f->pts != AV_NOPTS_VALUE ? f->pts : f->best_effort_timestamp;
-    if (pts != AV_NOPTS_VALUE && pts > j->top) j->top = pts;
     for (int k = 0; k < j->n; k++)
       if (j->pics[k].seq == tag) j->pics[k].out = 1;
     break; /* a frame before this join is before the later ones too: theirs come later */
@@ -1928,7 +1920,6 @@ static int next_frame(es_video_in *v, char *msg, size_t len) {
     const int discard = (v->pkt->flags & AV_PKT_FLAG_DISCARD) != 0;
     const int lead = v->count_drops && lead_skipped(v, v->pkt);
     const int join = v->lead_join;
-    const int64_t pts = v->pkt->pts;
     const int ps = v->fields != FIELDS_NONE ? packet_structure(v, v->pkt) : 0;
     err = avcodec_send_packet(v->dec, v->pkt);
     av_packet_unref(v->pkt);
@@ -1942,7 +1933,7 @@ static int next_frame(es_video_in *v, char *msg, size_t len) {
       else if (lead && !prekey)
         v->leading++;
       else if (!prekey && v->dec->codec_id == AV_CODEC_ID_HEVC && v->count_drops)
-        join_sent(v, v->seq, pts, join);
+        join_sent(v, v->seq, join);
       /* a second field counted above (prekey, discard, leading) is not excused again */
       if (v->fields != FIELDS_NONE && second_field(v, ps)) {
         if (prekey)

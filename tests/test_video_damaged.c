@@ -9,6 +9,9 @@
 
 #include "es_io.h"
 #include "es_test_video.h"
+#ifdef ES_HAVE_FFMPEG
+#include <libavcodec/avcodec.h> /* LIBAVCODEC_VERSION_MAJOR */
+#endif
 
 static char dir[256];
 
@@ -588,7 +591,7 @@ static int join_hevc(const char *a, const char *b, const char *out, int eos, int
   AVPacket *p = av_packet_alloc(), *last = av_packet_alloc();
   int rc = -1, nb = 0, keys = 0;
   int64_t top = INT64_MIN, off = 0;
-  if (!p || !last || avformat_alloc_output_context2(&oc, NULL, "mpegts", out) < 0) goto end;
+  if (!p || !last || avformat_alloc_output_context2(&oc, NULL, NULL, out) < 0) goto end;
   AVStream *os = avformat_new_stream(oc, NULL);
   for (int part = a ? 0 : 1; part < 2; part++) {
     if (avformat_open_input(&ic, part ? b : a, NULL, NULL) < 0 ||
@@ -671,7 +674,10 @@ end:
  * (ffmpeg gives the same frame count). Nothing is damaged: none counted. With the CRA lost,
  * nothing is discarded and nothing excused: every packet is a frame, or counted. */
 static void hevc_eos_case(const char *x265) {
-#ifdef ES_HAVE_FFMPEG
+#if defined ES_HAVE_FFMPEG && LIBAVCODEC_VERSION_MAJOR >= 61
+  (void)x265; /* frames carry no packet tag there: the pictures discarded are counted */
+  printf("test_video_damaged: HEVC joined after an EOS skipped (libavcodec 61)\n");
+#elif defined ES_HAVE_FFMPEG
   if (!tv_ffmpeg_need("test_video_damaged: HEVC joined after an EOS", "encoders", "libx265",
                       "libx265") ||
       !tv_lavf_has_muxer("mpegts") || !tv_lavf_has_demuxer("mpegts")) {
@@ -694,47 +700,55 @@ static void hevc_eos_case(const char *x265) {
   const int ffb = ffprobe_count(bo, "frames");
   run rb;
   decode(bo, w, h, &rb);
-  for (int eos = 1; eos <= 2; eos++) {
-    for (int lose = 0; lose <= (eos == 1); lose++) {
-      snprintf(j, sizeof j, "%s/eos-j%d%d.ts", dir, eos, lose);
-      if (nb <= 0 || join_hevc(a, b, j, eos, lose) != nb) {
-        CHECK(0, "HEVC joined after an EOS: could not join the clips");
-        free(rb.frames);
-        return;
+  /* MPEG-TS (Annex B: start codes), Matroska (hvcC: the muxer makes each NAL
+   * length-prefixed, the end of sequence too) and a raw .hevc stream (no time stamps) */
+  static const char *const exts[3] = {"ts", "mkv", "hevc"}, *const muxers[3] = {
+                                                               "mpegts", "matroska", "hevc"};
+  for (int c = 0; c < 3; c++) {
+    const char *ext = exts[c];
+    if (!tv_lavf_has_muxer(muxers[c]) || !tv_lavf_has_demuxer(muxers[c])) continue;
+    for (int eos = 1; eos <= 2; eos++) {
+      for (int lose = 0; lose <= (eos == 1); lose++) {
+        snprintf(j, sizeof j, "%s/eos-j%d%d.%s", dir, eos, lose, ext);
+        if (nb <= 0 || join_hevc(a, b, j, eos, lose) != nb) {
+          CHECK(0, "HEVC joined after an EOS: could not join the clips");
+          free(rb.frames);
+          return;
+        }
+        run r;
+        decode(j, w, h, &r);
+        const int ff = ffprobe_count(j, "frames"), pk = ffprobe_count(j, "packets");
+        printf("HEVC joined after an EOS (.%s, %s%s): %dx%d, %d + %d packets (%d frames alone): %d "
+               "frames (ffmpeg %d, %d packets), %" PRId64 " corrupt, %" PRId64 " dropped\n",
+               ext, eos == 1 ? "at the end of the first" : "at the start of the second",
+               lose ? ", the CRA lost" : "", w, h, na, nb, ffb, r.n, ff, pk, r.corrupt, r.dropped);
+        check_read_to_end("HEVC joined after an EOS", &r);
+        /* with the CRA lost, a frame decoded without its references is skipped and counted */
+        CHECK((lose ? r.n + r.corrupt : r.n) == ff && pk == na + nb - lose,
+              "HEVC joined after an EOS: %d frames, %" PRId64 " corrupt (ffmpeg %d)", r.n,
+              r.corrupt, ff);
+        if (!lose) {
+          /* pictures of the first were discarded (ff < na + ffb), or the case tests nothing */
+          CHECK(ff < na + ffb && r.corrupt + r.flagged + r.prekey + r.dropped == 0,
+                "HEVC joined after an EOS: %d frames of %d + %d, %" PRId64 " corrupt, %" PRId64
+                " flagged, %" PRId64 " before the first keyframe, %" PRId64
+                " dropped (discarded by design)",
+                ff, na, ffb, r.corrupt, r.flagged, r.prekey, r.dropped);
+          const size_t fs = (size_t)w * h;
+          CHECK(rb.n == ffb && r.n >= ffb &&
+                    !memcmp(r.frames + fs * (size_t)(r.n - ffb), rb.frames, fs * (size_t)ffb),
+                "HEVC joined after an EOS: the last frames are not the second part's %d", ffb);
+        } else {
+          /* the first's waiting pictures are shown, nothing more is excused than the second's
+           * RASL pictures (nb - ffb), which the decoder skips after the end of sequence: the
+           * rest is a frame or counted (its skipped RASL pictures, here, as dropped) */
+          CHECK(r.prekey == 0 && r.dropped > 0 && r.n + r.corrupt + r.dropped + (nb - ffb) >= pk,
+                "HEVC joined after an EOS, CRA lost: %d frames, %" PRId64 " corrupt, %" PRId64
+                " dropped of %d packets",
+                r.n, r.corrupt, r.dropped, pk);
+        }
+        free(r.frames);
       }
-      run r;
-      decode(j, w, h, &r);
-      const int ff = ffprobe_count(j, "frames"), pk = ffprobe_count(j, "packets");
-      printf("HEVC joined after an EOS (%s%s): %dx%d, %d + %d packets (%d frames alone): %d "
-             "frames (ffmpeg %d, %d packets), %" PRId64 " corrupt, %" PRId64 " dropped\n",
-             eos == 1 ? "at the end of the first" : "at the start of the second",
-             lose ? ", the CRA lost" : "", w, h, na, nb, ffb, r.n, ff, pk, r.corrupt, r.dropped);
-      check_read_to_end("HEVC joined after an EOS", &r);
-      /* with the CRA lost, a frame decoded without its references is skipped and counted */
-      CHECK((lose ? r.n + r.corrupt : r.n) == ff && pk == na + nb - lose,
-            "HEVC joined after an EOS: %d frames, %" PRId64 " corrupt (ffmpeg %d)", r.n, r.corrupt,
-            ff);
-      if (!lose) {
-        /* pictures of the first were discarded (ff < na + ffb), or the case tests nothing */
-        CHECK(ff < na + ffb && r.corrupt + r.flagged + r.prekey + r.dropped == 0,
-              "HEVC joined after an EOS: %d frames of %d + %d, %" PRId64 " corrupt, %" PRId64
-              " flagged, %" PRId64 " before the first keyframe, %" PRId64
-              " dropped (discarded by design)",
-              ff, na, ffb, r.corrupt, r.flagged, r.prekey, r.dropped);
-        const size_t fs = (size_t)w * h;
-        CHECK(rb.n == ffb && r.n >= ffb &&
-                  !memcmp(r.frames + fs * (size_t)(r.n - ffb), rb.frames, fs * (size_t)ffb),
-              "HEVC joined after an EOS: the last frames are not the second part's %d", ffb);
-      } else {
-        /* the first's waiting pictures are shown, nothing more is excused than the second's
-         * RASL pictures (nb - ffb), which the decoder skips after the end of sequence: the
-         * rest is a frame or counted (its skipped RASL pictures, here, as dropped) */
-        CHECK(r.prekey == 0 && r.dropped > 0 && r.n + r.corrupt + r.dropped + (nb - ffb) >= pk,
-              "HEVC joined after an EOS, CRA lost: %d frames, %" PRId64 " corrupt, %" PRId64
-              " dropped of %d packets",
-              r.n, r.corrupt, r.dropped, pk);
-      }
-      free(r.frames);
     }
   }
   free(rb.frames);
