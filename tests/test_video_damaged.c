@@ -580,11 +580,13 @@ static void open_gop_case(const char *name, const char *encoder, const char *enc
 }
 
 #ifdef ES_HAVE_FFMPEG
-/* Writes the HEVC MPEG-TS out: every packet of a, then those of b from its second keyframe
- * on (a CRA with RASL pictures), their time stamps moved to follow a's. eos: where an
- * end-of-sequence NAL goes: 0 nowhere, 1 after a's last picture (its packet's end, where
- * libavformat's parser puts it), 2 before b's first (its packet's start). lose: b's first
- * packet (the CRA) left out. a NULL: b's part alone. Returns b's packets, -1 on failure. */
+/* Writes the HEVC stream out (its container from its name): every packet of a, then those of
+ * b from its second keyframe on (a CRA with RASL pictures, or an IDR), their time stamps
+ * moved to follow a's. eos: where an end-of-sequence NAL goes: 0 nowhere, 1 after a's last
+ * picture (its packet's end, where libavformat's parser puts it), 2 before b's first (its
+ * packet's start); 3: nowhere, and b's first picture (an IDR) gets no_output_of_prior_pics_flag
+ * (Annex B). lose: b's first packet (the keyframe) left out. a NULL: b's part alone. Returns
+ * b's packets, -1 on failure. */
 static int join_hevc(const char *a, const char *b, const char *out, int eos, int lose) {
   static const uint8_t nal[5] = {0, 0, 1, 36 << 1, 1};
   AVFormatContext *ic = NULL, *oc = NULL;
@@ -620,6 +622,15 @@ static int join_hevc(const char *a, const char *b, const char *out, int eos, int
       }
       if (p->pts > top) top = p->pts;
       if (p->dts > top) top = p->dts;
+      if (part && first && eos == 3) { /* the IDR slice's flag: the bit after the first */
+        if (av_packet_make_writable(p) < 0) goto end;
+        for (int i = 0; i + 5 < p->size; i++)
+          if (!p->data[i] && !p->data[i + 1] && p->data[i + 2] == 1 &&
+              ((p->data[i + 3] >> 1 & 0x3f) == 19 || (p->data[i + 3] >> 1 & 0x3f) == 20)) {
+            p->data[i + 5] |= 0x40;
+            break;
+          }
+      }
       if (part && first && eos == 2) { /* the NAL before the packet's own */
         AVPacket *q = av_packet_alloc();
         if (!q || av_new_packet(q, p->size + 5) < 0 || av_packet_copy_props(q, p) < 0) goto end;
@@ -752,6 +763,34 @@ static void hevc_eos_case(const char *x265) {
     }
   }
   free(rb.frames);
+  /* No end of sequence: the second part closed-GOP, its first IDR with
+   * no_output_of_prior_pics_flag set, which makes the decoder discard the same way. */
+  char closed[512], b2[512];
+  const char *og = strstr(x265, "open-gop=1");
+  if (!og) return;
+  snprintf(closed, sizeof closed, "-vf negate %.*sopen-gop=0%s", (int)(og - x265), x265,
+           og + strlen("open-gop=1"));
+  snprintf(b2, sizeof b2, "%s/eos-b2.ts", dir);
+  snprintf(bo, sizeof bo, "%s/eos-b2o.ts", dir);
+  snprintf(j, sizeof j, "%s/eos-j3.ts", dir);
+  int nb2 = -1;
+  if (make_clip(b2, w, h, nbf, closed) != 0 || (nb2 = join_hevc(NULL, b2, bo, 0, 0)) <= 0 ||
+      join_hevc(a, b2, j, 3, 0) != nb2) {
+    CHECK(0, "HEVC joined at an IDR with no_output_of_prior_pics_flag: could not make it");
+    return;
+  }
+  const int ffb2 = ffprobe_count(bo, "frames"), ff = ffprobe_count(j, "frames");
+  run r;
+  decode(j, w, h, &r);
+  printf("HEVC joined at an IDR with no_output_of_prior_pics_flag: %d + %d packets (%d frames "
+         "alone): %d frames (ffmpeg %d), %" PRId64 " corrupt, %" PRId64 " dropped\n",
+         na, nb2, ffb2, r.n, ff, r.corrupt, r.dropped);
+  check_read_to_end("HEVC joined at an IDR with no_output_of_prior_pics_flag", &r);
+  CHECK(r.n == ff && ff < na + ffb2 && r.corrupt + r.flagged + r.prekey + r.dropped == 0,
+        "HEVC joined at an IDR with no_output_of_prior_pics_flag: %d frames (ffmpeg %d) of %d + "
+        "%d, %" PRId64 " corrupt, %" PRId64 " dropped",
+        r.n, ff, na, ffb2, r.corrupt, r.dropped);
+  free(r.frames);
 #else
   (void)x265;
 #endif
