@@ -237,6 +237,10 @@ int64_t es_video_in_prekey(const es_video_in *v);
  * frame; an interlaced frame may be two field packets, so only packets beyond two an
  * interlaced frame count. */
 int64_t es_video_in_dropped(const es_video_in *v);
+/* Packets the decoder took and gave no frame for, by design, not counted anywhere: those the
+ * container marks to be discarded, the leading pictures of an open GOP where decoding starts,
+ * HEVC pictures discarded at a join. Known once drained, as es_video_in_dropped. */
+int64_t es_video_in_excused(const es_video_in *v);
 double es_video_in_copy_ms(const es_video_in *v); /* under ES_TRACE: ms copying planes out of decoded frames, or lending them */
 void es_video_in_close(es_video_in **v);
 

@@ -1642,20 +1642,25 @@ static void join_sent(es_video_in *v, int64_t seq, int join) {
 #endif
 }
 
-/* A frame out (damaged or not): marks its picture; settles the joins before it. */
+/* A frame out of HEVC (damaged or not): marks its picture, in the join it is before (the
+ * joins before it settled) or in the ring of the current sequence. */
 static void join_frame(es_video_in *v, const AVFrame *f) {
 #if ES_VIDEO_TAG_PACKETS
   const int64_t tag = f->reordered_opaque;
+  es_join_pic *pics = v->join_ring;
+  int n = v->join_n;
   for (int i = 0; i < v->njoins;) {
     es_join *j = &v->joins[i];
     if (tag >= j->seq) {
       join_settle(v, i);
       continue;
     }
-    for (int k = 0; k < j->n; k++)
-      if (j->pics[k].seq == tag) j->pics[k].out = 1;
-    break; /* a frame before this join is before the later ones too: theirs come later */
+    pics = j->pics; /* a frame before this join is before the later ones too */
+    n = j->n;
+    break;
   }
+  for (int k = 0; k < n; k++)
+    if (pics[k].seq == tag) pics[k].out = 1;
 #else
   (void)v, (void)f;
 #endif
@@ -1827,7 +1832,7 @@ static int next_frame(es_video_in *v, char *msg, size_t len) {
     if (err >= 0) {
       AVFrame *f = v->frame;
       v->received++;
-      if (v->njoins) join_frame(v, f);
+      if (v->count_drops && v->dec->codec_id == AV_CODEC_ID_HEVC) join_frame(v, f);
 #ifdef AV_FRAME_FLAG_INTERLACED
       if (f->flags & AV_FRAME_FLAG_INTERLACED) v->interlaced++;
 #else
@@ -1981,6 +1986,9 @@ int64_t es_video_in_corrupt(const es_video_in *v) { return v ? v->corrupt : 0; }
 int64_t es_video_in_flagged(const es_video_in *v) { return v ? v->flagged : 0; }
 int64_t es_video_in_prekey(const es_video_in *v) { return v ? v->prekey : 0; }
 int64_t es_video_in_dropped(const es_video_in *v) { return v ? count_dropped(v) : 0; }
+int64_t es_video_in_excused(const es_video_in *v) {
+  return v && v->finished ? v->discards + v->leading + v->joined : 0;
+}
 double es_video_in_copy_ms(const es_video_in *v) { return v ? v->deliver_ms : 0.0; }
 
 void es_video_in_close(es_video_in **pv) {

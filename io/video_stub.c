@@ -51,6 +51,10 @@ int64_t es_video_in_dropped(const es_video_in *v) {
   (void)v;
   return 0;
 }
+int64_t es_video_in_excused(const es_video_in *v) {
+  (void)v;
+  return 0;
+}
 double es_video_in_copy_ms(const es_video_in *v) {
   (void)v;
   return 0.0;

@@ -17,7 +17,7 @@ static char dir[256];
 
 typedef struct run {
   int rc_open, rc_end, n;
-  int64_t corrupt, flagged, prekey, dropped;
+  int64_t corrupt, flagged, prekey, dropped, excused;
   int field_order; /* es_video_info's */
   uint8_t *frames; /* n frames of w*h */
   char msg[256];
@@ -51,6 +51,7 @@ static void decode(const char *path, int w, int h, run *r) {
   r->flagged = es_video_in_flagged(v);
   r->prekey = es_video_in_prekey(v);
   r->dropped = es_video_in_dropped(v);
+  r->excused = es_video_in_excused(v);
   free(buf);
   es_video_in_close(&v);
 }
@@ -745,6 +746,11 @@ static void hevc_eos_case(const char *x265) {
                 " flagged, %" PRId64 " before the first keyframe, %" PRId64
                 " dropped (discarded by design)",
                 ff, na, ffb, r.corrupt, r.flagged, r.prekey, r.dropped);
+          /* every packet a frame or excused, none twice (dropped is never below 0: an excuse
+           * too many would hide a drop elsewhere) */
+          CHECK(r.n + r.excused == pk,
+                "HEVC joined after an EOS: %d frames + %" PRId64 " excused of %d packets", r.n,
+                r.excused, pk);
           const size_t fs = (size_t)w * h;
           CHECK(rb.n == ffb && r.n >= ffb &&
                     !memcmp(r.frames + fs * (size_t)(r.n - ffb), rb.frames, fs * (size_t)ffb),
@@ -779,17 +785,19 @@ static void hevc_eos_case(const char *x265) {
     CHECK(0, "HEVC joined at an IDR with no_output_of_prior_pics_flag: could not make it");
     return;
   }
-  const int ffb2 = ffprobe_count(bo, "frames"), ff = ffprobe_count(j, "frames");
+  const int ffb2 = ffprobe_count(bo, "frames"), ff = ffprobe_count(j, "frames"),
+            pk = ffprobe_count(j, "packets");
   run r;
   decode(j, w, h, &r);
   printf("HEVC joined at an IDR with no_output_of_prior_pics_flag: %d + %d packets (%d frames "
          "alone): %d frames (ffmpeg %d), %" PRId64 " corrupt, %" PRId64 " dropped\n",
          na, nb2, ffb2, r.n, ff, r.corrupt, r.dropped);
   check_read_to_end("HEVC joined at an IDR with no_output_of_prior_pics_flag", &r);
-  CHECK(r.n == ff && ff < na + ffb2 && r.corrupt + r.flagged + r.prekey + r.dropped == 0,
+  CHECK(r.n == ff && ff < na + ffb2 && r.corrupt + r.flagged + r.prekey + r.dropped == 0 &&
+            r.n + r.excused == pk,
         "HEVC joined at an IDR with no_output_of_prior_pics_flag: %d frames (ffmpeg %d) of %d + "
-        "%d, %" PRId64 " corrupt, %" PRId64 " dropped",
-        r.n, ff, na, ffb2, r.corrupt, r.dropped);
+        "%d, %" PRId64 " corrupt, %" PRId64 " dropped, %" PRId64 " excused of %d packets",
+        r.n, ff, na, ffb2, r.corrupt, r.dropped, r.excused, pk);
   free(r.frames);
 #else
   (void)x265;
