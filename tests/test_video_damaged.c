@@ -493,6 +493,9 @@ static void trimmed_mp4_case(void) {
         "trimmed .mp4: %" PRId64 " corrupt, %" PRId64 " flagged, %" PRId64
         " before the first keyframe, %" PRId64 " dropped (the edit list's discarded packets)",
         r.corrupt, r.flagged, r.prekey, r.dropped);
+  /* each discarded packet excused once: an excuse too many would hide a drop elsewhere */
+  CHECK(r.n + r.excused == pk, "trimmed .mp4: %d frames + %" PRId64 " excused of %d packets",
+        r.n, r.excused, pk);
   free(r.frames);
 }
 
@@ -542,6 +545,8 @@ static void open_gop_case(const char *name, const char *encoder, const char *enc
         "%s: %" PRId64 " corrupt, %" PRId64 " flagged, %" PRId64 " before the first keyframe, "
         "%" PRId64 " dropped (the leading pictures skipped by design)",
         name, c.corrupt, c.flagged, c.prekey, c.dropped);
+  CHECK(c.n + c.excused == pk, "%s: %d frames + %" PRId64 " excused of %d packets", name, c.n,
+        c.excused, pk);
   const size_t fs = (size_t)w * h;
   CHECK(c.n > 0 && c.n <= good.n && !memcmp(c.frames, good.frames + fs * (good.n - c.n), fs * c.n),
         "%s: the frames are not the intact file's last %d", name, c.n);
