@@ -272,12 +272,16 @@ void es_output_set_stop(es_stop_fn stopped) { atomic_store(&es_out_stop, stopped
 
 enum { ES_READER_POLL_NS = 20000000 }; /* 20 ms between tries of a FIFO with no reader */
 
-int es_output_open_stream(const char *path, char *msg, size_t len) {
+int es_output_is_fifo(const char *path) {
   struct stat st;
+  return path && stat(path, &st) == 0 && S_ISFIFO(st.st_mode);
+}
+
+int es_output_open_stream(const char *path, char *msg, size_t len) {
   /* A FIFO: opened without blocking, which fails (ENXIO) while it has no reader, so the
    * wait is a loop that can look at the stop; a device opens as it does, retried where a
    * signal cut its open. */
-  const int fifo = stat(path, &st) == 0 && S_ISFIFO(st.st_mode);
+  const int fifo = es_output_is_fifo(path);
   for (;;) {
     int fd = open(path, O_WRONLY | O_CLOEXEC | (fifo ? O_NONBLOCK : 0));
     if (fd >= 0) {

@@ -38,6 +38,8 @@ int es_output_resolve(const char *path, char **target, char *msg, size_t len);
  * resolved (es_output_resolve fails: the write reports why), nor for a directory (never
  * replaced: the write reports it). */
 int es_output_exists(const char *path);
+/* 1 when path names a FIFO (links followed): opening it for writing waits for a reader. */
+int es_output_is_fifo(const char *path);
 /* Opens an existing FIFO or device (ES_OUT_STREAM) for writing in place: a descriptor
  * (blocking, close-on-exec), or ES_ERR_OUTPUT with msg set. A FIFO with no reader is waited
  * for, as open() would, until the stop set by es_output_set_stop says so: then

@@ -7,7 +7,6 @@
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include "es_io.h"
@@ -132,8 +131,7 @@ int es_npy_stream_open(es_npy_stream **out, const char *path, int overwrite, int
   /* T is known only at close, when the header is rewritten: a pipe cannot go back to it.
    * Refused before any frame is computed (a device such as /dev/null can seek), and a FIFO
    * before it is opened, which would wait for a reader. */
-  struct stat st;
-  if (path && stat(path, &st) == 0 && S_ISFIFO(st.st_mode)) {
+  if (es_output_is_fifo(path)) {
     status = ES_ERR_OUTPUT;
   } else if ((status = es_atomic_open(&s->at, path, overwrite, msg, len)) != ES_OK) {
     goto end;

@@ -801,8 +801,7 @@ int es_video_out_open(es_video_out **out, const char *path, const es_video_out_o
   v->par->height = o->height;
   if ((rc = add_stream(v, v->par, msg, len)) < 0) goto end;
   if (v->final_path && !v->tmp_path) {
-    struct stat fst;
-    if (stat(v->final_path, &fst) == 0 && S_ISFIFO(fst.st_mode) && pipe_refused(v)) {
+    if (es_output_is_fifo(v->final_path) && pipe_refused(v)) {
       say_seeks(msg, len, ofmt);
       rc = ES_ERR_OUTPUT;
       goto end;
