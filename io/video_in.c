@@ -1686,6 +1686,85 @@ static int64_t count_dropped(const es_video_in *v) {
   return left > 0 ? left : 0;
 }
 
+/* The next NAL of an HEVC packet at or after *b, never past end: its first byte (its header),
+ * *b moved on to where the one after it is looked for (hvcC: past its length, so *b is its
+ * end; Annex B: just past its start code, the NAL's end being the next start code); NULL where
+ * none is left. */
+static const uint8_t *hevc_nal(const es_video_in *v, const uint8_t **b, const uint8_t *end) {
+  const uint8_t *p = *b;
+  if (v->lead_nal_len) {
+    if (end - p < v->lead_nal_len) return NULL;
+    uint32_t n = 0;
+    for (int i = 0; i < v->lead_nal_len; i++)
+      n = n << 8 | p[i];
+    const uint8_t *nal = p + v->lead_nal_len;
+    if (n > (uint32_t)(end - nal)) n = (uint32_t)(end - nal);
+    *b = nal + n;
+    return nal;
+  }
+  while (end - p >= 3 && !(p[0] == 0 && p[1] == 0 && p[2] == 1))
+    p++;
+  if (end - p < 3) return NULL;
+  return *b = p + 3;
+}
+
+/* lead_skipped for HEVC; last_eos: the packet before ended with an end of sequence. Sets
+ * lead_join where the packet's IRAP makes the decoder discard the pictures waiting. */
+static int hevc_lead(es_video_in *v, const AVPacket *p, int last_eos) {
+  const uint8_t *b = p->data, *end = p->data + p->size;
+  int at_start = 1, eos_start = 0; /* EOS or EOB before any other NAL: hevcdec's eos_at_start */
+  v->lead_join = 0;
+  for (const uint8_t *nal; (nal = hevc_nal(v, &b, end));) {
+    if (end - nal < 2) continue; /* an empty NAL: on to the next */
+    const int type = nal[0] >> 1 & 0x3f;
+    if (type == 36 || type == 37) {
+      v->lead_start = 1;
+      eos_start |= at_start;
+    } else {
+      at_start = 0;
+    }
+    if (type >= 32) continue;       /* parameter sets, SEI, AUD: on to the picture */
+    if (type >= 16 && type <= 23) { /* IRAP: BLA 16..18, IDR 19..20, CRA 21 */
+      v->lead_rasl = type <= 18 || (type >= 21 && v->lead_start);
+      /* no_output_of_prior_pics_flag: an IDR's or BLA's own (the bit after
+       * first_slice_segment_in_pic_flag), set by hevcdec for a CRA just after an end of
+       * sequence (its last_eos) */
+      v->lead_join = type == 21 ? last_eos || eos_start : end - nal >= 3 && (nal[2] & 0x40);
+      v->lead_start = 0;
+      return 0;
+    }
+    if (type == 8 || type == 9) return v->lead_rasl;
+    if (type < 6) v->lead_rasl = 0; /* a trailing picture: the leading ones are over */
+    return 0;
+  }
+  return 0;
+}
+
+/* Whether the packet's last NAL is an end of sequence or of bitstream (36, 37) after some
+ * other NAL (hevcdec's eos: the next packet's last_eos; one at the packet's start is
+ * hevc_lead's). Annex B: the last start code, past trailing zero bytes; hvcC: the NALs'
+ * lengths, one after the other. Never past p->size. */
+static int hevc_ends_eos(const es_video_in *v, const AVPacket *p) {
+  const uint8_t *b = p->data;
+  int n = p->size, type = -1, nals = 0;
+  if (v->lead_nal_len) {
+    for (const uint8_t *nal, *at = b; (nal = hevc_nal(v, &at, b + n));)
+      if (at - nal >= 2) { /* at: the NAL's end */
+        type = nal[0] >> 1 & 0x3f;
+        nals++;
+      }
+    return nals > 1 && (type == 36 || type == 37);
+  }
+  while (n > 0 && b[n - 1] == 0)
+    n--;
+  if (n < 5 || b[n - 5] || b[n - 4] || b[n - 3] != 1) return 0; /* EOS, EOB: 2 bytes */
+  type = b[n - 2] >> 1 & 0x3f;
+  int first = 0; /* the first start code: is it this one? */
+  while (first + 3 <= n - 5 && !(b[first] == 0 && b[first + 1] == 0 && b[first + 2] == 1))
+    first++;
+  return (type == 36 || type == 37) && first + 3 <= n - 5;
+}
+
 /* Whether the decoder skips the picture of packet p, by design, as a leading picture of an
  * open GOP where decoding starts (no error, no frame; ffmpeg gives the same frame count), as
  * FFmpeg's decoders do, following them packet by packet (one picture a packet):
@@ -1702,9 +1781,6 @@ static int64_t count_dropped(const es_video_in *v) {
  * type and POC, not the NAL type or closed_gop), so the packet's headers are read here: start
  * codes (Annex B, MPEG) or length prefixes (hvcC), up to the first picture or slice NAL, never
  * past p->size. Updates the state it follows; 0 for other codecs. */
-static int hevc_lead(es_video_in *v, const AVPacket *p, int last_eos);
-static int hevc_ends_eos(const es_video_in *v, const AVPacket *p);
-
 static int lead_skipped(es_video_in *v, const AVPacket *p) {
   const uint8_t *b = p->data, *end = p->data + p->size;
   const enum AVCodecID id = v->dec->codec_id;
@@ -1733,86 +1809,6 @@ static int lead_skipped(es_video_in *v, const AVPacket *p) {
     }
   }
   return 0;
-}
-
-/* lead_skipped for HEVC; last_eos: the packet before ended with an end of sequence. Sets
- * lead_join where the packet's IRAP makes the decoder discard the pictures waiting. */
-static int hevc_lead(es_video_in *v, const AVPacket *p, int last_eos) {
-  const uint8_t *b = p->data, *end = p->data + p->size;
-  int at_start = 1, eos_start = 0; /* EOS or EOB before any other NAL: hevcdec's eos_at_start */
-  v->lead_join = 0;
-  for (;;) {
-    const uint8_t *nal, *next;
-    if (v->lead_nal_len) {
-      if (end - b < v->lead_nal_len) return 0;
-      uint32_t n = 0;
-      for (int i = 0; i < v->lead_nal_len; i++)
-        n = n << 8 | b[i];
-      nal = b + v->lead_nal_len;
-      if (n > (uint32_t)(end - nal)) n = (uint32_t)(end - nal);
-      next = nal + n;
-    } else {
-      while (end - b >= 3 && !(b[0] == 0 && b[1] == 0 && b[2] == 1))
-        b++;
-      if (end - b < 3) return 0;
-      nal = b + 3;
-      next = nal;
-    }
-    b = next;
-    if (end - nal < 2) continue; /* an empty NAL: on to the next */
-    const int type = nal[0] >> 1 & 0x3f;
-    if (type == 36 || type == 37) {
-      v->lead_start = 1;
-      eos_start |= at_start;
-    } else {
-      at_start = 0;
-    }
-    if (type >= 32) continue;       /* parameter sets, SEI, AUD: on to the picture */
-    if (type >= 16 && type <= 23) { /* IRAP: BLA 16..18, IDR 19..20, CRA 21 */
-      v->lead_rasl = type <= 18 || (type >= 21 && v->lead_start);
-      /* no_output_of_prior_pics_flag: an IDR's or BLA's own (the bit after
-       * first_slice_segment_in_pic_flag), set by hevcdec for a CRA just after an end of
-       * sequence (its last_eos) */
-      v->lead_join = type == 21 ? last_eos || eos_start : end - nal >= 3 && (nal[2] & 0x40);
-      v->lead_start = 0;
-      return 0;
-    }
-    if (type == 8 || type == 9) return v->lead_rasl;
-    if (type < 6) v->lead_rasl = 0; /* a trailing picture: the leading ones are over */
-    return 0;
-  }
-}
-
-/* Whether the packet's last NAL is an end of sequence or of bitstream (36, 37) after some
- * other NAL (hevcdec's eos: the next packet's last_eos; one at the packet's start is
- * hevc_lead's). Annex B: the last start code, past trailing zero bytes; hvcC: the NALs'
- * lengths, one after the other. Never past p->size. */
-static int hevc_ends_eos(const es_video_in *v, const AVPacket *p) {
-  const uint8_t *b = p->data;
-  int n = p->size, type = -1, nals = 0;
-  if (v->lead_nal_len) {
-    for (int i = 0; n - i >= v->lead_nal_len;) {
-      uint32_t len = 0;
-      for (int k = 0; k < v->lead_nal_len; k++)
-        len = len << 8 | b[i + k];
-      i += v->lead_nal_len;
-      if (len > (uint32_t)(n - i)) len = (uint32_t)(n - i);
-      if (len >= 2) {
-        type = b[i] >> 1 & 0x3f;
-        nals++;
-      }
-      i += (int)len;
-    }
-    return nals > 1 && (type == 36 || type == 37);
-  }
-  while (n > 0 && b[n - 1] == 0)
-    n--;
-  if (n < 5 || b[n - 5] || b[n - 4] || b[n - 3] != 1) return 0; /* EOS, EOB: 2 bytes */
-  type = b[n - 2] >> 1 & 0x3f;
-  int first = 0; /* the first start code: is it this one? */
-  while (first + 3 <= n - 5 && !(b[first] == 0 && b[first + 1] == 0 && b[first + 2] == 1))
-    first++;
-  return (type == 36 || type == 37) && first + 3 <= n - 5;
 }
 
 /* Decodes the next good frame into v->frame: damaged ones are skipped and counted. ES_OK,
