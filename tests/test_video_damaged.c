@@ -639,7 +639,10 @@ static int join_hevc(const char *a, const char *b, const char *out, int eos, int
       }
       if (part && first && eos == 2) { /* the NAL before the packet's own */
         AVPacket *q = av_packet_alloc();
-        if (!q || av_new_packet(q, p->size + 5) < 0 || av_packet_copy_props(q, p) < 0) goto end;
+        if (!q || av_new_packet(q, p->size + 5) < 0 || av_packet_copy_props(q, p) < 0) {
+          av_packet_free(&q);
+          goto end;
+        }
         memcpy(q->data, nal, 5);
         memcpy(q->data + 5, p->data, p->size);
         av_packet_unref(p);
