@@ -2,7 +2,7 @@
  * entropy_stream.h - the one public header of libentropy-stream.
  *
  * Local Shannon entropy of images and video frames, on the CPU (OpenMP) and on every
- * NVIDIA GPU (CUDA), with bit-identical results on both (see SPEC.md section 1).
+ * NVIDIA GPU (CUDA), with bit-identical results on both (see docs/spec.md).
  *
  * Conventions: every function returns an int status, ES_OK (0) or a negative es_status;
  * a context keeps a one-line message for its last error (es_context_error). Destroy
@@ -40,7 +40,7 @@ enum es_status {
 
 /* A short constant description of a status code ("input error", ...). */
 const char *es_strerror(int status);
-/* The process exit code SPEC.md section 3 gives a status (0, 1, 2, 3, 4, 130). */
+/* The process exit code of a status (0, 1, 2, 3, 4, 130; docs/spec.md, exit codes). */
 int es_exit_code(int status);
 
 enum es_shape { ES_SHAPE_SQUARE = 0, ES_SHAPE_DISK = 1 };
@@ -52,7 +52,7 @@ enum es_device { ES_DEVICE_AUTO = 0, ES_DEVICE_GPU = 1, ES_DEVICE_CPU = 2 };
 #define ES_STATS_MAX_BINS 1024
 #define ES_MAX_GPUS 64
 
-/* What is computed (SPEC.md section 1). */
+/* What is computed (docs/spec.md). */
 typedef struct es_params {
   int window; /* K, odd, 1..255; default 5 */
   int shape;  /* enum es_shape; default square */
@@ -79,7 +79,7 @@ typedef struct es_image {
   int depth;
 } es_image;
 
-/* Per-image statistics of H (SPEC.md section 2). */
+/* Per-image statistics of H (docs/spec.md). */
 typedef struct es_stats {
   int64_t count;         /* pixels */
   double mean, std;      /* of H (population std) */

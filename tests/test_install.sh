@@ -18,6 +18,8 @@ fail() { echo "FAIL: $*"; FAIL=$((FAIL + 1)); }
 
 cmake --install "$ES_BUILD" --prefix "$T/prefix" >"$T/install.log" 2>&1 || { cat "$T/install.log"; fail "cmake --install"; }
 [ -f "$T/prefix/include/entropy_stream.h" ] || fail "header not installed"
+# The man page (issue 32), where man looks for it under the prefix.
+[ -f "$T/prefix/share/man/man1/entropy-stream.1" ] || fail "man page not installed in share/man/man1"
 pc=$(find "$T/prefix" -name entropy-stream.pc | head -1)
 [ -n "$pc" ] || fail "no entropy-stream.pc installed"
 # The OpenMP runtime the static library needs is named by path in the .pc file and in the

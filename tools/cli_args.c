@@ -16,72 +16,49 @@
 
 const char *const cli_fmt_names[] = {"heat", "gray8", "gray16", "f32"}; /* by enum fmt */
 
-/* ---- Usage. */
+/* ---- Usage: one screen (under 40 lines), the options with their ranges and defaults and four
+ * examples; the detail is the man page's (docs/entropy-stream.1). */
 static void usage(FILE *f) {
   fprintf(f,
     "usage: " PROG " [OPTIONS] INPUT [-o OUTPUT]\n"
-    "Local Shannon entropy heat maps of images and video (CPU and NVIDIA GPUs).\n"
-    "\n"
-    "INPUT   a.png | a directory of *.png | a video file | - (stdin: y4m, or raw with --raw)\n"
-    "OUTPUT  x.png | x.npy | x.mp4/.mkv/.avi/.mov/.nut/.y4m... | a directory | - (stdout y4m,\n"
-    "        or raw float32 with --format f32); without -o only --stats is written\n"
-    "\n"
-    "What is computed:\n"
-    "  -w, --window K        window size, odd, 1..255 (default 5)\n"
-    "      --shape S         square|disk (default square)\n"
-    "      --border B        clip|reflect (default clip)\n"
-    "  -L, --levels L        quantization levels, 2..256 for 8-bit input, 2..65536 for\n"
-    "                        16-bit input (default 16)\n"
-    "      --base B          2|e: bits or nats (default 2)\n"
-    "Rendering:\n"
-    "      --format F        heat|gray8|gray16|f32 (default heat)\n"
-    "      --colormap C      inferno|viridis|magma|turbo|gray (default inferno)\n"
-    "      --range R         fixed|auto (default fixed: divide by log2(min(|W|, L)))\n"
-    "      --overlay A       0..1: opacity of the heat over the source grey (0: the grey\n"
-    "                        alone; default: the heat alone); pictures only (heat, gray8)\n"
-    "Statistics:\n"
-    "      --stats FILE      one record per image or frame: .csv, .jsonl, or - (stdout CSV)\n"
-    "      --stats-bins B    histogram bins, 1..%d (default 16)\n"
-    "Devices:\n"
-    "      --device D        auto|gpu|cpu (default auto)\n"
-    "      --gpus LIST       all|0,2,... distinct GPU ordinals 0..%d (default all; not\n"
-    "                        with --device cpu)\n"
-    "      --cpu-below N     under auto, frames of fewer pixels go to the CPU, 0..2^62\n"
-    "                        (default 163840; --device auto only)\n"
-    "      --threads N       CPU worker threads, 0..4096 (default 0 = all cores)\n"
-    "      --queue N         frames in flight per stage, 1..1024 (default 8, or 4 a GPU\n"
-    "                        with more than two GPUs)\n"
-    "Input and output:\n"
-    "      --raw SPEC        raw stdin: gray8:WxH[@FPS] or gray16le:WxH[@FPS]\n"
-    "      --codec NAME      video encoder, for a video file output (default libx264 if\n"
-    "                        present, else mpeg4, else the container's own: libvpx-vp9 for\n"
-    "                        .webm, libtheora for .ogv)\n"
-    "      --crf N           encoder quality, 0..63 (default: the encoder's; mpeg4, which\n"
-    "                        has no crf, gets a constant quantiser of 3)\n"
-    "      --preset P        encoder preset (default: the encoder's)\n"
-    "      --max-pixels N    refuse larger inputs, 1..2^62 (default 2^31)\n"
-    "  -r, --recursive       descend into subdirectories (a directory input only)\n"
-    "  -o, --output PATH     where to write (see OUTPUT)\n"
-    "  -y                    overwrite existing outputs\n"
-    "  -n                    skip existing outputs (default: refuse with an error)\n"
-    "Everyday use:\n"
-    "  -q, --quiet           no progress and no summary, nor an interruption's (errors are\n"
-    "                        always shown, and so is a video's summary when corrupt packets\n"
-    "                        were skipped, flagged or dropped by the decoder)\n"
-    "  -v, --verbose         devices used, one line per file\n"
-    "      --progress        progress on stderr even when it is not a terminal\n"
-    "      --no-progress     no progress (default: shown when stderr is a terminal)\n"
-    "      --version         versions of the library, libpng, libav*, CUDA, GPUs seen\n"
-    "  -h, --help            this help\n"
-    "Numbers are plain decimal: digits, and a decimal point for --overlay and FPS (no sign,\n"
-    "spaces, hex or exponent).\n"
-    "\n"
-    "Environment:\n"
-    "  ES_TRACE=1            start-up and phase times on stderr\n"
-    "  ES_GPU_SYNC=block     threads waiting for a GPU sleep instead of spinning\n"
-    "\n"
-    "Exit codes: 0 done, 1 usage, 2 input, 3 output, 4 device or out of memory, 130\n"
-    "interrupted.\n",
+    "Local Shannon entropy heat maps of images and video, on CPUs and NVIDIA GPUs.\n"
+    "INPUT   a.png | a directory of *.png | a video file | - (stdin: y4m, or --raw)\n"
+    "OUTPUT  x.png | x.npy | x.mp4, x.mkv, ... | a directory | - (stdout: y4m, or raw\n"
+    "        float32 with --format f32); without -o only --stats is written\n"
+    "Options (default in brackets):\n"
+    "  -w, --window K      window size, odd, 1..255 [5]\n"
+    "      --shape S       square|disk [square]\n"
+    "      --border B      clip|reflect [clip]\n"
+    "  -L, --levels L      levels, 2..256 for 8-bit input, 2..65536 for 16-bit [16]\n"
+    "      --base B        2|e: bits or nats [2]\n"
+    "      --format F      heat|gray8|gray16|f32 [heat]\n"
+    "      --colormap C    inferno|viridis|magma|turbo|gray [inferno]\n"
+    "      --range R       fixed|auto: scale by log2(min(|W|, L)) or min..max [fixed]\n"
+    "      --overlay A     0..1: heat over the source grey; heat and gray8 only [off]\n"
+    "      --stats FILE    one record per image or frame: .csv, .jsonl or - (CSV)\n"
+    "      --stats-bins B  histogram bins of H, 1..%d [16]\n"
+    "      --device D      auto|gpu|cpu [auto]\n"
+    "      --gpus LIST     all|0,2,...: distinct GPU ordinals 0..%d [all]\n"
+    "      --cpu-below N   under auto, smaller frames go to the CPU, 0..2^62 [163840]\n"
+    "      --threads N     CPU worker threads, 0..4096, 0 = all cores [0]\n"
+    "      --queue N       frames in flight a stage, 1..1024 [8; 4 a GPU for 3+ GPUs]\n"
+    "      --raw SPEC      raw stdin: gray8:WxH[@FPS] or gray16le:WxH[@FPS]\n"
+    "      --codec NAME    video encoder [libx264, else mpeg4, else the container's]\n"
+    "      --crf N         encoder quality, 0..63; --preset P [both: the encoder's]\n"
+    "      --max-pixels N  refuse larger inputs, 1..2^62 [2^31]\n"
+    "  -r, --recursive     descend into subdirectories (a directory input)\n"
+    "  -o, --output PATH   where to write (OUTPUT above)\n"
+    "  -y, -n              overwrite, or skip, existing outputs [refuse]\n"
+    "  -q, --quiet         no progress, no summary; -v, --verbose: devices, each file\n"
+    "      --progress      progress on stderr; --no-progress [on a terminal]\n"
+    "      --version       versions of the library, FFmpeg, CUDA; -h, --help: this\n"
+    "Exit: 0 done, 1 usage, 2 input, 3 output, 4 device or memory, 130 interrupted.\n"
+    "Examples:\n"
+    "  " PROG " photo.png -o heat.png\n"
+    "  " PROG " photos/ -r -o heat/ --stats stats.csv\n"
+    "  " PROG " in.mp4 -o heat.mp4 --crf 20\n"
+    "  ffmpeg -i in.mkv -f yuv4mpegpipe - | " PROG " - -o - | ffmpeg -i - o.mp4\n"
+    "Everything else: man " PROG " (docs/entropy-stream.1 in the source).\n",
     ES_STATS_MAX_BINS, ES_MAX_GPUS - 1);
 }
 
@@ -166,6 +143,49 @@ static int raw_spec_ok(const char *s) {
     return 0;
   }
   return 1;
+}
+
+/* ---- The nearest option to a misspelt one. The optimal string alignment distance between two
+ * names: Levenshtein's insertions, deletions and substitutions, and a swap of two neighbours
+ * (--widnow) counted as one edit, as git's "did you mean" counts it. Three rows of the
+ * table; a name longer than 63 bytes is far from every option. */
+static int option_distance(const char *a, const char *b) {
+  int rows[3][64], *r2 = rows[0], *r1 = rows[1], *r = rows[2];
+  size_t la = strlen(a), lb = strlen(b);
+  if (la > 63 || lb > 63) return INT_MAX;
+  for (size_t j = 0; j <= lb; j++) r1[j] = (int)j;
+  for (size_t i = 1; i <= la; i++) {
+    r[0] = (int)i;
+    for (size_t j = 1; j <= lb; j++) {
+      int d = r1[j - 1] + (a[i - 1] != b[j - 1]);
+      if (r1[j] + 1 < d) d = r1[j] + 1;
+      if (r[j - 1] + 1 < d) d = r[j - 1] + 1;
+      if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] && r2[j - 2] + 1 < d)
+        d = r2[j - 2] + 1;
+      r[j] = d;
+    }
+    int *t = r2;
+    r2 = r1;
+    r1 = r;
+    r = t;
+  }
+  return r1[lb];
+}
+
+/* The long option nearest to name (without its "--"), or NULL where none is close: one edit
+ * for a name of up to four letters, two for a longer one, and never as many edits as the
+ * name has letters (--xy is not --gpus misspelt). A tie goes to the first in the table. */
+static const char *nearest_option(const char *name, const struct option *longopts) {
+  const char *best = NULL;
+  int best_d = INT_MAX, n = (int)strlen(name), limit = n <= 4 ? 1 : 2;
+  for (const struct option *lo = longopts; lo->name; lo++) {
+    int d = option_distance(name, lo->name);
+    if (d < best_d) {
+      best_d = d;
+      best = lo->name;
+    }
+  }
+  return best_d <= limit && best_d < n ? best : NULL;
 }
 
 enum {
@@ -449,6 +469,13 @@ int cli_parse_args(int argc, char **argv, cli_opts *o) {
         }
         if (k > 1) {
           cli_err(NULL, "%s: ambiguous option (%s; see --help)", name, list);
+          return 1;
+        }
+      }
+      if (c == '?' && !optopt && !strncmp(arg, "--", 2)) {
+        const char *near = nearest_option(name + 2, longopts);
+        if (near) {
+          cli_err(NULL, "%s: unknown option; did you mean --%s?", name, near);
           return 1;
         }
       }
