@@ -264,6 +264,10 @@ typedef struct es_video_out_opts {
   int field_order;               /* the input's (es_video_info); 0: unknown, written as progressive */
   int ts_discont;                /* the input's (es_video_info): forward jumps over ES_TS_JUMP_S are
                                   * breaks in its clock, closed up to one frame */
+  int pix_fmt;                   /* heat's chroma (--pix-fmt): ES_PIX_NONE, the default (4:2:0
+                                  * where the encoder takes it, libx264 at an odd size padded to
+                                  * the even size above; y4m 4:4:4), ES_PIX_YUV420P or
+                                  * ES_PIX_YUV444P (an encoder without it is refused) */
 } es_video_out_opts;
 /* ffmpeg's -dts_delta_threshold: a larger step forward in a clock that may jump is a break. */
 #define ES_TS_JUMP_S 10
@@ -271,8 +275,8 @@ typedef struct es_video_out_opts {
  * container extension = encoded video (written atomically: temp name, renamed at close). */
 int es_video_out_open(es_video_out **out, const char *path, const es_video_out_opts *opts,
                       char *msg, size_t len);
-/* The es_pixfmt the writer wants rendered frames in (e.g. ES_PIX_YUV420P for libx264 at
- * even sizes, ES_PIX_YUV444P at odd sizes or for y4m heat, ES_PIX_GRAY8 for mono), or
+/* The es_pixfmt the writer wants rendered frames in (e.g. ES_PIX_YUV420P for libx264,
+ * ES_PIX_YUV444P for y4m heat or --pix-fmt yuv444p, ES_PIX_GRAY8 for mono), or
  * ES_PIX_NONE when it wants the float map (f32). */
 int es_video_out_pixfmt(const es_video_out *v);
 int es_video_out_write(es_video_out *v, const es_planes *pix, const float *map,

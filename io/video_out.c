@@ -36,6 +36,8 @@ enum { MODE_ENCODE, MODE_Y4M, MODE_F32 };
 struct es_video_out {
   int mode;
   int width, height;
+  int enc_w, enc_h;           /* the encoder's frame size: width x height, or for 4:2:0 in
+                                 libx264 at an odd size the even size above (padded) */
   int want;                   /* es_pixfmt the caller renders into */
   AVFormatContext *fmt;       /* muxer (encode and y4m) */
   AVCodecContext *enc;        /* encoder (wrapped_avframe for y4m) */
@@ -125,9 +127,11 @@ static enum AVPixelFormat best_of(const AVCodec *c, enum AVPixelFormat src) {
 }
 
 /* Chooses the encoder's pixel format and the rendering asked of the caller. *enc is
- * AV_PIX_FMT_NONE when the encoder takes nothing that can be made. */
-static void choose_formats(const AVCodec *c, int format, int w, int h, enum AVPixelFormat *enc,
-                           int *want) {
+ * AV_PIX_FMT_NONE when the encoder takes nothing that can be made. asked: the heat's chroma
+ * asked for (--pix-fmt: ES_PIX_YUV420P or ES_PIX_YUV444P; the caller refuses an encoder that
+ * does not take it), or ES_PIX_NONE. */
+static void choose_formats(const AVCodec *c, int format, int asked, int w, int h,
+                           enum AVPixelFormat *enc, int *want) {
   int odd = (w | h) & 1;
   int x264 = !strncmp(c->name, "libx264", 7);
   if (format == ES_PIX_GRAY8 || format == ES_PIX_GRAY16) {
@@ -145,15 +149,20 @@ static void choose_formats(const AVCodec *c, int format, int w, int h, enum AVPi
     if (x264 && odd && *enc == AV_PIX_FMT_YUV420P) *enc = AV_PIX_FMT_YUV444P;
     return;
   }
-  /* Heat (RGB): YUV 4:2:0 where it can be, 4:4:4 at odd sizes for x264. The JPEG encoders
-   * list yuv420p but refuse it in limited range (the renderer's) as non-standard: there the
-   * RGB goes into full-range yuvj420p, the format ffmpeg gives them. */
-  if ((c->id == AV_CODEC_ID_MJPEG || c->id == AV_CODEC_ID_LJPEG) &&
+  /* Heat (RGB): YUV 4:2:0 where it can be, what browsers and hardware decoders play (libx264
+   * at an odd size too: encoded at the even size above, es_video_out_open), or 4:4:4 where
+   * asked. The JPEG encoders list yuv420p but refuse it in limited range (the renderer's) as
+   * non-standard: there the RGB goes into full-range yuvj420p, the format ffmpeg gives them. */
+  if (asked == ES_PIX_YUV444P) {
+    *enc = supports(c, AV_PIX_FMT_YUV444P) ? AV_PIX_FMT_YUV444P : AV_PIX_FMT_NONE;
+    *want = ES_PIX_YUV444P;
+  } else if ((c->id == AV_CODEC_ID_MJPEG || c->id == AV_CODEC_ID_LJPEG) &&
       supports(c, AV_PIX_FMT_YUVJ420P)) {
     *enc = AV_PIX_FMT_YUVJ420P;
     *want = ES_PIX_RGB24;
-  } else if (supports(c, AV_PIX_FMT_YUV420P) && !(odd && x264 && supports(c, AV_PIX_FMT_YUV444P))) {
-    *enc = AV_PIX_FMT_YUV420P;
+  } else if (supports(c, AV_PIX_FMT_YUV420P) || asked == ES_PIX_YUV420P) {
+    /* (asked and not taken: AV_PIX_FMT_NONE below, refused by the caller) */
+    *enc = supports(c, AV_PIX_FMT_YUV420P) ? AV_PIX_FMT_YUV420P : AV_PIX_FMT_NONE;
     *want = ES_PIX_YUV420P;
   } else if (supports(c, AV_PIX_FMT_YUV444P)) {
     *enc = AV_PIX_FMT_YUV444P;
@@ -429,7 +438,7 @@ static int lazy_container(es_video_out *v, const AVCodecParameters *par, int dry
 
 /* The first frame of a lazy writer: the encoder at the output's size, then the container. */
 static int lazy_start(es_video_out *v, char *msg, size_t len) {
-  int err = open_encoder(&v->enc, v->codec, &v->opts, v->width, v->height, v->enc_fmt, v->tb,
+  int err = open_encoder(&v->enc, v->codec, &v->opts, v->enc_w, v->enc_h, v->enc_fmt, v->tb,
                          v->fps, v->global_header, 1);
   if (err < 0) {
     char what[200];
@@ -471,6 +480,13 @@ static int lazy_empty(es_video_out *v, char *msg, size_t len) {
   return rc;
 }
 
+/* What a y4m output is written in: heat as 4:4:4 (a lossless intermediate), or 4:2:0 where
+ * --pix-fmt yuv420p asks; grey as it is. */
+static int y4m_want(const es_video_out_opts *o) {
+  if (o->format != ES_PIX_RGB24) return o->format;
+  return o->pix_fmt == ES_PIX_YUV420P ? ES_PIX_YUV420P : ES_PIX_YUV444P;
+}
+
 int es_video_out_open(es_video_out **out, const char *path, const es_video_out_opts *o,
                       char *msg, size_t len) {
   int rc = ES_OK, err;
@@ -493,14 +509,23 @@ int es_video_out_open(es_video_out **out, const char *path, const es_video_out_o
     snprintf(msg, len, "unsupported output format for video");
     return ES_ERR_USAGE;
   }
+  if (o->pix_fmt != ES_PIX_NONE && o->pix_fmt != ES_PIX_YUV420P && o->pix_fmt != ES_PIX_YUV444P) {
+    snprintf(msg, len, "invalid output pixel format");
+    return ES_ERR_INTERNAL;
+  }
+  if (o->pix_fmt != ES_PIX_NONE && (o->f32 || o->format != ES_PIX_RGB24)) {
+    /* grey and float maps have no chroma to choose */
+    snprintf(msg, len, "--pix-fmt applies to heat video only (--format heat)");
+    return ES_ERR_USAGE;
+  }
   v = calloc(1, sizeof *v);
   if (!v) {
     snprintf(msg, len, "out of memory");
     return ES_ERR_NOMEM;
   }
   v->stream_fd = -1;
-  v->width = o->width;
-  v->height = o->height;
+  v->width = v->enc_w = o->width;
+  v->height = v->enc_h = o->height;
   v->last_pts = INT64_MIN;
   v->first_pts = AV_NOPTS_VALUE;
   AVRational fps = {o->fps_num, o->fps_den};
@@ -535,7 +560,7 @@ int es_video_out_open(es_video_out **out, const char *path, const es_video_out_o
       rc = ES_ERR_OUTPUT;
       goto end;
     }
-    v->want = o->format == ES_PIX_RGB24 ? ES_PIX_YUV444P : o->format;
+    v->want = y4m_want(o);
     v->want_av = enc_fmt = av_of(v->want);
     url = av_strdup("pipe:1");
   } else {
@@ -610,9 +635,26 @@ int es_video_out_open(es_video_out **out, const char *path, const es_video_out_o
       goto end;
     }
     if (codec->id == AV_CODEC_ID_WRAPPED_AVFRAME)
-      v->want = o->format == ES_PIX_RGB24 ? ES_PIX_YUV444P : o->format, enc_fmt = av_of(v->want);
+      v->want = y4m_want(o), enc_fmt = av_of(v->want);
     else
-      choose_formats(codec, o->format, o->width, o->height, &enc_fmt, &v->want);
+      choose_formats(codec, o->format, o->pix_fmt, o->width, o->height, &enc_fmt, &v->want);
+    if (o->pix_fmt != ES_PIX_NONE && enc_fmt != av_of(o->pix_fmt) &&
+        !(o->pix_fmt == ES_PIX_YUV420P && enc_fmt == AV_PIX_FMT_YUVJ420P)) {
+      snprintf(msg, len, "--pix-fmt %s: encoder %s does not take it",
+               av_get_pix_fmt_name(av_of(o->pix_fmt)), codec->name);
+      rc = ES_ERR_USAGE;
+      goto end;
+    }
+    /* H.264 crops 4:2:0 in steps of two pixels only (its SPS frame cropping): libx264 refuses
+     * an odd size there. Heat of an odd size is encoded at the even size above, the last
+     * column or row repeated (es_video_out_write), and that is the size shown: 4:2:0 is what
+     * browsers and hardware decoders play, where High 4:4:4 Predictive mostly is not.
+     * --pix-fmt yuv444p keeps the exact size. */
+    if (!strcmp(codec->name, "libx264") && o->format == ES_PIX_RGB24 &&
+        enc_fmt == AV_PIX_FMT_YUV420P) {
+      v->enc_w += o->width & 1;
+      v->enc_h += o->height & 1;
+    }
     if (enc_fmt == AV_PIX_FMT_NONE) {
       char names[160] = "";
       for (const enum AVPixelFormat *p = codec->pix_fmts; p && *p != AV_PIX_FMT_NONE; p++)
@@ -706,16 +748,16 @@ int es_video_out_open(es_video_out **out, const char *path, const es_video_out_o
   /* A large encoder waits for the first frame (lazy): here one of a small size of the same
    * parity checks the options, time base and pixel format. Where that one is refused (an
    * encoder of fixed sizes, h263), the encoder is opened at the output's size, as before. */
-  v->lazy = v->mode == MODE_ENCODE && (int64_t)o->width * o->height > ES_VIDEO_OUT_LAZY_PIXELS;
-  int pw = o->width, ph = o->height;
+  v->lazy = v->mode == MODE_ENCODE && (int64_t)v->enc_w * v->enc_h > ES_VIDEO_OUT_LAZY_PIXELS;
+  int pw = v->enc_w, ph = v->enc_h;
   int plain_opens = -1; /* the encoder at pw x ph opens without --preset/--crf (-1: not tried) */
   for (;;) {
     if (v->lazy) {
-      pw = o->width > 65 ? 64 + (o->width & 1) : o->width;
-      ph = o->height > 65 ? 64 + (o->height & 1) : o->height;
+      pw = v->enc_w > 65 ? 64 + (v->enc_w & 1) : v->enc_w;
+      ph = v->enc_h > 65 ? 64 + (v->enc_h & 1) : v->enc_h;
     } else {
-      pw = o->width;
-      ph = o->height;
+      pw = v->enc_w;
+      ph = v->enc_h;
     }
     err = AVERROR(EINVAL);
     for (int i = 0; i < ntb && err < 0; i++) {
@@ -797,8 +839,8 @@ int es_video_out_open(es_video_out **out, const char *path, const es_video_out_o
     rc = ES_ERR_OUTPUT;
     goto end;
   }
-  v->par->width = o->width; /* the encoder of a lazy open is small */
-  v->par->height = o->height;
+  v->par->width = v->enc_w; /* the encoder of a lazy open is small */
+  v->par->height = v->enc_h;
   if ((rc = add_stream(v, v->par, msg, len)) < 0) goto end;
   if (v->final_path && !v->tmp_path) {
     if (es_output_is_fifo(v->final_path) && pipe_refused(v)) {
@@ -851,8 +893,8 @@ int es_video_out_open(es_video_out **out, const char *path, const es_video_out_o
 
   /* The frame's buffer is made at the first frame (alloc_frame): a header alone costs none. */
   v->frame->format = enc_fmt;
-  v->frame->width = o->width;
-  v->frame->height = o->height;
+  v->frame->width = v->enc_w;
+  v->frame->height = v->enc_h;
   v->made_av = enc_fmt;
   if (enc_fmt == AV_PIX_FMT_PAL8) {
     /* libswscale does not write pal8: ffmpeg's scale filter makes BGR8 and gives it BGR8's
@@ -937,6 +979,27 @@ static int write_f32(es_video_out *v, const float *map, size_t map_stride, char 
   return ES_OK;
 }
 
+/* Fills a planar frame larger than the w x h written into it by repeating the last column and
+ * row of each plane, so that the padding of an odd size (enc_w, enc_h) holds the edge's
+ * colour, not black, and its 4:2:0 chroma stays the edge's. */
+static void pad_edges(AVFrame *f, int w, int h) {
+  const AVPixFmtDescriptor *d = av_pix_fmt_desc_get(f->format);
+  const int np = av_pix_fmt_count_planes(f->format);
+  for (int p = 0; p < np; p++) {
+    const int cw = p == 1 || p == 2 ? d->log2_chroma_w : 0, ch = p == 1 || p == 2 ? d->log2_chroma_h : 0;
+    const int pw = AV_CEIL_RSHIFT(w, cw), pf = AV_CEIL_RSHIFT(f->width, cw);
+    const int ph = AV_CEIL_RSHIFT(h, ch), phf = AV_CEIL_RSHIFT(f->height, ch);
+    const int s = av_image_get_linesize(f->format, w, p) / pw; /* bytes a sample */
+    for (int y = 0; y < ph; y++) {
+      uint8_t *row = f->data[p] + (ptrdiff_t)y * f->linesize[p];
+      for (int x = pw; x < pf; x++) memcpy(row + (size_t)x * s, row + (size_t)(pw - 1) * s, s);
+    }
+    for (int y = ph; y < phf; y++)
+      memcpy(f->data[p] + (ptrdiff_t)y * f->linesize[p],
+             f->data[p] + (ptrdiff_t)(ph - 1) * f->linesize[p], (size_t)pf * s);
+  }
+}
+
 int es_video_out_write(es_video_out *v, const es_planes *pix, const float *map,
                        size_t map_stride, int64_t pts, char *msg, size_t len) {
   int rc, err;
@@ -988,6 +1051,7 @@ int es_video_out_write(es_video_out *v, const es_planes *pix, const float *map,
     }
   }
   if (v->pal) memcpy(v->frame->data[1], v->palette, sizeof v->palette);
+  if (v->enc_w != v->width || v->enc_h != v->height) pad_edges(v->frame, v->width, v->height);
   int64_t p;
   if (pts == INT64_MIN || pts == AV_NOPTS_VALUE) {
     p = v->last_pts == INT64_MIN ? 0 : v->last_pts + 1;

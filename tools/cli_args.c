@@ -59,6 +59,8 @@ static void usage(FILE *f) {
     "      --crf N           encoder quality, 0..63 (default: the encoder's; mpeg4, which\n"
     "                        has no crf, gets a constant quantiser of 3)\n"
     "      --preset P        encoder preset (default: the encoder's)\n"
+    "      --pix-fmt F       heat video's yuv420p (default; an odd size is padded to even\n"
+    "                        for libx264) or yuv444p (exact size; y4m's default)\n"
     "      --max-pixels N    refuse larger inputs, 1..2^62 (default 2^31)\n"
     "  -r, --recursive       descend into subdirectories (a directory input only)\n"
     "  -o, --output PATH     where to write (see OUTPUT)\n"
@@ -171,7 +173,7 @@ static int raw_spec_ok(const char *s) {
 enum {
   OPT_SHAPE = 256, OPT_BORDER, OPT_BASE, OPT_FORMAT, OPT_COLORMAP, OPT_RANGE, OPT_OVERLAY,
   OPT_STATS, OPT_STATS_BINS, OPT_DEVICE, OPT_GPUS, OPT_CPU_BELOW, OPT_THREADS, OPT_QUEUE,
-  OPT_RAW, OPT_CODEC, OPT_CRF, OPT_PRESET, OPT_MAX_PIXELS, OPT_PROGRESS, OPT_NO_PROGRESS,
+  OPT_RAW, OPT_CODEC, OPT_CRF, OPT_PRESET, OPT_PIX_FMT, OPT_MAX_PIXELS, OPT_PROGRESS, OPT_NO_PROGRESS,
   OPT_VERSION
 };
 
@@ -191,6 +193,7 @@ int cli_parse_args(int argc, char **argv, cli_opts *o) {
     {"threads", required_argument, 0, OPT_THREADS}, {"queue", required_argument, 0, OPT_QUEUE},
     {"raw", required_argument, 0, OPT_RAW},  {"codec", required_argument, 0, OPT_CODEC},
     {"crf", required_argument, 0, OPT_CRF},  {"preset", required_argument, 0, OPT_PRESET},
+    {"pix-fmt", required_argument, 0, OPT_PIX_FMT},
     {"max-pixels", required_argument, 0, OPT_MAX_PIXELS},
     {"recursive", no_argument, 0, 'r'},      {"output", required_argument, 0, 'o'},
     {"quiet", no_argument, 0, 'q'},          {"verbose", no_argument, 0, 'v'},
@@ -383,6 +386,16 @@ int cli_parse_args(int argc, char **argv, cli_opts *o) {
       break;
     case OPT_PRESET:
       o->preset = a;
+      break;
+    case OPT_PIX_FMT:
+      if (!strcmp(a, "yuv420p")) {
+        o->pix_fmt = ES_PIX_YUV420P;
+      } else if (!strcmp(a, "yuv444p")) {
+        o->pix_fmt = ES_PIX_YUV444P;
+      } else {
+        cli_err(NULL, "--pix-fmt %s: must be yuv420p or yuv444p", a);
+        return 1;
+      }
       break;
     case OPT_MAX_PIXELS:
       if (parse_i64(a, 1, INT64_C(1) << 62, &o->max_pixels)) {

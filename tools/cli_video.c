@@ -493,6 +493,7 @@ int cli_run_video(cli_opts *o, int out_kind) {
     vopt.codec = o->codec;
     vopt.crf = o->crf;
     vopt.preset = o->preset;
+    vopt.pix_fmt = o->pix_fmt;
     vopt.overwrite = o->overwrite;
     vopt.display_matrix = v.info.has_display_matrix ? v.info.display_matrix : NULL;
     vopt.sar_num = v.info.sar_num;
