@@ -43,6 +43,14 @@ struct es_video_out {
   AVCodecContext *enc;        /* encoder (wrapped_avframe for y4m) */
   AVStream *st;
   AVFrame *frame;             /* the encoder's input, refilled per frame */
+  /* Each packet lasts until the next frame, the last until the input's end (es_video_out_end):
+   * a frame is held back until the next one comes (not where the output counts frames), and
+   * the durations of the frames sent wait in durs for their packets (pts, duration pairs). */
+  AVFrame *held;              /* the frame held back (swapped with frame), or NULL */
+  int has_held;
+  int64_t end_pts;            /* the input's end (input time base), or INT64_MIN */
+  int64_t *durs;
+  size_t ndurs, capdurs;
   AVPacket *pkt;
   struct SwsContext *sws;     /* want -> made_av, when they differ */
   enum AVPixelFormat want_av; /* AVPixelFormat of want */
@@ -527,6 +535,7 @@ int es_video_out_open(es_video_out **out, const char *path, const es_video_out_o
   v->width = v->enc_w = o->width;
   v->height = v->enc_h = o->height;
   v->last_pts = INT64_MIN;
+  v->end_pts = INT64_MIN;
   v->first_pts = AV_NOPTS_VALUE;
   AVRational fps = {o->fps_num, o->fps_den};
   if (fps.num <= 0 || fps.den <= 0) fps = (AVRational){25, 1};
@@ -693,8 +702,9 @@ int es_video_out_open(es_video_out **out, const char *path, const es_video_out_o
     goto end;
   }
   v->frame = av_frame_alloc();
+  v->held = av_frame_alloc();
   v->pkt = av_packet_alloc();
-  if (!v->frame || !v->pkt) {
+  if (!v->frame || !v->held || !v->pkt) {
     rc = ES_ERR_NOMEM;
     snprintf(msg, len, "out of memory");
     goto end;
@@ -892,9 +902,9 @@ int es_video_out_open(es_video_out **out, const char *path, const es_video_out_o
   }
 
   /* The frame's buffer is made at the first frame (alloc_frame): a header alone costs none. */
-  v->frame->format = enc_fmt;
-  v->frame->width = v->enc_w;
-  v->frame->height = v->enc_h;
+  v->frame->format = v->held->format = enc_fmt;
+  v->frame->width = v->held->width = v->enc_w;
+  v->frame->height = v->held->height = v->enc_h;
   v->made_av = enc_fmt;
   if (enc_fmt == AV_PIX_FMT_PAL8) {
     /* libswscale does not write pal8: ffmpeg's scale filter makes BGR8 and gives it BGR8's
@@ -930,6 +940,19 @@ end:
 
 int es_video_out_pixfmt(const es_video_out *v) { return v ? v->want : ES_PIX_NONE; }
 
+/* The duration of the frame of time stamp pts (encoder time base) sent, taken from v->durs;
+ * 0 if none is known. */
+static int64_t take_duration(es_video_out *v, int64_t pts) {
+  for (size_t i = 0; i < v->ndurs; i++)
+    if (v->durs[2 * i] == pts) {
+      const int64_t d = v->durs[2 * i + 1];
+      memmove(v->durs + 2 * i, v->durs + 2 * i + 2, (v->ndurs - i - 1) * 2 * sizeof *v->durs);
+      v->ndurs--;
+      return d;
+    }
+  return 0;
+}
+
 /* Sends one frame (or NULL to flush) and writes every packet that comes out. */
 static int encode(es_video_out *v, AVFrame *f, char *msg, size_t len) {
   int err = avcodec_send_frame(v->enc, f);
@@ -945,6 +968,8 @@ static int encode(es_video_out *v, AVFrame *f, char *msg, size_t len) {
       return ES_ERR_OUTPUT;
     }
     v->pkt->stream_index = v->st->index;
+    const int64_t d = take_duration(v, v->pkt->pts);
+    if (d > 0) v->pkt->duration = d;
     av_packet_rescale_ts(v->pkt, v->enc->time_base, v->st->time_base);
     err = av_interleaved_write_frame(v->fmt, v->pkt); /* takes the packet's reference */
     if (err < 0) {
@@ -952,6 +977,34 @@ static int encode(es_video_out *v, AVFrame *f, char *msg, size_t len) {
       return ES_ERR_OUTPUT;
     }
   }
+}
+
+/* Sends the held frame, lasting duration d (encoder time base; at least 1), and records d for
+ * its packet. */
+static int send_held(es_video_out *v, int64_t d, char *msg, size_t len) {
+  if (d < 1) d = 1;
+  if (v->ndurs == v->capdurs) {
+    /* An encoder holds some frames (x264: its lookahead); a packet whose pts matched none
+     * would keep its entry: the oldest go past a bound. */
+    if (v->capdurs >= 4096) {
+      memmove(v->durs, v->durs + 2, (v->ndurs - 1) * 2 * sizeof *v->durs);
+      v->ndurs--;
+    } else {
+      const size_t cap = v->capdurs ? 2 * v->capdurs : 64;
+      int64_t *n = realloc(v->durs, cap * 2 * sizeof *n);
+      if (!n) {
+        snprintf(msg, len, "out of memory");
+        return ES_ERR_NOMEM;
+      }
+      v->durs = n;
+      v->capdurs = cap;
+    }
+  }
+  v->durs[2 * v->ndurs] = v->held->pts;
+  v->durs[2 * v->ndurs + 1] = d;
+  v->ndurs++;
+  v->has_held = 0;
+  return encode(v, v->held, msg, len);
 }
 
 static int write_f32(es_video_out *v, const float *map, size_t map_stride, char *msg,
@@ -1087,10 +1140,23 @@ int es_video_out_write(es_video_out *v, const es_planes *pix, const float *map,
   }
   v->frame->pts = p;
   v->last_pts = p;
-  rc = encode(v, v->frame, msg, len);
+  if (v->counted) { /* frames, not times: nothing to wait for */
+    rc = encode(v, v->frame, msg, len);
+  } else {
+    /* The frame held back lasts until this one; this one is held until the next, or the end. */
+    rc = v->has_held ? send_held(v, p - v->held->pts, msg, len) : ES_OK;
+    AVFrame *t = v->held;
+    v->held = v->frame;
+    v->frame = t;
+    v->has_held = 1;
+  }
   if (rc < 0) v->failed = 1;
   else v->frames++;
   return rc;
+}
+
+void es_video_out_end(es_video_out *v, int64_t end_pts) {
+  if (v) v->end_pts = end_pts;
 }
 
 int es_video_out_close(es_video_out **pv, int commit, char *msg, size_t len) {
@@ -1113,7 +1179,16 @@ int es_video_out_close(es_video_out **pv, int commit, char *msg, size_t len) {
   /* No frame came to a lazy writer: its container, with the stream and no frame. */
   if (commit && v->lazy && !v->header_written) rc = lazy_empty(v, msg, len);
   if (commit && rc == ES_OK && v->header_written) {
-    if (v->enc) rc = encode(v, NULL, msg, len);
+    if (v->enc && v->has_held) {
+      /* The last frame lasts until the input's end, or one frame of the frame rate. */
+      int64_t d = v->step;
+      if (v->end_pts != INT64_MIN && v->end_pts != AV_NOPTS_VALUE) {
+        const int64_t e = av_rescale_q(v->end_pts, v->in_tb, v->enc->time_base) + v->shift;
+        if (e > v->held->pts) d = e - v->held->pts;
+      }
+      rc = send_held(v, d, msg, len);
+    }
+    if (rc == ES_OK && v->enc) rc = encode(v, NULL, msg, len);
     if (rc == ES_OK && (err = av_write_trailer(v->fmt)) < 0) {
       averr(msg, len, "cannot finish the container", err);
       rc = ES_ERR_OUTPUT;
@@ -1147,6 +1222,8 @@ end:
   if (v->stream_fd >= 0) close(v->stream_fd); /* after the AVIOContexts writing into it */
   sws_freeContext(v->sws);
   av_frame_free(&v->frame);
+  av_frame_free(&v->held);
+  free(v->durs);
   av_packet_free(&v->pkt);
   avcodec_free_context(&v->enc);
   avformat_free_context(v->fmt);
