@@ -244,6 +244,10 @@ int64_t es_video_in_dropped(const es_video_in *v);
  * HEVC pictures discarded at a join. Known once drained, as es_video_in_dropped. */
 int64_t es_video_in_excused(const es_video_in *v);
 double es_video_in_copy_ms(const es_video_in *v); /* under ES_TRACE: ms copying planes out of decoded frames, or lending them */
+/* The end of the last frame delivered, in the stream's time base: its time stamp plus its
+ * duration (the packet's; where it has none, the end the stream states, else one frame of the
+ * frame rate); INT64_MIN before any frame. A video output's last frame lasts until there. */
+int64_t es_video_in_end_pts(const es_video_in *v);
 void es_video_in_close(es_video_in **v);
 
 /* ---- Video and streams out. */
@@ -264,6 +268,10 @@ typedef struct es_video_out_opts {
   int field_order;               /* the input's (es_video_info); 0: unknown, written as progressive */
   int ts_discont;                /* the input's (es_video_info): forward jumps over ES_TS_JUMP_S are
                                   * breaks in its clock, closed up to one frame */
+  int pix_fmt;                   /* heat's chroma (--pix-fmt): ES_PIX_NONE, the default (4:2:0
+                                  * where the encoder takes it, libx264 at an odd size padded to
+                                  * the even size above; y4m 4:4:4), ES_PIX_YUV420P or
+                                  * ES_PIX_YUV444P (an encoder without it is refused) */
 } es_video_out_opts;
 /* ffmpeg's -dts_delta_threshold: a larger step forward in a clock that may jump is a break. */
 #define ES_TS_JUMP_S 10
@@ -271,12 +279,16 @@ typedef struct es_video_out_opts {
  * container extension = encoded video (written atomically: temp name, renamed at close). */
 int es_video_out_open(es_video_out **out, const char *path, const es_video_out_opts *opts,
                       char *msg, size_t len);
-/* The es_pixfmt the writer wants rendered frames in (e.g. ES_PIX_YUV420P for libx264 at
- * even sizes, ES_PIX_YUV444P at odd sizes or for y4m heat, ES_PIX_GRAY8 for mono), or
+/* The es_pixfmt the writer wants rendered frames in (e.g. ES_PIX_YUV420P for libx264,
+ * ES_PIX_YUV444P for y4m heat or --pix-fmt yuv444p, ES_PIX_GRAY8 for mono), or
  * ES_PIX_NONE when it wants the float map (f32). */
 int es_video_out_pixfmt(const es_video_out *v);
 int es_video_out_write(es_video_out *v, const es_planes *pix, const float *map,
                        size_t map_stride, int64_t pts, char *msg, size_t len);
+/* The input's end (its time base, as the pts written): each packet lasts until the next frame,
+ * and the last until this end, where it is later; without it (or INT64_MIN) the last lasts
+ * one frame of the frame rate. Call it before es_video_out_close. */
+void es_video_out_end(es_video_out *v, int64_t end_pts);
 /* Flushes the encoder, writes the trailer, renames into place (commit) or removes. */
 int es_video_out_close(es_video_out **v, int commit, char *msg, size_t len);
 

@@ -89,6 +89,11 @@ struct es_video_in {
   AVRational tb;         /* time base of pts */
   int64_t step;          /* one frame in tb units (for frames without a time stamp) */
   int64_t next_pts;      /* pts to give a frame without a time stamp */
+  int64_t last_pts;      /* the last frame's, delivered or held; INT64_MIN before any */
+  int last_timed;        /* the last frame had its packet's duration (next_pts is its end) */
+  int64_t stream_end;    /* where the stream ends, as the container states it (the later of the
+                          * stream's and the file's end; not estimated from the bit rate), or
+                          * AV_NOPTS_VALUE */
   int64_t delivered;     /* frames given to the caller */
   double deliver_ms;     /* ES_TRACE: time spent handing frames over: copying planes out
                           * (deliver) or lending the frame (lend_frame, pin included) */
@@ -908,6 +913,20 @@ int es_video_in_open(es_video_in **out, const char *path, const es_video_in_opts
   v->step = av_rescale_q(1, av_inv_q(fps), v->tb);
   if (v->step <= 0) v->step = 1;
   v->next_pts = st->start_time != AV_NOPTS_VALUE ? st->start_time : 0;
+  v->last_pts = INT64_MIN;
+  v->last_timed = 1; /* raw and y4m frames: one frame of the rate each */
+  v->stream_end = AV_NOPTS_VALUE;
+  if (v->fmt->duration_estimation_method != AVFMT_DURATION_FROM_BITRATE) {
+    /* MP4 with B-frames: the track's duration counts from its first decoding time, before
+     * 0, and the file's (the edit list's) is where it is shown to end. */
+    if (st->duration > 0 && st->duration != AV_NOPTS_VALUE)
+      v->stream_end = v->next_pts + st->duration;
+    if (v->fmt->duration > 0 && v->fmt->duration != AV_NOPTS_VALUE) {
+      const int64_t s0 = v->fmt->start_time != AV_NOPTS_VALUE ? v->fmt->start_time : 0;
+      const int64_t e = av_rescale_q(s0 + v->fmt->duration, AV_TIME_BASE_Q, v->tb);
+      if (v->stream_end == AV_NOPTS_VALUE || e > v->stream_end) v->stream_end = e;
+    }
+  }
   /* The first frame sets the stream's size and depth, as it sets up ffmpeg's filters: the
    * stream's parameters are what libavformat's probing saw last, which can be a later part
    * (H.264 in MPEG-TS whose size changes in its first seconds gave the second size, and its
@@ -1975,7 +1994,20 @@ int es_video_in_read_lend(es_video_in *v, void *dst, size_t dst_stride, es_video
   int64_t p = f->best_effort_timestamp;
   if (p == AV_NOPTS_VALUE) p = v->next_pts;
   v->next_pts = p + (f->pkt_duration > 0 ? f->pkt_duration : v->step);
+  v->last_pts = p;
+  v->last_timed = f->pkt_duration > 0;
   return hand_over(v, p, dst, dst_stride, lent, pts, pts_seconds, msg, len);
+}
+
+int64_t es_video_in_end_pts(const es_video_in *v) {
+  if (!v || !v->delivered) return INT64_MIN;
+  /* A frame without a duration (MP4 of variable rate with B-frames gives its packets none)
+   * ends where the stream does, if that is after it and within two frames (a longer stream,
+   * an audio one, says nothing of it): the last frame of such a stream keeps its length. */
+  if (!v->last_timed && v->stream_end != AV_NOPTS_VALUE && v->last_pts != INT64_MIN &&
+      v->stream_end > v->last_pts && v->stream_end - v->last_pts <= 2 * v->step)
+    return v->stream_end;
+  return v->next_pts;
 }
 
 int64_t es_video_in_corrupt(const es_video_in *v) { return v ? v->corrupt : 0; }

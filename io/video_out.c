@@ -36,11 +36,21 @@ enum { MODE_ENCODE, MODE_Y4M, MODE_F32 };
 struct es_video_out {
   int mode;
   int width, height;
+  int enc_w, enc_h;           /* the encoder's frame size: width x height, or for 4:2:0 in
+                                 libx264 at an odd size the even size above (padded) */
   int want;                   /* es_pixfmt the caller renders into */
   AVFormatContext *fmt;       /* muxer (encode and y4m) */
   AVCodecContext *enc;        /* encoder (wrapped_avframe for y4m) */
   AVStream *st;
   AVFrame *frame;             /* the encoder's input, refilled per frame */
+  /* Each packet lasts until the next frame, the last until the input's end (es_video_out_end):
+   * a frame is held back until the next one comes (not where the output counts frames), and
+   * the durations of the frames sent wait in durs for their packets (pts, duration pairs). */
+  AVFrame *held;              /* the frame held back (swapped with frame), or NULL */
+  int has_held;
+  int64_t end_pts;            /* the input's end (input time base), or INT64_MIN */
+  int64_t *durs;
+  size_t ndurs, capdurs;
   AVPacket *pkt;
   struct SwsContext *sws;     /* want -> made_av, when they differ */
   enum AVPixelFormat want_av; /* AVPixelFormat of want */
@@ -125,9 +135,11 @@ static enum AVPixelFormat best_of(const AVCodec *c, enum AVPixelFormat src) {
 }
 
 /* Chooses the encoder's pixel format and the rendering asked of the caller. *enc is
- * AV_PIX_FMT_NONE when the encoder takes nothing that can be made. */
-static void choose_formats(const AVCodec *c, int format, int w, int h, enum AVPixelFormat *enc,
-                           int *want) {
+ * AV_PIX_FMT_NONE when the encoder takes nothing that can be made. asked: the heat's chroma
+ * asked for (--pix-fmt: ES_PIX_YUV420P or ES_PIX_YUV444P; the caller refuses an encoder that
+ * does not take it), or ES_PIX_NONE. */
+static void choose_formats(const AVCodec *c, int format, int asked, int w, int h,
+                           enum AVPixelFormat *enc, int *want) {
   int odd = (w | h) & 1;
   int x264 = !strncmp(c->name, "libx264", 7);
   if (format == ES_PIX_GRAY8 || format == ES_PIX_GRAY16) {
@@ -145,15 +157,20 @@ static void choose_formats(const AVCodec *c, int format, int w, int h, enum AVPi
     if (x264 && odd && *enc == AV_PIX_FMT_YUV420P) *enc = AV_PIX_FMT_YUV444P;
     return;
   }
-  /* Heat (RGB): YUV 4:2:0 where it can be, 4:4:4 at odd sizes for x264. The JPEG encoders
-   * list yuv420p but refuse it in limited range (the renderer's) as non-standard: there the
-   * RGB goes into full-range yuvj420p, the format ffmpeg gives them. */
-  if ((c->id == AV_CODEC_ID_MJPEG || c->id == AV_CODEC_ID_LJPEG) &&
+  /* Heat (RGB): YUV 4:2:0 where it can be, what browsers and hardware decoders play (libx264
+   * at an odd size too: encoded at the even size above, es_video_out_open), or 4:4:4 where
+   * asked. The JPEG encoders list yuv420p but refuse it in limited range (the renderer's) as
+   * non-standard: there the RGB goes into full-range yuvj420p, the format ffmpeg gives them. */
+  if (asked == ES_PIX_YUV444P) {
+    *enc = supports(c, AV_PIX_FMT_YUV444P) ? AV_PIX_FMT_YUV444P : AV_PIX_FMT_NONE;
+    *want = ES_PIX_YUV444P;
+  } else if ((c->id == AV_CODEC_ID_MJPEG || c->id == AV_CODEC_ID_LJPEG) &&
       supports(c, AV_PIX_FMT_YUVJ420P)) {
     *enc = AV_PIX_FMT_YUVJ420P;
     *want = ES_PIX_RGB24;
-  } else if (supports(c, AV_PIX_FMT_YUV420P) && !(odd && x264 && supports(c, AV_PIX_FMT_YUV444P))) {
-    *enc = AV_PIX_FMT_YUV420P;
+  } else if (supports(c, AV_PIX_FMT_YUV420P) || asked == ES_PIX_YUV420P) {
+    /* (asked and not taken: AV_PIX_FMT_NONE below, refused by the caller) */
+    *enc = supports(c, AV_PIX_FMT_YUV420P) ? AV_PIX_FMT_YUV420P : AV_PIX_FMT_NONE;
     *want = ES_PIX_YUV420P;
   } else if (supports(c, AV_PIX_FMT_YUV444P)) {
     *enc = AV_PIX_FMT_YUV444P;
@@ -429,7 +446,7 @@ static int lazy_container(es_video_out *v, const AVCodecParameters *par, int dry
 
 /* The first frame of a lazy writer: the encoder at the output's size, then the container. */
 static int lazy_start(es_video_out *v, char *msg, size_t len) {
-  int err = open_encoder(&v->enc, v->codec, &v->opts, v->width, v->height, v->enc_fmt, v->tb,
+  int err = open_encoder(&v->enc, v->codec, &v->opts, v->enc_w, v->enc_h, v->enc_fmt, v->tb,
                          v->fps, v->global_header, 1);
   if (err < 0) {
     char what[200];
@@ -471,6 +488,13 @@ static int lazy_empty(es_video_out *v, char *msg, size_t len) {
   return rc;
 }
 
+/* What a y4m output is written in: heat as 4:4:4 (a lossless intermediate), or 4:2:0 where
+ * --pix-fmt yuv420p asks; grey as it is. */
+static int y4m_want(const es_video_out_opts *o) {
+  if (o->format != ES_PIX_RGB24) return o->format;
+  return o->pix_fmt == ES_PIX_YUV420P ? ES_PIX_YUV420P : ES_PIX_YUV444P;
+}
+
 int es_video_out_open(es_video_out **out, const char *path, const es_video_out_opts *o,
                       char *msg, size_t len) {
   int rc = ES_OK, err;
@@ -493,15 +517,25 @@ int es_video_out_open(es_video_out **out, const char *path, const es_video_out_o
     snprintf(msg, len, "unsupported output format for video");
     return ES_ERR_USAGE;
   }
+  if (o->pix_fmt != ES_PIX_NONE && o->pix_fmt != ES_PIX_YUV420P && o->pix_fmt != ES_PIX_YUV444P) {
+    snprintf(msg, len, "invalid output pixel format");
+    return ES_ERR_INTERNAL;
+  }
+  if (o->pix_fmt != ES_PIX_NONE && (o->f32 || o->format != ES_PIX_RGB24)) {
+    /* grey and float maps have no chroma to choose */
+    snprintf(msg, len, "--pix-fmt applies to heat video only (--format heat)");
+    return ES_ERR_USAGE;
+  }
   v = calloc(1, sizeof *v);
   if (!v) {
     snprintf(msg, len, "out of memory");
     return ES_ERR_NOMEM;
   }
   v->stream_fd = -1;
-  v->width = o->width;
-  v->height = o->height;
+  v->width = v->enc_w = o->width;
+  v->height = v->enc_h = o->height;
   v->last_pts = INT64_MIN;
+  v->end_pts = INT64_MIN;
   v->first_pts = AV_NOPTS_VALUE;
   AVRational fps = {o->fps_num, o->fps_den};
   if (fps.num <= 0 || fps.den <= 0) fps = (AVRational){25, 1};
@@ -535,7 +569,7 @@ int es_video_out_open(es_video_out **out, const char *path, const es_video_out_o
       rc = ES_ERR_OUTPUT;
       goto end;
     }
-    v->want = o->format == ES_PIX_RGB24 ? ES_PIX_YUV444P : o->format;
+    v->want = y4m_want(o);
     v->want_av = enc_fmt = av_of(v->want);
     url = av_strdup("pipe:1");
   } else {
@@ -610,9 +644,26 @@ int es_video_out_open(es_video_out **out, const char *path, const es_video_out_o
       goto end;
     }
     if (codec->id == AV_CODEC_ID_WRAPPED_AVFRAME)
-      v->want = o->format == ES_PIX_RGB24 ? ES_PIX_YUV444P : o->format, enc_fmt = av_of(v->want);
+      v->want = y4m_want(o), enc_fmt = av_of(v->want);
     else
-      choose_formats(codec, o->format, o->width, o->height, &enc_fmt, &v->want);
+      choose_formats(codec, o->format, o->pix_fmt, o->width, o->height, &enc_fmt, &v->want);
+    if (o->pix_fmt != ES_PIX_NONE && enc_fmt != av_of(o->pix_fmt) &&
+        !(o->pix_fmt == ES_PIX_YUV420P && enc_fmt == AV_PIX_FMT_YUVJ420P)) {
+      snprintf(msg, len, "--pix-fmt %s: encoder %s does not take it",
+               av_get_pix_fmt_name(av_of(o->pix_fmt)), codec->name);
+      rc = ES_ERR_USAGE;
+      goto end;
+    }
+    /* H.264 crops 4:2:0 in steps of two pixels only (its SPS frame cropping): libx264 refuses
+     * an odd size there. Heat of an odd size is encoded at the even size above, the last
+     * column or row repeated (es_video_out_write), and that is the size shown: 4:2:0 is what
+     * browsers and hardware decoders play, where High 4:4:4 Predictive mostly is not.
+     * --pix-fmt yuv444p keeps the exact size. */
+    if (!strcmp(codec->name, "libx264") && o->format == ES_PIX_RGB24 &&
+        enc_fmt == AV_PIX_FMT_YUV420P) {
+      v->enc_w += o->width & 1;
+      v->enc_h += o->height & 1;
+    }
     if (enc_fmt == AV_PIX_FMT_NONE) {
       char names[160] = "";
       for (const enum AVPixelFormat *p = codec->pix_fmts; p && *p != AV_PIX_FMT_NONE; p++)
@@ -651,8 +702,9 @@ int es_video_out_open(es_video_out **out, const char *path, const es_video_out_o
     goto end;
   }
   v->frame = av_frame_alloc();
+  v->held = av_frame_alloc();
   v->pkt = av_packet_alloc();
-  if (!v->frame || !v->pkt) {
+  if (!v->frame || !v->held || !v->pkt) {
     rc = ES_ERR_NOMEM;
     snprintf(msg, len, "out of memory");
     goto end;
@@ -706,16 +758,16 @@ int es_video_out_open(es_video_out **out, const char *path, const es_video_out_o
   /* A large encoder waits for the first frame (lazy): here one of a small size of the same
    * parity checks the options, time base and pixel format. Where that one is refused (an
    * encoder of fixed sizes, h263), the encoder is opened at the output's size, as before. */
-  v->lazy = v->mode == MODE_ENCODE && (int64_t)o->width * o->height > ES_VIDEO_OUT_LAZY_PIXELS;
-  int pw = o->width, ph = o->height;
+  v->lazy = v->mode == MODE_ENCODE && (int64_t)v->enc_w * v->enc_h > ES_VIDEO_OUT_LAZY_PIXELS;
+  int pw = v->enc_w, ph = v->enc_h;
   int plain_opens = -1; /* the encoder at pw x ph opens without --preset/--crf (-1: not tried) */
   for (;;) {
     if (v->lazy) {
-      pw = o->width > 65 ? 64 + (o->width & 1) : o->width;
-      ph = o->height > 65 ? 64 + (o->height & 1) : o->height;
+      pw = v->enc_w > 65 ? 64 + (v->enc_w & 1) : v->enc_w;
+      ph = v->enc_h > 65 ? 64 + (v->enc_h & 1) : v->enc_h;
     } else {
-      pw = o->width;
-      ph = o->height;
+      pw = v->enc_w;
+      ph = v->enc_h;
     }
     err = AVERROR(EINVAL);
     for (int i = 0; i < ntb && err < 0; i++) {
@@ -797,8 +849,8 @@ int es_video_out_open(es_video_out **out, const char *path, const es_video_out_o
     rc = ES_ERR_OUTPUT;
     goto end;
   }
-  v->par->width = o->width; /* the encoder of a lazy open is small */
-  v->par->height = o->height;
+  v->par->width = v->enc_w; /* the encoder of a lazy open is small */
+  v->par->height = v->enc_h;
   if ((rc = add_stream(v, v->par, msg, len)) < 0) goto end;
   if (v->final_path && !v->tmp_path) {
     if (es_output_is_fifo(v->final_path) && pipe_refused(v)) {
@@ -850,9 +902,9 @@ int es_video_out_open(es_video_out **out, const char *path, const es_video_out_o
   }
 
   /* The frame's buffer is made at the first frame (alloc_frame): a header alone costs none. */
-  v->frame->format = enc_fmt;
-  v->frame->width = o->width;
-  v->frame->height = o->height;
+  v->frame->format = v->held->format = enc_fmt;
+  v->frame->width = v->held->width = v->enc_w;
+  v->frame->height = v->held->height = v->enc_h;
   v->made_av = enc_fmt;
   if (enc_fmt == AV_PIX_FMT_PAL8) {
     /* libswscale does not write pal8: ffmpeg's scale filter makes BGR8 and gives it BGR8's
@@ -888,6 +940,19 @@ end:
 
 int es_video_out_pixfmt(const es_video_out *v) { return v ? v->want : ES_PIX_NONE; }
 
+/* The duration of the frame of time stamp pts (encoder time base) sent, taken from v->durs;
+ * 0 if none is known. */
+static int64_t take_duration(es_video_out *v, int64_t pts) {
+  for (size_t i = 0; i < v->ndurs; i++)
+    if (v->durs[2 * i] == pts) {
+      const int64_t d = v->durs[2 * i + 1];
+      memmove(v->durs + 2 * i, v->durs + 2 * i + 2, (v->ndurs - i - 1) * 2 * sizeof *v->durs);
+      v->ndurs--;
+      return d;
+    }
+  return 0;
+}
+
 /* Sends one frame (or NULL to flush) and writes every packet that comes out. */
 static int encode(es_video_out *v, AVFrame *f, char *msg, size_t len) {
   int err = avcodec_send_frame(v->enc, f);
@@ -903,6 +968,8 @@ static int encode(es_video_out *v, AVFrame *f, char *msg, size_t len) {
       return ES_ERR_OUTPUT;
     }
     v->pkt->stream_index = v->st->index;
+    const int64_t d = take_duration(v, v->pkt->pts);
+    if (d > 0) v->pkt->duration = d;
     av_packet_rescale_ts(v->pkt, v->enc->time_base, v->st->time_base);
     err = av_interleaved_write_frame(v->fmt, v->pkt); /* takes the packet's reference */
     if (err < 0) {
@@ -910,6 +977,34 @@ static int encode(es_video_out *v, AVFrame *f, char *msg, size_t len) {
       return ES_ERR_OUTPUT;
     }
   }
+}
+
+/* Sends the held frame, lasting duration d (encoder time base; at least 1), and records d for
+ * its packet. */
+static int send_held(es_video_out *v, int64_t d, char *msg, size_t len) {
+  if (d < 1) d = 1;
+  if (v->ndurs == v->capdurs) {
+    /* An encoder holds some frames (x264: its lookahead); a packet whose pts matched none
+     * would keep its entry: the oldest go past a bound. */
+    if (v->capdurs >= 4096) {
+      memmove(v->durs, v->durs + 2, (v->ndurs - 1) * 2 * sizeof *v->durs);
+      v->ndurs--;
+    } else {
+      const size_t cap = v->capdurs ? 2 * v->capdurs : 64;
+      int64_t *n = realloc(v->durs, cap * 2 * sizeof *n);
+      if (!n) {
+        snprintf(msg, len, "out of memory");
+        return ES_ERR_NOMEM;
+      }
+      v->durs = n;
+      v->capdurs = cap;
+    }
+  }
+  v->durs[2 * v->ndurs] = v->held->pts;
+  v->durs[2 * v->ndurs + 1] = d;
+  v->ndurs++;
+  v->has_held = 0;
+  return encode(v, v->held, msg, len);
 }
 
 static int write_f32(es_video_out *v, const float *map, size_t map_stride, char *msg,
@@ -935,6 +1030,27 @@ static int write_f32(es_video_out *v, const float *map, size_t map_stride, char 
     }
   }
   return ES_OK;
+}
+
+/* Fills a planar frame larger than the w x h written into it by repeating the last column and
+ * row of each plane, so that the padding of an odd size (enc_w, enc_h) holds the edge's
+ * colour, not black, and its 4:2:0 chroma stays the edge's. */
+static void pad_edges(AVFrame *f, int w, int h) {
+  const AVPixFmtDescriptor *d = av_pix_fmt_desc_get(f->format);
+  const int np = av_pix_fmt_count_planes(f->format);
+  for (int p = 0; p < np; p++) {
+    const int cw = p == 1 || p == 2 ? d->log2_chroma_w : 0, ch = p == 1 || p == 2 ? d->log2_chroma_h : 0;
+    const int pw = AV_CEIL_RSHIFT(w, cw), pf = AV_CEIL_RSHIFT(f->width, cw);
+    const int ph = AV_CEIL_RSHIFT(h, ch), phf = AV_CEIL_RSHIFT(f->height, ch);
+    const int s = av_image_get_linesize(f->format, w, p) / pw; /* bytes a sample */
+    for (int y = 0; y < ph; y++) {
+      uint8_t *row = f->data[p] + (ptrdiff_t)y * f->linesize[p];
+      for (int x = pw; x < pf; x++) memcpy(row + (size_t)x * s, row + (size_t)(pw - 1) * s, s);
+    }
+    for (int y = ph; y < phf; y++)
+      memcpy(f->data[p] + (ptrdiff_t)y * f->linesize[p],
+             f->data[p] + (ptrdiff_t)(ph - 1) * f->linesize[p], (size_t)pf * s);
+  }
 }
 
 int es_video_out_write(es_video_out *v, const es_planes *pix, const float *map,
@@ -988,6 +1104,7 @@ int es_video_out_write(es_video_out *v, const es_planes *pix, const float *map,
     }
   }
   if (v->pal) memcpy(v->frame->data[1], v->palette, sizeof v->palette);
+  if (v->enc_w != v->width || v->enc_h != v->height) pad_edges(v->frame, v->width, v->height);
   int64_t p;
   if (pts == INT64_MIN || pts == AV_NOPTS_VALUE) {
     p = v->last_pts == INT64_MIN ? 0 : v->last_pts + 1;
@@ -1023,10 +1140,23 @@ int es_video_out_write(es_video_out *v, const es_planes *pix, const float *map,
   }
   v->frame->pts = p;
   v->last_pts = p;
-  rc = encode(v, v->frame, msg, len);
+  if (v->counted) { /* frames, not times: nothing to wait for */
+    rc = encode(v, v->frame, msg, len);
+  } else {
+    /* The frame held back lasts until this one; this one is held until the next, or the end. */
+    rc = v->has_held ? send_held(v, p - v->held->pts, msg, len) : ES_OK;
+    AVFrame *t = v->held;
+    v->held = v->frame;
+    v->frame = t;
+    v->has_held = 1;
+  }
   if (rc < 0) v->failed = 1;
   else v->frames++;
   return rc;
+}
+
+void es_video_out_end(es_video_out *v, int64_t end_pts) {
+  if (v) v->end_pts = end_pts;
 }
 
 int es_video_out_close(es_video_out **pv, int commit, char *msg, size_t len) {
@@ -1049,7 +1179,16 @@ int es_video_out_close(es_video_out **pv, int commit, char *msg, size_t len) {
   /* No frame came to a lazy writer: its container, with the stream and no frame. */
   if (commit && v->lazy && !v->header_written) rc = lazy_empty(v, msg, len);
   if (commit && rc == ES_OK && v->header_written) {
-    if (v->enc) rc = encode(v, NULL, msg, len);
+    if (v->enc && v->has_held) {
+      /* The last frame lasts until the input's end, or one frame of the frame rate. */
+      int64_t d = v->step;
+      if (v->end_pts != INT64_MIN && v->end_pts != AV_NOPTS_VALUE) {
+        const int64_t e = av_rescale_q(v->end_pts, v->in_tb, v->enc->time_base) + v->shift;
+        if (e > v->held->pts) d = e - v->held->pts;
+      }
+      rc = send_held(v, d, msg, len);
+    }
+    if (rc == ES_OK && v->enc) rc = encode(v, NULL, msg, len);
     if (rc == ES_OK && (err = av_write_trailer(v->fmt)) < 0) {
       averr(msg, len, "cannot finish the container", err);
       rc = ES_ERR_OUTPUT;
@@ -1083,6 +1222,8 @@ end:
   if (v->stream_fd >= 0) close(v->stream_fd); /* after the AVIOContexts writing into it */
   sws_freeContext(v->sws);
   av_frame_free(&v->frame);
+  av_frame_free(&v->held);
+  free(v->durs);
   av_packet_free(&v->pkt);
   avcodec_free_context(&v->enc);
   avformat_free_context(v->fmt);

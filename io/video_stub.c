@@ -60,6 +60,11 @@ double es_video_in_copy_ms(const es_video_in *v) {
   return 0.0;
 }
 
+int64_t es_video_in_end_pts(const es_video_in *v) {
+  (void)v;
+  return INT64_MIN;
+}
+
 void es_video_in_close(es_video_in **v) {
   if (v) *v = NULL;
 }
@@ -87,6 +92,11 @@ int es_video_out_write(es_video_out *v, const es_planes *pix, const float *map,
   (void)pts;
   if (msg && len) snprintf(msg, len, "built without FFmpeg");
   return ES_ERR_OUTPUT;
+}
+
+void es_video_out_end(es_video_out *v, int64_t end_pts) {
+  (void)v;
+  (void)end_pts;
 }
 
 int es_video_out_close(es_video_out **v, int commit, char *msg, size_t len) {

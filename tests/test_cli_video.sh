@@ -41,11 +41,45 @@ probe() { # FILE ENTRIES -> csv values
   ffprobe -v error -count_frames -select_streams v:0 -show_entries "stream=$2" -of csv=p=0 "$1"
 }
 
-# .mp4 heat: frames, size (odd), frame rate.
+# .mp4 heat: frames, size (odd), frame rate. libx264 gets 4:2:0 (High profile, what browsers
+# play) at the even size above, as H.264 crops 4:2:0 in steps of two only; --pix-fmt yuv444p
+# keeps the exact size (High 4:4:4 Predictive, which an odd size once got by default).
 "$BIN" -q "$T/clip.mkv" -o "$T/heat.mp4"; rc=$?
 [ $rc = 0 ] || fail "clip -> mp4: exit $rc"
 got=$(probe "$T/heat.mp4" width,height,nb_read_frames,r_frame_rate)
-[ "$got" = "$W,$H,10/1,$N" ] || fail "heat.mp4: got '$got', want '$W,$H,10/1,$N'"
+if ff_has encoders libx264; then
+  [ "$got" = "$((W + 1)),$((H + 1)),10/1,$N" ] || fail "heat.mp4: got '$got', want '$((W + 1)),$((H + 1)),10/1,$N'"
+  got=$(probe "$T/heat.mp4" profile,pix_fmt)
+  [ "$got" = "High,yuv420p" ] || fail "heat.mp4: got '$got', want 'High,yuv420p'"
+  # decoded: frames of that size, the added column and row the edge's colour, not black
+  got=$($FF -i "$T/heat.mp4" -f rawvideo -pix_fmt gray - | wc -c)
+  [ "$got" = $(((W + 1) * (H + 1) * N)) ] || fail "heat.mp4 decoded: $got bytes, want $(((W + 1) * (H + 1) * N))"
+  corner=$($FF -i "$T/heat.mp4" -vf "crop=2:2:$((W - 1)):$((H - 1)),format=gray" -frames:v 1 -f rawvideo - | od -An -v -tu1)
+  c=($corner) # the last pixel, its copies right, below and diagonally
+  [ ${#c[@]} = 4 ] && [ $(( (c[1] - c[0]) ** 2 )) -le 16 ] && [ $(( (c[2] - c[0]) ** 2 )) -le 16 ] &&
+    [ $(( (c[3] - c[0]) ** 2 )) -le 16 ] ||
+    fail "heat.mp4: the padding is not the edge's colour: corner luma $corner"
+  "$BIN" -q "$T/clip.mkv" -o "$T/heat444.mp4" --pix-fmt yuv444p; rc=$?
+  [ $rc = 0 ] || fail "clip -> mp4 --pix-fmt yuv444p: exit $rc"
+  got=$(probe "$T/heat444.mp4" width,height,profile,pix_fmt,nb_read_frames)
+  [ "$got" = "High 4:4:4 Predictive,$W,$H,yuv444p,$N" ] ||
+    fail "heat444.mp4: got '$got', want 'High 4:4:4 Predictive,$W,$H,yuv444p,$N'"
+else
+  [ "$got" = "$W,$H,10/1,$N" ] || fail "heat.mp4: got '$got', want '$W,$H,10/1,$N'"
+fi
+# MPEG-4 part 2 keeps the odd size in 4:2:0; it has no 4:4:4 (refused, exit 1, nothing left).
+"$BIN" -q "$T/clip.mkv" -o "$T/heat-m4.mp4" --codec mpeg4; rc=$?
+got=$(probe "$T/heat-m4.mp4" width,height,pix_fmt)
+[ $rc = 0 ] && [ "$got" = "$W,$H,yuv420p" ] || fail "clip -> mpeg4: exit $rc, got '$got', want '$W,$H,yuv420p'"
+msg=$("$BIN" -q "$T/clip.mkv" -o "$T/m4-444.mp4" --codec mpeg4 --pix-fmt yuv444p 2>&1); rc=$?
+[ $rc = 1 ] && [ "$msg" = "entropy-stream: $T/m4-444.mp4: --pix-fmt yuv444p: encoder mpeg4 does not take it" ] &&
+  [ ! -e "$T/m4-444.mp4" ] || fail "mpeg4 --pix-fmt yuv444p: exit $rc, '$msg'"
+msg=$("$BIN" -q "$T/clip.mkv" -o "$T/nv12.mp4" --pix-fmt nv12 2>&1); rc=$?
+[ $rc = 1 ] && [ "$msg" = "entropy-stream: --pix-fmt nv12: must be yuv420p or yuv444p" ] ||
+  fail "--pix-fmt nv12: exit $rc, '$msg'"
+msg=$("$BIN" -q "$T/clip.mkv" -o "$T/g.mp4" --format gray8 --pix-fmt yuv420p 2>&1); rc=$?
+[ $rc = 1 ] && [ "$msg" = "entropy-stream: $T/g.mp4: --pix-fmt applies to heat video only (--format heat)" ] &&
+  [ ! -e "$T/g.mp4" ] || fail "gray8 --pix-fmt: exit $rc, '$msg'"
 ls -A "$T" | grep -q '^\.' && fail "temporaries left: $(ls -A "$T")"
 "$BIN" -q "$T/clip.mkv" -o "$T/heat.mkv" --codec mpeg4 --format gray8; rc=$?
 [ $rc = 0 ] || fail "clip -> mkv mpeg4 gray8: exit $rc"
@@ -242,6 +276,10 @@ if [ $Y4M_FF = 1 ] && [ $Y4M_IN = 1 ] && [ $Y4M_OUT = 1 ]; then
   got=$($FF -f lavfi -i "testsrc=size=${W}x${H}:rate=10" -frames:v $N -pix_fmt yuv420p -f yuv4mpegpipe - \
     | "$BIN" -q - -o - | ffprobe -v error -count_frames -show_entries stream=width,height,nb_read_frames,pix_fmt -of csv=p=0 -)
   case "$got" in "$W,$H,yuv444p"*",$N") ;; *) fail "y4m pipe: got '$got', want $W,$H,yuv444p...,$N";; esac
+  # y4m stays 4:4:4 (a lossless intermediate) unless --pix-fmt yuv420p asks: the odd size kept
+  "$BIN" -q "$T/clip.mkv" -o "$T/h420.y4m" --pix-fmt yuv420p || fail "y4m --pix-fmt yuv420p: exit $?"
+  got=$(probe "$T/h420.y4m" width,height,pix_fmt,nb_read_frames)
+  case "$got" in "$W,$H,yuv420p"*",$N") ;; *) fail "h420.y4m: got '$got', want $W,$H,yuv420p...,$N";; esac
   got=$($FF -f lavfi -i "testsrc=size=${W}x${H}:rate=10" -frames:v $N -pix_fmt yuv420p -f yuv4mpegpipe - \
     | "$BIN" -q - --format gray8 -o - | ffprobe -v error -count_frames -show_entries stream=nb_read_frames,pix_fmt -of csv=p=0 -)
   case "$got" in gray*",$N") ;; *) fail "y4m gray8 pipe: got '$got', want gray,$N";; esac
@@ -588,7 +626,8 @@ if ff_has encoders libx264 && ff_has muxers mp4; then
   [ -n "$want" ] && [ "$(rot "$T/rot-heat.mp4")" = "$want" ] ||
     fail "rotation: source '$want', heat video '$(rot "$T/rot-heat.mp4")'"
   got=$(probe "$T/rot-heat.mp4" width,height | head -1 | cut -d, -f1,2)
-  [ "$got" = "$W,$H" ] || fail "rotated heat video is $got, want the stored $W,$H"
+  # (W and H are odd: libx264's 4:2:0 takes the even size above)
+  [ "$got" = "$((W + 1)),$((H + 1))" ] || fail "rotated heat video is $got, want the stored $((W + 1)),$((H + 1))"
 fi
 
 # The sample aspect ratio goes to the heat video (and the y4m A field), as ffmpeg keeps it:

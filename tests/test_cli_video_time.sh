@@ -9,7 +9,9 @@
 #   (which counts frames): every frame keeps its time, as ffmpeg keeps it;
 # - negative time stamps (Matroska from -1 s) into MP4 and MOV: every frame shown, from 0;
 # - a clock that jumps forward ten hours in MPEG-TS: closed up to one frame (the MP4 muxer
-#   failed on it); the same gap in Matroska is kept.
+#   failed on it); the same gap in Matroska is kept;
+# - variable frame rate MP4 (setpts): each packet lasts until the next frame, the last as the
+#   input's, and the heat video as long as the input.
 set -u
 BIN=${ES_BIN:?ES_BIN not set}
 PY=${ES_PYTHON3:-/usr/bin/python3}
@@ -175,6 +177,65 @@ EOF
     fail "a ten-hour gap in Matroska: the heat video ends at $last s, want the gap kept (> 36000)"
 else
   echo "test_cli_video_time: a jumping clock skipped: no mpegts, mp4, mov or matroska in this FFmpeg"
+fi
+
+# 5. Variable frame rate MP4 (setpts, as the issue's): every packet of the heat video has its
+# duration, the time to the next frame, and the last keeps the input's; the video lasts as
+# long as the input (every packet had none, and a 7.067 s input gave 7.080 s). Compared with
+# ffprobe, in presentation order: time stamps and durations, and the container's duration.
+if ff_has muxers mp4 && ff_has demuxers mov && ff_has filters setpts && ff_has filters settb; then
+  ran=$((ran + 1))
+  encs=$(printf "%s\n" $ENC libx264 | sort -u)
+  for ienc in $encs; do
+  ff_has encoders $ienc || continue
+  # (libx264's B-frames: the MP4 demuxer gives such packets no duration, and the last frame
+  # ends where the file says it does)
+  $FF -f lavfi -i "testsrc=size=64x48:rate=25" -frames:v 30 \
+    -vf "settb=1/1000,setpts='(N*0.04+0.03*floor(N/4)+0.01*mod(N,3))/TB'" \
+    -fps_mode passthrough -enc_time_base 1:1000 -c:v $ienc "$T/vfr.mp4" || fail "cannot make vfr.mp4"
+  for enc in $encs; do
+    ff_has encoders $enc || continue
+    "$BIN" -q -y "$T/vfr.mp4" -o "$T/vfr-$enc.mp4" --codec $enc; rc=$?
+    [ $rc = 0 ] || fail "vfr.mp4 ($ienc) -> mp4 ($enc): exit $rc"
+    "$PY" - "$T/vfr.mp4" "$T/vfr-$enc.mp4" "$ienc -> $enc" <<'EOF' || fail "variable frame rate ($ienc -> $enc): see above"
+import subprocess, sys
+def probe(f):
+    q = lambda *a: subprocess.run(['ffprobe', '-v', 'error', *a, f], capture_output=True,
+                                  text=True, check=True).stdout.split()
+    dur = float(q('-show_entries', 'format=duration', '-of', 'csv=p=0')[0])
+    pk = sorted((float(a), b) for a, b in
+                (l.split(',') for l in q('-select_streams', 'v:0', '-show_entries',
+                                          'packet=pts_time,duration_time', '-of', 'csv=p=0')))
+    bf = int(q('-select_streams', 'v:0', '-show_entries', 'stream=has_b_frames', '-of', 'csv=p=0')[0])
+    return dur, pk, bf
+din, pin, _ = probe(sys.argv[1])
+dout, pout, bframes = probe(sys.argv[2])
+ok = True
+ts_in = [p for p, _ in pin]
+ts_out = [p for p, _ in pout]
+if len(ts_in) != len(ts_out) or any(abs(a - b) > 1e-3 for a, b in zip(ts_in, ts_out)):
+    print('time stamps: input %s, heat %s' % (ts_in, ts_out)); ok = False
+if len(set(round(b - a, 3) for a, b in zip(ts_in, ts_in[1:]))) < 3:
+    print('the input is not of variable rate: %s' % ts_in); ok = False
+# each duration the time to the next frame; the last as the input's stream ends
+want = [b - a for a, b in zip(ts_in, ts_in[1:])] + [din - ts_in[-1]]
+# (ffprobe reads none from an MP4 with B-frames at a variable rate, its stts holding decoding
+# steps, ffmpeg's as ours: there the file's duration says where the last ends)
+got = [d for _, d in pout]
+bad = [(i, g, round(w, 6)) for i, (g, w) in enumerate(zip(got, want))
+       if g == 'N/A' and not bframes or g != 'N/A' and abs(float(g) - w) > 1e-3]
+if bad:
+    print('packet durations (index, heat, want): %s' % bad); ok = False
+if abs(dout - din) > 1e-3:
+    print('duration: input %.6f s, heat %.6f s' % (din, dout)); ok = False
+print('vfr mp4 (%s): %d frames, input %.6f s, heat %.6f s, durations %s' %
+      (sys.argv[3], len(ts_out), din, dout, 'checked' if 'N/A' not in got else 'none read (B-frames)'))
+sys.exit(0 if ok else 1)
+EOF
+  done
+  done
+else
+  echo "test_cli_video_time: variable frame rate skipped: no mp4, mov, setpts or settb in this FFmpeg"
 fi
 
 [ $ran -gt 0 ] || { echo "test_cli_video_time: skipped (nothing this FFmpeg can make)"; exit 77; }

@@ -54,6 +54,29 @@ if [ -x "$T/oneshot-pc" ]; then
   echo "$out" | grep -q "histogram of H" || fail "oneshot (pkg-config) printed: $out"
 fi
 
+# The static route: a C program linked through `pkg-config --static` against the static
+# library alone (a copy of the install without the shared one), FFmpeg and the rest shared as
+# the system has them, links and runs. On a stock Debian 12 it could not link: Requires.private
+# pulled FFmpeg's whole static list (cannot find -lzmq, -lvpx), and the .pc named
+# /usr/lib/x86_64-linux-gnu/libpthread.a by path.
+if [ "${ES_FFMPEG_STATIC_ONLY:-0}" != 1 ]; then
+  grep -E '^Libs.private:.* /[^ ]*\.a( |$)' "$pc" && fail "the .pc file names a static archive by path"
+  cp -a "$T/prefix" "$T/sprefix"
+  rm -f "$T"/sprefix/lib*/libentropy-stream.so*
+  spc=$(find "$T/sprefix" -name entropy-stream.pc | head -1)
+  if PKG_CONFIG_PATH=$(dirname "$spc") cc "$ES_SRC/samples/oneshot.c" \
+       $(PKG_CONFIG_PATH=$(dirname "$spc") pkg-config --static --cflags --libs entropy-stream) \
+       -o "$T/oneshot-static" 2>"$T/cs.log"; then
+    readelf -d "$T/oneshot-static" | grep -q 'NEEDED.*libentropy-stream' &&
+      fail "pkg-config --static: the program needs libentropy-stream.so"
+    out=$("$T/oneshot-static") || fail "oneshot (pkg-config --static) exit $?"
+    echo "$out" | grep -q "histogram of H" || fail "oneshot (pkg-config --static) printed: $out"
+  else
+    cat "$T/cs.log"
+    fail "cc with pkg-config --static (the static library, FFmpeg shared)"
+  fi
+fi
+
 # The installed header alone (twice) as strict C11, every sample as strict C11 from its own
 # .c (the project's build defines _GNU_SOURCE; a user's -std=c11 does not: throughput.c's
 # clock_gettime was undeclared), and a C++ program that calls the library (extern "C").
@@ -198,5 +221,5 @@ else
   tail -20 "$T/sub.log"
   fail "a project using entropy-stream through add_subdirectory did not build"
 fi
-[ $FAIL = 0 ] && echo "test_install: 6 consumers built and ran, header and samples strict C11" || echo "test_install: $FAIL failure(s)"
+[ $FAIL = 0 ] && echo "test_install: 7 consumers built and ran, header and samples strict C11" || echo "test_install: $FAIL failure(s)"
 exit $((FAIL > 0))

@@ -738,7 +738,7 @@ static int stub_checks(void) {
         rc, msg);
   es_video_out *w = (es_video_out *)&msg;
   es_video_out_opts oo = {16, 16, 25, 1, 1, 25, ES_PIX_RGB24, 0, NULL, -1, NULL, 0, NULL,
-                          0, 0, 0, 0, 0, 0};
+                          0, 0, 0, 0, 0, 0, 0};
   rc = es_video_out_open(&w, "x.mp4", &oo, msg, sizeof msg);
   CHECK(rc == ES_ERR_OUTPUT && w == NULL && !strcmp(msg, "built without FFmpeg"), "out: %d %s",
         rc, msg);

@@ -48,6 +48,7 @@ typedef struct cli_opts {
   const char *codec;
   int crf;
   const char *preset;
+  int pix_fmt; /* --pix-fmt: ES_PIX_YUV420P, ES_PIX_YUV444P, or ES_PIX_NONE (the default) */
   int64_t max_pixels;
   int recursive;
   int overwrite; /* -y */

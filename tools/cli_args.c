@@ -45,10 +45,10 @@ static void usage(FILE *f) {
     "      --raw SPEC      raw stdin: gray8:WxH[@FPS] or gray16le:WxH[@FPS]\n"
     "      --codec NAME    video encoder [libx264, else mpeg4, else the container's]\n"
     "      --crf N         encoder quality, 0..63; --preset P [both: the encoder's]\n"
+    "      --pix-fmt F     yuv420p|yuv444p: heat video chroma [yuv420p; y4m yuv444p]\n"
     "      --max-pixels N  refuse larger inputs, 1..2^62 [2^31]\n"
     "  -r, --recursive     descend into subdirectories (a directory input)\n"
-    "  -o, --output PATH   where to write (OUTPUT above)\n"
-    "  -y, -n              overwrite, or skip, existing outputs [refuse]\n"
+    "  -o, --output PATH   where to write; -y, -n: overwrite, skip existing [refuse]\n"
     "  -q, --quiet         no progress, no summary; -v, --verbose: devices, each file\n"
     "      --progress      progress on stderr; --no-progress [on a terminal]\n"
     "      --version       versions of the library, FFmpeg, CUDA; -h, --help: this\n"
@@ -191,7 +191,7 @@ static const char *nearest_option(const char *name, const struct option *longopt
 enum {
   OPT_SHAPE = 256, OPT_BORDER, OPT_BASE, OPT_FORMAT, OPT_COLORMAP, OPT_RANGE, OPT_OVERLAY,
   OPT_STATS, OPT_STATS_BINS, OPT_DEVICE, OPT_GPUS, OPT_CPU_BELOW, OPT_THREADS, OPT_QUEUE,
-  OPT_RAW, OPT_CODEC, OPT_CRF, OPT_PRESET, OPT_MAX_PIXELS, OPT_PROGRESS, OPT_NO_PROGRESS,
+  OPT_RAW, OPT_CODEC, OPT_CRF, OPT_PRESET, OPT_PIX_FMT, OPT_MAX_PIXELS, OPT_PROGRESS, OPT_NO_PROGRESS,
   OPT_VERSION
 };
 
@@ -211,6 +211,7 @@ int cli_parse_args(int argc, char **argv, cli_opts *o) {
     {"threads", required_argument, 0, OPT_THREADS}, {"queue", required_argument, 0, OPT_QUEUE},
     {"raw", required_argument, 0, OPT_RAW},  {"codec", required_argument, 0, OPT_CODEC},
     {"crf", required_argument, 0, OPT_CRF},  {"preset", required_argument, 0, OPT_PRESET},
+    {"pix-fmt", required_argument, 0, OPT_PIX_FMT},
     {"max-pixels", required_argument, 0, OPT_MAX_PIXELS},
     {"recursive", no_argument, 0, 'r'},      {"output", required_argument, 0, 'o'},
     {"quiet", no_argument, 0, 'q'},          {"verbose", no_argument, 0, 'v'},
@@ -403,6 +404,16 @@ int cli_parse_args(int argc, char **argv, cli_opts *o) {
       break;
     case OPT_PRESET:
       o->preset = a;
+      break;
+    case OPT_PIX_FMT:
+      if (!strcmp(a, "yuv420p")) {
+        o->pix_fmt = ES_PIX_YUV420P;
+      } else if (!strcmp(a, "yuv444p")) {
+        o->pix_fmt = ES_PIX_YUV444P;
+      } else {
+        cli_err(NULL, "--pix-fmt %s: must be yuv420p or yuv444p", a);
+        return 1;
+      }
       break;
     case OPT_MAX_PIXELS:
       if (parse_i64(a, 1, INT64_C(1) << 62, &o->max_pixels)) {

@@ -493,6 +493,7 @@ int cli_run_video(cli_opts *o, int out_kind) {
     vopt.codec = o->codec;
     vopt.crf = o->crf;
     vopt.preset = o->preset;
+    vopt.pix_fmt = o->pix_fmt;
     vopt.overwrite = o->overwrite;
     vopt.display_matrix = v.info.has_display_matrix ? v.info.display_matrix : NULL;
     vopt.sar_num = v.info.sar_num;
@@ -742,6 +743,10 @@ int cli_run_video(cli_opts *o, int out_kind) {
    * unless a frame or the stream failed. */
   {
     int commit = !fatal;
+    /* The heat video's last frame lasts as the input's does, where the input was read to
+     * its end. */
+    if (vo && v.read_status == ES_OK && !stopped && !g_stop)
+      es_video_out_end(vo, es_video_in_end_pts(v.vin));
     if (vo) {
       rc = es_video_out_close(&vo, commit, msg, sizeof msg);
       if (rc != ES_OK && commit) {
