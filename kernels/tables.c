@@ -135,7 +135,7 @@ double es_stats_binscale(const es_params *p, int bins) {
 }
 
 void es_stats_finish(es_stats *st, const es_stats_acc *acc, const uint64_t *level_hist,
-                     int levels) {
+                     int levels, const uint64_t *sample_hist, int depth) {
   st->count = acc->count;
   st->min = acc->min;
   st->max = acc->max;
@@ -149,7 +149,26 @@ void es_stats_finish(es_stats *st, const es_stats_acc *acc, const uint64_t *leve
   } else {
     st->mean = st->std = 0.0;
   }
-  st->global_entropy = es_global_entropy(level_hist, levels, acc->count);
+  st->global_entropy_levels = es_global_entropy(level_hist, levels, acc->count);
+  st->global_entropy = es_global_entropy_ffmpeg(sample_hist, 1 << depth, acc->count);
+}
+
+int es_stats_sample_hist_own(int levels, int depth) { return levels != (1 << depth); }
+
+double es_global_entropy_ffmpeg(const uint64_t *sample_hist, int nbins, int64_t total) {
+  /* vf_entropy.c's filter_frame, operation for operation: total, p and the sum are floats,
+   * log2 is the double one (p promoted), and -log2(p) * p + entropy is rounded to float at
+   * each step. The same rounding gives the same value FFmpeg prints with %f. */
+  if (total <= 0 || !sample_hist) return 0.0;
+  float ftotal = (float)total;
+  float entropy = 0;
+  for (int k = 0; k < nbins; k++) {
+    if (sample_hist[k]) {
+      float p = (float)sample_hist[k] / ftotal;
+      entropy = (float)((double)entropy + -log2((double)p) * (double)p);
+    }
+  }
+  return entropy;
 }
 
 double es_global_entropy(const uint64_t *level_hist, int levels, int64_t total) {

@@ -84,7 +84,10 @@ typedef struct es_stats {
   int64_t count;         /* pixels */
   double mean, std;      /* of H (population std) */
   float min, max;        /* of H */
-  double global_entropy; /* entropy in bits of the image's quantized levels (FFmpeg's entropy filter) */
+  double global_entropy; /* entropy in bits of the image's raw samples at its bit depth, as
+                          * FFmpeg's entropy filter (mode normal) gives it for the grey plane
+                          * (a histogram of 2^depth bins, FFmpeg's single-precision sum) */
+  double global_entropy_levels; /* entropy in bits of the image's L quantized levels */
   int bins;              /* histogram bins used (1..ES_STATS_MAX_BINS) */
   uint64_t hist[ES_STATS_MAX_BINS]; /* counts of H in equal bins over [0, hmax] */
 } es_stats;
