@@ -115,6 +115,12 @@ int es_cpu_run_threads(const es_job *job, int threads);
  * entropy-bench's baseline row. Same output as the engine within float rounding. */
 int es_cpu_naive(const es_image *img, const es_params *p, float *out, size_t out_stride);
 
+/* The parameters a frame of bit depth `depth` is computed with: L above 2^depth becomes
+ * 2^depth. The levels are the same (es_quantize maps the 2^depth samples one to one either
+ * way, so every H is too), and hmax, the statistics' bins and the fixed rendering range
+ * are those of L = 2^depth, as if it had been asked for. */
+void es_params_for_depth(es_params *p, int depth);
+
 /* Statistics helpers shared by engines: turn partial sums into es_stats fields. */
 typedef struct es_stats_acc {
   double sum, sumsq; /* of H */

@@ -98,13 +98,17 @@ int es_params_check(const es_params *p, int depth, char *msg, size_t msglen) {
     snprintf(msg, msglen, "bit depth %d: must be 8 or 16", depth);
     return ES_ERR_USAGE;
   }
-  int lmax = depth == 8 ? 256 : 65536;
-  if (p->levels < 2 || p->levels > lmax) {
-    snprintf(msg, msglen, "--levels %d: must be 2..%d for %d-bit input", p->levels, lmax,
-             depth);
+  /* Any depth: above 2^depth the levels are those of 2^depth (es_params_for_depth), so a
+   * batch mixing 8- and 16-bit input takes one L (-L 1024 failed on every 8-bit file). */
+  if (p->levels < 2 || p->levels > 65536) {
+    snprintf(msg, msglen, "--levels %d: must be 2..65536", p->levels);
     return ES_ERR_USAGE;
   }
   return ES_OK;
+}
+
+void es_params_for_depth(es_params *p, int depth) {
+  if ((depth == 8 || depth == 16) && p->levels > 1 << depth) p->levels = 1 << depth;
 }
 
 double es_params_hmax(const es_params *p) {

@@ -57,7 +57,8 @@ typedef struct es_params {
   int window; /* K, odd, 1..255; default 5 */
   int shape;  /* enum es_shape; default square */
   int border; /* enum es_border; default clip */
-  int levels; /* L, 2..256 for 8-bit input, 2..65536 for 16-bit; default 16 */
+  int levels; /* L, 2..65536; default 16. 8-bit input computes L above 256 as 256 (the
+               * same levels; hmax and the statistics' bins those of 256) */
   int base;   /* enum es_base; default 2 (bits) */
 } es_params;
 

@@ -176,6 +176,7 @@ static void frame_job(es_stream *s, es_slot *sl, es_job *job) {
   job->in.stride = f->stride;
   job->in.depth = f->depth;
   job->params = s->ctx->cfg.params;
+  es_params_for_depth(&job->params, f->depth);
   job->map = s->sc.want_map ? sl->map_buf : NULL;
   job->map_stride = f->map_stride;
   job->stats = s->sc.want_stats ? &f->stats : NULL;

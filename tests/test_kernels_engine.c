@@ -243,7 +243,7 @@ static void bad_jobs(void) {
     switch (i) {
     case 0: j.params.window = 4; break;
     case 1: j.params.window = 257; break;
-    case 2: j.params.levels = 257; break;
+    case 2: j.params.levels = 65537; break;
     case 3: j.in.data = NULL; break;
     case 4: j.map_stride = 3; break;
     case 5: j.stats = (es_stats *)map; j.stats_bins = 0; break;

@@ -30,8 +30,8 @@ static void usage(FILE *f) {
     "  -w, --window K        window size, odd, 1..255 (default 5)\n"
     "      --shape S         square|disk (default square)\n"
     "      --border B        clip|reflect (default clip)\n"
-    "  -L, --levels L        quantization levels, 2..256 for 8-bit input, 2..65536 for\n"
-    "                        16-bit input (default 16)\n"
+    "  -L, --levels L        quantization levels, 2..65536 (default 16); 8-bit input takes\n"
+    "                        L above 256 as 256\n"
     "      --base B          2|e: bits or nats (default 2)\n"
     "Rendering:\n"
     "      --format F        heat|gray8|gray16|f32 (default heat)\n"
@@ -218,7 +218,7 @@ int cli_parse_args(int argc, char **argv, cli_opts *o) {
       break;
     case 'L':
       if (parse_int(a, INT_MIN, INT_MAX, &o->cfg.params.levels)) {
-        cli_err(NULL, "--levels %s: must be 2..256 for 8-bit input, 2..65536 for 16-bit", a);
+        cli_err(NULL, "--levels %s: must be 2..65536", a);
         return 1;
       }
       break;
@@ -471,15 +471,9 @@ int cli_parse_args(int argc, char **argv, cli_opts *o) {
     cli_err(NULL, "-y and -n: choose one");
     return 1;
   }
-  /* The parameters are checked against the widest depth here; the levels are checked
-   * again against each input's own depth. */
+  /* Every depth takes the same parameters (8-bit input: L above 256 as 256). */
   {
     char msg[MSG_LEN];
-    if (o->cfg.params.levels < 2 || o->cfg.params.levels > 65536) {
-      cli_err(NULL, "--levels %d: must be 2..256 for 8-bit input, 2..65536 for 16-bit",
-              o->cfg.params.levels);
-      return 1;
-    }
     if (es_params_check(&o->cfg.params, 16, msg, sizeof msg) != ES_OK) {
       cli_err(NULL, "%s", msg);
       return 1;
