@@ -195,10 +195,23 @@ msg=$("$BIN" -q "$T/good.png" -o "$T/cm.png" --format gray8 --colormap turbo 2>&
 [ -e "$T/cm.png" ] && fail "--colormap with gray8: output written"
 msg=$("$BIN" -q "$T/good.png" -o - --codec mpeg4 2>&1 >/dev/null); rc=$?
 [ $rc = 1 ] || fail "--codec with -o -: exit $rc, want 1 ($msg)"
-# ... but taken where they count, and with no -o (only --stats), as --format is.
+# ... but taken where they count.
 "$BIN" -q "$T/good.png" -o "$T/cm.png" --colormap turbo --range auto || fail "--colormap heat png: exit $?"
 "$BIN" -q "$T/good.png" -o "$T/cm16.png" --format gray16 --range auto || fail "--range gray16 png: exit $?"
-"$BIN" -q "$T/good.png" --stats "$T/cm.csv" --codec mpeg4 --colormap turbo || fail "--codec with --stats only: exit $?"
+# Without -o nothing is rendered or encoded: one rule, every rendering and encoder option
+# refused there as with a .npy (issue 32: --stats s.csv --colormap turbo was accepted while
+# -o x.npy --colormap viridis was refused). Nothing is written, --stats included.
+for a in "--colormap turbo" "--range auto" "--overlay 0.5" "--format gray8" "--format f32" \
+         "--codec mpeg4" "--crf 20" "--preset fast"; do
+  set -- $a
+  for s in "--stats $T/cm.csv" ""; do
+    rm -f "$T/cm.csv"
+    msg=$("$BIN" -q "$T/good.png" $s "$@" 2>&1 >/dev/null); rc=$?
+    [ $rc = 1 ] && [ "$msg" = "entropy-stream: $1: nothing is rendered without -o (it applies to an output's pictures)" ] ||
+      fail "$a without -o ($s): exit $rc, want 1 ($msg)"
+    [ -e "$T/cm.csv" ] && fail "$a without -o: --stats written"
+  done
+done
 bad_opt "--range x: " "fixed or auto" --range x
 # Device options a run would ignore: --gpus with --device cpu (no GPU opened) and --cpu-below
 # outside auto (every frame goes to the one device) ran with them silently dropped, exit 0.
