@@ -581,7 +581,7 @@ int cli_run_video(cli_opts *o, int out_kind) {
 
   {
     int show = !o->quiet && (o->progress == 1 || (o->progress < 0 && isatty(2)));
-    /* Outputs asked for; with none (no -o, no --stats) the frames are only computed. */
+    /* Outputs asked for; with none (no -o, no --stats) each frame's statistics line. */
     const int asked = vo || ns || out_kind == OUT_DIR || sw;
     /* --stats - on a terminal: each record goes where the progress line is. */
     const int stats_tty = show && sw && !strcmp(o->stats_path, "-") && isatty(1);

@@ -120,10 +120,11 @@ int main(int argc, char **argv) {
                          ? "block device" : S_ISFIFO(ost.st_mode) ? "FIFO" : "socket";
       if (in_kind == IN_DIR)
         cli_err(o.output, "is a %s: a directory input needs a directory output (without -o only "
-                "--stats is written)", what);
+                "--stats or the statistics lines are written)", what);
       else
         cli_err(o.output, "is a %s, and without an extension its output type is unknown (without "
-                "-o only --stats is written; -o - writes y4m, or --format f32, to standard output)",
+                "-o only --stats or the statistics lines are written; -o - writes y4m, or --format "
+                "f32, to standard output)",
                 what);
       return 1;
     }
