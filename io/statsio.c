@@ -95,7 +95,8 @@ int es_stats_writer_open(es_stats_writer **out, const char *path, int overwrite,
     w->fp = w->at.fp;
   }
   if (w->format == ES_STATS_CSV) {
-    fputs("name,index,pts,width,height,mean,std,min,max,global_entropy", w->fp);
+    fputs("name,index,pts,width,height,mean,std,min,max,global_entropy,global_entropy_levels",
+          w->fp);
     for (int b = 0; b < bins; b++) fprintf(w->fp, ",hist_%d", b);
     fputc('\n', w->fp);
     if (ferror(w->fp)) {
@@ -170,7 +171,7 @@ static void es_json_str(FILE *fp, const char *str) {
 int es_stats_writer_add(es_stats_writer *w, const char *name, int64_t index,
                         double pts_seconds, int width, int height, const es_stats *st,
                         char *msg, size_t len) {
-  char pts[32], mean[32], sd[32], mn[32], mx[32], ge[32];
+  char pts[32], mean[32], sd[32], mn[32], mx[32], ge[32], gel[32];
   if (!w || !st || w->failed) {
     snprintf(msg, len, "statistics output is closed");
     return ES_ERR_INTERNAL;
@@ -185,11 +186,12 @@ int es_stats_writer_add(es_stats_writer *w, const char *name, int64_t index,
   es_fmt_float(mn, sizeof mn, st->min);
   es_fmt_float(mx, sizeof mx, st->max);
   es_fmt_double(ge, sizeof ge, st->global_entropy);
+  es_fmt_double(gel, sizeof gel, st->global_entropy_levels);
   FILE *fp = w->fp;
   if (w->format == ES_STATS_CSV) {
     if (name) es_csv_str(fp, name);
-    fprintf(fp, ",%" PRId64 ",%s,%d,%d,%s,%s,%s,%s,%s", index, pts, width, height, mean, sd, mn,
-            mx, ge);
+    fprintf(fp, ",%" PRId64 ",%s,%d,%d,%s,%s,%s,%s,%s,%s", index, pts, width, height, mean, sd,
+            mn, mx, ge, gel);
     for (int b = 0; b < w->bins; b++) fprintf(fp, ",%" PRIu64, st->hist[b]);
     fputc('\n', fp);
   } else {
@@ -201,8 +203,10 @@ int es_stats_writer_add(es_stats_writer *w, const char *name, int64_t index,
       fputs("null", fp);
     fprintf(fp,
             ",\"index\":%" PRId64 ",\"pts\":%s,\"width\":%d,\"height\":%d,\"mean\":%s,"
-            "\"std\":%s,\"min\":%s,\"max\":%s,\"global_entropy\":%s,\"hist\":[",
-            index, ES_J(pts), width, height, ES_J(mean), ES_J(sd), ES_J(mn), ES_J(mx), ES_J(ge));
+            "\"std\":%s,\"min\":%s,\"max\":%s,\"global_entropy\":%s,"
+            "\"global_entropy_levels\":%s,\"hist\":[",
+            index, ES_J(pts), width, height, ES_J(mean), ES_J(sd), ES_J(mn), ES_J(mx), ES_J(ge),
+            ES_J(gel));
 #undef ES_J
     for (int b = 0; b < w->bins; b++) fprintf(fp, b ? ",%" PRIu64 : "%" PRIu64, st->hist[b]);
     fputs("]}\n", fp);

@@ -42,7 +42,7 @@ typedef struct cpu_ctx {
   size_t map_stride;
   const es_job *job;     /* rendering band by band (chunk_rows > 0): its planes */
   int chunk_rows;        /* rows per cpu_thread.rows, even; 0: not rendered by bands */
-  int want_stats, want_minmax, level_hist_wanted;
+  int want_stats, want_minmax, level_hist_wanted, sample_hist_wanted;
   double binscale;
   int bins;
   double *rowsum, *rowsumsq; /* per row, summed in row order at the end */
@@ -55,6 +55,8 @@ typedef struct cpu_thread {
   uint16_t *colh;        /* Perreault-Hebert column histograms, or NULL */
   void *colbuf;          /* square Huang: K levels per padded column, or NULL */
   uint64_t *level_hist;  /* L bins, or NULL */
+  uint64_t *sample_hist; /* 2^depth bins of the raw samples (global_entropy), or NULL: the
+                          * level histogram is theirs (L = 2^depth) or no statistics */
   uint64_t bins[ES_STATS_MAX_BINS];
   float min, max;
   float *rows;           /* rendering by bands, no map: chunk_rows rows from row cy0 */
@@ -64,6 +66,22 @@ typedef struct cpu_thread {
 } cpu_thread;
 
 typedef uint16_t cpu_v8u16 __attribute__((vector_size(16)));
+
+/* Counts the raw samples of image rows [y0, y1) into t->sample_hist (global_entropy). */
+static void cpu_sample_hist(const cpu_ctx *c, cpu_thread *t, int y0, int y1) {
+  for (int y = y0; y < y1; y++) {
+    const uint8_t *row = c->data + (size_t)y * c->stride;
+    if (c->depth == 8) {
+      for (int x = 0; x < c->w; x++) t->sample_hist[row[x]]++;
+    } else {
+      for (int x = 0; x < c->w; x++) { /* rows need not be aligned */
+        uint16_t v;
+        memcpy(&v, row + 2 * (size_t)x, 2);
+        t->sample_hist[v]++;
+      }
+    }
+  }
+}
 
 /* sum_k flog[win[k]] over L bins: plain scalar loads with four independent sums. gcc's
  * vectorizer turns this loop into emulated gathers (movq/movhps pairs), which callgrind
@@ -217,6 +235,7 @@ int es_cpu_run(const es_job *job, int threads, char *msg, size_t msglen) {
   c.want_stats = job->stats != NULL;
   c.want_minmax = c.want_stats || (render && job->render.range_auto);
   c.level_hist_wanted = c.want_stats;
+  c.sample_hist_wanted = c.want_stats && es_stats_sample_hist_own(p->levels, c.depth);
   c.bins = job->stats_bins;
   c.binscale = c.want_stats ? es_stats_binscale(p, c.bins) : 0.0;
   c.map = job->map;
@@ -298,6 +317,10 @@ int es_cpu_run(const es_job *job, int threads, char *msg, size_t msglen) {
       t->level_hist = calloc((size_t)p->levels, sizeof *t->level_hist);
       if (!t->level_hist) goto end;
     }
+    if (c.sample_hist_wanted) {
+      t->sample_hist = calloc((size_t)1 << c.depth, sizeof *t->sample_hist);
+      if (!t->sample_hist) goto end;
+    }
   }
 
   rc = ES_OK;
@@ -336,6 +359,7 @@ int es_cpu_run(const es_job *job, int threads, char *msg, size_t msglen) {
       else if (t->colbuf) band_huang_sq_u32(&c, t, y0, y1);
       else band_huang_u32(&c, t, y0, y1);
     }
+    if (c.sample_hist_wanted) cpu_sample_hist(&c, t, y0, y1);
   }
 
   /* Reduce in a fixed order: the results do not depend on the thread count. */
@@ -358,7 +382,13 @@ int es_cpu_run(const es_job *job, int threads, char *msg, size_t msglen) {
     st->bins = c.bins;
     for (int i = 0; i < nt; i++)
       for (int k = 0; k < c.bins; k++) st->hist[k] += ts[i].bins[k];
-    es_stats_finish(st, &acc, lh, p->levels);
+    uint64_t *sh = lh;
+    if (c.sample_hist_wanted) {
+      sh = ts[0].sample_hist;
+      for (int i = 1; i < nt; i++)
+        for (size_t k = 0; k < (size_t)1 << c.depth; k++) sh[k] += ts[i].sample_hist[k];
+    }
+    es_stats_finish(st, &acc, lh, p->levels, sh, c.depth);
   }
   if (render && !by_bands) {
     rc = es_cpu_render(c.map, c.map_stride, &job->in, p, &job->render, mn, mx, &job->pix,
@@ -374,6 +404,7 @@ end:
       free(ts[i].colh);
       free(ts[i].colbuf);
       free(ts[i].level_hist);
+      free(ts[i].sample_hist);
       free(ts[i].rows);
     }
   }

@@ -89,6 +89,8 @@ struct es_gpu_worker {
   uint8_t *d_lut;               /* 256 x 3 colormap of the current rendering */
   es_dacc *d_acc;
   es_dacc *h_acc;               /* pinned read-back of d_acc */
+  unsigned long long *d_shist;  /* raw samples' histogram (65536 bins; k_samplehist) */
+  unsigned long long *h_shist;  /* pinned read-back of d_shist */
   /* Buffers grown on demand and reused (capacities in bytes). */
   void *d_in; size_t cap_in;
   void *d_lev; size_t cap_lev;
@@ -540,6 +542,8 @@ extern "C" void es_gpu_worker_destroy(es_gpu_worker **pw) {
   cudaFree(w->d_lut);
   cudaFree(w->d_acc);
   if (w->h_acc) cudaFreeHost(w->h_acc);
+  cudaFree(w->d_shist);
+  if (w->h_shist) cudaFreeHost(w->h_shist);
   cudaFree(w->d_in);
   cudaFree(w->d_lev);
   cudaFree(w->d_map);
@@ -619,6 +623,8 @@ static int worker_create(es_gpu_worker **out, int device, int warm, char *msg, s
   ES_CK(cudaMalloc((void **)&w->d_lut, 768));
   ES_CK(cudaMalloc((void **)&w->d_acc, sizeof(es_dacc)));
   ES_CK(cudaMallocHost((void **)&w->h_acc, sizeof(es_dacc)));
+  ES_CK(cudaMalloc((void **)&w->d_shist, sizeof(unsigned long long) * 65536));
+  ES_CK(cudaMallocHost((void **)&w->h_shist, sizeof(unsigned long long) * 65536));
   ES_CK(cudaMemcpy(w->d_dfl, hd, sizeof *hd * ES_NMAX, cudaMemcpyHostToDevice));
   ES_CK(cudaMemcpy(w->d_log2n, t->log2n, sizeof(double) * (ES_NMAX + 1), cudaMemcpyHostToDevice));
   ES_CK(cudaMemcpy(w->d_scale, t->scale, sizeof(double) * (ES_NMAX + 1), cudaMemcpyHostToDevice));
@@ -686,6 +692,8 @@ struct es_range {
   float hmin, hmax;
   uint64_t hist[ES_STATS_MAX_BINS];
   uint64_t *levhist; /* levels entries, owned by the caller */
+  uint64_t *samplehist; /* 2^depth entries (raw samples), owned by the caller; NULL: none
+                         * (no statistics, or the level histogram is theirs) */
   double *rowsums;   /* 2 per row (sum, sumsq), owned by the caller; NULL: no stats */
 };
 
@@ -1105,6 +1113,8 @@ static int range_compute(es_gpu_worker *w, es_range *R, const es_job *job, int k
   const int want_stats = job->stats != NULL || (job->render.format != ES_PIX_NONE && job->render.range_auto);
   const int bins = job->stats ? job->stats_bins : 1;
   const int want_map = job->map != NULL;
+  const int want_samples = job->stats && R->samplehist; /* and k_samplehist */
+  const size_t nsamples = (size_t)1 << job->in.depth;
   const int in_pinned = !kernels_only && is_pinned(job->in.data);
   const int out_pinned = want_map && is_pinned(job->map);
   int brows = (int)((ES_BAND_BYTES + (size_t)W * 4 - 1) / ((size_t)W * 4));
@@ -1173,6 +1183,8 @@ static int range_compute(es_gpu_worker *w, es_range *R, const es_job *job, int k
     k_acc_init<<<64, 256, 0, w->s_comp>>>(w->d_acc, ES_STATS_MAX_BINS, L);
     ES_CKL("k_acc_init");
   }
+  if (want_samples)
+    ES_CK(cudaMemsetAsync(w->d_shist, 0, sizeof(unsigned long long) * nsamples, w->s_comp));
   if (kernels_only) up_next = nup;
 
   for (int b = 0; b < nb; b++) {
@@ -1245,6 +1257,16 @@ static int range_compute(es_gpu_worker *w, es_range *R, const es_job *job, int k
     ES_CK(cudaMemcpyAsync(w->h_acc, w->d_acc, offsetof(es_dacc, levhist) + sizeof(unsigned long long) * (size_t)L,
                           cudaMemcpyDeviceToHost, w->s_comp));
   }
+  if (want_samples) {
+    /* The range's own rows, uploaded by now: their quantize launches waited for them. */
+    const size_t n = (size_t)W * (size_t)nrows;
+    const unsigned blocks = (unsigned)(n / 256 + 1 < 1024 ? n / 256 + 1 : 1024);
+    k_samplehist<<<blocks, 256, 0, w->s_comp>>>((const char *)w->d_in + (size_t)(R->row0 - R->in0) * inrow,
+                                                inrow, W, nrows, job->in.depth, w->d_shist);
+    ES_CKL("k_samplehist");
+    ES_CK(cudaMemcpyAsync(w->h_shist, w->d_shist, sizeof(unsigned long long) * nsamples,
+                          cudaMemcpyDeviceToHost, w->s_comp));
+  }
   /* Everything of this range is on s_comp now: the benchmark's end event goes here, before
    * the host's waits below (after them it timed the host's round trip too: BENCHMARKS R2). */
   if (done) ES_CK(cudaEventRecord(done, w->s_comp));
@@ -1263,6 +1285,8 @@ static int range_compute(es_gpu_worker *w, es_range *R, const es_job *job, int k
     if (R->levhist)
       for (int k = 0; k < L; k++) R->levhist[k] = w->h_acc->levhist[k];
   }
+  if (want_samples)
+    for (size_t k = 0; k < nsamples; k++) R->samplehist[k] = w->h_shist[k];
   if (job->stats && R->rowsums && !kernels_only)
     memcpy(R->rowsums, w->h_rows, sizeof(double) * 2 * (size_t)nrows);
   w->last_w = W;
@@ -1549,8 +1573,13 @@ static int run_jobs(es_gpu_worker **ws, int n, const es_job *job, char *msg, siz
   uint64_t *lh = (uint64_t *)calloc((size_t)n * (size_t)L, sizeof *lh);
   uint64_t *lsum = (uint64_t *)calloc((size_t)L, sizeof *lsum);
   double *rows = job->stats ? (double *)malloc(sizeof(double) * 2 * (size_t)H) : NULL;
+  /* Raw samples' histograms (global_entropy), one a range, where the levels' are not theirs */
+  const int own_samples = job->stats && es_stats_sample_hist_own(L, job->in.depth);
+  const size_t nsamples = (size_t)1 << job->in.depth;
+  uint64_t *sh = own_samples ? (uint64_t *)calloc((size_t)n * nsamples, sizeof *sh) : NULL;
+  uint64_t *ssum = own_samples ? (uint64_t *)calloc(nsamples, sizeof *ssum) : NULL;
   int m = 0;
-  if (!Rs || !ts || !lh || !lsum || (job->stats && !rows)) {
+  if (!Rs || !ts || !lh || !lsum || (job->stats && !rows) || (own_samples && (!sh || !ssum))) {
     rc = ES_ERR_NOMEM;
     goto end;
   }
@@ -1561,6 +1590,7 @@ static int run_jobs(es_gpu_worker **ws, int n, const es_job *job, char *msg, siz
     Rs[m].row0 = a;
     Rs[m].row1 = b;
     Rs[m].levhist = lh + (size_t)m * L;
+    Rs[m].samplehist = sh ? sh + (size_t)m * nsamples : NULL;
     Rs[m].rowsums = rows ? rows + 2 * (size_t)a : NULL;
     range_plan(&Rs[m], job, ws[i]);
     ts[m].w = ws[i];
@@ -1581,6 +1611,8 @@ static int run_jobs(es_gpu_worker **ws, int n, const es_job *job, char *msg, siz
         if (Rs[i].hmin < hmin) hmin = Rs[i].hmin;
         if (Rs[i].hmax > hmax) hmax = Rs[i].hmax;
         for (int k = 0; k < L; k++) lsum[k] += Rs[i].levhist[k];
+        if (ssum)
+          for (size_t k = 0; k < nsamples; k++) ssum[k] += Rs[i].samplehist[k];
       }
     }
     /* Rows in order, as the CPU engine adds them: the same bits whatever the split. */
@@ -1600,7 +1632,7 @@ static int run_jobs(es_gpu_worker **ws, int n, const es_job *job, char *msg, siz
       for (int i = 0; i < m; i++)
         for (int k = 0; k < bins; k++) st->hist[k] += Rs[i].hist[k];
       st->bins = bins;
-      es_stats_finish(st, &acc, lsum, L);
+      es_stats_finish(st, &acc, lsum, L, ssum ? ssum : lsum, job->in.depth);
     }
     if (job->render.format != ES_PIX_NONE) {
       double lo, inv;
@@ -1619,6 +1651,8 @@ end:
   free(lh);
   free(lsum);
   free(rows);
+  free(sh);
+  free(ssum);
   return rc;
 }
 

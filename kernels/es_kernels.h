@@ -115,19 +115,34 @@ int es_cpu_run_threads(const es_job *job, int threads);
  * entropy-bench's baseline row. Same output as the engine within float rounding. */
 int es_cpu_naive(const es_image *img, const es_params *p, float *out, size_t out_stride);
 
+/* The parameters a frame of bit depth `depth` is computed with: L above 2^depth becomes
+ * 2^depth. The levels are the same (es_quantize maps the 2^depth samples one to one either
+ * way, so every H is too), and hmax, the statistics' bins and the fixed rendering range
+ * are those of L = 2^depth, as if it had been asked for. */
+void es_params_for_depth(es_params *p, int depth);
+
 /* Statistics helpers shared by engines: turn partial sums into es_stats fields. */
 typedef struct es_stats_acc {
   double sum, sumsq; /* of H */
   float min, max;
   int64_t count;
 } es_stats_acc;
-/* Fills count, mean, std (population: sqrt(max(0, sumsq/count - mean^2))), min, max and
- * global_entropy (from level_hist) of st; the engine fills bins and hist itself. Every
- * engine finishes its statistics through this one function. */
+/* Fills count, mean, std (population: sqrt(max(0, sumsq/count - mean^2))), min, max,
+ * global_entropy_levels (from level_hist) and global_entropy (from sample_hist, the counts
+ * of the raw samples: 2^depth bins) of st; the engine fills bins and hist itself. Every
+ * engine finishes its statistics through this one function, from integer counts, so that
+ * both engines give the same bits. Where levels == 2^depth the two histograms are the same
+ * (es_quantize is the identity) and sample_hist may be level_hist. */
 void es_stats_finish(es_stats *st, const es_stats_acc *acc, const uint64_t *level_hist,
-                     int levels);
+                     int levels, const uint64_t *sample_hist, int depth);
 /* Global entropy (bits) of a level histogram of `levels` bins over `total` samples. */
 double es_global_entropy(const uint64_t *level_hist, int levels, int64_t total);
+/* FFmpeg's entropy filter (libavfilter/vf_entropy.c, mode normal) on a histogram of the raw
+ * samples of `nbins` bins over `total` samples, in its single-precision arithmetic: the
+ * value lavfi.entropy.entropy.normal.Y holds. */
+double es_global_entropy_ffmpeg(const uint64_t *sample_hist, int nbins, int64_t total);
+/* Whether the raw samples need a histogram of their own: levels differs from 2^depth. */
+int es_stats_sample_hist_own(int levels, int depth);
 /* a / b rounded up (a, b > 0): the scales below, so that a value exactly on a bin edge or
  * a rounding tie is not pushed under it by a quotient rounded down. */
 double es_div_up(double a, double b);

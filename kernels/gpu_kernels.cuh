@@ -56,6 +56,39 @@ __global__ void k_acc_init(es_dacc *a, int bins, int levels) {
 }
 
 
+/* The raw samples' histogram of n = W x nrows samples in tight rows of `pitch` bytes from
+ * `in` (global_entropy: FFmpeg's entropy filter's histogram; the host takes the log sum
+ * from these integer counts, as for the CPU engine). 8-bit: 256 shared counters a block,
+ * flushed with one atomic a sample value; 16-bit: into hist (zeroed by the caller), one
+ * atomic per run of equal samples in a warp (a flat image would send every lane of every
+ * warp to one address). Grid-stride; blocks of 256 threads. */
+__global__ void k_samplehist(const void *in, size_t pitch, int W, int nrows, int depth,
+                             unsigned long long *hist) {
+  __shared__ unsigned int sh[256];
+  const size_t n = (size_t)W * (size_t)nrows;
+  if (depth == 8) {
+    sh[threadIdx.x] = 0u;
+    __syncthreads();
+  }
+  for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n;
+       i += (size_t)gridDim.x * blockDim.x) {
+    const size_t y = i / (size_t)W, x = i - y * (size_t)W;
+    const unsigned char *row = (const unsigned char *)in + y * pitch;
+    if (depth == 8) {
+      atomicAdd(&sh[row[x]], 1u);
+    } else {
+      const unsigned v = ((const uint16_t *)row)[x]; /* native endian, as k_quant reads */
+      const unsigned same = __match_any_sync(__activemask(), v);
+      if ((threadIdx.x & 31) == (unsigned)(__ffs(same) - 1))
+        atomicAdd(&hist[v], (unsigned long long)__popc(same));
+    }
+  }
+  if (depth == 8) {
+    __syncthreads();
+    if (sh[threadIdx.x]) atomicAdd(&hist[threadIdx.x], (unsigned long long)sh[threadIdx.x]);
+  }
+}
+
 struct es_qparams {
   const void *in;   /* device copy of image rows [in0, ...), tight rows of in_pitch bytes */
   size_t in_pitch;

@@ -72,7 +72,12 @@ int es_ref_stats(const es_image *img, const es_params *p, const double *map, int
   if (bins < 1 || bins > ES_STATS_MAX_BINS) return ES_ERR_USAGE;
   int w = img->width, h = img->height, L = p->levels;
   uint64_t *lh = calloc((size_t)L, sizeof *lh);
-  if (!lh) return ES_ERR_NOMEM;
+  uint64_t *sh = calloc((size_t)1 << img->depth, sizeof *sh); /* raw samples */
+  if (!lh || !sh) {
+    free(lh);
+    free(sh);
+    return ES_ERR_NOMEM;
+  }
   memset(stats, 0, sizeof *stats);
   stats->bins = bins;
   double binscale = es_stats_binscale(p, bins);
@@ -87,10 +92,12 @@ int es_ref_stats(const es_image *img, const es_params *p, const double *map, int
       if (f > acc.max) acc.max = f;
       stats->hist[es_stats_bin(f, binscale, bins)]++;
       lh[es_quantize(es_image_sample(img, x, y), L, img->depth)]++;
+      sh[es_image_sample(img, x, y)]++;
     }
   }
   acc.count = (int64_t)w * h;
-  es_stats_finish(stats, &acc, lh, L);
+  es_stats_finish(stats, &acc, lh, L, sh, img->depth);
   free(lh);
+  free(sh);
   return ES_OK;
 }

@@ -98,13 +98,17 @@ int es_params_check(const es_params *p, int depth, char *msg, size_t msglen) {
     snprintf(msg, msglen, "bit depth %d: must be 8 or 16", depth);
     return ES_ERR_USAGE;
   }
-  int lmax = depth == 8 ? 256 : 65536;
-  if (p->levels < 2 || p->levels > lmax) {
-    snprintf(msg, msglen, "--levels %d: must be 2..%d for %d-bit input", p->levels, lmax,
-             depth);
+  /* Any depth: above 2^depth the levels are those of 2^depth (es_params_for_depth), so a
+   * batch mixing 8- and 16-bit input takes one L (-L 1024 failed on every 8-bit file). */
+  if (p->levels < 2 || p->levels > 65536) {
+    snprintf(msg, msglen, "--levels %d: must be 2..65536", p->levels);
     return ES_ERR_USAGE;
   }
   return ES_OK;
+}
+
+void es_params_for_depth(es_params *p, int depth) {
+  if ((depth == 8 || depth == 16) && p->levels > 1 << depth) p->levels = 1 << depth;
 }
 
 double es_params_hmax(const es_params *p) {
@@ -135,7 +139,7 @@ double es_stats_binscale(const es_params *p, int bins) {
 }
 
 void es_stats_finish(es_stats *st, const es_stats_acc *acc, const uint64_t *level_hist,
-                     int levels) {
+                     int levels, const uint64_t *sample_hist, int depth) {
   st->count = acc->count;
   st->min = acc->min;
   st->max = acc->max;
@@ -149,7 +153,26 @@ void es_stats_finish(es_stats *st, const es_stats_acc *acc, const uint64_t *leve
   } else {
     st->mean = st->std = 0.0;
   }
-  st->global_entropy = es_global_entropy(level_hist, levels, acc->count);
+  st->global_entropy_levels = es_global_entropy(level_hist, levels, acc->count);
+  st->global_entropy = es_global_entropy_ffmpeg(sample_hist, 1 << depth, acc->count);
+}
+
+int es_stats_sample_hist_own(int levels, int depth) { return levels != (1 << depth); }
+
+double es_global_entropy_ffmpeg(const uint64_t *sample_hist, int nbins, int64_t total) {
+  /* vf_entropy.c's filter_frame, operation for operation: total, p and the sum are floats,
+   * log2 is the double one (p promoted), and -log2(p) * p + entropy is rounded to float at
+   * each step. The same rounding gives the same value FFmpeg prints with %f. */
+  if (total <= 0 || !sample_hist) return 0.0;
+  float ftotal = (float)total;
+  float entropy = 0;
+  for (int k = 0; k < nbins; k++) {
+    if (sample_hist[k]) {
+      float p = (float)sample_hist[k] / ftotal;
+      entropy = (float)((double)entropy + -log2((double)p) * (double)p);
+    }
+  }
+  return entropy;
 }
 
 double es_global_entropy(const uint64_t *level_hist, int levels, int64_t total) {

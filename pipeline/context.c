@@ -464,8 +464,9 @@ int es_context_create(es_context **out, const es_config *cfg, char *msg, size_t 
   /* The configuration in force lists the GPUs actually used. */
   gpus_publish(ctx);
   if (ctx->cfg.verbose >= 2)
-    es_ctx_message(ctx, "%d GPU(s), %d CPU thread(s), cpu-below %lld pixels", ctx->ngpu,
-                   ctx->threads, (long long)ctx->cfg.cpu_below);
+    es_ctx_message(ctx, "%d GPU%s, %d CPU thread%s, cpu-below %lld pixel%s", ctx->ngpu,
+                   ctx->ngpu == 1 ? "" : "s", ctx->threads, ctx->threads == 1 ? "" : "s",
+                   (long long)ctx->cfg.cpu_below, ctx->cfg.cpu_below == 1 ? "" : "s");
   *out = ctx;
   ctx = NULL;
 end:

@@ -344,6 +344,7 @@ int es_compute(es_context *ctx, const es_image *img, float *out, size_t out_stri
   memset(&job, 0, sizeof job);
   job.in = *img;
   job.params = ctx->cfg.params;
+  es_params_for_depth(&job.params, img->depth);
   job.map = out;
   job.map_stride = out_stride;
   job.stats = stats;

@@ -57,7 +57,8 @@ typedef struct es_params {
   int window; /* K, odd, 1..255; default 5 */
   int shape;  /* enum es_shape; default square */
   int border; /* enum es_border; default clip */
-  int levels; /* L, 2..256 for 8-bit input, 2..65536 for 16-bit; default 16 */
+  int levels; /* L, 2..65536; default 16. 8-bit input computes L above 256 as 256 (the
+               * same levels; hmax and the statistics' bins those of 256) */
   int base;   /* enum es_base; default 2 (bits) */
 } es_params;
 
@@ -84,7 +85,10 @@ typedef struct es_stats {
   int64_t count;         /* pixels */
   double mean, std;      /* of H (population std) */
   float min, max;        /* of H */
-  double global_entropy; /* entropy in bits of the image's quantized levels (FFmpeg's entropy filter) */
+  double global_entropy; /* entropy in bits of the image's raw samples at its bit depth, as
+                          * FFmpeg's entropy filter (mode normal) gives it for the grey plane
+                          * (a histogram of 2^depth bins, FFmpeg's single-precision sum) */
+  double global_entropy_levels; /* entropy in bits of the image's L quantized levels */
   int bins;              /* histogram bins used (1..ES_STATS_MAX_BINS) */
   uint64_t hist[ES_STATS_MAX_BINS]; /* counts of H in equal bins over [0, hmax] */
 } es_stats;

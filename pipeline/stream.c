@@ -176,6 +176,7 @@ static void frame_job(es_stream *s, es_slot *sl, es_job *job) {
   job->in.stride = f->stride;
   job->in.depth = f->depth;
   job->params = s->ctx->cfg.params;
+  es_params_for_depth(&job->params, f->depth);
   job->map = s->sc.want_map ? sl->map_buf : NULL;
   job->map_stride = f->map_stride;
   job->stats = s->sc.want_stats ? &f->stats : NULL;
@@ -384,8 +385,9 @@ int es_stream_open(es_context *ctx, const es_stream_config *sc, es_stream **out)
   es_trace("stream: pool of %d frames, %d CPU worker(s)%s", s->nslots, ncpu,
            ready ? "" : ", GPUs joining when open");
   if (ctx->cfg.verbose >= 2)
-    es_ctx_message(ctx, "stream: %d frames, %d CPU worker(s) x %d thread(s)", s->nslots, ncpu,
-                   s->cpu_threads);
+    es_ctx_message(ctx, "stream: %d frame%s, %d CPU worker%s x %d thread%s", s->nslots,
+                   s->nslots == 1 ? "" : "s", ncpu, ncpu == 1 ? "" : "s", s->cpu_threads,
+                   s->cpu_threads == 1 ? "" : "s");
   *out = s;
   s = NULL;
   rc = ES_OK;

@@ -91,6 +91,7 @@ static inline int pt_stats_equal(const es_stats *a, const es_stats *b, const cha
            memcmp(&a->min, &b->min, sizeof a->min) == 0 &&
            memcmp(&a->max, &b->max, sizeof a->max) == 0 &&
            memcmp(&a->global_entropy, &b->global_entropy, sizeof(double)) == 0 &&
+           memcmp(&a->global_entropy_levels, &b->global_entropy_levels, sizeof(double)) == 0 &&
            a->bins == b->bins && a->bins >= 1 && a->bins <= ES_STATS_MAX_BINS &&
            memcmp(a->hist, b->hist, sizeof a->hist[0] * (size_t)a->bins) == 0;
   CHECK(ok, "%s: stats differ (mean %.17g vs %.17g, min %g/%g max %g/%g, count %lld/%lld)",

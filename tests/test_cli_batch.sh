@@ -418,6 +418,25 @@ want = [n.decode('utf-8', 'replace') for n in names]
 assert [r['name'] for r in recs] == want and [r['index'] for r in recs] == list(range(len(names))), recs
 PYEOF
 
+# A batch mixing 8- and 16-bit input takes any L up to 65536 (issue 32: -L 1024 failed on
+# every 8-bit file, exit 1): an 8-bit file gives what -L 256 gives (same levels, hmax and
+# bins: a 17 x 17 window holds more than 256 pixels), a 16-bit one what -L 1024 gives alone.
+SRC=${ES_SRC:-$(cd "$(dirname "$0")/.." && pwd)}
+mkdir -p "$T/mixed"
+cp "$SRC/samples/camera.png" "$SRC/samples/chelsea.png" "$SRC/samples/moon16.png" "$T/mixed/"
+msg=$("$BIN" -q -y "$T/mixed" -w 17 -L 1024 --stats "$T/mixed.csv" -o "$T/mixed_out/" 2>&1); rc=$?
+[ $rc = 0 ] || fail "mixed 8/16-bit batch with -L 1024: exit $rc ($msg)"
+for f in camera chelsea moon16; do
+  L=256; [ $f = moon16 ] && L=1024
+  "$BIN" -q -y "$T/mixed/$f.png" -w 17 -L $L --stats "$T/one_$f.csv" -o "$T/one_$f.png" ||
+    fail "$f.png -L $L alone failed"
+  cmp -s "$T/one_$f.png" "$T/mixed_out/$f.png" || fail "$f.png: the batch's -L 1024 map is not -L $L's"
+  want=$(tail -n 1 "$T/one_$f.csv" | cut -d, -f2-)
+  got=$(grep "^[^,]*$f.png," "$T/mixed.csv" | cut -d, -f2- | sed 's/^[0-9]*,//')
+  [ -n "$got" ] && [ "$got" = "$(printf '%s\n' "$want" | sed 's/^[0-9]*,//')" ] ||
+    fail "$f.png: the batch's -L 1024 statistics are not -L $L's: '$got' vs '$want'"
+done
+
 if [ $FAIL -ne 0 ]; then
   echo "test_cli_batch: $FAIL failure(s)"
   exit 1

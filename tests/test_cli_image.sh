@@ -437,6 +437,45 @@ for fmt, more in (('heat', []), ('gray16', []), ('heat', ['--overlay', '0.5'])):
 sys.exit(0 if ok else 1)
 PYEOF
 
+# Neither -o nor --stats: the statistics line on stdout (issue 32: the run computed, wrote
+# nothing and exited 0), the numbers of --stats - to 4 decimals; a batch gives one a file in
+# name order; --stats - stays the CSV. -q silences stderr, not the result.
+SRC=${ES_SRC:-$(cd "$(dirname "$0")/.." && pwd)}
+mkdir -p "$T/sl"
+cp "$SRC/samples/camera.png" "$SRC/samples/moon16.png" "$T/sl/"
+"$BIN" -q "$T/sl/moon16.png" -w 7 --base e >"$T/sl1.txt" 2>"$T/sl1.err"; rc=$?
+[ $rc = 0 ] && [ ! -s "$T/sl1.err" ] || fail "stats line: exit $rc ($(cat "$T/sl1.err"))"
+"$BIN" -q "$T/sl/moon16.png" -w 7 --base e --stats - >"$T/sl1.csv" || fail "stats line: --stats - failed"
+"$BIN" -q "$T/sl" >"$T/sl2.txt" || fail "stats line of a batch: exit $?"
+"$BIN" -q "$T/sl" --stats - >"$T/sl2.csv" || fail "stats line of a batch: --stats - failed"
+"$PY" - "$T" <<'PYEOF' || fail "the statistics line"
+import csv, re, sys
+T = sys.argv[1]
+pat = re.compile(r'^(.+): (\d+)x(\d+), H mean (\S+) std (\S+) min (\S+) max (\S+) (bits|nats), '
+                 r'global entropy (\S+) bits \(levels (\S+) bits\)$')
+def check(txt, csvf, unit, names):
+    lines = open(txt).read().splitlines()
+    rows = list(csv.DictReader(open(csvf)))
+    assert len(lines) == len(rows) == len(names), (lines, rows)
+    for line, row, name in zip(lines, rows, names):
+        m = pat.match(line)
+        assert m, line
+        assert m.group(1) == name and m.group(8) == unit, line
+        assert (m.group(2), m.group(3)) == (row['width'], row['height']), line
+        for g, k in zip(range(4, 8), ('mean', 'std', 'min', 'max')):
+            assert m.group(g) == '%.4f' % float(row[k]), (line, k, row[k])
+        assert m.group(9) == '%.4f' % float(row['global_entropy']), line
+        assert m.group(10) == '%.4f' % float(row['global_entropy_levels']), line
+check(T + '/sl1.txt', T + '/sl1.csv', 'nats', [T + '/sl/moon16.png'])
+check(T + '/sl2.txt', T + '/sl2.csv', 'bits', ['camera.png', 'moon16.png'])
+PYEOF
+# -v counts in the right number (issue 32: "stream: 1 frames"): one file, one frame in flight.
+msg=$("$BIN" -v -y "$T/sl/camera.png" -o "$T/sl_v.png" 2>&1); rc=$?
+[ $rc = 0 ] || fail "-v one file: exit $rc ($msg)"
+printf '%s\n' "$msg" | grep -q "stream: 1 frame, " || fail "-v one file: no 'stream: 1 frame,': $msg"
+printf '%s\n' "$msg" | grep -Eq "(^|[^0-9./])1 (frame|file|worker|thread|GPU|pixel)s\b|\(s\)" &&
+  fail "-v one file: a plural of one, or (s): $msg"
+
 if [ $FAIL -ne 0 ]; then
   echo "test_cli_image: $FAIL failure(s)"
   exit 1

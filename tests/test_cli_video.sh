@@ -245,13 +245,21 @@ case "$msg" in "entropy-stream: $N frames ($((N - 1)) skipped: exist), ${W}x${H}
 # Stats per frame: N records, index 0..N-1, pts 0, 0.1, ...
 "$BIN" -q "$T/clip.mkv" --stats "$T/v.csv" -w $K --border reflect; rc=$?
 [ $rc = 0 ] || fail "clip -> stats: exit $rc"
-"$PY" - "$T/v.csv" "$T/v.npy" <<'EOF' || fail "video stats wrong"
+# global_entropy is FFmpeg's entropy filter on each frame's grey plane (issue 32), whatever -w.
+$FF -i "$T/clip.mkv" -vf "entropy,metadata=print:file=$T/v-ff.txt" -f null - ||
+  fail "ffmpeg's entropy filter on the clip failed"
+"$PY" - "$T/v.csv" "$T/v.npy" "$T/clip.mkv" "$T/v-ff.txt" <<'EOF' || fail "video stats wrong"
 import csv, sys
 import numpy as np
 rows = list(csv.DictReader(open(sys.argv[1])))
 v = np.load(sys.argv[2]).astype(np.float64)
-assert len(rows) == v.shape[0], (len(rows), v.shape)
+ff = [l.split('=', 1)[1] for l in open(sys.argv[4]).read().splitlines()
+      if l.startswith('lavfi.entropy.entropy.normal.Y=')]
+assert len(rows) == v.shape[0] == len(ff), (len(rows), v.shape, len(ff))
 for t, r in enumerate(rows):
+    # the name column holds the input's name (it was empty: joined CSVs could not be told apart)
+    assert r['name'] == sys.argv[3], r['name']
+    assert '%f' % float(r['global_entropy']) == ff[t], (t, r['global_entropy'], ff[t])
     assert int(r['index']) == t, r['index']
     assert abs(float(r['pts']) - t / 10) < 1e-6, r['pts']
     assert abs(float(r['mean']) - v[t].mean()) < 1e-4, (t, r['mean'], v[t].mean())
@@ -263,11 +271,12 @@ EOF
 if [ $Y4M_IN = 1 ] && [ $Y4M_OUT = 1 ]; then
   "$BIN" -q "$T/clip.mkv" --format gray8 -o - | "$BIN" -q - --stats "$T/y4m-pts.csv" ||
     fail "clip -> y4m -> stats: exit $?"
-  "$PY" - "$T/y4m-pts.csv" <<'EOF' || fail "y4m stats pts not t/10"
+  "$PY" - "$T/y4m-pts.csv" <<'EOF' || fail "y4m stats pts not t/10, or not named -"
 import csv, sys
 rows = list(csv.DictReader(open(sys.argv[1])))
 bad = [r['pts'] for t, r in enumerate(rows) if float(r['pts']) != t / 10]
 assert rows and not bad, bad
+assert all(r['name'] == '-' for r in rows), [r['name'] for r in rows]
 EOF
 fi
 
@@ -917,7 +926,7 @@ if command -v script >/dev/null; then
     || fail "video on a tty: no '$N/$N frames, fps, ETA 0:00' progress: $(printf '%s' "$out" | cat -v)"
   printf '%s' "$out" | grep -aq "ETA [0-9:?]*[^0-9:?"$'\r'"]" \
     && fail "--stats - on a tty: a record drawn on after the progress line: $(printf '%s' "$out" | cat -v)"
-  rows=$(printf '%s' "$out" | sed 's/\x1b\[K/\n/g' | tr '\r' '\n' | grep -ac "^,[0-9]*,[0-9.]*,$W,$H,")
+  rows=$(printf '%s' "$out" | sed 's/\x1b\[K/\n/g' | tr '\r' '\n' | grep -ac "^$T/clip.mkv,[0-9]*,[0-9.]*,$W,$H,")
   [ "$rows" = $N ] || fail "--stats - on a tty: $rows whole records, want $N: $(printf '%s' "$out" | cat -v)"
   $FF -i "$T/clip.mkv" -f rawvideo -pix_fmt gray "$T/clip.gray" || fail "cannot make raw frames"
   out=$(script -qec "cat '$T/clip.gray' | '$BIN' - --raw gray8:${W}x$H -o '$T/tty.npy' -y" /dev/null 2>&1)
@@ -951,6 +960,38 @@ if command -v script >/dev/null; then
   out=$(script -qec "'$BIN' '$T/clip.mkv' -o '$T/tty.npy' -y -q" /dev/null 2>&1)
   [ -z "$out" ] || fail "-q on a tty: printed $(printf '%s' "$out" | cat -v)"
 fi
+
+# Standard input's records are named "-" (raw frames: any FFmpeg build reads them).
+head -c 48 /dev/urandom | "$BIN" -q - --raw gray8:4x4 --stats "$T/raw-name.jsonl" ||
+  fail "raw stdin --stats: exit $?"
+"$PY" - "$T/raw-name.jsonl" <<'EOF' || fail "raw stdin records not named -"
+import json, sys
+recs = [json.loads(l) for l in open(sys.argv[1])]
+assert len(recs) == 3 and all(r['name'] == '-' for r in recs), recs
+EOF
+# Neither -o nor --stats: each frame's statistics line on stdout (it computed and wrote
+# nothing), named by the input, numbered, timed, the numbers of --stats to 4 decimals.
+"$BIN" -q "$T/clip.mkv" -w $K --border reflect >"$T/v-line.txt" || fail "video stats line: exit $?"
+"$PY" - "$T/v-line.txt" "$T/v.csv" "$T/clip.mkv" <<'EOF' || fail "video stats line"
+import csv, sys
+lines = open(sys.argv[1]).read().splitlines()
+rows = list(csv.DictReader(open(sys.argv[2])))
+assert len(lines) == len(rows), (len(lines), len(rows))
+for t, (l, r) in enumerate(zip(lines, rows)):
+    want = ('%s frame %d at %.3f s: %sx%s, H mean %.4f std %.4f min %.4f max %.4f bits, '
+            'global entropy %.4f bits (levels %.4f bits)' % (
+                sys.argv[3], t, float(r['pts']), r['width'], r['height'], float(r['mean']),
+                float(r['std']), float(r['min']), float(r['max']), float(r['global_entropy']),
+                float(r['global_entropy_levels'])))
+    assert l == want, (l, want)
+EOF
+# -v of a one-frame video: "1 frame", never "1 frames" or "(s)" (issue 32).
+$FF -f lavfi -i "testsrc=size=32x24:rate=10" -frames:v 1 -c:v ffv1 "$T/one.mkv" || fail "cannot make one.mkv"
+msg=$("$BIN" -v --no-progress "$T/one.mkv" -o "$T/one.npy" 2>&1); rc=$?
+[ $rc = 0 ] || fail "-v one frame: exit $rc ($msg)"
+printf '%s\n' "$msg" | grep -q "^entropy-stream: 1 frame, 32x24" || fail "-v one frame: summary: $msg"
+printf '%s\n' "$msg" | grep -Eq "(^|[^0-9./])1 (frame|file|worker|thread|GPU|pixel|packet)s\b|\(s\)" &&
+  fail "-v one frame: a plural of one, or (s): $msg"
 
 if [ $FAIL -ne 0 ]; then
   echo "test_cli_video: $FAIL failure(s)"

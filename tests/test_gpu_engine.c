@@ -20,6 +20,7 @@ static int g_small;
 static void ref_stats(const es_image *img, const es_params *p, const float *map, int bins,
                       es_stats *st) {
   uint64_t *lh = calloc((size_t)p->levels, sizeof *lh);
+  uint64_t *sh = calloc((size_t)1 << img->depth, sizeof *sh); /* raw samples */
   es_stats_acc acc;
   double bs = es_stats_binscale(p, bins);
   memset(st, 0, sizeof *st);
@@ -38,13 +39,15 @@ static void ref_stats(const es_image *img, const es_params *p, const float *map,
       if (h > acc.max) acc.max = h;
       st->hist[es_stats_bin(h, bs, bins)]++;
       lh[es_quantize(es_image_sample(img, x, y), (uint32_t)p->levels, img->depth)]++;
+      sh[es_image_sample(img, x, y)]++;
     }
     acc.sum += rs;
     acc.sumsq += rss;
   }
   st->bins = bins;
-  es_stats_finish(st, &acc, lh, p->levels);
+  es_stats_finish(st, &acc, lh, p->levels, sh, img->depth);
   free(lh);
+  free(sh);
 }
 
 static void check_stats(const char *what, const es_stats *g, const es_stats *r) {
@@ -53,6 +56,9 @@ static void check_stats(const char *what, const es_stats *g, const es_stats *r) 
         g->max, r->min, r->max);
   CHECK(g->global_entropy == r->global_entropy, "%s: global entropy %.17g vs %.17g", what,
         g->global_entropy, r->global_entropy);
+  CHECK(g->global_entropy_levels == r->global_entropy_levels,
+        "%s: global entropy of the levels %.17g vs %.17g", what, g->global_entropy_levels,
+        r->global_entropy_levels);
   /* Row sums in the CPU engine's order make mean and std the same bits too (stricter than
    * the 1e-9 relative the contract asks for). */
   CHECK(!memcmp(&g->mean, &r->mean, sizeof g->mean) && !memcmp(&g->std, &r->std, sizeof g->std),

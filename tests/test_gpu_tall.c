@@ -60,6 +60,7 @@ static void stats_same(const char *what, const es_stats *g, const es_stats *r) {
   CHECK(g->count == r->count && g->min == r->min && g->max == r->max &&
             !memcmp(&g->mean, &r->mean, sizeof g->mean) &&
             !memcmp(&g->std, &r->std, sizeof g->std) && g->global_entropy == r->global_entropy &&
+            g->global_entropy_levels == r->global_entropy_levels &&
             g->bins == r->bins && !memcmp(g->hist, r->hist, sizeof g->hist),
         "%s: statistics differ from es_cpu_run (mean %.17g / %.17g, min %g / %g, max %g / %g)",
         what, g->mean, r->mean, g->min, r->min, g->max, r->max);

@@ -44,6 +44,7 @@ static void make_recs(rec *r, int bins) {
     r[i].st.min = (float)rnd_double();
     r[i].st.max = (float)rnd_double();
     r[i].st.global_entropy = rnd_double();
+    r[i].st.global_entropy_levels = rnd_double();
     for (int b = 0; b < bins; b++) r[i].st.hist[b] = es_test_rand() >> es_test_range(1, 63);
   }
   r[0].st.min = 0.0f;
@@ -52,6 +53,7 @@ static void make_recs(rec *r, int bins) {
    * starting at 10 s had pts 1e+01; -L 1024 can give a global entropy of 10 bits). */
   r[6].pts = 10.0;
   r[6].st.global_entropy = 20.0;
+  r[6].st.global_entropy_levels = 16.0;
   r[6].st.max = 10.0f;
 }
 
@@ -103,12 +105,13 @@ static void test_csv(const char *dir, rec *r, int bins) {
   line[strcspn(line, "\n")] = 0;
   int nf = csv_split(line, fl, ES_STATS_MAX_BINS + 16);
   static const char *want[] = {"name", "index", "pts", "width", "height", "mean",
-                               "std", "min", "max", "global_entropy"};
-  CHECK(nf == 10 + bins, "header has %d fields", nf);
-  for (int i = 0; i < 10 && i < nf; i++) CHECK(!strcmp(fl[i], want[i]), "header field %d: %s", i, fl[i]);
+                               "std", "min", "max", "global_entropy",
+                               "global_entropy_levels"};
+  CHECK(nf == 11 + bins, "header has %d fields", nf);
+  for (int i = 0; i < 11 && i < nf; i++) CHECK(!strcmp(fl[i], want[i]), "header field %d: %s", i, fl[i]);
   char hb[32];
   snprintf(hb, sizeof hb, "hist_%d", bins - 1);
-  CHECK(nf == 10 + bins && !strcmp(fl[nf - 1], hb), "last header field");
+  CHECK(nf == 11 + bins && !strcmp(fl[nf - 1], hb), "last header field");
   for (int i = 0; i < NREC; i++) {
     if (!fgets(line, sizeof line, f)) {
       CHECK(0, "record %d missing", i);
@@ -116,8 +119,8 @@ static void test_csv(const char *dir, rec *r, int bins) {
     }
     line[strcspn(line, "\n")] = 0;
     nf = csv_split(line, fl, ES_STATS_MAX_BINS + 16);
-    CHECK(nf == 10 + bins, "record %d has %d fields", i, nf);
-    if (nf != 10 + bins) continue;
+    CHECK(nf == 11 + bins, "record %d has %d fields", i, nf);
+    if (nf != 11 + bins) continue;
     CHECK(!strcmp(fl[0], r[i].name ? r[i].name : ""), "record %d name \"%s\"", i, fl[0]);
     CHECK(strtoll(fl[1], NULL, 10) == r[i].index, "index");
     if (isnan(r[i].pts)) CHECK(fl[2][0] == 0, "NaN pts written as \"%s\"", fl[2]);
@@ -128,13 +131,16 @@ static void test_csv(const char *dir, rec *r, int bins) {
     CHECK(strtof(fl[7], NULL) == r[i].st.min, "min %s vs %.9g", fl[7], r[i].st.min);
     CHECK(strtof(fl[8], NULL) == r[i].st.max, "max %s", fl[8]);
     CHECK(strtod(fl[9], NULL) == r[i].st.global_entropy, "global entropy %s", fl[9]);
+    CHECK(strtod(fl[10], NULL) == r[i].st.global_entropy_levels, "global entropy levels %s",
+          fl[10]);
     if (i == 6)
-      CHECK(!strcmp(fl[2], "10") && !strcmp(fl[8], "10") && !strcmp(fl[9], "20"),
-            "whole numbers written as pts %s, max %s, global entropy %s (want 10, 10, 20)", fl[2],
-            fl[8], fl[9]);
+      CHECK(!strcmp(fl[2], "10") && !strcmp(fl[8], "10") && !strcmp(fl[9], "20") &&
+                !strcmp(fl[10], "16"),
+            "whole numbers written as pts %s, max %s, global entropy %s, %s (want 10, 10, 20, 16)",
+            fl[2], fl[8], fl[9], fl[10]);
     for (int b = 0; b < bins; b++)
-      if (strtoull(fl[10 + b], NULL, 10) != r[i].st.hist[b]) {
-        CHECK(0, "record %d hist %d: %s", i, b, fl[10 + b]);
+      if (strtoull(fl[11 + b], NULL, 10) != r[i].st.hist[b]) {
+        CHECK(0, "record %d hist %d: %s", i, b, fl[11 + b]);
         break;
       }
   }
@@ -188,6 +194,8 @@ static void test_jsonl(const char *dir, rec *r, int bins, const char *ext) {
     CHECK(v && strtof(v, NULL) == r[i].st.min, "min");
     v = json_val(line, "global_entropy");
     CHECK(v && strtod(v, NULL) == r[i].st.global_entropy, "global_entropy");
+    v = json_val(line, "global_entropy_levels");
+    CHECK(v && strtod(v, NULL) == r[i].st.global_entropy_levels, "global_entropy_levels");
     v = json_val(line, "hist");
     CHECK(v && *v == '[', "hist is not an array");
     for (int b = 0; v && *v && b < bins; b++) {
@@ -303,7 +311,8 @@ int main(void) {
     char line[512] = "";
     FILE *in = fopen(out, "r");
     CHECK(in && fgets(line, sizeof line, in) &&
-              !strcmp(line, "name,index,pts,width,height,mean,std,min,max,global_entropy,hist_0,hist_1\n"),
+              !strcmp(line, "name,index,pts,width,height,mean,std,min,max,global_entropy,"
+                              "global_entropy_levels,hist_0,hist_1\n"),
           "stdout header: %s", line);
     CHECK(in && fgets(line, sizeof line, in) && !strncmp(line, ",3,0.12,4,5,", 12) &&
               strstr(line, ",5,6\n"),
@@ -325,7 +334,7 @@ int main(void) {
              "for c, j in zip(rows, js):\n"
              "  assert c['name']==(j['name'] or ''), (c['name'], j['name'])\n"
              "  assert (c['pts']=='' and j['pts'] is None) or float(c['pts'])==j['pts']\n"
-             "  for k in ('mean','std','min','max','global_entropy'): assert float(c[k])==j[k], k\n"
+             "  for k in ('mean','std','min','max','global_entropy','global_entropy_levels'): assert float(c[k])==j[k], k\n"
              "  assert [int(c['hist_%%d'%%b]) for b in range(%d)]==j['hist']\n"
              "assert rows[2]['name']=='comma,name.png' and rows[3]['name']=='quote\\\"d.png'\n"
              "assert js[6]['name']=='caf\\u00e9.png'\n"

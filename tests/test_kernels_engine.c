@@ -184,6 +184,9 @@ static void one_case(int w, int h, int depth, const es_params *p) {
           "%s: min/max %g %g vs %g %g", d, st.min, st.max, rs.min, rs.max);
     CHECK(fabs(st.global_entropy - rs.global_entropy) <= 1e-12, "%s: global %g vs %g", d,
           st.global_entropy, rs.global_entropy);
+    CHECK(fabs(st.global_entropy_levels - rs.global_entropy_levels) <= 1e-12,
+          "%s: global of the levels %g vs %g", d, st.global_entropy_levels,
+          rs.global_entropy_levels);
     CHECK(st.mean == st3.mean && st.std == st3.std && st.min == st3.min && st.max == st3.max &&
               !memcmp(st.hist, st3.hist, sizeof st.hist),
           "%s: stats differ between 1 and 3 threads", d);
@@ -240,7 +243,7 @@ static void bad_jobs(void) {
     switch (i) {
     case 0: j.params.window = 4; break;
     case 1: j.params.window = 257; break;
-    case 2: j.params.levels = 257; break;
+    case 2: j.params.levels = 65537; break;
     case 3: j.in.data = NULL; break;
     case 4: j.map_stride = 3; break;
     case 5: j.stats = (es_stats *)map; j.stats_bins = 0; break;

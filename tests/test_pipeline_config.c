@@ -187,14 +187,31 @@ int main(void) {
   es_context_destroy(&ctx); /* NULL is fine */
   es_context_destroy(NULL);
 
-  /* 8-bit input with more levels than 256: refused at compute time. */
-  es_config_default(&b);
-  b.params.levels = 1000;
-  b.verbose = 0;
-  CHECK(es_context_create(&ctx, &b, NULL, 0) == ES_OK, "create levels 1000");
-  CHECK(es_compute(ctx, &im, out, 7, NULL, NULL, NULL) == ES_ERR_USAGE, "levels 1000 on 8-bit");
-  CHECK(strstr(es_context_error(ctx), "--levels 1000"), "message: %s", es_context_error(ctx));
-  es_context_destroy(&ctx);
+  /* 8-bit input with more levels than 256: computed as 256 levels (it was refused, so a
+   * batch of 8- and 16-bit input could not take one L): the same map and statistics. A
+   * 5 x 5 window of 25 pixels would hide a wrong hmax (log2 25 either way): K = 17. */
+  {
+    float out256[7 * 5];
+    es_stats st, st256;
+    es_context *c256 = NULL;
+    es_config_default(&b);
+    b.params.levels = 1000;
+    b.params.window = 17;
+    b.verbose = 0;
+    CHECK(es_context_create(&ctx, &b, NULL, 0) == ES_OK, "create levels 1000");
+    b.params.levels = 256;
+    CHECK(es_context_create(&c256, &b, NULL, 0) == ES_OK, "create levels 256");
+    CHECK(ctx && c256 && es_compute(ctx, &im, out, 7, &st, NULL, NULL) == ES_OK,
+          "levels 1000 on 8-bit: %s", ctx ? es_context_error(ctx) : "");
+    CHECK(c256 && es_compute(c256, &im, out256, 7, &st256, NULL, NULL) == ES_OK, "levels 256");
+    CHECK(!memcmp(out, out256, sizeof out) && st.global_entropy_levels == st256.global_entropy_levels &&
+              st.bins == st256.bins && !memcmp(st.hist, st256.hist, sizeof st.hist),
+          "levels 1000 on 8-bit: not the map and statistics of 256 levels");
+    es_context_destroy(&ctx);
+    es_context_destroy(&c256);
+    b.params.levels = 65537;
+    CHECK(es_context_create(&ctx, &b, NULL, 0) == ES_ERR_USAGE && !ctx, "levels 65537");
+  }
 
   /* GPUs opened in the background: create returns with the CPU usable at once; the GPU
    * queries wait for the opening (here: the visible GPUs, or none) and report it open. A

@@ -56,6 +56,8 @@ typedef struct cli_opts {
   int quiet;
   int verbose;
   int progress; /* -1 auto, 0 off, 1 on */
+  int stats_line; /* neither -o nor --stats: each image's or frame's statistics line on
+                   * standard output (cli_stats_line), not a run that writes nothing */
 } cli_opts;
 
 /* ---- cli_msg.c: signals, messages, progress, the end of a run. */
@@ -85,6 +87,9 @@ void cli_exit_if_gpus_opening(es_context *ctx, int code);
 const char *cli_device_desc(es_context *ctx, char *buf, size_t len);
 /* An ETA of s seconds as M:SS or H:MM:SS ("?" when unknown). */
 void cli_fmt_eta(char *buf, size_t len, double s);
+/* Prints the statistics line of an image (index < 0) or a video's frame on standard output. */
+void cli_stats_line(const char *name, int64_t index, double pts, int width, int height,
+                    const es_stats *st, int base);
 
 /* ---- cli_args.c: the command line. */
 /* Fills o from argv: 0 to go on, 1 for a usage error (said), -2 after --help/--version. */

@@ -24,12 +24,12 @@ static void usage(FILE *f) {
     "Local Shannon entropy heat maps of images and video, on CPUs and NVIDIA GPUs.\n"
     "INPUT   a.png | a directory of *.png | a video file | - (stdin: y4m, or --raw)\n"
     "OUTPUT  x.png | x.npy | x.mp4, x.mkv, ... | a directory | - (stdout: y4m, or raw\n"
-    "        float32 with --format f32); without -o only --stats is written\n"
+    "        float32 with --format f32); with neither -o nor --stats: stats on stdout\n"
     "Options (default in brackets):\n"
     "  -w, --window K      window size, odd, 1..255 [5]\n"
     "      --shape S       square|disk [square]\n"
     "      --border B      clip|reflect [clip]\n"
-    "  -L, --levels L      levels, 2..256 for 8-bit input, 2..65536 for 16-bit [16]\n"
+    "  -L, --levels L      levels, 2..65536 (8-bit input: L above 256 as 256) [16]\n"
     "      --base B        2|e: bits or nats [2]\n"
     "      --format F      heat|gray8|gray16|f32 [heat]\n"
     "      --colormap C    inferno|viridis|magma|turbo|gray [inferno]\n"
@@ -239,7 +239,7 @@ int cli_parse_args(int argc, char **argv, cli_opts *o) {
       break;
     case 'L':
       if (parse_int(a, INT_MIN, INT_MAX, &o->cfg.params.levels)) {
-        cli_err(NULL, "--levels %s: must be 2..256 for 8-bit input, 2..65536 for 16-bit", a);
+        cli_err(NULL, "--levels %s: must be 2..65536", a);
         return 1;
       }
       break;
@@ -509,15 +509,9 @@ int cli_parse_args(int argc, char **argv, cli_opts *o) {
     cli_err(NULL, "-y and -n: choose one");
     return 1;
   }
-  /* The parameters are checked against the widest depth here; the levels are checked
-   * again against each input's own depth. */
+  /* Every depth takes the same parameters (8-bit input: L above 256 as 256). */
   {
     char msg[MSG_LEN];
-    if (o->cfg.params.levels < 2 || o->cfg.params.levels > 65536) {
-      cli_err(NULL, "--levels %d: must be 2..256 for 8-bit input, 2..65536 for 16-bit",
-              o->cfg.params.levels);
-      return 1;
-    }
     if (es_params_check(&o->cfg.params, 16, msg, sizeof msg) != ES_OK) {
       cli_err(NULL, "%s", msg);
       return 1;

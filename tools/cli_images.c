@@ -195,7 +195,8 @@ static void job_done(img_batch *b, img_job *j, int status) {
       char eta[32];
       cli_fmt_eta(eta, sizeof eta, rate > 0 ? (b->njobs - b->done) / rate : -1);
       b->last_progress = t;
-      cli_progress_line("%zu/%zu files, %.1f files/s, ETA %s", b->done, b->njobs, rate, eta);
+      cli_progress_line("%zu/%zu file%s, %.1f files/s, ETA %s", b->done, b->njobs,
+                        b->njobs == 1 ? "" : "s", rate, eta);
     }
   }
   pthread_mutex_unlock(&b->lock);
@@ -351,7 +352,7 @@ static int finish_image(img_batch *b, img_job *j, const es_frame *f) {
     cli_err(j->in, "%s", frame_error(b->ctx, rc));
     return rc;
   }
-  if (o->stats_path) {
+  if (o->stats_path || o->stats_line) {
     /* Kept until the records are written in name order, so only what they hold. */
     int bins = f->stats.bins > 0 && f->stats.bins <= ES_STATS_MAX_BINS ? f->stats.bins : 0;
     size_t size = offsetof(es_stats, hist) + (size_t)bins * sizeof f->stats.hist[0];
@@ -670,7 +671,7 @@ int cli_run_images(cli_opts *o, int in_kind, int out_kind) {
     else if (b.out_kind == OUT_STDOUT && o->format != FMT_F32)
       b.pixfmt = o->format == FMT_HEAT ? ES_PIX_YUV444P : cli_png_pixfmt(o->format);
     sc.want_map = b.out_kind == OUT_NPY || (b.out_kind == OUT_STDOUT && o->format == FMT_F32);
-    sc.want_stats = o->stats_path != NULL;
+    sc.want_stats = o->stats_path != NULL || o->stats_line;
     sc.render = o->render;
     sc.render.format = b.pixfmt;
     rc = es_stream_open(b.ctx, &sc, &b.st);
@@ -743,7 +744,10 @@ int cli_run_images(cli_opts *o, int in_kind, int out_kind) {
          * video's do, and its record still goes in */
         if (!j->stats) continue;
       }
-      if (sw && j->stats) {
+      if (o->stats_line && j->stats) {
+        memcpy(&rec, j->stats, offsetof(es_stats, hist)); /* the line reads no histogram */
+        cli_stats_line(j->name, -1, NAN, j->width, j->height, &rec, o->cfg.params.base);
+      } else if (sw && j->stats) {
         memcpy(&rec, j->stats, offsetof(es_stats, hist));
         memcpy(rec.hist, (const char *)j->stats + offsetof(es_stats, hist),
                (size_t)rec.bins * sizeof rec.hist[0]);
@@ -757,6 +761,10 @@ int cli_run_images(cli_opts *o, int in_kind, int out_kind) {
       }
     }
     if (unreadable) code = cli_worse(code, 2); /* each was reported when the list was made */
+    if (o->stats_line && (fflush(stdout) != 0 || ferror(stdout))) {
+      cli_err("-", "write error: %s", strerror(errno ? errno : EIO));
+      code = cli_worse(code, 3);
+    }
     if (sw) {
       rc = es_stats_writer_close(&sw, 1, msg, sizeof msg);
       if (rc != ES_OK) {
@@ -774,8 +782,8 @@ int cli_run_images(cli_opts *o, int in_kind, int out_kind) {
       if (cut)
         snprintf(cuts + strlen(cuts), sizeof cuts - strlen(cuts), ", %zu interrupted", cut);
       if (!o->quiet)
-        cli_err(NULL, "interrupted: %zu of %zu files done%s, %zu not started", b.done - failed,
-                n, cuts, notrun);
+        cli_err(NULL, "interrupted: %zu of %zu file%s done%s, %zu not started", b.done - failed,
+                n, n == 1 ? "" : "s", cuts, notrun);
     } else if (!o->quiet) {
       char d[64];
       /* One file's failure was already said in its own line. */

@@ -5,6 +5,7 @@
  * the GPUs are still opening).
  */
 #include <errno.h>
+#include <inttypes.h>
 #include <limits.h>
 #include <pthread.h>
 #include <signal.h>
@@ -233,4 +234,31 @@ void cli_fmt_eta(char *buf, size_t len, double s) {
     snprintf(buf, len, "%d:%02d:%02d", (int)s / 3600, (int)s / 60 % 60, (int)s % 60);
   else
     snprintf(buf, len, "%d:%02d", (int)s / 60, (int)s % 60);
+}
+
+/* The line a run with neither -o nor --stats prints for each image or frame, as ffprobe
+ * prints what it found (the run computed and wrote nothing before: no feedback at all):
+ *   camera.png: 512x512, H mean 4.1265 std 1.7120 min 0.9397 max 7.1128 bits, global
+ *   entropy 7.2317 bits (levels 3.9873 bits)
+ * (one line; a frame is "clip.mp4 frame 3 at 0.120 s: ..."). H is in the --base unit; the
+ * global entropies are bits. The name is escaped as cli_err's are. --stats - is the form
+ * for programs. */
+void cli_stats_line(const char *name, int64_t index, double pts, int width, int height,
+                    const es_stats *st, int base) {
+  char nm[4 * PATH_MAX + 8];
+  size_t at = 0;
+  const char *unit = base == ES_BASE_E ? "nats" : "bits";
+  escape_into(nm, sizeof nm, &at, name);
+  if (index >= 0) {
+    if (pts == pts) /* a frame's time where it has one */
+      printf("%s frame %" PRId64 " at %.3f s: ", nm, index, pts);
+    else
+      printf("%s frame %" PRId64 ": ", nm, index);
+  } else {
+    printf("%s: ", nm);
+  }
+  printf("%dx%d, H mean %.4f std %.4f min %.4f max %.4f %s, global entropy %.4f bits "
+         "(levels %.4f bits)\n",
+         width, height, st->mean, st->std, (double)st->min, (double)st->max, unit,
+         st->global_entropy, st->global_entropy_levels);
 }

@@ -441,7 +441,8 @@ int cli_run_video(cli_opts *o, int out_kind) {
   if (o->verbose && !o->quiet) {
     char len_s[48] = "length unknown"; /* raw H.264, pipes: the container does not say */
     if (v.info.frames > 0)
-      snprintf(len_s, sizeof len_s, "%" PRId64 " frames (estimate)", v.info.frames);
+      snprintf(len_s, sizeof len_s, "%" PRId64 " frame%s (estimate)", v.info.frames,
+               v.info.frames == 1 ? "" : "s");
     cli_err(in_name, "%dx%d, %d-bit, %d/%d fps, %s", v.info.width, v.info.height, v.info.depth,
             v.info.fps_num, v.info.fps_den, len_s);
   }
@@ -536,7 +537,7 @@ int cli_run_video(cli_opts *o, int out_kind) {
     sc.render = o->render;
     sc.render.format = fmt;
   }
-  sc.want_stats = sw != NULL;
+  sc.want_stats = sw != NULL || o->stats_line;
   /* max_width 0: each frame buffer is made when a frame for it has come (decode_thread),
    * at most --queue of them, rather than --queue of the header's size up front. */
   es_trace("video: outputs open, joining the context thread");
@@ -581,7 +582,7 @@ int cli_run_video(cli_opts *o, int out_kind) {
 
   {
     int show = !o->quiet && (o->progress == 1 || (o->progress < 0 && isatty(2)));
-    /* Outputs asked for; with none (no -o, no --stats) the frames are only computed. */
+    /* Outputs asked for; with none (no -o, no --stats) each frame's statistics line. */
     const int asked = vo || ns || out_kind == OUT_DIR || sw;
     /* --stats - on a terminal: each record goes where the progress line is. */
     const int stats_tty = show && sw && !strcmp(o->stats_path, "-") && isatty(1);
@@ -667,7 +668,8 @@ int cli_run_video(cli_opts *o, int out_kind) {
           cli_clear_progress();
           last = 0; /* drawn again below the record */
         }
-        rc = es_stats_writer_add(sw, NULL, f->index, f->pts_seconds, f->width, f->height,
+        /* Named by the input ("-": standard input), so that joined files tell videos apart */
+        rc = es_stats_writer_add(sw, in_name, f->index, f->pts_seconds, f->width, f->height,
                                  &f->stats, msg, sizeof msg);
         if (rc == ES_OK) {
           took = 1;
@@ -677,6 +679,14 @@ int cli_run_video(cli_opts *o, int out_kind) {
           stats_failed = rc == ES_ERR_INTERRUPTED ? OUT_GIVEN_UP : f->index;
           es_stats_writer_close(&sw, 0, NULL, 0);
         }
+      }
+      if (o->stats_line) { /* neither -o nor --stats: what the frame holds, on stdout */
+        if (show) {
+          cli_clear_progress();
+          last = 0;
+        }
+        cli_stats_line(in_name, f->index, f->pts_seconds, f->width, f->height, &f->stats,
+                       o->cfg.params.base);
       }
       es_stream_release(v.st, f);
       if (took || !asked) {
@@ -704,8 +714,8 @@ int cli_run_video(cli_opts *o, int out_kind) {
           /* The count is the container's estimate (a duration times the frame rate): past
            * it, it was wrong, and "205/125 frames, ETA ?" says nothing true. */
           if (v.info.frames > 0 && v.info.frames >= written)
-            cli_progress_line("%" PRId64 "/%" PRId64 " frames, %.1f fps, ETA %s", written,
-                              v.info.frames, fps, eta);
+            cli_progress_line("%" PRId64 "/%" PRId64 " frame%s, %.1f fps, ETA %s", written,
+                              v.info.frames, v.info.frames == 1 ? "" : "s", fps, eta);
           else
             cli_progress_line("%" PRId64 " frame%s, %.1f fps", written, written == 1 ? "" : "s",
                               fps);
@@ -738,6 +748,10 @@ int cli_run_video(cli_opts *o, int out_kind) {
     code = cli_worse(code, 2);
   }
   if (g_stop) code = 130;
+  if (o->stats_line && (fflush(stdout) != 0 || ferror(stdout))) {
+    cli_err("-", "write error: %s", strerror(errno ? errno : EIO));
+    code = cli_worse(code, 3);
+  }
 
   /* Close the outputs still open (a failed one was closed when it failed): committed
    * unless a frame or the stream failed. */

@@ -120,10 +120,11 @@ int main(int argc, char **argv) {
                          ? "block device" : S_ISFIFO(ost.st_mode) ? "FIFO" : "socket";
       if (in_kind == IN_DIR)
         cli_err(o.output, "is a %s: a directory input needs a directory output (without -o only "
-                "--stats is written)", what);
+                "--stats or the statistics lines are written)", what);
       else
         cli_err(o.output, "is a %s, and without an extension its output type is unknown (without "
-                "-o only --stats is written; -o - writes y4m, or --format f32, to standard output)",
+                "-o only --stats or the statistics lines are written; -o - writes y4m, or --format "
+                "f32, to standard output)",
                 what);
       return 1;
     }
@@ -131,6 +132,21 @@ int main(int argc, char **argv) {
   if (out_kind < 0) {
     cli_err(o.output, "unknown output type (use .png, .npy, a video extension, a directory or -)");
     return 1;
+  }
+  /* Rendering and encoder options without -o: nothing is rendered or encoded (--stats and
+   * the statistics line read the map alone), so they would be ignored. Refused, as every
+   * option the run would ignore is (-r with a file, --gpus with --device cpu, --colormap
+   * with a .npy): one rule, where --stats s.csv --colormap turbo was let be. */
+  if (!o.output) {
+    const char *ignored = o.format_set ? "--format" : o.colormap_set ? "--colormap"
+                          : o.range_set ? "--range" : o.render.overlay_on ? "--overlay"
+                          : o.codec ? "--codec" : o.crf >= 0 ? "--crf" : o.preset ? "--preset"
+                          : NULL;
+    if (ignored) {
+      cli_err(NULL, "%s: nothing is rendered without -o (it applies to an output's pictures)",
+              ignored);
+      return 1;
+    }
   }
   if (out_kind == OUT_NPY && o.format_set && o.format != FMT_F32) {
     /* It would be ignored: a .npy holds the float32 map whatever --format says. */
@@ -144,8 +160,7 @@ int main(int argc, char **argv) {
     return 1;
   }
   /* Options the output given would ignore, as the two above (no encoder runs but for a
-   * video file: standard output is y4m or raw float32, as a .y4m file is). Without -o they
-   * are let be, as --format is: a run for --stats alone may share a rendering run's options. */
+   * video file: standard output is y4m or raw float32, as a .y4m file is). */
   if (o.output && out_kind != OUT_VIDEO && (o.codec || o.crf >= 0 || o.preset)) {
     cli_err(NULL, "%s: only for a video file output (x.mp4, x.mkv, ...)",
             o.codec ? "--codec" : o.crf >= 0 ? "--crf" : "--preset");
@@ -199,6 +214,7 @@ int main(int argc, char **argv) {
     cli_err(o.input, "built without FFmpeg: cannot read video or standard input");
     return 2;
   }
+  o.stats_line = !o.output && !o.stats_path;
   cli_install_signals();
   if (in_kind == IN_VIDEO) return cli_run_video(&o, out_kind);
   return cli_run_images(&o, in_kind, out_kind);
