@@ -145,6 +145,16 @@ static int env_switch_off(const char *name, int *cache) {
   return v;
 }
 
+/* The process's first call into CUDA (the runtime then loads the driver and runs cuInit:
+ * 0.2-1.1 s on the GPU hosts), traced once with the entry point that made it: a run that
+ * cannot use a GPU (--device cpu, only frames below --cpu-below) must show none
+ * (test_cli_cuda_start). */
+static void cuda_note(const char *entry) {
+  static int seen;
+  if (!__atomic_load_n(&seen, __ATOMIC_RELAXED) && !__atomic_exchange_n(&seen, 1, __ATOMIC_ACQ_REL))
+    es_trace("CUDA: first call (%s)", entry);
+}
+
 static float es_bits_float(unsigned int u) {
   float f;
   memcpy(&f, &u, sizeof f);
@@ -213,6 +223,7 @@ static int is_pinned(const void *p) {
   cudaPointerAttributes a;
   int pinned = 0;
   if (!p) return 0;
+  cuda_note("pinned test");
   const int h = home_enter();
   if (cudaPointerGetAttributes(&a, p) == cudaSuccess)
     pinned = a.type == cudaMemoryTypeHost;
@@ -399,6 +410,7 @@ extern "C" int es_gpu_built(void) { return 1; }
 
 extern "C" int es_gpu_device_count(void) {
   int n = 0;
+  cuda_note("device count");
   if (cudaGetDeviceCount(&n) != cudaSuccess) {
     cudaGetLastError();
     return 0;
@@ -408,6 +420,7 @@ extern "C" int es_gpu_device_count(void) {
 
 extern "C" int es_gpu_describe(int device, char *buf, size_t len) {
   cudaDeviceProp pr;
+  cuda_note("describe");
   if (cudaGetDeviceProperties(&pr, device) != cudaSuccess) {
     cudaGetLastError();
     if (buf && len) snprintf(buf, len, "GPU %d: not available", device);
@@ -422,6 +435,7 @@ extern "C" int es_gpu_describe(int device, char *buf, size_t len) {
 
 extern "C" int es_gpu_versions(char *buf, size_t len) {
   int rt = 0, dr = 0;
+  cuda_note("versions");
   cudaRuntimeGetVersion(&rt);
   cudaDriverGetVersion(&dr);
   cudaGetLastError();
@@ -456,12 +470,14 @@ extern "C" int es_gpu_context_active(int device) {
   const state_fn f = (state_fn)drv_entry("cuDevicePrimaryCtxGetState");
   unsigned int flags = 0;
   int active = 0;
+  cuda_note("context state");
   if (!f || f((CUdevice)device, &flags, &active) != CUDA_SUCCESS) return -1;
   return active;
 }
 
 extern "C" int es_gpu_host_register(void *p, size_t bytes) {
   if (!p || !bytes) return 0;
+  cuda_note("host register");
   const int h = home_enter();
   const int ok = cudaHostRegister(p, bytes, cudaHostRegisterPortable) == cudaSuccess;
   if (!ok) cudaGetLastError();
@@ -479,6 +495,7 @@ extern "C" void es_gpu_host_unregister(void *p) {
 /* ---- worker ---- */
 
 extern "C" int es_gpu_set_blocking_sync(int device) {
+  cuda_note("blocking sync");
   if (cudaSetDevice(device) != cudaSuccess ||
       cudaSetDeviceFlags(cudaDeviceScheduleBlockingSync) != cudaSuccess) {
     cudaGetLastError();

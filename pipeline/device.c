@@ -149,9 +149,15 @@ static void pool_release(es_context *ctx, es_pool_worker *pw, int failed) {
 
 /* ---- Choosing a device and running a job. ---- */
 
+/* The CPU whatever the GPUs: the configuration alone says so (device cpu, or a frame below
+ * cpu_below under auto). Reads no GPU field, so it may be asked before the GPUs are open. */
+static int cpu_by_config(const es_context *ctx, int64_t pixels) {
+  return ctx->cfg.device == ES_DEVICE_CPU ||
+         (ctx->cfg.device == ES_DEVICE_AUTO && pixels < ctx->cfg.cpu_below);
+}
+
 int es_pick_target(const es_context *ctx, int64_t pixels, int allow_multi) {
-  if (ctx->ngpu == 0 || ctx->cfg.device == ES_DEVICE_CPU) return ES_TARGET_CPU;
-  if (ctx->cfg.device == ES_DEVICE_AUTO && pixels < ctx->cfg.cpu_below) return ES_TARGET_CPU;
+  if (cpu_by_config(ctx, pixels) || ctx->ngpu == 0) return ES_TARGET_CPU;
   if (allow_multi && ctx->ngpu > 1 && pixels >= ES_MULTI_GPU_PIXELS) return ES_TARGET_MULTI;
   return ES_TARGET_ANY_GPU;
 }
@@ -339,7 +345,10 @@ int es_compute(es_context *ctx, const es_image *img, float *out, size_t out_stri
     es_ctx_set_error(ctx, "no image");
     return ES_ERR_USAGE;
   }
-  es_ctx_gpus_wait(ctx); /* cfg.gpu_background: the GPUs may still be opening */
+  /* cfg.gpu_background: the GPUs may still be opening, or not asked for yet. An image the
+   * CPU takes whatever the GPUs (below cpu_below) neither waits for them nor opens them. */
+  const int64_t pixels = (int64_t)img->width * img->height;
+  if (!cpu_by_config(ctx, pixels)) es_ctx_gpus_wait(ctx);
   es_job job;
   memset(&job, 0, sizeof job);
   job.in = *img;
@@ -378,7 +387,6 @@ int es_compute(es_context *ctx, const es_image *img, float *out, size_t out_stri
     job.in.stride = row;
   }
   int64_t index = atomic_fetch_add(&ctx->compute_calls, 1);
-  int64_t pixels = (int64_t)img->width * img->height;
   int target = es_pick_target(ctx, pixels, 1);
   rc = es_run_job(ctx, &job, target, ctx->threads, index, &ctx->fault, &device, why, sizeof why);
 end:

@@ -78,7 +78,10 @@ struct es_context {
   atomic_int gpus_ready;           /* 1 once the GPU fields above are final */
   pthread_cond_t gpus_cond;        /* with lock: broadcast when gpus_ready is set */
   pthread_t gpu_thread;            /* the opening thread (gpu_background) */
-  int gpu_thread_started;          /* immutable */
+  int gpu_thread_started;          /* guarded by lock: set once by es_ctx_gpus_demand */
+  int gpu_lazy;                    /* immutable: gpu_background, the GPUs not asked for yet
+                                    * at create (es_ctx_gpus_demand opens them) */
+  atomic_int gpu_demanded;         /* 1 once es_ctx_gpus_demand ran (CUDA is starting) */
   pthread_mutex_t lock;            /* guards busy, fail_streak, err */
   pthread_cond_t worker_free;      /* broadcast when a worker is released */
   int fail_streak[ES_MAX_GPUS];    /* guarded by lock: consecutive failures per GPU */
@@ -97,6 +100,14 @@ struct es_context {
  * without waiting. */
 void es_ctx_gpus_wait(const es_context *ctx);
 int es_ctx_gpus_ready(const es_context *ctx);
+/* cfg.gpu_background: the GPUs open on their thread from the first call here on (work that
+ * could use a GPU: a frame of cpu_below pixels or more, a query that waits for the GPUs),
+ * not at es_context_create, so a run that never has such work never starts CUDA (cuInit
+ * alone took 0.2-1.1 s on the GPU hosts). Returns at once; any thread, any number of
+ * times. Nothing to do for other contexts (their GPUs opened at create). */
+void es_ctx_gpus_demand(const es_context *ctx);
+/* 1 where es_ctx_gpus_demand has run (or the GPUs opened at create). */
+int es_ctx_gpus_demanded(const es_context *ctx);
 
 /* One line of the library's messages, to cfg.message or else stderr (es_config). */
 void es_ctx_message(const es_context *ctx, const char *fmt, ...)
