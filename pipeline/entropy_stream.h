@@ -188,6 +188,11 @@ const char *es_context_error(const es_context *ctx);
  * without gpu_background), never waits. */
 int es_context_gpu_count(const es_context *ctx);
 int es_context_gpus_open(const es_context *ctx);
+/* Work of `pixels` a frame is coming (a video whose header was read): where a GPU could
+ * take it (device auto, cpu_below or more) and the GPUs of a gpu_background context were
+ * not asked for yet, they start opening now rather than at the first such frame. Never
+ * waits; nothing to do for other contexts. */
+void es_context_expect(const es_context *ctx, int64_t pixels);
 /* The configuration in force (after defaults were filled in). */
 const es_config *es_context_config(const es_context *ctx);
 

@@ -5,7 +5,7 @@
 # at the first CUDA call; neither may appear for --device cpu (any size) or under auto where
 # every frame is below --cpu-below. Before, auto opened the GPUs at context creation, so a
 # stream of small frames started CUDA too (the trace said "opening GPUs in the background").
-# And a frame a GPU could take does ask for them (in a build with CUDA). Where a driver is
+# And frames a GPU could take do ask for them (in a build with CUDA), from the input's header. Where a driver is
 # installed, a --device cpu run never maps libcuda (checked while it waits for input).
 set -u
 BIN=${ES_BIN:?ES_BIN not set}
@@ -34,9 +34,15 @@ cmp -s "$T/small-auto.npy" "$T/big-cpu.npy" && fail "outputs not distinct (test 
 # Large frames under auto: the GPUs are asked for (a build with CUDA; the stub has none).
 ES_TRACE=1 "$BIN" -q --device auto --raw gray8:640x480 - -o "$T/big-auto.npy" \
   <"$T/big.raw" 2>"$T/big-auto.err" || fail "large frames, auto: exit $?"
+# Asked for as soon as the input's header gives the frame size (es_context_expect), before
+# the context is handed to the stream: not only at the first frame pushed, after the first
+# read and the outputs' opening (an encoder's open takes tens of ms).
 if [ "${ES_HAVE_CUDA:-0}" = 1 ]; then
-  grep -q "context: GPUs asked for" "$T/big-auto.err" ||
-    fail "large frames under auto did not ask for the GPUs: $(cat "$T/big-auto.err")"
+  ask=$(grep -n "context: GPUs asked for" "$T/big-auto.err" | cut -d: -f1 | head -1)
+  ready=$(grep -n "video: context ready" "$T/big-auto.err" | cut -d: -f1 | head -1)
+  if [ -z "$ask" ] || [ -z "$ready" ] || [ "$ask" -gt "$ready" ]; then
+    fail "large frames under auto: GPUs not asked for before the stream: $(cat "$T/big-auto.err")"
+  fi
 fi
 cmp -s "$T/big-cpu.npy" "$T/big-auto.npy" || fail "large frames: auto and cpu outputs differ"
 # A --device cpu run waiting for its second frame: libcuda is not in its address space.
