@@ -485,6 +485,8 @@ extern "C" int es_gpu_host_register(void *p, size_t bytes) {
   return ok;
 }
 
+extern "C" int es_gpu_is_pinned(const void *p) { return is_pinned(p); }
+
 extern "C" void es_gpu_host_unregister(void *p) {
   if (!p) return;
   const int h = home_enter();
