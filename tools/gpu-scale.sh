@@ -37,7 +37,10 @@ if [ -f .device-deps/device-env.sh ] && ! command -v ffmpeg >/dev/null 2>&1; the
 fi
 ngpu=$(nvidia-smi -L 2>/dev/null | grep -c "^GPU")
 all=$(seq -s, 0 $((ngpu > 0 ? ngpu - 1 : 0)))
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/es-scale.XXXXXX")
+# inputs in memory where possible (the K=51 input is 2000 x 2 MB frames)
+tdir=${TMPDIR:-/tmp}
+[ -d /dev/shm ] && [ -w /dev/shm ] && tdir=/dev/shm
+tmp=$(mktemp -d "$tdir/es-scale.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
 : >"$out/run.log"
 : >"$out/trace.log"
