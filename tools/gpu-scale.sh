@@ -168,9 +168,9 @@ nvidia-smi topo -m >>"$out/run.log" 2>&1 || true
 command -v ffmpeg >/dev/null && log "ffmpeg: $(command -v ffmpeg)" || log "ffmpeg: none"
 
 # ---- build ----
-build() {
+build() { # a target that fails leaves the others built (-k 0): later stages use what exists
   cmake -S . -B "$bdir" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 &&
-    cmake --build "$bdir" -j"$jobs"
+    { cmake --build "$bdir" -j"$jobs" || { cmake --build "$bdir" -j"$jobs" -- -k 0; false; }; }
 }
 if [[ $skip != *" build "* ]]; then
   run_stage build 300 bash -c "$(declare -f build); bdir=$bdir jobs=$jobs build >'$out/build.log' 2>&1"
