@@ -564,6 +564,8 @@ const char *es_context_error(const es_context *ctx) {
 
 int es_context_gpus_open(const es_context *ctx) { return ctx ? es_ctx_gpus_ready(ctx) : 0; }
 
+int es_context_gpus_asked(const es_context *ctx) { return ctx ? es_ctx_gpus_demanded(ctx) : 0; }
+
 void es_context_expect(const es_context *ctx, int64_t pixels) {
   if (ctx && ctx->cfg.device == ES_DEVICE_AUTO && pixels >= ctx->cfg.cpu_below)
     es_ctx_gpus_demand(ctx);

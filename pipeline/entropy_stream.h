@@ -193,6 +193,9 @@ int es_context_gpus_open(const es_context *ctx);
  * not asked for yet, they start opening now rather than at the first such frame. Never
  * waits; nothing to do for other contexts. */
 void es_context_expect(const es_context *ctx, int64_t pixels);
+/* 1 once the GPUs are open or opening; 0 while a gpu_background context has had no work a
+ * GPU could take (CUDA not started). Never waits. */
+int es_context_gpus_asked(const es_context *ctx);
 /* The configuration in force (after defaults were filled in). */
 const es_config *es_context_config(const es_context *ctx);
 

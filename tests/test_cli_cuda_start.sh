@@ -22,8 +22,11 @@ no_cuda() { # WHAT TRACEFILE: neither the request nor CUDA's first call nor an o
     fail "$1: CUDA started"
   fi
 }
-ES_TRACE=1 "$BIN" -q --device auto --raw gray8:32x32 - -o "$T/small-auto.npy" \
+ES_TRACE=1 "$BIN" --no-progress --device auto --raw gray8:32x32 - -o "$T/small-auto.npy" \
   <"$T/small.raw" 2>"$T/small-auto.err" || fail "small frames, auto: exit $?"
+# The summary names what computed: the CPU, with no GPUs "still opening" (none were asked for).
+grep -q "^entropy-stream: 64 frames, 32x32, .*, CPU$" "$T/small-auto.err" ||
+  fail "small frames, auto: summary: $(grep -v es-trace "$T/small-auto.err")"
 grep -q "stream: pool of" "$T/small-auto.err" || fail "small frames, auto: no trace at all: $(cat "$T/small-auto.err")"
 no_cuda "64 small frames under auto" "$T/small-auto.err"
 [ -s "$T/small-auto.npy" ] || fail "small frames, auto: no output"

@@ -208,7 +208,8 @@ int main(void) {
   /* An image below cpu_below neither waits for the GPUs nor opens them: CUDA is not
    * started for work that cannot use it (issue 31; before, create opened them at once). */
   if (es_gpu_built())
-    CHECK(!es_ctx_gpus_demanded(ctx) && !es_context_gpus_open(ctx),
+    CHECK(!es_ctx_gpus_demanded(ctx) && !es_context_gpus_open(ctx) &&
+              !es_context_gpus_asked(ctx),
           "background: a small image asked for the GPUs");
   CHECK(es_context_gpu_count(ctx) == visible, "background: gpu count %d of %d",
         es_context_gpu_count(ctx), visible);
@@ -263,7 +264,9 @@ int main(void) {
   CHECK(es_context_create(&ctx, &b, NULL, 0) == ES_OK, "background create 2");
   es_ctx_gpus_demand(ctx); /* the opening starts now, on its thread */
   es_ctx_gpus_demand(ctx); /* and only once */
-  CHECK(es_ctx_gpus_demanded(ctx), "background: not asked for after es_ctx_gpus_demand");
+  CHECK(es_ctx_gpus_demanded(ctx) && es_context_gpus_asked(ctx),
+        "background: not asked for after es_ctx_gpus_demand");
+  CHECK(es_context_gpus_asked(NULL) == 0, "gpus_asked of NULL");
   es_context_destroy(&ctx);
   CHECK(ctx == NULL, "destroy clears");
 
