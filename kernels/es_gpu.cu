@@ -77,7 +77,7 @@ struct es_gpu_worker {
   int nsm;                      /* multiprocessors, for launch sizing */
   size_t smem_optin;            /* largest dynamic shared memory a block may ask for */
   int pdl;                      /* entropy kernels launched programmatically after their
-                                 * quantize pass (launch_strips): cc 9.0 on, unless ES_PDL=0;
+                                 * quantize pass (launch_strips): cc 9.0 on;
                                  * 2: ES_PDL=refuse, a test of the fallback (an attribute the
                                  * runtime refuses) */
   cudaStream_t s_up, s_comp, s_down; /* H2D, kernels, D2H: three engines that overlap */
@@ -135,16 +135,48 @@ static __thread int tl_copy_threads;
 
 /* ---- small helpers ---- */
 
-/* An A/B switch read from the environment once: 1 where `name` is set to "0" (the switch
- * off). *cache starts at -1; several host threads may call at once (multi-GPU jobs). */
-static int env_switch_off(const char *name, int *cache) {
-  int v = __atomic_load_n(cache, __ATOMIC_RELAXED);
-  if (v < 0) {
-    const char *e = getenv(name);
-    v = e && e[0] == '0';
-    __atomic_store_n(cache, v, __ATOMIC_RELAXED);
-  }
-  return v;
+/* The environment the GPU engine reads, all of it here, once (pthread_once). The A/B
+ * switches of kept changes (ES_PDL=0, ES_FWL, ES_QUAD, ES_PAIRT, ES_PAIR, ES_CFILL,
+ * ES_SQSLIDE, ES_QUNROLL, ES_OUT_RING, ES_COPY_ADAPT: each measured and kept for several
+ * sessions, BENCHMARKS) are gone; what is left serves tests and measurements:
+ * - ES_PDL=refuse: programmatic launches asked for with an attribute the runtime refuses,
+ *   to test the plain-launch fallback (test_gpu_pdl_fallback);
+ * - ES_COPY_THREADS=N: at most N threads a staging copy (measuring; default 16);
+ * - ES_BENCH_GATE=1: es_gpu_bench_kernel queues a repetition's launches before the GPU
+ *   starts it (tools/gpu-check.sh's gate rows).
+ * Elsewhere in the library: ES_TRACE (kernels/trace.c, phase times), ES_FAULT_INJECT
+ * (pipeline/context.c, tests' fault injection), ES_CPU_ALGO (kernels/cpu.c, tests' choice
+ * of CPU engine); in the CLI: ES_GPU_SYNC (blocking waits). */
+typedef struct es_gpu_env {
+  int pdl_refuse;   /* ES_PDL=refuse */
+  int copy_threads; /* ES_COPY_THREADS, else 16 */
+  int bench_gate;   /* ES_BENCH_GATE=1 */
+} es_gpu_env;
+static es_gpu_env g_env;
+static pthread_once_t g_env_once = PTHREAD_ONCE_INIT;
+
+static void gpu_env_load(void) {
+  const char *e = getenv("ES_PDL");
+  g_env.pdl_refuse = e && !strcmp(e, "refuse");
+  e = getenv("ES_COPY_THREADS");
+  g_env.copy_threads = e && atoi(e) > 0 ? atoi(e) : 16;
+  e = getenv("ES_BENCH_GATE");
+  g_env.bench_gate = e && e[0] == '1';
+}
+
+static const es_gpu_env *gpu_env(void) {
+  pthread_once(&g_env_once, gpu_env_load);
+  return &g_env;
+}
+
+/* The process's first call into CUDA (the runtime then loads the driver and runs cuInit:
+ * 0.2-1.1 s on the GPU hosts), traced once with the entry point that made it: a run that
+ * cannot use a GPU (--device cpu, only frames below --cpu-below) must show none
+ * (test_cli_cuda_start). */
+static void cuda_note(const char *entry) {
+  static int seen;
+  if (!__atomic_load_n(&seen, __ATOMIC_RELAXED) && !__atomic_exchange_n(&seen, 1, __ATOMIC_ACQ_REL))
+    es_trace("CUDA: first call (%s)", entry);
 }
 
 static float es_bits_float(unsigned int u) {
@@ -215,6 +247,7 @@ static int is_pinned(const void *p) {
   cudaPointerAttributes a;
   int pinned = 0;
   if (!p) return 0;
+  cuda_note("pinned test");
   const int h = home_enter();
   if (cudaPointerGetAttributes(&a, p) == cudaSuccess)
     pinned = a.type == cudaMemoryTypeHost;
@@ -234,25 +267,15 @@ static int is_pinned(const void *p) {
  * processes on a 16-core host, 16-thread teams took a 1080p map's copies from 0.57 to 16 ms
  * and 10240^2 from 8.5 to 400 ms; 8-thread teams stayed at 0.57 and 10 ms (BENCHMARKS D8).
  * es_copy_team_next (es_copy.h) has the rule: a stalled copy halves the team, 32 good ones
- * grow it by a thread, up to the cap. ES_COPY_ADAPT=0 keeps the full team. */
+ * grow it by a thread, up to the cap. */
 #define ES_COPY_PIECE ((size_t)256 << 10)
 /* Copies from this size on go to the team, below it to one thread (~8 GB/s): a team of 16
  * copied a 0.5 MB band of a 1080p input in ~10 us (BENCHMARKS J5). */
 #define ES_COPY_TEAM_MIN ((size_t)256 << 10)
 
 #ifdef ES_HAVE_OPENMP
-/* Most OpenMP threads one staging copy uses: 16, or ES_COPY_THREADS from the environment
- * (for measuring; read once). */
-static int copy_cap(void) {
-  static int cap = -1;
-  int c = __atomic_load_n(&cap, __ATOMIC_RELAXED);
-  if (c < 0) {
-    const char *e = getenv("ES_COPY_THREADS");
-    c = e && atoi(e) > 0 ? atoi(e) : 16;
-    __atomic_store_n(&cap, c, __ATOMIC_RELAXED);
-  }
-  return c;
-}
+/* Most OpenMP threads one staging copy uses: 16, or ES_COPY_THREADS (gpu_env). */
+static int copy_cap(void) { return gpu_env()->copy_threads; }
 
 static __thread int tl_team;
 static __thread int tl_team_good;
@@ -270,8 +293,6 @@ static int copy_team(void) {
 }
 
 static void copy_team_adapt(int nt, size_t bytes, double seconds) {
-  static int off = -1; /* ES_COPY_ADAPT=0: always the full team, for A/B runs */
-  if (env_switch_off("ES_COPY_ADAPT", &off)) return;
   if (es_copy_team_next(&tl_team, &tl_team_good, nt, bytes, seconds))
     es_trace("staging copies: %zu bytes in %.2f ms on %d threads; now %d threads", bytes,
              seconds * 1e3, nt, tl_team);
@@ -346,10 +367,9 @@ static cudaError_t grow_pinned(uint8_t **slots, int n, size_t *cap, size_t need)
  * of the L2 caches of the cores a copy team may run on (16 x 2 MB on the H100 host), at most
  * 64 MB. A download into lines that the last copy-out left in the cores' L2 caches runs at
  * half speed (23 GB/s on the H100 host); after ~32 MB of downloads elsewhere, at the full 54
- * GB/s (BENCHMARKS W1). ES_OUT_RING=0: 0, so ES_NSLOT slots, as before (for A/B runs). */
+ * GB/s (BENCHMARKS W1). */
 static size_t out_reuse_bytes(void) {
   static long long v = -1;
-  static int off = -1;
   long long r = __atomic_load_n(&v, __ATOMIC_RELAXED);
   if (r < 0) {
     long l2 = sysconf(_SC_LEVEL2_CACHE_SIZE), n = sysconf(_SC_NPROCESSORS_ONLN);
@@ -362,7 +382,6 @@ static size_t out_reuse_bytes(void) {
 #endif
     r = (long long)l2 * n;
     if (r > (64LL << 20)) r = 64LL << 20;
-    if (env_switch_off("ES_OUT_RING", &off)) r = 0;
     __atomic_store_n(&v, r, __ATOMIC_RELAXED);
   }
   return (size_t)r;
@@ -401,6 +420,7 @@ extern "C" int es_gpu_built(void) { return 1; }
 
 extern "C" int es_gpu_device_count(void) {
   int n = 0;
+  cuda_note("device count");
   if (cudaGetDeviceCount(&n) != cudaSuccess) {
     cudaGetLastError();
     return 0;
@@ -410,6 +430,7 @@ extern "C" int es_gpu_device_count(void) {
 
 extern "C" int es_gpu_describe(int device, char *buf, size_t len) {
   cudaDeviceProp pr;
+  cuda_note("describe");
   if (cudaGetDeviceProperties(&pr, device) != cudaSuccess) {
     cudaGetLastError();
     if (buf && len) snprintf(buf, len, "GPU %d: not available", device);
@@ -424,6 +445,7 @@ extern "C" int es_gpu_describe(int device, char *buf, size_t len) {
 
 extern "C" int es_gpu_versions(char *buf, size_t len) {
   int rt = 0, dr = 0;
+  cuda_note("versions");
   cudaRuntimeGetVersion(&rt);
   cudaDriverGetVersion(&dr);
   cudaGetLastError();
@@ -458,18 +480,22 @@ extern "C" int es_gpu_context_active(int device) {
   const state_fn f = (state_fn)drv_entry("cuDevicePrimaryCtxGetState");
   unsigned int flags = 0;
   int active = 0;
+  cuda_note("context state");
   if (!f || f((CUdevice)device, &flags, &active) != CUDA_SUCCESS) return -1;
   return active;
 }
 
 extern "C" int es_gpu_host_register(void *p, size_t bytes) {
   if (!p || !bytes) return 0;
+  cuda_note("host register");
   const int h = home_enter();
   const int ok = cudaHostRegister(p, bytes, cudaHostRegisterPortable) == cudaSuccess;
   if (!ok) cudaGetLastError();
   home_leave(h);
   return ok;
 }
+
+extern "C" int es_gpu_is_pinned(const void *p) { return is_pinned(p); }
 
 extern "C" void es_gpu_host_unregister(void *p) {
   if (!p) return;
@@ -481,6 +507,7 @@ extern "C" void es_gpu_host_unregister(void *p) {
 /* ---- worker ---- */
 
 extern "C" int es_gpu_set_blocking_sync(int device) {
+  cuda_note("blocking sync");
   if (cudaSetDevice(device) != cudaSuccess ||
       cudaSetDeviceFlags(cudaDeviceScheduleBlockingSync) != cudaSuccess) {
     cudaGetLastError();
@@ -506,12 +533,11 @@ static const void *const es_kernel_list[] = {
 
 static void host_thread_stop(es_gpu_worker *w);
 
-/* es_gpu_worker.pdl for a GPU of compute capability major.x: ES_PDL=0 turns programmatic
- * launches off, ES_PDL=refuse tests their fallback (test_gpu_pdl_fallback). */
+/* es_gpu_worker.pdl for a GPU of compute capability major.x: ES_PDL=refuse tests the
+ * fallback (test_gpu_pdl_fallback). */
 static int pdl_mode(int major) {
-  const char *e = getenv("ES_PDL");
-  if (major < 9 || (e && e[0] == '0')) return 0;
-  return e && !strcmp(e, "refuse") ? 2 : 1;
+  if (major < 9) return 0;
+  return gpu_env()->pdl_refuse ? 2 : 1;
 }
 
 extern "C" void es_gpu_worker_destroy(es_gpu_worker **pw) {
@@ -717,11 +743,8 @@ static int dshared_entries(int area) {
  * count rows of 4 bx bytes) builds its first windows from column counts (gpu_kernels.cuh),
  * else 0. It pays where K^2 increments a thread cost more than the L + 1 levels' prefix sums
  * and lookups: K^2 > 2 (L + 1) (C1/C4: even at K = 21-25, L = 256). The byte rows must fit
- * in a row of counts and in a warp's 32 x 8 bytes. ES_CFILL=0 turns it off, for A/B
- * measurements. */
+ * in a row of counts and in a warp's 32 x 8 bytes. */
 static int cfill_bytes(int K, int L, int bx) {
-  static int off = -1;
-  if (env_switch_off("ES_CFILL", &off)) return 0;
   if ((long long)K * K <= 2LL * (L + 1)) return 0;
   const int cs = (2 * bx + K - 1 + 7) & ~7;
   return cs <= 256 && cs <= 4 * bx ? cs : 0;
@@ -729,10 +752,9 @@ static int cfill_bytes(int K, int L, int bx) {
 
 /* k_entropy2's block width (its counts: L + 1 words a thread), or 0 where it does not apply:
  * square windows of run-time size (K > 9 for 8-bit levels: the compile-time kernels take the
- * rest) whose counts fit in shared memory. ES_PAIR=0 turns it off, for A/B measurements. */
+ * rest) whose counts fit in shared memory. */
 static int pair_bx(const es_range *R, int square, int K, int L) {
-  static int off = -1;
-  if (env_switch_off("ES_PAIR", &off) || !square || R->hl == ES_HL_GLOBAL || R->lt > 2) return 0;
+  if (!square || R->hl == ES_HL_GLOBAL || R->lt > 2) return 0;
   if (R->lt == 1 && K >= 3 && K <= 9) return 0;
   for (int bx = 64; bx >= 32; bx /= 2)
     if ((size_t)(L + 1) * bx * 4 <= 96 * 1024) return bx;
@@ -808,11 +830,7 @@ static cudaError_t launch_quant(es_gpu_worker *w, const es_range *R, const es_jo
     const int b = p1 - a > span ? a + span : p1;
     const dim3 grid(gx, (unsigned)((b - a + qrows - 1) / qrows));
     if (R->lt == 1) {
-      static int rowwise = -1; /* ES_QUNROLL=0: the row-by-row form, for A/B runs (R4) */
-      if (env_switch_off("ES_QUNROLL", &rowwise))
-        k_quant4<false><<<grid, 256, 0, w->s_comp>>>(Q, a, b);
-      else
-        k_quant4<true><<<grid, 256, 0, w->s_comp>>>(Q, a, b);
+      k_quant4<true><<<grid, 256, 0, w->s_comp>>>(Q, a, b); /* unrolled form (BENCHMARKS R4) */
     } else if (R->lt == 2) {
       k_quant<uint16_t><<<grid, 256, 0, w->s_comp>>>(Q, a, b);
     } else {
@@ -845,20 +863,17 @@ template <int KC, bool PT> static const void *quad_kernel(int fl) {
 }
 
 /* The four-columns-a-thread kernel where it applies (square K <= 7, 8-bit levels, W32
- * counts), else NULL. ES_QUAD=0 turns it off, for A/B measurements (BENCHMARKS Q1). */
+ * counts), else NULL (BENCHMARKS Q1). */
 static const void *pick_quad_kernel(const es_range *R, int square, int K, int L) {
-  static int off = -1, pt_off = -1;
-  if (env_switch_off("ES_QUAD", &off) || R->lt != 1 || !square || R->hl != ES_HL_W32) return NULL;
+  if (R->lt != 1 || !square || R->hl != ES_HL_W32) return NULL;
   /* The pair table T where its lookups spread over few banks: counts of random levels
    * cluster near K^2 / L, so fewer levels spread the (c_o, c_i) pairs over more words
-   * (1.9 wavefronts a lookup at K = 5, L = 8, against dt's two; 1.5 at L = 12). ES_PAIRT=0
-   * turns it off, for A/B runs (BENCHMARKS D1). */
-  const int pt = !env_switch_off("ES_PAIRT", &pt_off) && L >= (K == 3 ? 8 : 12);
+   * (1.9 wavefronts a lookup at K = 5, L = 8, against dt's two; 1.5 at L = 12; BENCHMARKS
+   * D1). */
+  const int pt = L >= (K == 3 ? 8 : 12);
   /* First windows summed once a level where there are fewer levels than window pixels:
-   * 1080p K=7 L=16 0.0240 -> 0.0226 ms, 10240^2 -1% (BENCHMARKS V2). ES_FWL=0 turns it off,
-   * for A/B runs. */
-  static int fl_off = -1;
-  const int fl = !env_switch_off("ES_FWL", &fl_off) && L + 1 < K * K;
+   * 1080p K=7 L=16 0.0240 -> 0.0226 ms, 10240^2 -1% (BENCHMARKS V2). */
+  const int fl = L + 1 < K * K;
   if (K == 3) return pt ? quad_kernel<3, true>(fl) : quad_kernel<3, false>(fl);
   if (K == 5) return pt ? quad_kernel<5, true>(fl) : quad_kernel<5, false>(fl);
   if (K == 7) return quad_kernel<7, false>(fl); /* T of 9.8 KB lost: 0.031 -> 0.035 ms */
@@ -986,8 +1001,7 @@ static cudaError_t launch_entropy(es_gpu_worker *w, const es_range *R, const es_
   E.acc = w->d_acc;
   for (int i = 0; i < K; i++) E.hw[i] = R->win.hw[i];
   const int square = job->params.shape == ES_SHAPE_SQUARE;
-  static int sq_off = -1; /* ES_SQSLIDE=0: the generic slide for square windows too (A/B) */
-  E.square = square && !env_switch_off("ES_SQSLIDE", &sq_off);
+  E.square = square;
   int bx = R->bx;
   int gx = (W + bx - 1) / bx;
   /* Strip height: the first window of a strip costs `area` updates, a slide 2K a row, so
@@ -1753,8 +1767,7 @@ extern "C" int es_gpu_bench_kernel(es_gpu_worker *w, const es_job *job, int reps
   /* ES_BENCH_GATE=1: the GPU starts a repetition only once the host has queued all of it, so
    * the events time the device's work alone, without the host's launch calls between them
    * (a diagnostic: the default times both, as a caller sees them). */
-  const char *ge = getenv("ES_BENCH_GATE");
-  const int gate = ge && ge[0] == '1';
+  const int gate = gpu_env()->bench_gate;
   if (rc) return rc;
   if (job->in.width != w->last_w || job->in.height != w->last_h ||
       job->in.depth != w->last_depth || w->last_row0 != 0 || w->last_row1 != job->in.height) {

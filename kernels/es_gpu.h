@@ -35,6 +35,9 @@ void es_gpu_host_free(void *p);
  * the GPUs are open, so frames can start on the CPU before CUDA is initialised. */
 int es_gpu_host_register(void *p, size_t bytes);
 void es_gpu_host_unregister(void *p);
+/* 1 where p is page-locked host memory CUDA knows (allocated or registered), else 0 (and
+ * always 0 without CUDA). */
+int es_gpu_is_pinned(const void *p);
 /* 1 if GPU device's primary context is active (made by this process), 0 if not, -1 if that
  * cannot be told (no driver). Creates no context. For tests (test_gpu_home). */
 int es_gpu_context_active(int device);

@@ -35,6 +35,10 @@ int es_gpu_host_register(void *p, size_t bytes) {
   return 0;
 }
 void es_gpu_host_unregister(void *p) { (void)p; }
+int es_gpu_is_pinned(const void *p) {
+  (void)p;
+  return 0;
+}
 int es_gpu_context_active(int device) {
   (void)device;
   return -1;

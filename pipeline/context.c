@@ -372,11 +372,30 @@ int es_ctx_gpus_ready(const es_context *ctx) {
 
 void es_ctx_gpus_wait(const es_context *ctx) {
   if (es_ctx_gpus_ready(ctx)) return;
+  es_ctx_gpus_demand(ctx); /* a waiter wants them: open them if nobody asked yet */
   es_context *c = (es_context *)ctx; /* the lock is not part of the logical state */
   pthread_mutex_lock(&c->lock);
   while (!atomic_load_explicit(&c->gpus_ready, memory_order_acquire))
     pthread_cond_wait(&c->gpus_cond, &c->lock);
   pthread_mutex_unlock(&c->lock);
+}
+
+static void *gpus_background_main(void *arg);
+
+void es_ctx_gpus_demand(const es_context *ctx) {
+  es_context *c = (es_context *)ctx; /* the opening is not part of the logical state */
+  if (!c->gpu_lazy || atomic_exchange(&c->gpu_demanded, 1)) return;
+  es_trace("context: GPUs asked for");
+  pthread_mutex_lock(&c->lock);
+  c->gpu_thread_started = pthread_create(&c->gpu_thread, NULL, gpus_background_main, c) == 0;
+  const int started = c->gpu_thread_started;
+  pthread_mutex_unlock(&c->lock);
+  /* No thread: opened here, on the caller's thread (the work waits, but gets its GPUs). */
+  if (!started) gpus_background_main(c);
+}
+
+int es_ctx_gpus_demanded(const es_context *ctx) {
+  return !ctx->gpu_lazy || atomic_load(&((es_context *)ctx)->gpu_demanded);
 }
 
 /* cfg.gpu_background: every visible GPU opened on a thread of its own. Under auto with all
@@ -439,6 +458,7 @@ int es_context_create(es_context **out, const es_config *cfg, char *msg, size_t 
   pthread_cond_init(&ctx->worker_free, NULL);
   pthread_cond_init(&ctx->gpus_cond, NULL);
   atomic_init(&ctx->gpus_ready, 0);
+  atomic_init(&ctx->gpu_demanded, 0);
   atomic_init(&ctx->retries, 0);
   atomic_init(&ctx->compute_calls, 0);
   atomic_init(&ctx->refs, 1);
@@ -448,12 +468,14 @@ int es_context_create(es_context **out, const es_config *cfg, char *msg, size_t 
   if (ctx->cfg.cpu_below < 0) ctx->cfg.cpu_below = ES_DEFAULT_CPU_BELOW;
   (void)es_tables_get(); /* build the shared tables now, not inside the first job */
 
-  if (background && pthread_create(&ctx->gpu_thread, NULL, gpus_background_main, ctx) == 0) {
-    ctx->gpu_thread_started = 1;
+  if (background) {
+    /* Opened at the first work that could use a GPU (es_ctx_gpus_demand), on a thread of
+     * their own: a run of small images, or one that ends first, never starts CUDA. */
+    ctx->gpu_lazy = 1;
     *out = ctx;
     return ES_OK;
   }
-  /* Here: without gpu_background, or when its thread cannot start. */
+  /* Here: without gpu_background. */
   int ord[ES_MAX_GPUS], nord = 0;
   int visible = cfg->device == ES_DEVICE_CPU ? 0 : es_gpu_device_count();
   es_trace("context: %d GPU(s) visible", visible);
@@ -476,10 +498,39 @@ end:
 
 void es_ctx_ref(es_context *ctx) { atomic_fetch_add(&ctx->refs, 1); }
 
+/* The workers of one GPU, closed in turn on one thread (frees of page-locked staging and
+ * device memory, stream and event teardown). */
+typedef struct gpu_close {
+  es_context *ctx;
+  int gpu; /* index into gpu_ordinal */
+} gpu_close;
+
+static void *gpu_close_main(void *arg) {
+  gpu_close *c = arg;
+  for (int i = 0; i < c->ctx->nworkers; i++)
+    if (c->ctx->workers[i].gpu == c->gpu) es_gpu_worker_destroy(&c->ctx->workers[i].w);
+  return NULL;
+}
+
+/* Every GPU's workers closed, the GPUs in parallel: each GPU's frees take the driver some
+ * milliseconds, and with four GPUs in turn they added up at the end of every run. */
+static void gpus_close(es_context *ctx) {
+  gpu_close c[ES_MAX_GPUS];
+  const double t0 = es_trace_ms();
+  if (ctx->nworkers == 0) return;
+  for (int g = 0; g < ctx->ngpu; g++) c[g] = (gpu_close){ctx, g};
+  run_each(gpu_close_main, c, sizeof c[0], ctx->ngpu);
+  for (int i = 0; i < ctx->nworkers; i++) es_gpu_worker_destroy(&ctx->workers[i].w); /* any left */
+  es_trace("context: %d GPU(s) closed in %.1f ms", ctx->ngpu, es_trace_ms() - t0);
+}
+
 void es_ctx_unref(es_context *ctx) {
   if (atomic_fetch_sub(&ctx->refs, 1) != 1) return;
-  if (ctx->gpu_thread_started) pthread_join(ctx->gpu_thread, NULL);
-  for (int i = 0; i < ctx->nworkers; i++) es_gpu_worker_destroy(&ctx->workers[i].w);
+  pthread_mutex_lock(&ctx->lock);
+  const int started = ctx->gpu_thread_started;
+  pthread_mutex_unlock(&ctx->lock);
+  if (started) pthread_join(ctx->gpu_thread, NULL);
+  gpus_close(ctx);
   free(ctx->workers);
   pthread_cond_destroy(&ctx->gpus_cond);
   pthread_cond_destroy(&ctx->worker_free);
@@ -513,6 +564,13 @@ const char *es_context_error(const es_context *ctx) {
 }
 
 int es_context_gpus_open(const es_context *ctx) { return ctx ? es_ctx_gpus_ready(ctx) : 0; }
+
+int es_context_gpus_asked(const es_context *ctx) { return ctx ? es_ctx_gpus_demanded(ctx) : 0; }
+
+void es_context_expect(const es_context *ctx, int64_t pixels) {
+  if (ctx && ctx->cfg.device == ES_DEVICE_AUTO && pixels >= ctx->cfg.cpu_below)
+    es_ctx_gpus_demand(ctx);
+}
 
 int es_context_gpu_count(const es_context *ctx) {
   if (!ctx) return 0;

@@ -94,15 +94,16 @@ static es_pool_worker *pool_acquire(es_context *ctx, int want, uint64_t excluded
   return got;
 }
 
-/* Takes one free worker on every enabled GPU at once (all or nothing, so two callers never
- * hold half each). Returns the count (0 when fewer than 2 GPUs are enabled). */
-static int pool_acquire_all(es_context *ctx, es_pool_worker **got) {
+/* Takes one free worker on each of the first `most` enabled GPUs at once (all or nothing,
+ * so two callers never hold half each). Returns the count (0 when fewer than 2 GPUs are
+ * enabled). */
+static int pool_acquire_all(es_context *ctx, es_pool_worker **got, int most) {
   int n = 0;
   pthread_mutex_lock(&ctx->lock);
   for (;;) {
     int enabled = 0, ready = 0;
     n = 0;
-    for (int g = 0; g < ctx->ngpu; g++) {
+    for (int g = 0; g < ctx->ngpu && enabled < most; g++) {
       if (!gpu_enabled(ctx, g)) continue;
       enabled++;
       for (int i = 0; i < ctx->nworkers; i++) {
@@ -149,11 +150,97 @@ static void pool_release(es_context *ctx, es_pool_worker *pw, int failed) {
 
 /* ---- Choosing a device and running a job. ---- */
 
+/* The CPU whatever the GPUs: the configuration alone says so (device cpu, or a frame below
+ * cpu_below under auto). Reads no GPU field, so it may be asked before the GPUs are open. */
+static int cpu_by_config(const es_context *ctx, int64_t pixels) {
+  return ctx->cfg.device == ES_DEVICE_CPU ||
+         (ctx->cfg.device == ES_DEVICE_AUTO && pixels < ctx->cfg.cpu_below);
+}
+
 int es_pick_target(const es_context *ctx, int64_t pixels, int allow_multi) {
-  if (ctx->ngpu == 0 || ctx->cfg.device == ES_DEVICE_CPU) return ES_TARGET_CPU;
-  if (ctx->cfg.device == ES_DEVICE_AUTO && pixels < ctx->cfg.cpu_below) return ES_TARGET_CPU;
-  if (allow_multi && ctx->ngpu > 1 && pixels >= ES_MULTI_GPU_PIXELS) return ES_TARGET_MULTI;
+  if (cpu_by_config(ctx, pixels) || ctx->ngpu == 0) return ES_TARGET_CPU;
+  /* How many GPUs (es_split_gpus) is decided with the job, in es_run_job. */
+  if (allow_multi && ctx->ngpu > 1) return ES_TARGET_MULTI;
   return ES_TARGET_ANY_GPU;
+}
+
+/* ---- How many GPUs share one image. ----
+ * Constants from BENCHMARKS (4 x H200, 64 cores; one H100, 16 cores), ms and GB/s:
+ * - kernels: 1080p L=256 square windows on one GPU took 0.063 / 0.078 / 0.124 / 0.189 /
+ *   0.418 / 0.695 ms for K = 3 / 7 / 15 / 25 / 51 / 75 (session 6's final check): about
+ *   (0.0155 + 0.0043 K) ms a megapixel; 10240^2 K=5 L=16 0.97 ms, a quarter of that rate
+ *   (small level counts have small histograms); 16-bit level counts above 256 use the
+ *   global-histogram kernels, about 4 times slower (L=4096: 0.51 ms at 1080p).
+ * - links: one GPU alone moves ~50 GB/s (PCIe floor 9.47 ms for 10240^2's 524 MB); n GPUs at
+ *   once ~50 n up to ~145 GB/s in all (F1: two 104-110, four 131-182 each way).
+ * - the host's staging copies of pageable buffers: at one GPU they hide behind the DMA
+ *   (10240^2 pageable 8.42 ms against 8.10 page-locked), ~62 GB/s; on two or more GPUs they
+ *   are the bound and do not scale: 10240^2 pageable 5.5-6.9 ms on two against 4.33
+ *   page-locked, and 6.2-16.7 ms on four (F1, issue 31), so ~80 GB/s whatever the count.
+ * - a fixed cost of 0.1 ms a GPU added: 1080p K=3 pageable took 0.38 / 0.34 ms on 1 / 2.
+ * The model ranks the counts; it is not a prediction to the tenth of a millisecond, hence
+ * the 15% a larger count must save. By it: 10240^2 K=5 page-locked takes three GPUs of four
+ * (the links of three already move ~145 GB/s; measured x2 4.33, x4 3.79 ms), pageable two (the copies bound it; four were slower than two in
+ * every run of F1); 1080p K=3 one GPU; 1080p K=75 pageable two (0.47 ms against 0.63). */
+#define ES_SPLIT_MPX_MS 0.0155        /* kernel ms a megapixel, K=0 */
+#define ES_SPLIT_MPX_MS_K 0.0043      /* and per unit of K */
+#define ES_SPLIT_LINK_GBS 50.0        /* one GPU's link */
+#define ES_SPLIT_LINKS_GBS 145.0      /* every GPU's links at once */
+#define ES_SPLIT_HOST1_GBS 62.0       /* staging copies, one GPU */
+#define ES_SPLIT_HOSTN_GBS 80.0       /* staging copies, two GPUs or more */
+#define ES_SPLIT_GPU_MS 0.1           /* fixed cost of each GPU after the first */
+#define ES_SPLIT_GAIN 0.85            /* a larger count must take at most this share */
+
+/* The bytes a job moves out of the device (map, rendering planes). */
+static double split_out_bytes(const es_job *job) {
+  const es_image *in = &job->in;
+  double b = job->map ? 4.0 * in->width * (double)in->height : 0.0;
+  const int fmt = job->render.format;
+  for (int i = 0; fmt != ES_PIX_NONE && i < es_pix_planes(fmt); i++)
+    b += (double)es_pix_stride(fmt, i, in->width) * es_pix_plane_height(fmt, i, in->height);
+  return b;
+}
+
+double es_split_model_ms(const es_job *job, int m, int in_pinned, int out_pinned) {
+  const es_image *in = &job->in;
+  const double px = (double)in->width * in->height;
+  const int K = job->params.window, L = job->params.levels;
+  double kern = px / 1e6 * (ES_SPLIT_MPX_MS + ES_SPLIT_MPX_MS_K * K);
+  if (L <= 32) kern *= 0.25;
+  if (L > 256) kern *= 4.0;
+  const double in_b = px * (in->depth == 16 ? 2 : 1), out_b = split_out_bytes(job);
+  const double page_b = (in_pinned ? 0.0 : in_b) + (out_pinned ? 0.0 : out_b);
+  double link = ES_SPLIT_LINK_GBS * m;
+  if (link > ES_SPLIT_LINKS_GBS) link = ES_SPLIT_LINKS_GBS;
+  const double host = m > 1 ? ES_SPLIT_HOSTN_GBS : ES_SPLIT_HOST1_GBS;
+  const double dma_ms = (in_b + out_b) / (link * 1e6), copy_ms = page_b / (host * 1e6);
+  return ES_SPLIT_GPU_MS * (m - 1) + kern / m + (dma_ms > copy_ms ? dma_ms : copy_ms);
+}
+
+int es_split_gpus(const es_job *job, int n, int in_pinned, int out_pinned) {
+  if (n < 2) return n < 1 ? 1 : n;
+  int best = 1;
+  double tbest = es_split_model_ms(job, 1, in_pinned, out_pinned);
+  /* Every count: one taken saves 15% on the best before it, so it is also faster than
+   * each count passed over (those saved less than 15% on a best no better). */
+  for (int m = 2; m <= n; m++) {
+    const double t = es_split_model_ms(job, m, in_pinned, out_pinned);
+    if (t < ES_SPLIT_GAIN * tbest) {
+      best = m;
+      tbest = t;
+    }
+  }
+  return best;
+}
+
+int es_split_gpus_for(const es_job *job, int n) {
+  if (n < 2) return 1;
+  int out_pinned = 1;
+  if (job->map) out_pinned &= es_gpu_is_pinned(job->map);
+  const int fmt = job->render.format;
+  for (int i = 0; fmt != ES_PIX_NONE && i < es_pix_planes(fmt); i++)
+    out_pinned &= es_gpu_is_pinned(job->pix.plane[i]);
+  return es_split_gpus(job, n, es_gpu_is_pinned(job->in.data), out_pinned);
 }
 
 int es_cpu_threads_for(int64_t pixels, int max_threads) {
@@ -179,7 +266,9 @@ int es_run_job(es_context *ctx, const es_job *job, int target, int cpu_threads, 
 
   if (target == ES_TARGET_MULTI) {
     es_pool_worker *pw[ES_MAX_GPUS];
-    int n = pool_acquire_all(ctx, pw);
+    /* As many GPUs as pay for this job (es_split_gpus); fewer than two: one GPU. */
+    const int most = es_split_gpus_for(job, ctx->ngpu);
+    int n = most >= 2 ? pool_acquire_all(ctx, pw, most) : 0;
     if (n >= 2) {
       es_gpu_worker *ws[ES_MAX_GPUS];
       for (int i = 0; i < n; i++) ws[i] = pw[i]->w;
@@ -339,7 +428,10 @@ int es_compute(es_context *ctx, const es_image *img, float *out, size_t out_stri
     es_ctx_set_error(ctx, "no image");
     return ES_ERR_USAGE;
   }
-  es_ctx_gpus_wait(ctx); /* cfg.gpu_background: the GPUs may still be opening */
+  /* cfg.gpu_background: the GPUs may still be opening, or not asked for yet. An image the
+   * CPU takes whatever the GPUs (below cpu_below) neither waits for them nor opens them. */
+  const int64_t pixels = (int64_t)img->width * img->height;
+  if (!cpu_by_config(ctx, pixels)) es_ctx_gpus_wait(ctx);
   es_job job;
   memset(&job, 0, sizeof job);
   job.in = *img;
@@ -379,7 +471,6 @@ int es_compute(es_context *ctx, const es_image *img, float *out, size_t out_stri
     job.in.stride = row;
   }
   int64_t index = atomic_fetch_add(&ctx->compute_calls, 1);
-  int64_t pixels = (int64_t)img->width * img->height;
   int target = es_pick_target(ctx, pixels, 1);
   rc = es_run_job(ctx, &job, target, ctx->threads, index, &ctx->fault, &device, why, sizeof why);
 end:

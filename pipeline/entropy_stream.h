@@ -134,11 +134,13 @@ typedef struct es_config {
                          * GPU where more than two GPUs are to be used (es_config_queue) */
   int verbose;          /* 0 quiet, 1 normal, 2 verbose (library messages, see message) */
   int gpu_background;   /* 1: with device auto and all GPUs (in a library built with CUDA),
-                         * es_context_create returns at once and opens the GPUs on a
-                         * thread of its own (CUDA start-up
-                         * takes a few hundred ms): streams begin on the CPU and the GPUs
-                         * join them when open; es_compute, es_context_gpu_count and
-                         * es_context_config wait for the GPUs. Default 0: open first. */
+                         * es_context_create returns at once and the GPUs open on a
+                         * thread of their own (CUDA start-up takes 0.2-1.1 s) from the
+                         * first work that could use one: a frame or image of cpu_below
+                         * pixels or more, es_context_gpu_count, es_context_config. Work
+                         * below cpu_below never starts CUDA. Streams begin on the CPU and
+                         * the GPUs join them when open; es_compute of an image a GPU could
+                         * take waits for them. Default 0: open first. */
   int gpu_blocking_sync; /* 1: a thread waiting for its GPU sleeps (CUDA's blocking sync)
                          * instead of spinning on a core, leaving the cores to decoder and
                          * encoder threads; waits wake a little later. Default 0: CUDA's
@@ -190,6 +192,14 @@ const char *es_context_error(const es_context *ctx);
  * without gpu_background), never waits. */
 int es_context_gpu_count(const es_context *ctx);
 int es_context_gpus_open(const es_context *ctx);
+/* Work of `pixels` a frame is coming (a video whose header was read): where a GPU could
+ * take it (device auto, cpu_below or more) and the GPUs of a gpu_background context were
+ * not asked for yet, they start opening now rather than at the first such frame. Never
+ * waits; nothing to do for other contexts. */
+void es_context_expect(const es_context *ctx, int64_t pixels);
+/* 1 once the GPUs are open or opening; 0 while a gpu_background context has had no work a
+ * GPU could take (CUDA not started). Never waits. */
+int es_context_gpus_asked(const es_context *ctx);
 /* The configuration in force (after defaults were filled in). */
 const es_config *es_context_config(const es_context *ctx);
 

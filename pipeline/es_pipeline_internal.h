@@ -17,9 +17,7 @@
 /* SPEC.md's default line between CPU and GPU under --device auto (pixels). Not measured at
  * start-up: a measurement would cost every context a GPU warm-up round trip. */
 #define ES_DEFAULT_CPU_BELOW 163840
-/* es_compute splits an image over every GPU of the context from this many pixels up
- * (smaller images do not pay for the halo exchange and the extra launches). */
-#define ES_MULTI_GPU_PIXELS (8LL * 1024 * 1024)
+/* es_compute splits an image over several GPUs where es_split_gpus says it pays. */
 /* GPU workers (CUDA streams) per device: three, so copies of one job overlap the kernel of
  * another, and a stream of small frames (a 1080p job is ~0.4 ms of copies, kernels and
  * synchronisation) is not bound by the latency of two jobs at a time. */
@@ -78,7 +76,10 @@ struct es_context {
   atomic_int gpus_ready;           /* 1 once the GPU fields above are final */
   pthread_cond_t gpus_cond;        /* with lock: broadcast when gpus_ready is set */
   pthread_t gpu_thread;            /* the opening thread (gpu_background) */
-  int gpu_thread_started;          /* immutable */
+  int gpu_thread_started;          /* guarded by lock: set once by es_ctx_gpus_demand */
+  int gpu_lazy;                    /* immutable: gpu_background, the GPUs not asked for yet
+                                    * at create (es_ctx_gpus_demand opens them) */
+  atomic_int gpu_demanded;         /* 1 once es_ctx_gpus_demand ran (CUDA is starting) */
   pthread_mutex_t lock;            /* guards busy, fail_streak, err */
   pthread_cond_t worker_free;      /* broadcast when a worker is released */
   int fail_streak[ES_MAX_GPUS];    /* guarded by lock: consecutive failures per GPU */
@@ -97,6 +98,14 @@ struct es_context {
  * without waiting. */
 void es_ctx_gpus_wait(const es_context *ctx);
 int es_ctx_gpus_ready(const es_context *ctx);
+/* cfg.gpu_background: the GPUs open on their thread from the first call here on (work that
+ * could use a GPU: a frame of cpu_below pixels or more, a query that waits for the GPUs),
+ * not at es_context_create, so a run that never has such work never starts CUDA (cuInit
+ * alone took 0.2-1.1 s on the GPU hosts). Returns at once; any thread, any number of
+ * times. Nothing to do for other contexts (their GPUs opened at create). */
+void es_ctx_gpus_demand(const es_context *ctx);
+/* 1 where es_ctx_gpus_demand has run (or the GPUs opened at create). */
+int es_ctx_gpus_demanded(const es_context *ctx);
 
 /* One line of the library's messages, to cfg.message or else stderr (es_config). */
 void es_ctx_message(const es_context *ctx, const char *fmt, ...)
@@ -119,6 +128,19 @@ void es_ctx_set_error(es_context *ctx, const char *fmt, ...)
 /* Where a frame of `pixels` pixels goes under the context's device policy: ES_TARGET_CPU,
  * ES_TARGET_ANY_GPU, or ES_TARGET_MULTI (es_compute only, allow_multi). */
 int es_pick_target(const es_context *ctx, int64_t pixels, int allow_multi);
+
+/* How many of n GPUs one job is split over (1..n; 1: no split), from a model of its time
+ * on m GPUs: the kernels' share, the links' transfers and, for pageable buffers, the host's
+ * staging copies, plus a fixed cost a GPU. More GPUs are taken only where the model says
+ * they save 15% or more against the best smaller count, so a split is never the slower
+ * choice by the model's own error. in_pinned / out_pinned: the input, and every output the
+ * job brings back (map, rendering planes), are page-locked. Pure arithmetic: the same
+ * answer for the same arguments (and the bits never depend on the split). */
+int es_split_gpus(const es_job *job, int n, int in_pinned, int out_pinned);
+/* The same, the buffers' page-locking asked of CUDA (es_gpu_is_pinned). */
+int es_split_gpus_for(const es_job *job, int n);
+/* The model's time (ms) of the job on m GPUs, for tests and the benchmark's notes. */
+double es_split_model_ms(const es_job *job, int m, int in_pinned, int out_pinned);
 
 /* OpenMP threads for a CPU job of `pixels` pixels with at most `max_threads`. */
 int es_cpu_threads_for(int64_t pixels, int max_threads);

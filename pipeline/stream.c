@@ -63,7 +63,9 @@ struct es_stream {
   int gpu_possible;         /* immutable: GPUs may compute (buffers page-aligned, registered) */
   atomic_int gpu_on;        /* 1 once the GPU threads run: frames may go to them */
   pthread_t joiner;         /* waits for GPUs opening in the background, starts their threads */
-  int joiner_started;       /* immutable after open */
+  int joiner_started;       /* guarded by lock: set once (open, or the first frame that could
+                             * use a GPU: gpus_want); destroy reads it after shutdown */
+  atomic_int joiner_asked;  /* 1 once the joiner started or need not (gpus_want's fast test) */
   int cap_threads;          /* immutable: room in threads/args */
   int nslots;               /* immutable: cfg.queue */
   es_slot *slots;           /* immutable array; each slot as es_slot says */
@@ -295,6 +297,31 @@ static void *joiner_main(void *arg) {
   return NULL;
 }
 
+/* Starts the joiner under the lock (not after shutdown). */
+static int joiner_start_locked(es_stream *s) {
+  if (s->joiner_started || s->shutdown) return ES_OK;
+  if (pthread_create(&s->joiner, NULL, joiner_main, s) != 0) return ES_ERR_NOMEM;
+  s->joiner_started = 1;
+  return ES_OK;
+}
+
+/* A frame of `pixels` is about to be computed: where a GPU could take it (auto, cpu_below
+ * or more) and the context's GPUs were not asked for yet (gpu_background opens them at the
+ * first such frame), ask for them and start the joiner that lets them in. A stream of small
+ * frames never starts CUDA. */
+static void gpus_want(es_stream *s, int64_t pixels) {
+  if (atomic_load(&s->joiner_asked)) return;
+  const es_context *ctx = s->ctx;
+  if (!s->gpu_possible || ctx->cfg.device == ES_DEVICE_CPU || pixels < ctx->cfg.cpu_below) return;
+  if (atomic_exchange(&s->joiner_asked, 1)) return;
+  es_ctx_gpus_demand(ctx);
+  pthread_mutex_lock(&s->lock);
+  const int rc = joiner_start_locked(s);
+  pthread_mutex_unlock(&s->lock);
+  if (rc != ES_OK && ctx->cfg.verbose >= 1)
+    es_ctx_message(ctx, "warning: the GPUs cannot join the stream (no thread): CPU only");
+}
+
 int es_stream_open(es_context *ctx, const es_stream_config *sc, es_stream **out) {
   int rc = ES_OK;
   es_stream *s = NULL;
@@ -326,6 +353,7 @@ int es_stream_open(es_context *ctx, const es_stream_config *sc, es_stream **out)
   s->sc = *sc;
   s->gpu_possible = ctx->cfg.device != ES_DEVICE_CPU && es_gpu_built();
   atomic_init(&s->gpu_on, 0);
+  atomic_init(&s->joiner_asked, 0);
   s->nslots = ctx->cfg.queue;
   pthread_mutex_init(&s->lock, NULL);
   pthread_cond_init(&s->free_cond, NULL);
@@ -377,11 +405,16 @@ int es_stream_open(es_context *ctx, const es_stream_config *sc, es_stream **out)
     s->nthreads++;
   }
   if (ready) {
+    atomic_store(&s->joiner_asked, 1);
     if (gpu_threads_start(s) != ES_OK) goto end;
-  } else {
-    if (pthread_create(&s->joiner, NULL, joiner_main, s) != 0) goto end;
-    s->joiner_started = 1;
-  }
+  } else if (es_ctx_gpus_demanded(ctx)) { /* opening already: the joiner now */
+    atomic_store(&s->joiner_asked, 1);
+    pthread_mutex_lock(&s->lock);
+    rc = joiner_start_locked(s);
+    pthread_mutex_unlock(&s->lock);
+    if (rc != ES_OK) goto end;
+    rc = ES_ERR_NOMEM;
+  } /* else: at the first frame a GPU could take (gpus_want) */
   es_trace("stream: pool of %d frames, %d CPU worker(s)%s", s->nslots, ncpu,
            ready ? "" : ", GPUs joining when open");
   if (ctx->cfg.verbose >= 2)
@@ -492,6 +525,7 @@ int es_stream_reserve(es_stream *s, es_frame *f, int width, int height, int dept
   es_image in = {NULL, width, height, (size_t)width * bps, depth};
   int rc = geometry_check(s, &in);
   if (rc != ES_OK) return rc;
+  gpus_want(s, (int64_t)width * height); /* before the frame is filled: CUDA starts sooner */
   if (data_grow(s, sl, (size_t)width * bps * (size_t)height) ||
       outputs_grow(s, sl, width, height)) {
     es_ctx_set_error(s->ctx, "out of memory for a %dx%d frame", width, height);
@@ -550,6 +584,7 @@ int es_stream_push(es_stream *s, es_frame *f) {
   f->status = ES_OK;
   f->device = -1;
   int64_t pixels = (int64_t)f->width * f->height;
+  gpus_want(s, pixels); /* a lent frame was never reserved */
   /* gpu_on (acquire) also makes the context's GPU fields readable. Before it, a frame the
    * GPUs would take goes to the CPU queue, stealable by the GPU threads once they run. */
   const int gpu_on = atomic_load(&s->gpu_on);
@@ -692,8 +727,12 @@ void es_stream_destroy(es_stream **ps) {
   pthread_mutex_lock(&s->lock);
   stop_locked(s, 1);
   pthread_mutex_unlock(&s->lock);
-  /* The joiner first: it may still add threads (none once shutdown is seen). */
-  if (s->joiner_started) pthread_join(s->joiner, NULL);
+  /* The joiner first: it may still add threads (none once shutdown is seen). No joiner
+   * starts after the shutdown above (joiner_start_locked). */
+  pthread_mutex_lock(&s->lock);
+  const int joiner = s->joiner_started;
+  pthread_mutex_unlock(&s->lock);
+  if (joiner) pthread_join(s->joiner, NULL);
   for (int i = 0; i < s->nthreads; i++) pthread_join(s->threads[i], NULL);
   for (int i = 0; s->args && i < s->nthreads; i++) es_cpu_scratch_free(&s->args[i].scratch);
   if (s->slots) {

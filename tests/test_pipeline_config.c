@@ -222,6 +222,12 @@ int main(void) {
   CHECK(es_context_create(&ctx, &b, NULL, 0) == ES_OK && ctx, "background create");
   CHECK(es_compute(ctx, &im, out, 7, NULL, NULL, NULL) == ES_OK, "background: compute: %s",
         es_context_error(ctx));
+  /* An image below cpu_below neither waits for the GPUs nor opens them: CUDA is not
+   * started for work that cannot use it (issue 31; before, create opened them at once). */
+  if (es_gpu_built())
+    CHECK(!es_ctx_gpus_demanded(ctx) && !es_context_gpus_open(ctx) &&
+              !es_context_gpus_asked(ctx),
+          "background: a small image asked for the GPUs");
   CHECK(es_context_gpu_count(ctx) == visible, "background: gpu count %d of %d",
         es_context_gpu_count(ctx), visible);
   CHECK(es_context_gpus_open(ctx) == 1, "background: not open after the count");
@@ -241,7 +247,43 @@ int main(void) {
   es_config_default(&b);
   b.gpu_background = 1;
   b.verbose = 0;
+  CHECK(es_context_create(&ctx, &b, NULL, 0) == ES_OK, "background create 3");
+  {
+    /* A stream: small frames leave the GPUs alone; the first frame a GPU could take (from
+     * cpu_below pixels) asks for them, at its reserve, before it is filled. */
+    es_stream_config sc = {0};
+    sc.want_stats = 1;
+    es_stream *st = NULL;
+    CHECK(es_stream_open(ctx, &sc, &st) == ES_OK && st, "background stream open");
+    const int sides[3][2] = {{8, 8}, {64, 32}, {640, 480}};
+    for (int i = 0; st && i < 3; i++) {
+      es_frame *f = NULL;
+      CHECK(es_stream_acquire(st, &f) == ES_OK && f, "acquire %d", i);
+      if (!f) break;
+      CHECK(es_stream_reserve(st, f, sides[i][0], sides[i][1], 8) == ES_OK, "reserve %d", i);
+      if (es_gpu_built())
+        CHECK(es_ctx_gpus_demanded(ctx) == (i == 2), "frame %dx%d: GPUs asked for %d",
+              sides[i][0], sides[i][1], es_ctx_gpus_demanded(ctx));
+      memset(f->data, i, (size_t)sides[i][0] * sides[i][1]);
+      CHECK(es_stream_push(st, f) == ES_OK, "push %d", i);
+      CHECK(es_stream_pull(st, &f) == ES_OK && f && f->status == ES_OK, "pull %d", i);
+      if (f) {
+        CHECK(f->stats.count == (int64_t)sides[i][0] * sides[i][1], "frame %d: count", i);
+        es_stream_release(st, f);
+      }
+    }
+    es_stream_destroy(&st);
+  }
+  es_context_destroy(&ctx);
+  es_config_default(&b);
+  b.gpu_background = 1;
+  b.verbose = 0;
   CHECK(es_context_create(&ctx, &b, NULL, 0) == ES_OK, "background create 2");
+  es_ctx_gpus_demand(ctx); /* the opening starts now, on its thread */
+  es_ctx_gpus_demand(ctx); /* and only once */
+  CHECK(es_ctx_gpus_demanded(ctx) && es_context_gpus_asked(ctx),
+        "background: not asked for after es_ctx_gpus_demand");
+  CHECK(es_context_gpus_asked(NULL) == 0, "gpus_asked of NULL");
   es_context_destroy(&ctx);
   CHECK(ctx == NULL, "destroy clears");
 

@@ -121,6 +121,9 @@ def main():
     ap.add_argument("--long", type=int, default=5, metavar="N",
                     help="also time stats only against decode on the input looped N times "
                     "(N x --frames frames: start-up and exit weigh less; 0: off)")
+    ap.add_argument("--no-stdin", action="store_true",
+                    help="no grey-on-stdin rows (y4m, raw gray8): the ffmpeg comparisons "
+                    "alone (tools/gpu-scale.sh, within one device call)")
     ap.add_argument("--no-extras", action="store_true",
                     help="only the ffmpeg comparisons and stdin rows (no CPU row, PNG batch, "
                     "traces or peak RSS): the multi-GPU scaling run")
@@ -143,6 +146,14 @@ def devopt(device, g):
 def run(a, tmp):
     es = os.path.abspath(a.bin)
     res = {"frames": a.frames, "rows": []}
+
+    def save():
+        """stream.json rewritten after every row: a run cut off by its time limit still
+        leaves what it measured."""
+        path = os.path.join(a.out, "stream.json")
+        with open(path + ".tmp", "w") as f:
+            json.dump(res, f, indent=1)
+        os.replace(path + ".tmp", path)
     src = os.path.join(tmp, "in.mp4")
     sh("ffmpeg -v error -y -f lavfi -i testsrc2=size=1920x1080:rate=30 -frames:v %d "
        "-c:v libx264 -preset veryfast -pix_fmt yuv420p %s" % (a.frames, src))
@@ -152,10 +163,11 @@ def run(a, tmp):
                             text=True).stdout
     have_y4m = " yuv4mpegpipe " in muxers
     y4m = os.path.join(tmp, "in.y4m")
-    if have_y4m:
+    if have_y4m and not a.no_stdin:
         sh("ffmpeg -v error -y -i %s -pix_fmt gray -f yuv4mpegpipe %s" % (src, y4m))
     raw = os.path.join(tmp, "in.gray")
-    sh("ffmpeg -v error -y -i %s -pix_fmt gray -f rawvideo %s" % (src, raw))
+    if not (a.no_stdin and a.no_extras):
+        sh("ffmpeg -v error -y -i %s -pix_fmt gray -f rawvideo %s" % (src, raw))
     res["y4m_available"] = have_y4m
     nproc = os.cpu_count()
     res["cores"] = nproc
@@ -171,6 +183,7 @@ def run(a, tmp):
         if check:
             r["check"] = check()
         res["rows"].append(r)
+        save()
         print("%-52s %7.3f s %7.1f fps %s%s %s" % (name, med, fps,
               ("(steady %.0f fps) " % own) if own else "",
               ("%.2fx ffmpeg" % r["ratio_vs_ffmpeg"]) if base_fps else "",
@@ -221,7 +234,7 @@ def run(a, tmp):
                 base, lambda: "stats records %d of %d" % (count_lines(stats), n), frames=n, out=(stats,))
         os.remove(lsrc)
     rawopt = "--raw gray8:1920x1080@30"
-    for g in a.gpus:
+    for g in ([] if a.no_stdin else a.gpus):
         stdin_cases = [("raw gray8", rawopt, raw)]
         if have_y4m:
             stdin_cases.insert(0, ("y4m", "", y4m))
@@ -234,10 +247,10 @@ def run(a, tmp):
                 "cat %s | %s - %s --stats %s -y --no-progress %s" %
                 (path, es, opt, stats, devopt(a.device, g)),
                 None, lambda: "stats records %d of %d" % (count_lines(stats), a.frames), out=(stats,))
-    if have_y4m:
+    if have_y4m and not a.no_stdin:
         row("ffmpeg reading the y4m (decode only)",
             "ffmpeg -v error -f yuv4mpegpipe -i %s -f null -" % y4m)
-    if have_y4m and a.long > 1:
+    if have_y4m and a.long > 1 and not a.no_stdin:
         # The y4m target is a rate: a longer input shows it without start-up weighing as
         # much. The frames of in.y4m N times after its header line (no re-encode).
         n = a.long * a.frames

@@ -213,7 +213,8 @@ void cli_exit_if_gpus_opening(es_context *ctx, int code) {
 /* What computes: never waits for GPUs still opening (those have computed nothing yet). */
 const char *cli_device_desc(es_context *ctx, char *buf, size_t len) {
   if (!es_context_gpus_open(ctx)) {
-    snprintf(buf, len, "CPU (GPUs still opening)");
+    /* GPUs never asked for (no frame a GPU could take): CUDA was not started at all. */
+    snprintf(buf, len, es_context_gpus_asked(ctx) ? "CPU (GPUs still opening)" : "CPU");
     return buf;
   }
   int n = es_context_gpu_count(ctx);

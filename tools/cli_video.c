@@ -307,6 +307,13 @@ typedef struct ctx_open {
   es_context *ctx;      /* out */
   int rc;               /* out */
   char msg[MSG_LEN];    /* out */
+  /* The frame size, once the input's header says it: under auto the GPUs start opening
+   * when frames they could take are coming (es_context_expect), not at the first frame
+   * pushed (after the first read and the outputs' opening). Whichever of the two threads
+   * comes second (the context created, the size known) makes the call. */
+  pthread_mutex_t lock;
+  int created;          /* under lock */
+  int64_t pixels;       /* under lock: 0 until known */
 } ctx_open;
 
 static void *ctx_open_main(void *arg) {
@@ -314,7 +321,18 @@ static void *ctx_open_main(void *arg) {
   es_trace("context: create");
   c->rc = es_context_create(&c->ctx, c->cfg, c->msg, sizeof c->msg);
   es_trace("context: created");
+  pthread_mutex_lock(&c->lock);
+  c->created = 1;
+  if (c->pixels > 0) es_context_expect(c->ctx, c->pixels);
+  pthread_mutex_unlock(&c->lock);
   return NULL;
+}
+
+static void ctx_expect(ctx_open *c, int64_t pixels) {
+  pthread_mutex_lock(&c->lock);
+  c->pixels = pixels;
+  if (c->created) es_context_expect(c->ctx, pixels);
+  pthread_mutex_unlock(&c->lock);
 }
 
 /* The input failed before its first frame was had (at the open or the first read): reported,
@@ -345,7 +363,7 @@ static int out_interrupted_at_open(const cli_opts *o, const char *in_name, es_st
 
 int cli_run_video(cli_opts *o, int out_kind) {
   vid_run v;
-  ctx_open co = {.cfg = &o->cfg};
+  ctx_open co = {.cfg = &o->cfg, .lock = PTHREAD_MUTEX_INITIALIZER};
   pthread_t cth;
   int cth_started = 0;
   es_context *ctx = NULL;
@@ -438,6 +456,7 @@ int cli_run_video(cli_opts *o, int out_kind) {
     goto end;
   }
   es_trace("video: input open");
+  ctx_expect(&co, (int64_t)v.info.width * v.info.height);
   if (o->verbose && !o->quiet) {
     char len_s[48] = "length unknown"; /* raw H.264, pipes: the container does not say */
     if (v.info.frames > 0)

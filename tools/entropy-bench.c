@@ -19,6 +19,7 @@
 
 #include "es_gpu.h"
 #include "es_kernels.h"
+#include "es_pipeline_internal.h" /* es_split_gpus_for: the library's GPU count for one image */
 
 #define BENCH_SEED 1u
 #define SAMPLES 4000
@@ -403,6 +404,27 @@ static void multi_rows(const char *group, gpu_set *g, const es_job *job, int rep
                  (double)npx / (up * 1e6) + (double)npx * 4 / (down * 1e6), n, up, down);
     }
     row_out(group, eng, w, h, K, L, 0, tn, reps, max_diff(map_cpu, job->map, npx), "vs cpu", note);
+  }
+  /* What es_compute does with this job on all of g's GPUs: the count es_split_gpus picks
+   * (issue 31: never slower than fewer GPUs), against the x1 time. */
+  if (g->n > 1 && t1 > 0) {
+    const int m = es_split_gpus_for(job, g->n);
+    memset(job->map, 0xff, npx * sizeof *job->map);
+    const int ok = time_h2h(g->w, m, job, reps, t, msg, sizeof msg);
+    snprintf(eng, sizeof eng, "gpu auto x%d of %d host-to-host%s", m, g->n, tag);
+    if (!ok) {
+      row_out(group, eng, w, h, K, L, 0, -1, 0, 0, "", msg);
+    } else {
+      const double ta = median(t, reps);
+      const int in_p = es_gpu_is_pinned(job->in.data), out_p = es_gpu_is_pinned(job->map);
+      int len = snprintf(note, sizeof note, "%.2fx the x1 time; model ms", ta / t1);
+      for (int n = 1; n <= g->n && len > 0 && (size_t)len < sizeof note;
+           n = n * 2 > g->n && n < g->n ? g->n : n * 2)
+        len += snprintf(note + len, sizeof note - (size_t)len, " x%d %.3f", n,
+                        es_split_model_ms(job, n, in_p, out_p));
+      row_out(group, eng, w, h, K, L, 0, ta, reps, max_diff(map_cpu, job->map, npx), "vs cpu",
+              note);
+    }
   }
   free(t);
 }

@@ -1,0 +1,77 @@
+/*
+ * test_pipeline_split.c - how many GPUs share one image (es_split_gpus, issue 31): the
+ * cases BENCHMARKS measured on four H200s (10240^2 K=5 L=16 page-locked: more than two;
+ * pageable: two, four having been slower than two in every run; 1080p K=3 pageable: one,
+ * four having taken 2.93 ms against 0.38; 1080p K=75 pageable: two), small images on one
+ * GPU, and for random jobs: the count is within 1..n, the same for the same job, and by the
+ * model never slower than any smaller count (the rule's promise). Pure arithmetic: runs
+ * without a GPU.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "es_pipeline_internal.h"
+#include "es_test.h"
+
+static es_job job_of(int w, int h, int K, int L, int depth, int map, int fmt) {
+  static float fake_map; /* only its presence counts: the model reads no pixel */
+  es_job j;
+  memset(&j, 0, sizeof j);
+  j.in.width = w;
+  j.in.height = h;
+  j.in.depth = depth;
+  j.in.stride = (size_t)w * (depth == 16 ? 2 : 1);
+  es_params_default(&j.params);
+  j.params.window = K;
+  j.params.levels = L;
+  j.map = map ? &fake_map : NULL;
+  j.map_stride = (size_t)w;
+  j.render.format = fmt;
+  return j;
+}
+
+int main(void) {
+  es_test_seed("test_pipeline_split");
+  es_job big = job_of(10240, 10240, 5, 16, 8, 1, ES_PIX_NONE);
+  /* Page-locked: more than two (the links of three or four GPUs together are the bound). */
+  CHECK(es_split_gpus(&big, 4, 1, 1) >= 3, "10240^2 page-locked on 4: %d", es_split_gpus(&big, 4, 1, 1));
+  CHECK(es_split_gpus(&big, 2, 1, 1) == 2, "10240^2 page-locked on 2: %d", es_split_gpus(&big, 2, 1, 1));
+  CHECK(es_split_gpus(&big, 4, 0, 0) == 2, "10240^2 pageable on 4: %d", es_split_gpus(&big, 4, 0, 0));
+  CHECK(es_split_gpus(&big, 8, 0, 0) == 2, "10240^2 pageable on 8: %d", es_split_gpus(&big, 8, 0, 0));
+  /* Page-locked input, pageable map: the map's copies (four fifths of the bytes) bound it. */
+  CHECK(es_split_gpus(&big, 4, 1, 0) == 2, "10240^2 pinned in, pageable out: %d",
+        es_split_gpus(&big, 4, 1, 0));
+  es_job k3 = job_of(1920, 1080, 3, 256, 8, 1, ES_PIX_NONE);
+  CHECK(es_split_gpus(&k3, 4, 0, 0) == 1, "1080p K=3 pageable on 4: %d", es_split_gpus(&k3, 4, 0, 0));
+  CHECK(es_split_gpus(&k3, 2, 0, 0) == 1, "1080p K=3 pageable on 2: %d", es_split_gpus(&k3, 2, 0, 0));
+  es_job k75 = job_of(1920, 1080, 75, 256, 8, 1, ES_PIX_NONE);
+  CHECK(es_split_gpus(&k75, 4, 0, 0) == 2, "1080p K=75 pageable on 4: %d", es_split_gpus(&k75, 4, 0, 0));
+  es_job small = job_of(400, 400, 5, 16, 8, 1, ES_PIX_NONE);
+  CHECK(es_split_gpus(&small, 4, 1, 1) == 1, "400^2: %d", es_split_gpus(&small, 4, 1, 1));
+  /* The broken-GPU case of test_gpu_pipeline (4096x2100 K=5 L=16 pageable) must split. */
+  es_job tp = job_of(4096, 2100, 5, 16, 8, 1, ES_PIX_NONE);
+  CHECK(es_split_gpus(&tp, 4, 0, 0) >= 2, "4096x2100 pageable: %d", es_split_gpus(&tp, 4, 0, 0));
+  CHECK(es_split_gpus(&big, 1, 1, 1) == 1 && es_split_gpus(&big, 0, 1, 1) == 1,
+        "one or no GPU: %d %d", es_split_gpus(&big, 1, 1, 1), es_split_gpus(&big, 0, 1, 1));
+  /* A larger model time for more pageable bytes (the same job, its map pageable). */
+  CHECK(es_split_model_ms(&big, 4, 1, 0) > es_split_model_ms(&big, 4, 1, 1),
+        "pageable map not dearer than a page-locked one");
+  /* Random jobs: the count is in range, the same twice, and by the model no slower than
+   * one GPU or any smaller candidate count. */
+  for (int i = 0; i < 2000; i++) {
+    const int fmts[4] = {ES_PIX_NONE, ES_PIX_GRAY8, ES_PIX_RGB24, ES_PIX_YUV420P};
+    int w = es_test_range(1, 12000), h = es_test_range(1, 12000);
+    int K = 2 * es_test_range(0, 60) + 1, depth = es_test_range(0, 1) ? 16 : 8;
+    int L = depth == 16 ? es_test_range(2, 65536) : es_test_range(2, 256);
+    es_job j = job_of(w, h, K, L, depth, es_test_range(0, 1), fmts[es_test_range(0, 3)]);
+    int n = es_test_range(1, 8), inp = es_test_range(0, 1), outp = es_test_range(0, 1);
+    int m = es_split_gpus(&j, n, inp, outp);
+    CHECK(m >= 1 && m <= n, "%dx%d K=%d L=%d on %d: %d GPUs", w, h, K, L, n, m);
+    CHECK(m == es_split_gpus(&j, n, inp, outp), "%dx%d: not the same twice", w, h);
+    const double tm = es_split_model_ms(&j, m, inp, outp);
+    for (int k = 1; k < m; k++)
+      CHECK(tm <= es_split_model_ms(&j, k, inp, outp), "%dx%d K=%d L=%d: %d GPUs slower than %d",
+            w, h, K, L, m, k);
+  }
+  return es_test_done("test_pipeline_split");
+}
