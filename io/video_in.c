@@ -548,6 +548,15 @@ static AVBufferRef *lend_alloc(void *opaque, int size)
   if (!block) return NULL;
   lend_buf *h = (lend_buf *)block;
   h->data = block + ES_LEND_HDR;
+  /* Zeroed, as FFmpeg's own frame pool is (avcodec_default_get_buffer2: av_buffer_allocz).
+   * Decoders read bytes of a picture buffer they never write, by design: H.264's SIMD loads
+   * take whole vectors across the row padding (linesize past the width) and keep only the
+   * lanes inside the picture. No decoded pixel depends on those bytes (the maps of
+   * samples/clip.mp4 are the same with the buffers filled with 0, 128 or 255, and the same as
+   * from FFmpeg's buffers), but left uninitialised, valgrind's lane-blind tracking marked
+   * whole decoded rows undefined and reported every read of them by the CPU engine
+   * (ring_fill). Once per pool buffer: they are reused frame after frame. */
+  memset(h->data, 0, bytes);
   h->bytes = bytes;
   h->pinned = 0;
   h->unpin = v->unpin;
