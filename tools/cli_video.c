@@ -319,13 +319,13 @@ static void *ctx_open_main(void *arg) {
   return NULL;
 }
 
-/* The input failed before its first frame was had (at the open or the first read): reported,
- * and the exit code. A signal meanwhile made the pump close standard input, so the reader
- * saw an empty or short stream: that is the interruption, not bad input. */
 /* es_video_in_opts.log: one libav* line, "entropy-stream: FILE: [h264] ...", from whichever
  * thread logged it (cli_err is thread-safe). */
 static void cli_libav_line(void *arg, const char *line) { cli_err((const char *)arg, "%s", line); }
 
+/* The input failed before its first frame was had (at the open or the first read): reported,
+ * and the exit code. A signal meanwhile made the pump close standard input, so the reader
+ * saw an empty or short stream: that is the interruption, not bad input. */
 static int input_failed(const cli_opts *o, const char *in_name, int rc, const char *msg) {
   if (g_stop) {
     if (!o->quiet) cli_err(in_name, "interrupted before the first frame");
