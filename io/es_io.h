@@ -152,6 +152,11 @@ int es_stats_writer_open(es_stats_writer **out, const char *path, int overwrite,
 int es_stats_writer_add(es_stats_writer *w, const char *name, int64_t index,
                         double pts_seconds, int width, int height, const es_stats *st,
                         char *msg, size_t len);
+/* The same with the record's damaged column (0/1): 1 for a frame decoded with errors
+ * (es_video_in_frame_damaged); es_stats_writer_add writes 0. */
+int es_stats_writer_add_frame(es_stats_writer *w, const char *name, int64_t index,
+                              double pts_seconds, int width, int height, int damaged,
+                              const es_stats *st, char *msg, size_t len);
 int es_stats_writer_close(es_stats_writer **w, int commit, char *msg, size_t len);
 
 /* ---- Video and streams in (libavformat/libavcodec/libswscale). Built only with FFmpeg;
@@ -170,6 +175,12 @@ typedef struct es_video_in_opts {
   int lend;
   int (*pin)(void *p, size_t bytes);
   void (*unpin)(void *p);
+  /* Error lines libav* logs for this reader (decoder, demuxer) are never printed; they are
+   * counted (es_video_in_log_lines) and, where log is set, handed to it as one line each,
+   * "[h264] error while decoding MB 11 20, bytestream -5", from the thread that logged
+   * it (a decoder thread too: log must be thread-safe and must not call the reader). */
+  void (*log)(void *arg, const char *line);
+  void *log_arg;
 } es_video_in_opts;
 typedef struct es_video_info {
   int width, height, depth; /* depth 8 or 16 of the grey plane delivered */
@@ -226,9 +237,19 @@ typedef struct es_video_lent {
 int es_video_in_read_lend(es_video_in *v, void *dst, size_t dst_stride, es_video_lent *lent,
                           int64_t *pts, double *pts_seconds, char *msg, size_t len);
 void es_video_in_unlend(void *ref); /* safe after es_video_in_close */
-int64_t es_video_in_corrupt(const es_video_in *v); /* packets/frames skipped */
+/* Packets skipped: those the decoder refused (an error for the packet, no frame) and damaged
+ * stretches the demuxer skipped. */
+int64_t es_video_in_corrupt(const es_video_in *v);
+/* Frames delivered that the decoder made despite errors in their data (concealed, as ffmpeg
+ * and players show them): AV_FRAME_FLAG_CORRUPT, decode_error_flags, or an error it only
+ * logged for the frame's packet. */
+int64_t es_video_in_damaged(const es_video_in *v);
+/* Error lines libav* logged for the reader (see es_video_in_opts.log). */
+int64_t es_video_in_log_lines(const es_video_in *v);
+/* 1 when the frame the last successful read delivered is one of those, else 0. */
+int es_video_in_frame_damaged(const es_video_in *v);
 /* Packets the demuxer flagged corrupt (AV_PKT_FLAG_CORRUPT), given to the decoder all the
- * same as ffmpeg does (what it then finds damaged is also among the corrupt ones). */
+ * same as ffmpeg does (what it then finds damaged is counted as above). */
 int64_t es_video_in_flagged(const es_video_in *v);
 /* Packets before the stream's first keyframe that the decoder dropped (no frame, no error:
  * a stream cut mid-GOP); 0 where it decoded them. */

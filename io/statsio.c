@@ -95,7 +95,8 @@ int es_stats_writer_open(es_stats_writer **out, const char *path, int overwrite,
     w->fp = w->at.fp;
   }
   if (w->format == ES_STATS_CSV) {
-    fputs("name,index,pts,width,height,mean,std,min,max,global_entropy,global_entropy_levels",
+    fputs("name,index,pts,width,height,mean,std,min,max,global_entropy,global_entropy_levels,"
+          "damaged",
           w->fp);
     for (int b = 0; b < bins; b++) fprintf(w->fp, ",hist_%d", b);
     fputc('\n', w->fp);
@@ -171,6 +172,12 @@ static void es_json_str(FILE *fp, const char *str) {
 int es_stats_writer_add(es_stats_writer *w, const char *name, int64_t index,
                         double pts_seconds, int width, int height, const es_stats *st,
                         char *msg, size_t len) {
+  return es_stats_writer_add_frame(w, name, index, pts_seconds, width, height, 0, st, msg, len);
+}
+
+int es_stats_writer_add_frame(es_stats_writer *w, const char *name, int64_t index,
+                              double pts_seconds, int width, int height, int damaged,
+                              const es_stats *st, char *msg, size_t len) {
   char pts[32], mean[32], sd[32], mn[32], mx[32], ge[32], gel[32];
   if (!w || !st || w->failed) {
     snprintf(msg, len, "statistics output is closed");
@@ -190,8 +197,8 @@ int es_stats_writer_add(es_stats_writer *w, const char *name, int64_t index,
   FILE *fp = w->fp;
   if (w->format == ES_STATS_CSV) {
     if (name) es_csv_str(fp, name);
-    fprintf(fp, ",%" PRId64 ",%s,%d,%d,%s,%s,%s,%s,%s,%s", index, pts, width, height, mean, sd,
-            mn, mx, ge, gel);
+    fprintf(fp, ",%" PRId64 ",%s,%d,%d,%s,%s,%s,%s,%s,%s,%d", index, pts, width, height, mean,
+            sd, mn, mx, ge, gel, damaged != 0);
     for (int b = 0; b < w->bins; b++) fprintf(fp, ",%" PRIu64, st->hist[b]);
     fputc('\n', fp);
   } else {
@@ -204,9 +211,9 @@ int es_stats_writer_add(es_stats_writer *w, const char *name, int64_t index,
     fprintf(fp,
             ",\"index\":%" PRId64 ",\"pts\":%s,\"width\":%d,\"height\":%d,\"mean\":%s,"
             "\"std\":%s,\"min\":%s,\"max\":%s,\"global_entropy\":%s,"
-            "\"global_entropy_levels\":%s,\"hist\":[",
+            "\"global_entropy_levels\":%s,\"damaged\":%d,\"hist\":[",
             index, ES_J(pts), width, height, ES_J(mean), ES_J(sd), ES_J(mn), ES_J(mx), ES_J(ge),
-            ES_J(gel));
+            ES_J(gel), damaged != 0);
 #undef ES_J
     for (int b = 0; b < w->bins; b++) fprintf(fp, b ? ",%" PRIu64 : "%" PRIu64, st->hist[b]);
     fputs("]}\n", fp);

@@ -8,8 +8,9 @@
  * Raw frames, and y4m frames whose Y plane is stored as delivered, skip the decoder: their
  * Y plane is read straight into the caller's buffer (from a regular file with pread, by
  * several threads). Other y4m frames are read here too, into packets for the rawvideo
- * decoder (the demuxer parses the stream header only). Damaged packets and frames are
- * skipped and counted, never fatal.
+ * decoder (the demuxer parses the stream header only). Packets the decoder refuses are
+ * skipped and counted; frames it makes despite errors (concealed) are delivered, marked and
+ * counted; neither is fatal.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -97,7 +98,12 @@ struct es_video_in {
   int64_t delivered;     /* frames given to the caller */
   double deliver_ms;     /* ES_TRACE: time spent handing frames over: copying planes out
                           * (deliver) or lending the frame (lend_frame, pin included) */
-  int64_t corrupt;       /* packets/frames skipped */
+  int64_t corrupt;       /* packets skipped: refused by the decoder or the demuxer */
+  /* Frames the decoder gave with decode errors (concealed): delivered like any, as ffmpeg
+   * and players show them, and counted. cur_damaged: the frame in `frame` carries errors;
+   * last_damaged: the frame last handed over did (es_video_in_frame_damaged). */
+  int64_t damaged;
+  int cur_damaged, last_damaged;
   int64_t flagged;       /* packets the demuxer flagged corrupt, decoded all the same */
   int64_t prekey;        /* packets before the stream's first keyframe that gave no frame */
   int key_seen;          /* a keyframe packet was sent, or a frame came out: prekey is final */
@@ -188,6 +194,9 @@ struct es_video_in {
   unsigned nbad;         /* tags ever put in bad (next slot: nbad % ES_VIDEO_BAD_SEQS) */
   int64_t dec_untagged, dec_untagged_seen; /* decoder errors of no known packet */
   int64_t demux_logged, demux_seen;        /* demuxer errors logged / accounted for */
+  int64_t log_lines;     /* error lines libav* logged for this reader (es_video_in_log_lines) */
+  void (*log_fn)(void *arg, const char *line); /* opts.log: where they go, or NULL */
+  void *log_arg;
 };
 
 /* ---- Errors that are only logged.
@@ -205,7 +214,7 @@ struct es_video_in {
  *  - from an AVCodecContext of a decoder whose opaque is the reader (frame threads log from
  *    their own copies of the context; libavcodec copies opaque and reordered_opaque into each
  *    copy with its packet). reordered_opaque is the tag of the packet being decoded, so the
- *    frame carrying that tag is the damaged one: it is skipped and counted like a flagged
+ *    frame carrying that tag is the damaged one: it is marked and counted like a flagged
  *    frame, once however many lines it logged. Lines with no tag (libavcodec 61+) mark the
  *    next frame given out instead.
  *  - from the reader's AVFormatContext or its AVIOContext: data the demuxer dropped. Lines
@@ -241,11 +250,13 @@ static void log_cb(void *avcl, int level, const char *fmt, va_list vl) {
   }
   if (avcl && level <= AV_LOG_ERROR) {
     int codec_ctx = *(const AVClass **)avcl == avcodec_get_class();
+    es_video_in *hit = NULL;
     pthread_mutex_lock(&log_lock);
     for (es_video_in *v = log_readers; v; v = v->log_next) {
       if (codec_ctx) {
         const AVCodecContext *c = avcl;
         if (c->opaque != v || !c->codec || !av_codec_is_decoder(c->codec)) continue;
+        hit = v;
 #if ES_VIDEO_TAG_PACKETS
         int64_t tag = c->reordered_opaque;
         if (tag > 0) {
@@ -258,8 +269,31 @@ static void log_cb(void *avcl, int level, const char *fmt, va_list vl) {
         break;
       }
       if (v->fmt && (avcl == v->fmt || avcl == v->fmt->pb)) {
+        hit = v;
         v->demux_logged++;
         break;
+      }
+    }
+    /* The reader's own lines: counted, and handed to its caller's log (which may show
+     * them) as one line "[h264] what", without libav*'s object address. Under log_lock, so
+     * the reader cannot be closed meanwhile. */
+    if (hit) {
+      hit->log_lines++;
+      if (hit->log_fn) {
+        char line[512];
+        const AVClass *cls = *(const AVClass **)avcl;
+        int n = snprintf(line, sizeof line, "[%s] ", cls->item_name ? cls->item_name(avcl) : "?");
+        if (n < 0 || (size_t)n >= sizeof line) n = 0;
+        va_list cp;
+        va_copy(cp, vl);
+        vsnprintf(line + n, sizeof line - (size_t)n, fmt, cp);
+        va_end(cp);
+        size_t k = strlen(line);
+        while (k > 0 && (line[k - 1] == '\n' || line[k - 1] == '\r' || line[k - 1] == ' '))
+          line[--k] = 0;
+        for (char *p = line; *p; p++) /* one line, whatever libav* wrote */
+          if (*p == '\n' || *p == '\r') *p = ' ';
+        hit->log_fn(hit->log_arg, line);
       }
     }
     pthread_mutex_unlock(&log_lock);
@@ -519,6 +553,15 @@ static AVBufferRef *lend_alloc(void *opaque, int size)
   if (!block) return NULL;
   lend_buf *h = (lend_buf *)block;
   h->data = block + ES_LEND_HDR;
+  /* Zeroed, as FFmpeg's own frame pool is (avcodec_default_get_buffer2: av_buffer_allocz).
+   * Decoders read bytes of a picture buffer they never write, by design: H.264's SIMD loads
+   * take whole vectors across the row padding (linesize past the width) and keep only the
+   * lanes inside the picture. No decoded pixel depends on those bytes (the maps of
+   * samples/clip.mp4 are the same with the buffers filled with 0, 128 or 255, and the same as
+   * from FFmpeg's buffers), but left uninitialised, valgrind's lane-blind tracking marked
+   * whole decoded rows undefined and reported every read of them by the CPU engine
+   * (ring_fill). Once per pool buffer: they are reused frame after frame. */
+  memset(h->data, 0, bytes);
   h->bytes = bytes;
   h->pinned = 0;
   h->unpin = v->unpin;
@@ -697,6 +740,8 @@ int es_video_in_open(es_video_in **out, const char *path, const es_video_in_opts
   v->lend = opts && opts->lend;
   v->pin = opts ? opts->pin : NULL;
   v->unpin = opts ? opts->unpin : NULL;
+  v->log_fn = opts ? opts->log : NULL;
+  v->log_arg = opts ? opts->log_arg : NULL;
   /* Standard input redirected from a file may not start at offset 0: where libavformat's
    * reading starts, for pread_setup. */
   const int64_t stdin_start = strcmp(path, "-") ? -1 : (int64_t)lseek(0, 0, SEEK_CUR);
@@ -1609,6 +1654,8 @@ static int hand_over(es_video_in *v, int64_t p, void *dst, size_t dst_stride, es
   av_frame_unref(f);
   if (rc < 0) return rc;
   v->delivered++;
+  v->last_damaged = v->cur_damaged;
+  v->damaged += v->cur_damaged;
   if (pts) *pts = p;
   if (pts_seconds) *pts_seconds = ts_seconds(p, v->tb);
   return ES_OK;
@@ -1863,13 +1910,12 @@ static int next_frame(es_video_in *v, char *msg, size_t len) {
         }
         v->key_seen = 1;
       }
-      /* Damage the decoder flagged, or only logged (frame_logged_bad): one count a frame. */
+      /* Damage the decoder flagged, or only logged (frame_logged_bad): the frame is kept
+       * (its damaged parts concealed, as ffmpeg and players show it), marked, and counted
+       * once it is handed over. Skipping it lost a frame that ffmpeg counts. */
       int logged_bad = frame_logged_bad(v, f);
-      if ((f->flags & AV_FRAME_FLAG_CORRUPT) || f->decode_error_flags || logged_bad) {
-        v->corrupt++;
-        av_frame_unref(f);
-        continue;
-      }
+      v->cur_damaged =
+          (f->flags & AV_FRAME_FLAG_CORRUPT) || f->decode_error_flags || logged_bad;
       return ES_OK;
     }
     if (err == AVERROR_EOF) {
@@ -2011,6 +2057,16 @@ int64_t es_video_in_end_pts(const es_video_in *v) {
 }
 
 int64_t es_video_in_corrupt(const es_video_in *v) { return v ? v->corrupt : 0; }
+int64_t es_video_in_damaged(const es_video_in *v) { return v ? v->damaged : 0; }
+int64_t es_video_in_log_lines(const es_video_in *v) {
+  int64_t n = 0;
+  if (!v) return 0;
+  pthread_mutex_lock(&log_lock); /* the decoder's threads may still be logging */
+  n = v->log_lines;
+  pthread_mutex_unlock(&log_lock);
+  return n;
+}
+int es_video_in_frame_damaged(const es_video_in *v) { return v ? v->last_damaged : 0; }
 int64_t es_video_in_flagged(const es_video_in *v) { return v ? v->flagged : 0; }
 int64_t es_video_in_prekey(const es_video_in *v) { return v ? v->prekey : 0; }
 int64_t es_video_in_dropped(const es_video_in *v) { return v ? count_dropped(v) : 0; }

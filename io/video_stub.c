@@ -39,6 +39,18 @@ int64_t es_video_in_corrupt(const es_video_in *v) {
   (void)v;
   return 0;
 }
+int64_t es_video_in_damaged(const es_video_in *v) {
+  (void)v;
+  return 0;
+}
+int64_t es_video_in_log_lines(const es_video_in *v) {
+  (void)v;
+  return 0;
+}
+int es_video_in_frame_damaged(const es_video_in *v) {
+  (void)v;
+  return 0;
+}
 int64_t es_video_in_flagged(const es_video_in *v) {
   (void)v;
   return 0;

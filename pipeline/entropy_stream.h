@@ -245,6 +245,8 @@ typedef struct es_frame {
   int64_t pts;              /* presentation time in time_base units, or INT64_MIN */
   double pts_seconds;       /* or NAN */
   void *user;               /* producer's tag, passed through untouched */
+  int damaged;              /* producer's mark, passed through untouched (0 when acquired):
+                             * 1 where the frame was decoded with errors (concealed) */
   /* Results, valid from es_stream_pull until es_stream_release. map, pix and stats hold this
    * frame's results only where status is ES_OK (else whatever the buffers last held). */
   int status;               /* ES_OK or the error of this frame */

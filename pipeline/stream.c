@@ -451,6 +451,7 @@ int es_stream_acquire(es_stream *s, es_frame **out) {
   f->pts = INT64_MIN;
   f->pts_seconds = NAN;
   f->user = NULL;
+  f->damaged = 0;
   f->status = ES_OK;
   f->device = -1;
   f->lend = NULL;

@@ -606,6 +606,67 @@ EOF2
   done
 fi
 
+# Damaged H.264 (issue 27): an .mp4 whose middle is overwritten by random bytes (a fixed seed).
+# Every frame the decoder gives is kept, concealed ones too, as `ffmpeg -i bad.mp4 -f null -`
+# does (it once kept 75 of ffmpeg's 77): the heat video has ffmpeg's frame count, the summary
+# says "N frames decoded with errors" (apart from the packets refused, "corrupt packets
+# skipped"), and --stats marks those N frames in its damaged column (CSV and JSON lines).
+# (Which frames carry errors may vary by one between runs: the decoder's frame threads; each
+# run is checked against its own summary.)
+# libav*'s own lines ("[h264 @ 0x...] error while decoding MB ...") are never printed as
+# such: without -v they are counted in the summary, with -v each is one of our lines, named
+# by the file.
+if ff_has encoders libx264 && ff_has muxers mp4; then
+  $FF -f lavfi -i "testsrc2=size=320x240:rate=25" -frames:v 100 -c:v libx264 -threads 1 -g 25 -pix_fmt yuv420p \
+    -fflags +bitexact -flags:v +bitexact "$T/h264.mp4" || fail "cannot make the H.264 clip"
+  "$PY" - "$T/h264.mp4" "$T/h264-bad.mp4" <<'EOF2'
+import random, sys
+d = bytearray(open(sys.argv[1], "rb").read())
+r = random.Random(27)
+a, n = len(d) * 45 // 100, len(d) // 12
+d[a:a + n] = bytes(r.randrange(256) for _ in range(n))
+open(sys.argv[2], "wb").write(bytes(d))
+EOF2
+  ffn=$(ffmpeg -nostdin -v quiet -i "$T/h264-bad.mp4" -map 0:v:0 -f null - -progress pipe:1 | sed -n 's/^frame=//p' | tail -n 1)
+  "$BIN" "$T/h264-bad.mp4" -o "$T/h264-heat.mp4" --stats "$T/h264.csv" -y 2> "$T/h264.err"; rc=$?
+  echo "damaged H.264: ffmpeg decodes ${ffn:-?} frames; $(tail -n 1 "$T/h264.err")"
+  [ $rc = 0 ] || fail "damaged H.264: exit $rc ($(cat "$T/h264.err"))"
+  got=$(probe "$T/h264-heat.mp4" nb_read_frames)
+  [ -n "$ffn" ] && [ "$got" = "$ffn" ] || fail "damaged H.264: heat video of $got frames, ffmpeg decodes '$ffn'"
+  grep -v '^entropy-stream: ' "$T/h264.err" && fail "damaged H.264: lines not ours on stderr (above)"
+  [ "$(wc -l < "$T/h264.err")" = 1 ] || fail "damaged H.264: more than the summary: $(cat "$T/h264.err")"
+  nd=$(sed -n 's/.*, \([0-9]*\) frames\{0,1\} decoded with errors.*/\1/p' "$T/h264.err")
+  nc=$(sed -n 's/.*, \([0-9]*\) corrupt packets\{0,1\} skipped.*/\1/p' "$T/h264.err")
+  nl=$(sed -n 's/.*, \([0-9]*\) FFmpeg error messages\{0,1\} (-v shows them).*/\1/p' "$T/h264.err")
+  [ -n "$nd" ] && [ "$nd" -gt 0 ] && [ -n "$nc" ] && [ "$nc" -gt 0 ] && [ -n "$nl" ] && [ "$nl" -gt 0 ] ||
+    fail "damaged H.264: summary without frames decoded with errors, corrupt packets and FFmpeg messages: $(cat "$T/h264.err")"
+  "$BIN" -q "$T/h264-bad.mp4" --stats "$T/h264.jsonl" -y 2> "$T/h264j.err" || fail "damaged H.264 -> jsonl: exit $?"
+  ndj=$(sed -n 's/.*, \([0-9]*\) frames\{0,1\} decoded with errors.*/\1/p' "$T/h264j.err")
+  "$PY" - "$T/h264.csv" "$T/h264.jsonl" "${ffn:-0}" "${nd:-0}" "${ndj:-0}" <<'EOF2' || fail "damaged H.264: --stats damaged column wrong"
+import csv, json, sys
+rows = list(csv.DictReader(open(sys.argv[1])))
+js = [json.loads(l) for l in open(sys.argv[2])]
+hdr = open(sys.argv[1]).readline().strip().split(",")
+assert hdr[hdr.index("global_entropy") + 1 : hdr.index("global_entropy") + 4] == ["global_entropy_levels", "damaged", "hist_0"], hdr[:13]
+assert len(rows) == len(js) == int(sys.argv[3]), (len(rows), len(js), sys.argv[3])
+assert all(r["damaged"] in ("0", "1") for r in rows)
+marked = [int(r["index"]) for r in rows if r["damaged"] == "1"]
+assert len(marked) == int(sys.argv[4]) > 0, (marked, sys.argv[4])
+marked_j = [j["index"] for j in js if j["damaged"] == 1]
+assert all(j["damaged"] in (0, 1) for j in js)
+assert len(marked_j) == int(sys.argv[5]) > 0, (marked_j, sys.argv[5])
+print("damaged frames: csv", marked, "jsonl", marked_j)
+EOF2
+  "$BIN" -v "$T/h264-bad.mp4" -o "$T/h264-heat.mp4" -y 2> "$T/h264v.err"; rc=$?
+  [ $rc = 0 ] || fail "damaged H.264 -v: exit $rc"
+  grep -v '^entropy-stream: ' "$T/h264v.err" && fail "damaged H.264 -v: lines not ours on stderr (above)"
+  nv=$(grep -c "^entropy-stream: $T/h264-bad.mp4: \[h264\] " "$T/h264v.err")
+  [ "$nv" -gt 0 ] && grep -q ", $nv FFmpeg error messages\{0,1\}$" "$T/h264v.err" ||
+    fail "damaged H.264 -v: $nv FFmpeg lines shown; summary: $(tail -n 1 "$T/h264v.err")"
+else
+  echo "test_cli_video: damaged H.264 skipped (no libx264 encoder or mp4 muxer)"
+fi
+
 # A video of which no frame could be decoded (every y4m FRAME line damaged): an input error,
 # exit 2, said in one line. It was exit 0 ("everything asked for was written") with an
 # empty map and only the summary's corrupt count.

@@ -24,8 +24,18 @@ typedef struct rec {
   int64_t index;
   double pts;
   int w, h;
+  int damaged; /* the damaged column: 0 where written by es_stats_writer_add */
   es_stats st;
 } rec;
+
+/* Even records through es_stats_writer_add (damaged 0), odd ones through
+ * es_stats_writer_add_frame with their damaged mark. */
+static int add_rec(es_stats_writer *w, const rec *r, int i, char *msg, size_t len) {
+  if (i % 2 == 0)
+    return es_stats_writer_add(w, r->name, r->index, r->pts, r->w, r->h, &r->st, msg, len);
+  return es_stats_writer_add_frame(w, r->name, r->index, r->pts, r->w, r->h, r->damaged, &r->st,
+                                   msg, len);
+}
 
 static void make_recs(rec *r, int bins) {
   static const char *names[NREC] = {"a.png", "dir/b c.png", "comma,name.png", "quote\"d.png",
@@ -45,6 +55,7 @@ static void make_recs(rec *r, int bins) {
     r[i].st.max = (float)rnd_double();
     r[i].st.global_entropy = rnd_double();
     r[i].st.global_entropy_levels = rnd_double();
+    r[i].damaged = i % 2 ? i != 3 : 0; /* odd: 1, 0 (i 3), 1 */
     for (int b = 0; b < bins; b++) r[i].st.hist[b] = es_test_rand() >> es_test_range(1, 63);
   }
   r[0].st.min = 0.0f;
@@ -91,9 +102,7 @@ static void test_csv(const char *dir, rec *r, int bins) {
   es_stats_writer *w = NULL;
   CHECK(es_stats_writer_open(&w, path, 0, bins, msg, sizeof msg) == ES_OK, "csv open: %s", msg);
   for (int i = 0; i < NREC && w; i++)
-    CHECK(es_stats_writer_add(w, r[i].name, r[i].index, r[i].pts, r[i].w, r[i].h, &r[i].st, msg,
-                              sizeof msg) == ES_OK,
-          "csv add %d: %s", i, msg);
+    CHECK(add_rec(w, &r[i], i, msg, sizeof msg) == ES_OK, "csv add %d: %s", i, msg);
   CHECK(access(path, F_OK) != 0, "csv visible before close");
   CHECK(es_stats_writer_close(&w, 1, msg, sizeof msg) == ES_OK && !w, "csv close: %s", msg);
   FILE *f = fopen(path, "r");
@@ -106,12 +115,12 @@ static void test_csv(const char *dir, rec *r, int bins) {
   int nf = csv_split(line, fl, ES_STATS_MAX_BINS + 16);
   static const char *want[] = {"name", "index", "pts", "width", "height", "mean",
                                "std", "min", "max", "global_entropy",
-                               "global_entropy_levels"};
-  CHECK(nf == 11 + bins, "header has %d fields", nf);
-  for (int i = 0; i < 11 && i < nf; i++) CHECK(!strcmp(fl[i], want[i]), "header field %d: %s", i, fl[i]);
+                               "global_entropy_levels", "damaged", "hist_0"};
+  CHECK(nf == 12 + bins, "header has %d fields", nf);
+  for (int i = 0; i < 13 && i < nf; i++) CHECK(!strcmp(fl[i], want[i]), "header field %d: %s", i, fl[i]);
   char hb[32];
   snprintf(hb, sizeof hb, "hist_%d", bins - 1);
-  CHECK(nf == 11 + bins && !strcmp(fl[nf - 1], hb), "last header field");
+  CHECK(nf == 12 + bins && !strcmp(fl[nf - 1], hb), "last header field");
   for (int i = 0; i < NREC; i++) {
     if (!fgets(line, sizeof line, f)) {
       CHECK(0, "record %d missing", i);
@@ -119,8 +128,8 @@ static void test_csv(const char *dir, rec *r, int bins) {
     }
     line[strcspn(line, "\n")] = 0;
     nf = csv_split(line, fl, ES_STATS_MAX_BINS + 16);
-    CHECK(nf == 11 + bins, "record %d has %d fields", i, nf);
-    if (nf != 11 + bins) continue;
+    CHECK(nf == 12 + bins, "record %d has %d fields", i, nf);
+    if (nf != 12 + bins) continue;
     CHECK(!strcmp(fl[0], r[i].name ? r[i].name : ""), "record %d name \"%s\"", i, fl[0]);
     CHECK(strtoll(fl[1], NULL, 10) == r[i].index, "index");
     if (isnan(r[i].pts)) CHECK(fl[2][0] == 0, "NaN pts written as \"%s\"", fl[2]);
@@ -138,9 +147,11 @@ static void test_csv(const char *dir, rec *r, int bins) {
                 !strcmp(fl[10], "16"),
             "whole numbers written as pts %s, max %s, global entropy %s, %s (want 10, 10, 20, 16)",
             fl[2], fl[8], fl[9], fl[10]);
+    CHECK(!strcmp(fl[11], r[i].damaged ? "1" : "0"), "record %d damaged %s, want %d", i, fl[11],
+          r[i].damaged);
     for (int b = 0; b < bins; b++)
-      if (strtoull(fl[11 + b], NULL, 10) != r[i].st.hist[b]) {
-        CHECK(0, "record %d hist %d: %s", i, b, fl[11 + b]);
+      if (strtoull(fl[12 + b], NULL, 10) != r[i].st.hist[b]) {
+        CHECK(0, "record %d hist %d: %s", i, b, fl[12 + b]);
         break;
       }
   }
@@ -162,9 +173,7 @@ static void test_jsonl(const char *dir, rec *r, int bins, const char *ext) {
   es_stats_writer *w = NULL;
   CHECK(es_stats_writer_open(&w, path, 0, bins, msg, sizeof msg) == ES_OK, "jsonl open: %s", msg);
   for (int i = 0; i < NREC && w; i++)
-    CHECK(es_stats_writer_add(w, r[i].name, r[i].index, r[i].pts, r[i].w, r[i].h, &r[i].st, msg,
-                              sizeof msg) == ES_OK,
-          "jsonl add %d: %s", i, msg);
+    CHECK(add_rec(w, &r[i], i, msg, sizeof msg) == ES_OK, "jsonl add %d: %s", i, msg);
   CHECK(es_stats_writer_close(&w, 1, msg, sizeof msg) == ES_OK, "jsonl close: %s", msg);
   FILE *f = fopen(path, "r");
   if (!f) {
@@ -196,6 +205,8 @@ static void test_jsonl(const char *dir, rec *r, int bins, const char *ext) {
     CHECK(v && strtod(v, NULL) == r[i].st.global_entropy, "global_entropy");
     v = json_val(line, "global_entropy_levels");
     CHECK(v && strtod(v, NULL) == r[i].st.global_entropy_levels, "global_entropy_levels");
+    v = json_val(line, "damaged");
+    CHECK(v && !strncmp(v, r[i].damaged ? "1," : "0,", 2), "record %d damaged: %.4s", i, v);
     v = json_val(line, "hist");
     CHECK(v && *v == '[', "hist is not an array");
     for (int b = 0; v && *v && b < bins; b++) {
@@ -312,7 +323,7 @@ int main(void) {
     FILE *in = fopen(out, "r");
     CHECK(in && fgets(line, sizeof line, in) &&
               !strcmp(line, "name,index,pts,width,height,mean,std,min,max,global_entropy,"
-                              "global_entropy_levels,hist_0,hist_1\n"),
+                            "global_entropy_levels,damaged,hist_0,hist_1\n"),
           "stdout header: %s", line);
     CHECK(in && fgets(line, sizeof line, in) && !strncmp(line, ",3,0.12,4,5,", 12) &&
               strstr(line, ",5,6\n"),
@@ -335,6 +346,7 @@ int main(void) {
              "  assert c['name']==(j['name'] or ''), (c['name'], j['name'])\n"
              "  assert (c['pts']=='' and j['pts'] is None) or float(c['pts'])==j['pts']\n"
              "  for k in ('mean','std','min','max','global_entropy','global_entropy_levels'): assert float(c[k])==j[k], k\n"
+             "  assert int(c['damaged'])==j['damaged'] and j['damaged'] in (0, 1)\n"
              "  assert [int(c['hist_%%d'%%b]) for b in range(%d)]==j['hist']\n"
              "assert rows[2]['name']=='comma,name.png' and rows[3]['name']=='quote\\\"d.png'\n"
              "assert js[6]['name']=='caf\\u00e9.png'\n"

@@ -18,6 +18,8 @@ static char dir[256];
 typedef struct run {
   int rc_open, rc_end, n;
   int64_t corrupt, flagged, prekey, dropped, excused;
+  int64_t damaged; /* es_video_in_damaged */
+  int marked;      /* frames es_video_in_frame_damaged said were damaged */
   int field_order; /* es_video_info's */
   uint8_t *frames; /* n frames of w*h */
   char msg[256];
@@ -45,9 +47,11 @@ static void decode(const char *path, int w, int h, run *r) {
     if (!nf) break;
     r->frames = nf;
     memcpy(r->frames + fs * r->n, buf, fs);
+    r->marked += es_video_in_frame_damaged(v);
     if (++r->n > 1000) break;
   }
   r->corrupt = es_video_in_corrupt(v);
+  r->damaged = es_video_in_damaged(v);
   r->flagged = es_video_in_flagged(v);
   r->prekey = es_video_in_prekey(v);
   r->dropped = es_video_in_dropped(v);
@@ -155,9 +159,14 @@ static void damage_case(const char *name, const char *encode, int n, int cut, in
          reported ? "reported" : "not reported");
   /* Packets the demuxer flagged are decoded (as ffmpeg does) and counted apart; so are
    * frames the decoder dropped without an error. */
-  CHECK(!counted || !visible || !reported || dmg.corrupt + dmg.flagged + dmg.dropped > 0,
-        "%s damaged: nothing counted as corrupt, flagged or dropped (ffmpeg reports errors)",
+  CHECK(!counted || !visible || !reported ||
+            dmg.damaged + dmg.corrupt + dmg.flagged + dmg.dropped > 0,
+        "%s damaged: nothing counted as damaged, corrupt, flagged or dropped (ffmpeg reports "
+        "errors)",
         name);
+  CHECK(dmg.marked == dmg.damaged && good.damaged == 0 && good.marked == 0,
+        "%s: %d frames marked damaged, %" PRId64 " counted (intact: %d, %" PRId64 ")", name,
+        dmg.marked, dmg.damaged, good.marked, good.damaged);
   if (accounted) {
     /* Every packet is a frame or counted; none counted twice as dropped. (corrupt may
      * also count damaged stretches of the file that were no packet.) */
@@ -1015,6 +1024,68 @@ static void interlaced_intact_case(const char *name, const char *enc, const char
   free(r.frames);
 }
 
+/* Frames decoded with errors are kept (issue 27): an H.264 .mp4 whose middle is overwritten
+ * by random bytes from a fixed seed (this damage, at this size, gives frames the decoder
+ * conceals and flags, and packets it refuses). The reader must deliver exactly the frames
+ * ffmpeg decodes (`ffmpeg -i bad.mp4 -f null -`: it keeps concealed frames), mark those
+ * with decode errors (es_video_in_frame_damaged, one count each in es_video_in_damaged) and
+ * count the refused packets apart (es_video_in_corrupt). It once skipped the damaged
+ * frames: 75 frames where ffmpeg decodes 77. */
+static void kept_damaged_case(void) {
+  if (!tv_ffmpeg_need("test_video_damaged: kept damaged frames", "encoders", "libx264",
+                      "libx264 encoder") ||
+      !tv_lavf_has_muxer("mp4")) {
+    printf("test_video_damaged: kept damaged frames skipped (no libx264 or mp4)\n");
+    return;
+  }
+  const int w = 320, h = 240, n = 100;
+  char clip[512], bad[512];
+  snprintf(clip, sizeof clip, "%s/kept.mp4", dir);
+  snprintf(bad, sizeof bad, "%s/kept-bad.mp4", dir);
+  /* one thread, bitexact: the same bytes every run (x264's threads made them differ) */
+  if (make_clip(clip, w, h, n,
+                "-c:v libx264 -threads 1 -g 25 -pix_fmt yuv420p -fflags +bitexact "
+                "-flags:v +bitexact") != 0) {
+    CHECK(0, "kept damaged frames: could not make the clip");
+    return;
+  }
+  size_t size = 0;
+  uint8_t *data = tv_read_file(clip, &size);
+  if (!data) {
+    CHECK(0, "kept damaged frames: unreadable clip");
+    return;
+  }
+  /* 45%..53% of the file, xorshift64* from a fixed seed (not the test's: the same damage
+   * every run, so that it always holds frames the decoder flags) */
+  uint64_t x = 27;
+  for (size_t i = size * 45 / 100; i < size * 53 / 100; i++) {
+    x ^= x >> 12;
+    x ^= x << 25;
+    x ^= x >> 27;
+    data[i] = (uint8_t)((x * 0x2545F4914F6CDD1DULL) >> 56);
+  }
+  tv_write_file(bad, data, size);
+  free(data);
+  char *out = tv_capture("ffmpeg -nostdin -v quiet -i '%s' -map 0:v:0 -f null - -progress pipe:1 "
+                         "| sed -n 's/^frame=//p' | tail -n 1",
+                         bad);
+  int ff = out ? atoi(out) : -1;
+  free(out);
+  run r;
+  decode(bad, w, h, &r);
+  printf("kept damaged frames: ffmpeg %d frames; reader %d frames, %" PRId64
+         " decoded with errors (%d marked), %" PRId64 " corrupt packets skipped, %" PRId64
+         " dropped by the decoder\n",
+         ff, r.n, r.damaged, r.marked, r.corrupt, r.dropped);
+  check_read_to_end("kept damaged frames", &r);
+  CHECK(ff > 0 && r.n == ff, "kept damaged frames: %d frames, ffmpeg decodes %d", r.n, ff);
+  CHECK(r.damaged > 0 && r.marked == r.damaged,
+        "kept damaged frames: %" PRId64 " counted as decoded with errors, %d marked", r.damaged,
+        r.marked);
+  CHECK(r.corrupt > 0, "kept damaged frames: no refused packet counted");
+  free(r.frames);
+}
+
 int main(void) {
   es_test_seed("test_video_damaged");
   if (!tv_need_ffmpeg("test_video_damaged")) return ES_TEST_SKIP;
@@ -1033,6 +1104,7 @@ int main(void) {
      * decoder discards them with no error (ffmpeg's "no picture ooo", at debug level). */
     damage_case("f.ts", "-c:v libx264 -g 10 -pix_fmt yuv444p", 50, 0, 1, 1);
   }
+  kept_damaged_case();
   empty_packets_case();
   joined_ts_case();
   prekey_case();

@@ -269,6 +269,8 @@ static void *decode_thread(void *arg) {
     f->pts = pts;
     f->pts_seconds = ptss;
     f->user = NULL;
+    /* Of the read just made (frame 0 too: nothing was read after it) */
+    f->damaged = es_video_in_frame_damaged(v->vin);
     if (v->pushed == 0) es_trace("decode: first frame read");
     rc = es_stream_push(v->st, f);
     if (rc != ES_OK) break; /* the frame is still ours (entropy_stream.h) */
@@ -335,6 +337,10 @@ static void ctx_expect(ctx_open *c, int64_t pixels) {
   pthread_mutex_unlock(&c->lock);
 }
 
+/* es_video_in_opts.log: one libav* line, "entropy-stream: FILE: [h264] ...", from whichever
+ * thread logged it (cli_err is thread-safe). */
+static void cli_libav_line(void *arg, const char *line) { cli_err((const char *)arg, "%s", line); }
+
 /* The input failed before its first frame was had (at the open or the first read): reported,
  * and the exit code. A signal meanwhile made the pump close standard input, so the reader
  * saw an empty or short stream: that is the interruption, not bad input. */
@@ -371,7 +377,7 @@ int cli_run_video(cli_opts *o, int out_kind) {
   es_npy_stream *ns = NULL;
   es_stats_writer *sw = NULL;
   es_stream_config sc;
-  es_video_in_opts vio;
+  es_video_in_opts vio = {.raw = NULL};
   pthread_t th;
   int th_started = 0, code = 0, rc;
   /* The outputs fail one by one: a failed one is said once and closed uncommitted at once
@@ -441,6 +447,12 @@ int cli_run_video(cli_opts *o, int out_kind) {
   vio.lend = 1; /* decoded frames lent to the stream, not copied (BENCHMARKS S10) */
   vio.pin = cli_pin;
   vio.unpin = es_host_unpin;
+  /* libav*'s error lines (a damaged stream logs dozens): shown with -v, on our line form;
+   * otherwise counted in the summary */
+  if (o->verbose && !o->quiet) {
+    vio.log = cli_libav_line;
+    vio.log_arg = (void *)in_name;
+  }
   rc = es_video_in_open(&v.vin, in_path, &vio, &v.info, msg, sizeof msg);
   if (fifo_fd >= 0) close(fifo_fd); /* the reader opened the pipe itself */
   fifo_fd = -1;
@@ -688,8 +700,8 @@ int cli_run_video(cli_opts *o, int out_kind) {
           last = 0; /* drawn again below the record */
         }
         /* Named by the input ("-": standard input), so that joined files tell videos apart */
-        rc = es_stats_writer_add(sw, in_name, f->index, f->pts_seconds, f->width, f->height,
-                                 &f->stats, msg, sizeof msg);
+        rc = es_stats_writer_add_frame(sw, in_name, f->index, f->pts_seconds, f->width,
+                                       f->height, f->damaged, &f->stats, msg, sizeof msg);
         if (rc == ES_OK) {
           took = 1;
         } else {
@@ -810,16 +822,21 @@ int cli_run_video(cli_opts *o, int out_kind) {
   {
     double el = cli_now_s() - t0;
     int64_t corrupt = es_video_in_corrupt(v.vin), flagged = es_video_in_flagged(v.vin),
-            prekey = es_video_in_prekey(v.vin), dropped = es_video_in_dropped(v.vin);
-    char d[64], extra[256] = "", skips[64] = "", failed[640] = "";
+            prekey = es_video_in_prekey(v.vin), dropped = es_video_in_dropped(v.vin),
+            damaged = es_video_in_damaged(v.vin), logged = es_video_in_log_lines(v.vin);
+    char d[64], extra[320] = "", skips[64] = "", failed[640] = "";
     failed_note(failed, sizeof failed, "-o", out_name, out_failed);
     failed_note(failed, sizeof failed, "--stats", o->stats_path, stats_failed);
     if (skipped > 0) /* not claimed as written */
       snprintf(skips, sizeof skips, " (%" PRId64 " skipped: exist)", skipped);
-    if (corrupt > 0)
-      snprintf(extra, sizeof extra, ", %" PRId64 " corrupt packet%s skipped", corrupt,
-               corrupt == 1 ? "" : "s");
-    if (flagged > 0) /* decoded as ffmpeg does; damage found in them is among the corrupt */
+    /* Kept, concealed as ffmpeg and players show them; among the frames (--stats: damaged) */
+    if (damaged > 0)
+      snprintf(extra, sizeof extra, ", %" PRId64 " frame%s decoded with errors", damaged,
+               damaged == 1 ? "" : "s");
+    if (corrupt > 0) /* refused by the decoder (or the demuxer): no frame */
+      snprintf(extra + strlen(extra), sizeof extra - strlen(extra),
+               ", %" PRId64 " corrupt packet%s skipped", corrupt, corrupt == 1 ? "" : "s");
+    if (flagged > 0) /* decoded as ffmpeg does; damage found in them is counted above */
       snprintf(extra + strlen(extra), sizeof extra - strlen(extra),
                ", %" PRId64 " packet%s flagged corrupt by the demuxer (decoded)", flagged,
                flagged == 1 ? "" : "s");
@@ -831,8 +848,12 @@ int cli_run_video(cli_opts *o, int out_kind) {
       snprintf(extra + strlen(extra), sizeof extra - strlen(extra),
                ", %" PRId64 " packet%s dropped by the decoder", dropped,
                dropped == 1 ? "" : "s");
+    if (logged > 0) /* libav*'s own error lines, printed only with -v */
+      snprintf(extra + strlen(extra), sizeof extra - strlen(extra),
+               ", %" PRId64 " FFmpeg error message%s%s", logged, logged == 1 ? "" : "s",
+               o->verbose && !o->quiet ? "" : " (-v shows them)");
     cli_clear_progress();
-    if (!o->quiet || corrupt > 0 || flagged > 0 || dropped > 0)
+    if (!o->quiet || damaged > 0 || corrupt > 0 || flagged > 0 || dropped > 0)
       cli_err(NULL, "%" PRId64 " frame%s%s, %dx%d, %.2f s, %.1f fps, %s%s%s%s", written,
               written == 1 ? "" : "s", skips, v.info.width, v.info.height, el,
               el > 0 ? written / el : 0.0, cli_device_desc(ctx, d, sizeof d), extra,

@@ -407,7 +407,38 @@ def npy_shape(path):
     return tuple(int(x) for x in m.group(1).split(b",") if x.strip()), head
 
 
-SUMMARY = re.compile(r"^entropy-stream: \d+ frames?, .* corrupt packets? skipped$")
+# The video summary line (tools/cli_video.c, documented in docs/behaviour.md): the frames
+# written, then what was skipped or counted, each clause only when its count is not 0, in
+# this order; then ", interrupted" and the outputs that failed. Under -q it is printed only
+# when one of the counts is there.
+SUMMARY = re.compile(
+    r"^entropy-stream: (?P<frames>\d+) frames?(?: \(\d+ skipped: exist\))?, \d+x\d+, [0-9.]+ s, "
+    r"[0-9.]+ fps, (?:CPU|CPU \(GPUs still opening\)|GPU x\d+(?: \+ CPU)?)"
+    r"(?P<counts>(?:, \d+ frames? decoded with errors)?"
+    r"(?:, \d+ corrupt packets? skipped)?"
+    r"(?:, \d+ packets? flagged corrupt by the demuxer \(decoded\))?"
+    r"(?:, \d+ packets? before the first keyframe dropped)?"
+    r"(?:, \d+ packets? dropped by the decoder)?"
+    r"(?:, \d+ FFmpeg error messages?(?: \(-v shows them\))?)?)"
+    r"(?:, interrupted)?(?:; failed: .+)?$")
+
+
+def split_summary(err):
+    """(the lines of ERR that are not the summary, the summary's match or None, problems):
+    at most one summary line, and it is the last line."""
+    lines = err.splitlines(keepends=True)
+    probs, summary, rest = [], None, []
+    for i, l in enumerate(lines):
+        m = SUMMARY.match(l.rstrip("\n"))
+        if not m:
+            rest.append(l)
+        elif summary is not None:
+            probs.append("two summary lines")
+        else:
+            summary = m
+            if i != len(lines) - 1:
+                probs.append("summary line not the last")
+    return "".join(rest), summary, probs
 
 
 def count_video_frames(path):
@@ -422,18 +453,28 @@ def count_video_frames(path):
 
 def judge(rc, err, timed_out, out_path, stats, want_name, video):
     """A list of problems (empty: fine). A video (y4m, raw, containers) keeps the frames before
-    an error (a short last frame), and its summary line stays under -q when packets were
-    skipped. OUT_PATH is an .npy, or a video file checked with ffprobe."""
+    an error (a short last frame), and its summary line (SUMMARY) stays under -q when packets
+    were skipped, frames were decoded with errors or FFmpeg logged errors; it comes last, after
+    the error line of a failed run, and counts the frames --stats has records for. OUT_PATH is
+    an .npy, or a video file checked with ffprobe."""
     probs = []
     if timed_out:
         return ["timeout"]
+    recs = open(stats).read().splitlines()[1:] if os.path.exists(stats) else []
     if video:
-        err = "".join(l + "\n" for l in err.splitlines() if not SUMMARY.match(l))
+        # an error line may be followed by the summary (frames before the error kept)
+        err, summary, sp = split_summary(err)
+        probs += sp
+        if summary:
+            if not summary.group("counts"):
+                probs.append("summary under -q with nothing skipped or counted")
+            if ("; failed: " not in summary.group(0) and os.path.exists(stats)
+                    and int(summary.group("frames")) != len(recs)):
+                probs.append("summary says %s frames, stats %d records" % (summary.group("frames"), len(recs)))
     if SAN.search(err):
         probs.append("sanitizer")
     if rc not in (0, 2):
         probs.append("exit %d" % rc)
-    recs = open(stats).read().splitlines()[1:] if os.path.exists(stats) else []
     if out_path.endswith("/"):
         if rc == 0 and err.strip():
             probs.append("stderr on success")
