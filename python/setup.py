@@ -6,7 +6,9 @@
 #   /usr/bin/python3 -m venv --system-site-packages VENV
 #   VENV/bin/pip install --no-build-isolation ./python
 #
-# ES_BUILD_DIR names another build directory (default: build/ beside python/).
+# ES_BUILD_DIR names another build directory (default: build/ beside python/);
+# ES_SOURCE_DIR the checkout, where python/ was copied elsewhere to build (the ctest does, to
+# leave no build files in the tree).
 import os
 import sys
 
@@ -14,7 +16,7 @@ import numpy
 from setuptools import Extension, setup
 
 here = os.path.dirname(os.path.abspath(__file__))
-root = os.path.dirname(here)
+root = os.path.abspath(os.environ.get("ES_SOURCE_DIR", os.path.dirname(here)))
 build = os.path.abspath(os.environ.get("ES_BUILD_DIR", os.path.join(root, "build")))
 libdir = os.path.join(build, "pipeline")
 header = os.path.join(root, "pipeline", "entropy_stream.h")

@@ -7,7 +7,9 @@ if [ "$(id -u)" != 0 ]; then SUDO="sudo"; fi
 export DEBIAN_FRONTEND=noninteractive
 pkgs=(build-essential cmake ninja-build pkg-config git
       libpng-dev libavformat-dev libavcodec-dev libswscale-dev libavutil-dev ffmpeg
-      python3 python3-numpy python3-skimage python3-matplotlib)
+      python3 python3-numpy python3-skimage python3-matplotlib
+      python3-dev python3-venv python3-pip python3-setuptools python3-wheel python3-pytest
+      python3-dask python3-distributed)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

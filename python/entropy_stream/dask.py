@@ -26,7 +26,9 @@ def entropy(darray, window=5, shape="square", border="clip", levels=16, base=2,
 
     Returns
     -------
-    dask.array.Array of float32, the same chunks as `darray`
+    dask.array.Array of float32
+        The chunks of `darray`, except that map_overlap merges a chunk thinner than r into
+        its neighbour.
     """
     import dask.array as da
 
