@@ -12,7 +12,7 @@ line ``entropy-stream`` and the C library, on the CPU or a GPU.
 Submodules: ``entropy_stream.skimage`` (a drop-in for ``skimage.filters.rank.entropy``) and
 ``entropy_stream.dask`` (Dask arrays, chunk by chunk with an overlap of the window's radius).
 """
-from . import _core
+from . import _core, _cuda
 
 __all__ = ["entropy", "stats", "version_info", "skimage", "dask"]
 __version__ = _core.LIBRARY_VERSION
@@ -30,10 +30,12 @@ def entropy(image, window=5, shape="square", border="clip", levels=16, base=2, m
 
     Parameters
     ----------
-    image : ndarray of uint8 or uint16, shape (H, W) or (T, H, W)
+    image : ndarray of uint8 or uint16, shape (H, W) or (T, H, W); or a CuPy array
         Any strides: rows of contiguous samples are read in place; any other layout (a
         transposed or column-sliced view, byte-swapped uint16) is copied once. A 3-D array
-        is a stack of frames, computed in order through the library's stream.
+        is a stack of frames, computed in order through the library's stream. A CuPy array
+        (anything with ``__cuda_array_interface__``, wrapped by CuPy) is computed on its
+        own GPU without a trip through host memory, and the map is a CuPy array on it.
     window : int, optional
         K, the window's side, odd, 1..255. Default 5.
     shape : {'square', 'disk'}, optional
@@ -52,7 +54,8 @@ def entropy(image, window=5, shape="square", border="clip", levels=16, base=2, m
         'auto': every visible GPU, and the CPU for small images. 'gpu' raises RuntimeError
         where no GPU is usable.
     out : ndarray of float32, optional
-        Filled in place and returned: the image's shape, writeable, C-contiguous.
+        Filled in place and returned: the image's shape, writeable, C-contiguous (a CuPy
+        array on the image's GPU for a CuPy image).
     threads : int, optional
         CPU worker threads; 0 (default) is all cores.
 
@@ -69,8 +72,8 @@ def entropy(image, window=5, shape="square", border="clip", levels=16, base=2, m
         A parameter out of range (the message gives the allowed range), an image that is
         empty or not 2-D or 3-D, an `out` of the wrong shape, read-only or not C-contiguous.
     NotImplementedError
-        `mask`, float32 images (they need the float rule of the image-formats issue) and
-        CUDA arrays (CuPy: the library has no entry that takes device pointers yet).
+        `mask`, and float32 images (they need the float rule of the image-formats issue);
+        a CUDA array where CuPy is not importable.
     MemoryError, RuntimeError
         Out of memory; a GPU failed and no fallback could finish.
     KeyboardInterrupt
@@ -80,6 +83,8 @@ def entropy(image, window=5, shape="square", border="clip", levels=16, base=2, m
     -----
     The GIL is released while computing; calls from several threads at once are safe.
     """
+    if _cuda.is_cuda_array(image):
+        return _cuda.compute(image, out, window, shape, border, levels, base, mask, device)
     return _core.entropy(image, window=window, shape=shape, border=border, levels=levels,
                          base=base, mask=mask, device=device, out=out, threads=threads)
 
@@ -110,6 +115,13 @@ def stats(image, window=5, shape="square", border="clip", levels=16, base=2, mas
     As :func:`entropy`. A 2-D image's statistics are one library call: Ctrl-C is seen
     when it returns.
     """
+    if _cuda.is_cuda_array(image):
+        if with_map:
+            h = entropy(image, window, shape, border, levels, base, mask, device)
+            return h, _cuda.compute(image, None, window, shape, border, levels,
+                                    base, mask, device, want_stats=True, bins=bins)
+        return _cuda.compute(image, None, window, shape, border, levels, base, mask, device,
+                             want_stats=True, bins=bins)
     return _core.stats(image, window=window, shape=shape, border=border, levels=levels,
                        base=base, mask=mask, device=device, bins=bins, threads=threads,
                        with_map=with_map)

@@ -4,8 +4,8 @@ Each chunk is computed with r = (window - 1) // 2 rows and columns of its neighb
 (``map_overlap``, depth r, boundary 'none': nothing is padded at the array's own edges),
 then trimmed. Every window of a chunk's own pixels then sees exactly what it sees in the
 whole array, with the 'clip' and the 'reflect' border alike, so the result is the same bits
-as one call on the whole array. Chunks may be NumPy arrays (or CuPy arrays, once the
-library takes device pointers).
+as one call on the whole array. Chunks may be NumPy arrays, or CuPy arrays (each then computed
+on its own GPU, the result a CuPy-backed Dask array).
 """
 import numpy as np
 
@@ -47,6 +47,9 @@ def entropy(darray, window=5, shape="square", border="clip", levels=16, base=2,
                         base=base, device=device, threads=threads)
 
     meta = np.empty((0, 0), dtype=np.float32)
+    if type(darray._meta).__module__.startswith("cupy"):  # CuPy chunks give CuPy maps
+        import cupy
+        meta = cupy.empty((0, 0), dtype=cupy.float32)
     if r == 0:
         return darray.map_blocks(block, dtype=np.float32, meta=meta)
     return darray.map_overlap(block, depth=r, boundary="none", trim=True, dtype=np.float32,

@@ -192,9 +192,9 @@ static int parse_common(PyObject *shape, PyObject *border, PyObject *base, PyObj
  * Returns NULL with an exception set. */
 static PyArrayObject *image_array(PyObject *image, int *depth) {
   if (PyObject_HasAttrString(image, "__cuda_array_interface__") && !PyArray_Check(image)) {
-    PyErr_SetString(PyExc_NotImplementedError,
-                    "a CUDA array (__cuda_array_interface__): the library has no entry that "
-                    "takes device pointers yet; pass a NumPy array (e.g. cupy.asnumpy(a))");
+    PyErr_SetString(PyExc_TypeError,
+                    "a CUDA array (__cuda_array_interface__) reached the host path: call "
+                    "entropy_stream.entropy, which takes CuPy arrays");
     return NULL;
   }
   PyArrayObject *arr = (PyArrayObject *)PyArray_FromAny(image, NULL, 0, 0, 0, NULL);
@@ -613,6 +613,55 @@ static PyObject *py_stats(PyObject *self, PyObject *args, PyObject *kw) {
   return r;
 }
 
+/* The one-shot on GPU memory (es_compute_device): pointers and geometry of a CUDA array the
+ * Python side has checked (entropy_stream._cuda), on GPU `device_id`. Returns None, or the
+ * stats dict with want_stats. */
+static PyObject *py_entropy_device(PyObject *self, PyObject *args, PyObject *kw) {
+  (void)self;
+  static char *names[] = {"in_ptr", "height", "width", "stride", "depth", "out_ptr",
+                          "device_id", "window", "shape", "border", "levels", "base",
+                          "bins", "want_stats", NULL};
+  unsigned long long in_ptr, out_ptr;
+  int height, width, depth, device_id, window = 5, levels = 16, bins = 16, want_stats = 0;
+  Py_ssize_t stride;
+  PyObject *shape, *border, *base;
+  if (!PyArg_ParseTupleAndKeywords(args, kw, "KiiniKi|$iOOiOip:entropy_device", names, &in_ptr,
+                                   &height, &width, &stride, &depth, &out_ptr, &device_id,
+                                   &window, &shape, &border, &levels, &base, &bins,
+                                   &want_stats))
+    return NULL;
+  PyObject *gpu = PyUnicode_FromString("gpu");
+  if (!gpu) return NULL;
+  call_args a;
+  int ok = parse_common(shape, border, base, gpu, window, levels, 0, bins, &a);
+  Py_DECREF(gpu);
+  if (!ok || !check_levels(&a, depth)) return NULL;
+  if (stride <= 0 || height < 1 || width < 1) {
+    PyErr_SetString(PyExc_ValueError, "CUDA array: empty, or rows not at a positive stride");
+    return NULL;
+  }
+  es_image img = {(const void *)(uintptr_t)in_ptr, width, height, (size_t)stride, depth};
+  es_stats st;
+  es_context *ctx = NULL;
+  char msg[512] = "";
+  int own = 0, rc;
+  Py_BEGIN_ALLOW_THREADS
+  rc = context_get(&a.key, &ctx, &own, msg, sizeof msg);
+  if (rc == ES_OK) {
+    rc = es_compute_device(ctx, device_id, &img, (float *)(uintptr_t)out_ptr, (size_t)width,
+                           want_stats ? &st : NULL);
+    if (rc) snprintf(msg, sizeof msg, "%s", es_context_error(ctx));
+  }
+  if (own) es_context_destroy(&ctx);
+  Py_END_ALLOW_THREADS
+  if (rc) {
+    raise_status(rc, msg);
+    return NULL;
+  }
+  if (want_stats) return stats_dict(&st, es_params_hmax(&a.key.params));
+  Py_RETURN_NONE;
+}
+
 static PyObject *py_set_band_pixels(PyObject *self, PyObject *arg) {
   (void)self;
   long long n = PyLong_AsLongLong(arg);
@@ -642,6 +691,11 @@ static PyMethodDef methods[] = {
      "stats(image, *, window=5, shape='square', border='clip', levels=16, base=2, "
      "mask=None, device='auto', bins=16, threads=0, with_map=False)\n\nSee "
      "entropy_stream.stats."},
+    {"entropy_device", (PyCFunction)(void (*)(void))py_entropy_device,
+     METH_VARARGS | METH_KEYWORDS,
+     "entropy_device(in_ptr, height, width, stride, depth, out_ptr, device_id, *, window, "
+     "shape, border, levels, base, bins, want_stats)\n\nThe one-shot on GPU memory; used by "
+     "entropy_stream for CUDA arrays (CuPy)."},
     {"_set_band_pixels", py_set_band_pixels, METH_O,
      "Sets the pixels of a band of rows (tests); returns the previous value."},
     {"version_info", py_version_info, METH_NOARGS,

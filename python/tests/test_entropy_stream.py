@@ -382,14 +382,75 @@ def test_dask_local_cluster():
 
 # ---- CUDA arrays (CuPy), where a GPU and CuPy exist (the GPU machine). ----
 
-def test_cupy_arrays():
+def test_device_entry_without_gpu():
+    # es_compute_device through the module's plumbing, on host memory: refused clearly where
+    # no GPU opens; where one does, host pointers work too (staged) and give the same bits.
+    img = photo("camera")
+    out = np.zeros(img.shape, np.float32)
+    args = (img.ctypes.data, img.shape[0], img.shape[1], img.strides[0], 8, out.ctypes.data, 0)
+    kw = dict(window=9, shape="disk", border="clip", levels=256, base=2)
+    try:
+        es._core.entropy_device(*args, **kw)
+    except RuntimeError as e:
+        assert "GPU" in str(e) or "gpu" in str(e), str(e)
+        return
+    np.testing.assert_array_equal(out, es.entropy(img, window=9, shape="disk", levels=256))
+
+
+def cupy_or_skip():
     cupy = pytest.importorskip("cupy", reason="CuPy is not installed")
     try:
         if cupy.cuda.runtime.getDeviceCount() < 1:
             pytest.skip("no CUDA device")
     except cupy.cuda.runtime.CUDARuntimeError as e:
         pytest.skip(f"no CUDA device ({e})")
-    img = cupy.asarray(photo("camera"))
-    # The library has no entry that takes device pointers yet: refused clearly, no host trip.
-    with pytest.raises(NotImplementedError, match="device pointers"):
-        es.entropy(img)
+    return cupy
+
+
+def test_cupy_arrays():
+    cupy = cupy_or_skip()
+    host = photo("camera")
+    img = cupy.asarray(host)
+    h = es.entropy(img, window=9, levels=256)
+    assert isinstance(h, cupy.ndarray) and h.dtype == cupy.float32 and h.shape == host.shape
+    assert h.device.id == img.device.id
+    want = es.entropy(host, window=9, levels=256, device="cpu")
+    np.testing.assert_array_equal(cupy.asnumpy(h), want)
+    # out on the GPU, filled in place
+    out = cupy.full(host.shape, -1, cupy.float32)
+    assert es.entropy(img, window=9, levels=256, out=out) is out
+    np.testing.assert_array_equal(cupy.asnumpy(out), want)
+    # a strided view (copied once on the GPU), uint16, disk, reflect, a stack
+    view = img[::2, 1::3]
+    np.testing.assert_array_equal(cupy.asnumpy(es.entropy(view, window=5)),
+                                  es.entropy(host[::2, 1::3], window=5, device="cpu"))
+    u16 = photo("moon16.png")
+    np.testing.assert_array_equal(
+        cupy.asnumpy(es.entropy(cupy.asarray(u16), window=7, shape="disk", border="reflect",
+                                levels=1000)),
+        es.entropy(u16, window=7, shape="disk", border="reflect", levels=1000, device="cpu"))
+    stack = np.stack([photo(n) for n in ["camera", "moon", "brick"]])
+    np.testing.assert_array_equal(cupy.asnumpy(es.entropy(cupy.asarray(stack), window=9)),
+                                  es.entropy(stack, window=9, device="cpu"))
+    st = es.stats(img, window=9, levels=256)
+    ref = es.stats(host, window=9, levels=256, device="cpu")
+    assert st["mean"] == ref["mean"] and st["max"] == ref["max"]
+    np.testing.assert_array_equal(st["hist"], ref["hist"])
+    with pytest.raises(TypeError, match="float32"):
+        es.entropy(img, out=cupy.zeros(host.shape, cupy.float64))
+    with pytest.raises(ValueError, match="out shape"):
+        es.entropy(img, out=cupy.zeros((3, 3), cupy.float32))
+    with pytest.raises(ValueError, match="'auto' or 'gpu'"):
+        es.entropy(img, device="cpu")
+    with pytest.raises(TypeError, match="int32"):
+        es.entropy(img.astype(cupy.int32))
+
+
+def test_cupy_dask_chunks():
+    cupy = cupy_or_skip()
+    dask_array = pytest.importorskip("dask.array", reason="Dask is not installed")
+    host = np.tile(photo("camera"), (2, 2))
+    d = dask_array.from_array(cupy.asarray(host), chunks=(300, 400), asarray=False)
+    got = es.dask.entropy(d, window=9, levels=256).compute(scheduler="threads")
+    assert isinstance(got, cupy.ndarray)
+    np.testing.assert_array_equal(cupy.asnumpy(got), es.entropy(host, window=9, levels=256))
