@@ -454,3 +454,83 @@ def test_cupy_dask_chunks():
     got = es.dask.entropy(d, window=9, levels=256).compute(scheduler="threads")
     assert isinstance(got, cupy.ndarray)
     np.testing.assert_array_equal(cupy.asnumpy(got), es.entropy(host, window=9, levels=256))
+
+
+# ---- es.open: YUV4MPEG2 and raw grey streams. ----
+
+def write_y4m(path, frames, tag="420jpeg", fps="25:1"):
+    h, w = frames[0].shape
+    with open(path, "wb") as f:
+        f.write(f"YUV4MPEG2 W{w} H{h} F{fps} Ip A1:1 C{tag}\n".encode())
+        for g in frames:
+            f.write(b"FRAME\n")
+            if g.dtype == np.uint16:
+                f.write(g.astype("<u2").tobytes())
+            else:
+                f.write(g.tobytes())
+            if tag.startswith("420"):
+                c = np.full(2 * ((w + 1) // 2) * ((h + 1) // 2), 128, np.uint8)
+                f.write(c.tobytes())
+
+
+def test_open_y4m_matches_cli():
+    frames = [photo(n)[:240, :320] for n in ["camera", "moon", "brick", "grass", "coins"]]
+    with tempfile.TemporaryDirectory() as tmp:
+        y4m = os.path.join(tmp, "in.y4m")
+        write_y4m(y4m, frames)
+        got = list(es.open(y4m, window=9, shape="disk", levels=32, batch=2))
+        assert [f.index for f in got] == list(range(5))
+        assert [f.name for f in got] == [f"frame_{i:06d}" for i in range(5)]
+        assert [f.pts for f in got] == [i / 25 for i in range(5)]
+        for f, g in zip(got, frames):
+            np.testing.assert_array_equal(f.map, es.entropy(g, window=9, shape="disk",
+                                                            levels=32))
+            assert f.stats["mean"] == es.stats(g, window=9, shape="disk", levels=32)["mean"]
+        stats_only = list(es.open(y4m, window=9, shape="disk", levels=32, want_map=False))
+        assert stats_only[3].map is None and stats_only[3].stats["max"] == got[3].stats["max"]
+        if os.environ.get("ES_HAVE_FFMPEG", "1") not in ("1", "ON", "TRUE"):
+            return
+        npy = os.path.join(tmp, "h.npy")
+        r = subprocess.run([cli(), "-q", "-w", "9", "--shape", "disk", "-L", "32", y4m, "-o",
+                            npy], capture_output=True, text=True)
+        if r.returncode != 0:
+            pytest.skip(f"the CLI does not read this y4m: {r.stderr.strip()}")
+        want = np.load(npy)
+        assert want.shape == (5, 240, 320)
+        for t, f in enumerate(got):
+            np.testing.assert_array_equal(f.map, want[t])
+
+
+def test_open_raw_and_errors():
+    import io
+    u16 = photo("moon16.png")[:64, :80]
+    frames = [u16, u16[::-1].copy(), (u16 >> 3).astype(np.uint16)]
+    data_ = b"".join(g.astype("<u2").tobytes() for g in frames)
+    got = list(es.open(io.BytesIO(data_), raw="gray16le:80x64@30", levels=1000))
+    assert len(got) == 3 and got[2].pts == 2 / 30
+    for f, g in zip(got, frames):
+        np.testing.assert_array_equal(f.map, es.entropy(g, levels=1000))
+    # A short last frame: the whole ones first, then ValueError naming the frame.
+    seen = []
+    with pytest.raises(ValueError, match="frame 3: short frame"):
+        for f in es.open(io.BytesIO(data_ + data_[:100]), raw="gray16le:80x64", levels=1000):
+            seen.append(f.index)
+    assert seen == [0, 1, 2]
+    with pytest.raises(ValueError, match="raw='gray12"):
+        list(es.open(io.BytesIO(data_), raw="gray12:80x64"))
+    with pytest.raises(ValueError, match="not a YUV4MPEG2 stream"):
+        list(es.open(io.BytesIO(data_)))
+    with pytest.raises(OSError):
+        list(es.open("/nonexistent/x.y4m"))
+    clip = os.path.join(SAMPLES, "clip.mp4")
+    if os.path.exists(clip):
+        with pytest.raises(NotImplementedError, match="issue 26"):
+            list(es.open(clip))
+    with tempfile.TemporaryDirectory() as tmp:
+        y4m = os.path.join(tmp, "m.y4m")
+        write_y4m(y4m, [u16], tag="mono16")
+        (f,) = list(es.open(y4m, levels=1000))
+        np.testing.assert_array_equal(f.map, es.entropy(u16, levels=1000))
+        write_y4m(y4m, [u16], tag="420p10")
+        with pytest.raises(NotImplementedError, match="C420p10"):
+            list(es.open(y4m))
