@@ -624,12 +624,16 @@ static PyObject *py_entropy_device(PyObject *self, PyObject *args, PyObject *kw)
   unsigned long long in_ptr, out_ptr;
   int height, width, depth, device_id, window = 5, levels = 16, bins = 16, want_stats = 0;
   Py_ssize_t stride;
-  PyObject *shape, *border, *base;
+  PyObject *shape = NULL, *border = NULL, *base = NULL;
   if (!PyArg_ParseTupleAndKeywords(args, kw, "KiiniKi|$iOOiOip:entropy_device", names, &in_ptr,
                                    &height, &width, &stride, &depth, &out_ptr, &device_id,
                                    &window, &shape, &border, &levels, &base, &bins,
                                    &want_stats))
     return NULL;
+  if (!shape || !border || !base) {
+    PyErr_SetString(PyExc_TypeError, "entropy_device: shape, border and base are required");
+    return NULL;
+  }
   PyObject *gpu = PyUnicode_FromString("gpu");
   if (!gpu) return NULL;
   call_args a;

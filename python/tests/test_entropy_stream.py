@@ -410,6 +410,10 @@ def test_device_entry_without_gpu():
     out = np.zeros(img.shape, np.float32)
     args = (img.ctypes.data, img.shape[0], img.shape[1], img.strides[0], 8, out.ctypes.data, 0)
     kw = dict(window=9, shape="disk", border="clip", levels=256, base=2)
+    with pytest.raises(TypeError, match="shape, border and base are required"):
+        es._core.entropy_device(*args, window=9)
+    with pytest.raises(ValueError, match=r"levels=300: must be 2\.\.256"):
+        es._core.entropy_device(*args, **dict(kw, levels=300))
     try:
         es._core.entropy_device(*args, **kw)
     except RuntimeError as e:
