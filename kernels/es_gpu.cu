@@ -257,6 +257,25 @@ static int is_pinned(const void *p) {
   return pinned;
 }
 
+/* Memory a copy engine reaches without the host's help: page-locked host memory, or
+ * device (or managed) memory of any GPU (es_compute_device's buffers, e.g. CuPy arrays).
+ * range_compute moves such buffers by cudaMemcpy*Async with cudaMemcpyDefault (unified
+ * addressing tells the direction, and a peer GPU's memory is copied device to device),
+ * never through the pageable staging (a host memcpy of a device pointer would fault). */
+static int is_direct(const void *p) {
+  cudaPointerAttributes a;
+  int direct = 0;
+  if (!p) return 0;
+  const int h = home_enter();
+  if (cudaPointerGetAttributes(&a, p) == cudaSuccess)
+    direct = a.type == cudaMemoryTypeHost || a.type == cudaMemoryTypeDevice ||
+             a.type == cudaMemoryTypeManaged;
+  else
+    cudaGetLastError();
+  home_leave(h);
+  return direct;
+}
+
 /* Host row copy, parallel for large copies: pageable <-> pinned staging is the host half of
  * the pipeline and must keep up with PCIe. Measured on the H100 machine (16 cores): 16
  * threads per copy gave 10240^2 pageable runs of 9.0-13.5 ms (PCIe floor 9.5); a fixed team
@@ -1129,8 +1148,9 @@ static int range_compute(es_gpu_worker *w, es_range *R, const es_job *job, int k
   const int want_map = job->map != NULL;
   const int want_samples = job->stats && R->samplehist; /* and k_samplehist */
   const size_t nsamples = (size_t)1 << job->in.depth;
-  const int in_pinned = !kernels_only && is_pinned(job->in.data);
-  const int out_pinned = want_map && is_pinned(job->map);
+  /* "pinned": moved directly by DMA (is_direct: device memory too). */
+  const int in_pinned = !kernels_only && is_direct(job->in.data);
+  const int out_pinned = want_map && is_direct(job->map);
   int brows = (int)((ES_BAND_BYTES + (size_t)W * 4 - 1) / ((size_t)W * 4));
   if (brows < 16) brows = 16;
   /* A range whose output is more than one band takes at least ES_MIN_BANDS bands of 64 rows
@@ -1216,7 +1236,7 @@ static int range_compute(es_gpu_worker *w, es_range *R, const es_job *job, int k
         char *dst = (char *)w->d_in + (size_t)(u * brows) * inrow;
         if (in_pinned) {
           ES_CK(cudaMemcpy2DAsync(dst, inrow, src, job->in.stride, inrow, (size_t)rr,
-                                  cudaMemcpyHostToDevice, w->s_up));
+                                  cudaMemcpyDefault, w->s_up));
         } else {
           ES_CK(cudaEventSynchronize(w->ev_up[slot])); /* slot free again */
           copy_rows(w->h_in[slot], inrow, src, job->in.stride, inrow, rr);
@@ -1246,7 +1266,7 @@ static int range_compute(es_gpu_worker *w, es_range *R, const es_job *job, int k
       if (out_pinned)
         ES_CK(cudaMemcpy2DAsync(job->map + (size_t)(R->row0 + y0) * job->map_stride,
                                 job->map_stride * 4, dsrc, (size_t)W * 4, (size_t)W * 4,
-                                (size_t)(y1 - y0), cudaMemcpyDeviceToHost, w->s_down));
+                                (size_t)(y1 - y0), cudaMemcpyDefault, w->s_down));
       else
         ES_CK(cudaMemcpyAsync(out_take(w, b), dsrc, (size_t)W * 4 * (size_t)(y1 - y0),
                               cudaMemcpyDeviceToHost, w->s_down));

@@ -478,3 +478,57 @@ end:
   if (rc) es_ctx_set_error(ctx, "%s", why[0] ? why : es_strerror(rc));
   return rc;
 }
+
+/* ---- One-shot on device memory (es_compute_device). ---- */
+
+int es_compute_device(es_context *ctx, int device, const es_image *img, float *out,
+                      size_t out_stride, es_stats *stats) {
+  char why[ES_ERRLEN] = "";
+  int rc = ES_OK, gpu = -1, in_overlap = 0;
+  es_pool_worker *pw = NULL;
+  if (!ctx) return ES_ERR_USAGE;
+  if (!img) {
+    es_ctx_set_error(ctx, "no image");
+    return ES_ERR_USAGE;
+  }
+  es_ctx_gpus_wait(ctx);
+  es_job job;
+  memset(&job, 0, sizeof job);
+  job.in = *img;
+  job.params = ctx->cfg.params;
+  job.map = out;
+  job.map_stride = out_stride;
+  job.stats = stats;
+  job.stats_bins = ctx->cfg.stats_bins;
+  job.render.format = ES_PIX_NONE;
+  rc = es_job_check(&job, why, sizeof why);
+  if (rc) goto end;
+  rc = job_overlaps(&job, &in_overlap, why, sizeof why);
+  if (rc) goto end;
+  if (in_overlap) { /* es_compute copies the input first; that copy would be a host trip */
+    rc = ES_ERR_USAGE;
+    snprintf(why, sizeof why, "the map overlaps the input");
+    goto end;
+  }
+  for (int g = 0; g < ctx->ngpu && gpu < 0; g++)
+    if (ctx->gpu_ordinal[g] == device) gpu = g;
+  if (gpu < 0) {
+    rc = ES_ERR_DEVICE;
+    snprintf(why, sizeof why, "GPU %d: not a GPU this context computes on (%d GPUs%s)", device,
+             ctx->ngpu, ctx->cfg.device == ES_DEVICE_CPU ? ", device cpu" : "");
+    goto end;
+  }
+  /* On that GPU only, and no retry elsewhere: the buffers live on it, and the CPU cannot
+   * read them. */
+  pw = pool_acquire(ctx, gpu, 0);
+  if (!pw) {
+    rc = ES_ERR_DEVICE;
+    snprintf(why, sizeof why, "GPU %d: not used any more after repeated failures", device);
+    goto end;
+  }
+  rc = es_gpu_run(pw->w, &job, why, sizeof why);
+  pool_release(ctx, pw, rc != ES_OK && !job_error(rc));
+end:
+  if (rc) es_ctx_set_error(ctx, "%s", why[0] ? why : es_strerror(rc));
+  return rc;
+}

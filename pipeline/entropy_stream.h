@@ -220,6 +220,17 @@ typedef struct es_planes {
 int es_compute(es_context *ctx, const es_image *img, float *out, size_t out_stride,
                es_stats *stats, const es_render *render, es_planes *pix);
 
+/* One-shot on GPU memory: as es_compute without a rendering, where img->data and `out` may
+ * be device memory (cudaMalloc, a CuPy array's) of GPU `device` (a CUDA ordinal), or
+ * page-locked host memory. Computed on that GPU alone, with no trip through host memory
+ * and no retry on another device (the CPU cannot read device memory), and returns when the
+ * map and stats are written. The caller makes sure the input is ready (its writes on other
+ * CUDA streams synchronized). ES_ERR_DEVICE where `device` is not a GPU of the context
+ * (a CPU-only context, a library built without CUDA) or the GPU failed; ES_ERR_USAGE as
+ * es_compute's checks, and where out overlaps the input. Safe from several threads. */
+int es_compute_device(es_context *ctx, int device, const es_image *img, float *out,
+                      size_t out_stride, es_stats *stats);
+
 /* ---- Streaming: push frames in, pull results out in push order. ----
  * The stream owns a fixed pool of frame buffers (es_context_config(ctx)->queue frames,
  * pinned when a GPU is used): the producer acquires one, fills `data`, pushes it; the
