@@ -54,8 +54,12 @@ if ff_has encoders libx264; then
   # decoded: frames of that size, the added column and row the edge's colour, not black
   got=$($FF -i "$T/heat.mp4" -f rawvideo -pix_fmt gray - | wc -c)
   [ "$got" = $(((W + 1) * (H + 1) * N)) ] || fail "heat.mp4 decoded: $got bytes, want $(((W + 1) * (H + 1) * N))"
-  corner=$($FF -i "$T/heat.mp4" -vf "crop=2:2:$((W - 1)):$((H - 1)),format=gray" -frames:v 1 -f rawvideo - | od -An -v -tu1)
-  c=($corner) # the last pixel, its copies right, below and diagonally
+  # the first frame's grey bytes (no filter: a minimal FFmpeg has no crop); its last pixel, and
+  # its copies right, below and diagonally
+  f0=($($FF -i "$T/heat.mp4" -frames:v 1 -f rawvideo -pix_fmt gray - | od -An -v -tu1))
+  o=$(((H - 1) * (W + 1) + W - 1))
+  c=(${f0[$o]} ${f0[$((o + 1))]} ${f0[$((o + W + 1))]} ${f0[$((o + W + 2))]})
+  corner="${c[*]}"
   [ ${#c[@]} = 4 ] && [ $(( (c[1] - c[0]) ** 2 )) -le 16 ] && [ $(( (c[2] - c[0]) ** 2 )) -le 16 ] &&
     [ $(( (c[3] - c[0]) ** 2 )) -le 16 ] ||
     fail "heat.mp4: the padding is not the edge's colour: corner luma $corner"
@@ -246,8 +250,13 @@ case "$msg" in "entropy-stream: $N frames ($((N - 1)) skipped: exist), ${W}x${H}
 "$BIN" -q "$T/clip.mkv" --stats "$T/v.csv" -w $K --border reflect; rc=$?
 [ $rc = 0 ] || fail "clip -> stats: exit $rc"
 # global_entropy is FFmpeg's entropy filter on each frame's grey plane (issue 32), whatever -w.
-$FF -i "$T/clip.mkv" -vf "entropy,metadata=print:file=$T/v-ff.txt" -f null - ||
-  fail "ffmpeg's entropy filter on the clip failed"
+if ff_has filters entropy && ff_has filters metadata; then
+  $FF -i "$T/clip.mkv" -vf "entropy,metadata=print:file=$T/v-ff.txt" -f null - ||
+    fail "ffmpeg's entropy filter on the clip failed"
+else
+  echo "test_cli_video: global_entropy against ffmpeg skipped: no entropy or metadata filter in this FFmpeg"
+  : > "$T/v-ff.txt"
+fi
 "$PY" - "$T/v.csv" "$T/v.npy" "$T/clip.mkv" "$T/v-ff.txt" <<'EOF' || fail "video stats wrong"
 import csv, sys
 import numpy as np
@@ -255,11 +264,12 @@ rows = list(csv.DictReader(open(sys.argv[1])))
 v = np.load(sys.argv[2]).astype(np.float64)
 ff = [l.split('=', 1)[1] for l in open(sys.argv[4]).read().splitlines()
       if l.startswith('lavfi.entropy.entropy.normal.Y=')]
-assert len(rows) == v.shape[0] == len(ff), (len(rows), v.shape, len(ff))
+has_ff = open(sys.argv[4]).read() != ''  # empty: this FFmpeg has no entropy filter
+assert len(rows) == v.shape[0] and (not has_ff or len(ff) == len(rows)), (len(rows), v.shape, len(ff))
 for t, r in enumerate(rows):
     # the name column holds the input's name (it was empty: joined CSVs could not be told apart)
     assert r['name'] == sys.argv[3], r['name']
-    assert '%f' % float(r['global_entropy']) == ff[t], (t, r['global_entropy'], ff[t])
+    assert not has_ff or '%f' % float(r['global_entropy']) == ff[t], (t, r['global_entropy'], ff[t])
     assert int(r['index']) == t, r['index']
     assert abs(float(r['pts']) - t / 10) < 1e-6, r['pts']
     assert abs(float(r['mean']) - v[t].mean()) < 1e-4, (t, r['mean'], v[t].mean())
