@@ -18,6 +18,11 @@ fail() { echo "FAIL: $*"; FAIL=$((FAIL + 1)); }
 
 cmake --install "$ES_BUILD" --prefix "$T/prefix" >"$T/install.log" 2>&1 || { cat "$T/install.log"; fail "cmake --install"; }
 [ -f "$T/prefix/include/entropy_stream.h" ] || fail "header not installed"
+# One header: the public one, core/es_types.h written into it (no quoted include left over).
+hdrs=$(cd "$T/prefix/include" 2>/dev/null && find . -type f | sort | tr '\n' ' ')
+[ "$hdrs" = "./entropy_stream.h " ] || fail "installed under include/: $hdrs(want entropy_stream.h alone)"
+grep -n '^ *# *include *"' "$T/prefix/include/entropy_stream.h" &&
+  fail "the installed header includes a header that is not installed"
 pc=$(find "$T/prefix" -name entropy-stream.pc | head -1)
 [ -n "$pc" ] || fail "no entropy-stream.pc installed"
 # The OpenMP runtime the static library needs is named by path in the .pc file and in the

@@ -17,6 +17,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "entropy_stream.h"
 #include "es_gpu.h"
 #include "es_kernels.h"
 
