@@ -477,6 +477,9 @@ void es_ctx_ref(es_context *ctx) { atomic_fetch_add(&ctx->refs, 1); }
 
 void es_ctx_unref(es_context *ctx) {
   if (atomic_fetch_sub(&ctx->refs, 1) != 1) return;
+  /* Under ES_TRACE, how many jobs failed on a device and ran again elsewhere: a test running
+   * on the GPU with -q sees a silent fallback to the CPU here (its output alone would match). */
+  es_trace("context: freed, %lld job(s) retried", (long long)atomic_load(&ctx->retries));
   if (ctx->gpu_thread_started) pthread_join(ctx->gpu_thread, NULL);
   for (int i = 0; i < ctx->nworkers; i++) es_gpu_worker_destroy(&ctx->workers[i].w);
   free(ctx->workers);
