@@ -291,8 +291,11 @@ def maps(T, device):
         for depth in (8, 16):
             img = rng.integers(0, 1 << depth, size=(h, w))
             levels = (2, 16, 256) if depth == 8 else (3, 16, 65536)
-            for K, shape, border in cover((1, 3, 5, 9), ("square", "disk"), ("clip", "reflect")):
-                L = levels[rng.integers(0, 3)]
+            combos = cover((1, 3, 5, 9), ("square", "disk"), ("clip", "reflect"))
+            # L drawn for each; sampled, every one of the three in each size and depth
+            pick = rng.permutation(len(combos)) % 3 if not FULL else None
+            for i, (K, shape, border) in enumerate(combos):
+                L = levels[pick[i] if not FULL else rng.integers(0, 3)]
                 check_map(T, "random", img, depth, K, shape, border, L,
                           "e" if rng.integers(0, 4) == 0 else "2", 16, device)
     # windows larger than the image (the reflection repeats), K up to 255
