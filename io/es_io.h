@@ -10,7 +10,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "entropy_stream.h"
+#include "es_types.h"
 
 #ifdef __cplusplus
 extern "C" {

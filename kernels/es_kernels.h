@@ -10,7 +10,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "entropy_stream.h"
+#include "es_types.h"
 #include "es_math.h"
 #include "es_trace.h"
 

@@ -29,6 +29,14 @@ cmp "$T/clean.csv" "$T/faults.csv" || { echo "stats differ"; fail=1; }
 n=$(grep -c "warning: .* failed (injected fault)" "$T/faults.err")
 [ "$n" = 3 ] || { echo "expected 3 retry warnings, got $n:"; cat "$T/faults.err"; fail=1; }
 ! grep -q warning "$T/clean.err" || { echo "clean run warned:"; cat "$T/clean.err"; fail=1; }
+# The count of retried jobs that ES_TRACE prints when the context is freed (test_gpu_cli.sh
+# asserts 0 for its GPU runs, whose -q hides the warnings): one per faulted frame, 0 clean.
+for want in 0 3; do
+  NAME=traced$want
+  if [ $want = 0 ]; then run ES_TRACE=1; else run ES_TRACE=1 ES_FAULT_INJECT="frames=0,3,$((N - 1))"; fi
+  got=$(sed -n 's/.*context: freed, \([0-9]*\) job(s) retried$/\1/p' "$T/$NAME.err")
+  [ "$got" = $want ] || { echo "traced run: retry count '$got', want $want"; fail=1; }
+done
 # The .npy holds N frames.
 "$PY" - "$T/clean.npy" "$N" "$H" "$W" <<'PYEOF' || fail=1
 import sys, numpy as np

@@ -50,7 +50,12 @@ if not ES_BIN or not os.path.exists(ES_BIN):
     sys.exit(77)
 
 seed = int(os.environ.get("ES_TEST_SEED", "0")) or int.from_bytes(os.urandom(4), "little")
-print("test_spec_numbers: seed %d (ES_TEST_SEED to replay)" % seed)
+# Quick by default: each parameter sweep runs a sample of its combinations in which every value
+# of every parameter still occurs (cover() below), drawn from the seed; ES_TEST_FULL=1 runs
+# them all (CI does).
+FULL = os.environ.get("ES_TEST_FULL", "0") not in ("", "0")
+print("test_spec_numbers: seed %d (ES_TEST_SEED to replay), %s" % (
+    seed, "full sweeps" if FULL else "sampled sweeps (ES_TEST_FULL=1 for all)"))
 rng = np.random.default_rng(seed)
 fails = 0
 checks = 0
@@ -210,6 +215,25 @@ def run(args):
     return subprocess.run([ES_BIN, "-q", "-y"] + args, capture_output=True, text=True)
 
 
+def cover(*factors):
+    """The combinations of the factors' values to check: all of them with ES_TEST_FULL=1, else
+    as many as the largest factor has values, each value of each factor in at least one (a
+    random permutation of each factor's values, repeated to that length, paired at random)."""
+    if FULL:
+        out = [()]
+        for f in factors:
+            out = [c + (v,) for c in out for v in f]
+        return out
+    n = max(len(f) for f in factors)
+    cols = []
+    for f in factors:
+        col = []
+        while len(col) < n:
+            col += [f[i] for i in rng.permutation(len(f))]
+        cols.append([col[i] for i in rng.permutation(n)])
+    return list(zip(*cols))
+
+
 # ---- checks ----
 
 def check_map(T, tag, img, depth, K, shape, border, L, base, bins, device):
@@ -288,19 +312,18 @@ def maps(T, device):
         for depth in (8, 16):
             img = rng.integers(0, 1 << depth, size=(h, w))
             levels = (2, 16, 256) if depth == 8 else (3, 16, 65536)
-            for K in (1, 3, 5, 9):
-                for shape in ("square", "disk"):
-                    for border in ("clip", "reflect"):
-                        L = levels[rng.integers(0, 3)]
-                        check_map(T, "random", img, depth, K, shape, border, L,
-                                  "e" if rng.integers(0, 4) == 0 else "2", 16, device)
+            combos = cover((1, 3, 5, 9), ("square", "disk"), ("clip", "reflect"))
+            # L drawn for each; sampled, every one of the three in each size and depth
+            pick = rng.permutation(len(combos)) % 3 if not FULL else None
+            for i, (K, shape, border) in enumerate(combos):
+                L = levels[pick[i] if not FULL else rng.integers(0, 3)]
+                check_map(T, "random", img, depth, K, shape, border, L,
+                          "e" if rng.integers(0, 4) == 0 else "2", 16, device)
     # windows larger than the image (the reflection repeats), K up to 255
     for h, w in [(1, 1), (2, 3), (5, 4)]:
         img = rng.integers(0, 256, size=(h, w))
-        for K in (7, 31, 255):
-            for shape in ("square", "disk"):
-                for border in ("clip", "reflect"):
-                    check_map(T, "big window", img, 8, K, shape, border, 256, "2", 7, device)
+        for K, shape, border in cover((7, 31, 255), ("square", "disk"), ("clip", "reflect")):
+            check_map(T, "big window", img, 8, K, shape, border, 256, "2", 7, device)
     img = rng.integers(0, 65536, size=(4, 6))
     check_map(T, "16-bit", img, 16, 255, "disk", "reflect", 65536, "e", 5, device)
     # constant images; bins 1 and 1024
@@ -324,7 +347,11 @@ def colour(T):
     grey), and a K=3 map at L = 2^depth sees every grey level."""
     global checks
     src, g8, npy = (os.path.join(T, n) for n in ("c.png", "c-g8.png", "c.npy"))
-    for h, w in [(1, 1), (3, 5), (10, 9)]:
+    sizes = [(1, 1), (3, 5), (10, 9)]
+    # Sampled: each colour case below (5 grey, 3 kinds x 2 depths of RGB(A) and grey+alpha, 4
+    # palettes with and without tRNS) with and without Adam7, each at a size drawn for it.
+    size_of = rng.integers(0, len(sizes), size=(2, 5 + 3 * 2 + 4 * 2))
+    for si, (h, w) in enumerate(sizes):
         for il in (0, 1):
             cases = []
             for bd in (1, 2, 4, 8, 16):
@@ -346,7 +373,10 @@ def colour(T):
                 cases.append(("palette%d" % bd, png_bytes(idx, 3, bd, pal, interlace=il), y, 8))
                 trns = rng.integers(0, 256, size=max(1, n // 2)).tolist()
                 cases.append(("palette%d+tRNS" % bd, png_bytes(idx, 3, bd, pal, trns, il), y, 8))
-            for name, data, grey, depth in cases:
+            assert len(cases) == size_of.shape[1]
+            for ci, (name, data, grey, depth) in enumerate(cases):
+                if not FULL and size_of[il, ci] != si:
+                    continue
                 checks += 1
                 what = "%s%s %dx%d" % (name, " Adam7" if il else "", w, h)
                 open(src, "wb").write(data)
@@ -430,58 +460,61 @@ def rendering(T):
         H = np.load(npy).astype(np.float64)
         grey8 = img >> 8 if depth == 16 else img
         for fmt in ("gray8", "gray16", "heat"):
-            for rng_ in ("fixed", "auto"):
-                for cmap in (["inferno"] if fmt != "heat" else list(CMAP_ENDS)):
-                    for ov in ([None] if fmt == "gray16" else [None, 0, 0.3, 1]):
-                        checks += 1
-                        args = base + ["--format", fmt, "--range", rng_, "-o", out]
-                        if fmt == "heat":  # (refused with gray8 and gray16, which ignore it)
-                            args += ["--colormap", cmap]
-                        if ov is not None:
-                            args += ["--overlay", str(ov)]
-                        what = "%s %s %s overlay %s on %dx%d d%d" % (fmt, rng_, cmap, ov,
-                                                                    img.shape[1], img.shape[0],
-                                                                    depth)
-                        p = run(args)
-                        if p.returncode:
-                            fail("%s: exit %d: %s" % (what, p.returncode, p.stderr))
-                            continue
-                        got = png_read(out)
-                        if rng_ == "fixed":
-                            lo, d = 0.0, ref_hmax(K, "square", L, "2")
-                        else:
-                            lo, d = H.min(), H.max() - H.min()
-                        if fmt == "gray16":
-                            want = scaled(H, lo, d, 65535)[..., None]
-                        else:
-                            i8 = scaled(H, lo, d, 255)
-                            if fmt == "gray8":
-                                want = i8[..., None]
-                            elif luts is not None:
-                                want = luts[cmap][i8]
-                            else:
-                                want = None
-                                lo_c, hi_c = CMAP_ENDS[cmap]
-                                for idx, rgb in ((0, lo_c), (255, hi_c)):
-                                    sel = i8 == idx
-                                    if ov is None and sel.any() and \
-                                            (got[sel] != np.array(rgb)).any():
-                                        fail("%s: colormap index %d is not %s" % (what, idx, rgb))
-                            if want is not None and ov is not None:
-                                a = int(round(ov * 256))
-                                want = (want * a + grey8[..., None] * (256 - a) + 128) >> 8
-                        if want is not None and (got != want).any():
-                            y, x = np.argwhere((got != want).any(axis=2))[0]
-                            fail("%s: pixel (%d, %d) = %s, want %s (H %.9g)" % (
-                                what, x, y, got[y, x].tolist(), want[y, x].tolist(), H[y, x]))
-                        if rng_ == "fixed" and img is ends:
-                            # the largest possible value is the top of the scale
-                            top = got[H == H.max()]
-                            want_top = {"gray8": [255], "gray16": [65535]}.get(
-                                fmt, list(CMAP_ENDS[cmap][1]))
-                            if ov is None and (top != np.array(want_top)).any():
-                                fail("%s: the largest H renders as %s, not %s" % (
-                                    what, top[0].tolist(), want_top))
+            cmaps = ["inferno"] if fmt != "heat" else list(CMAP_ENDS)
+            combos = cover(("fixed", "auto"), cmaps,
+                           [None] if fmt == "gray16" else [None, 0, 0.3, 1])
+            if img is ends:  # the top of the scale below, for every colormap however sampled
+                combos += [("fixed", c, None) for c in cmaps if ("fixed", c, None) not in combos]
+            for rng_, cmap, ov in combos:
+                checks += 1
+                args = base + ["--format", fmt, "--range", rng_, "-o", out]
+                if fmt == "heat":  # (refused with gray8 and gray16, which ignore it)
+                    args += ["--colormap", cmap]
+                if ov is not None:
+                    args += ["--overlay", str(ov)]
+                what = "%s %s %s overlay %s on %dx%d d%d" % (fmt, rng_, cmap, ov,
+                                                            img.shape[1], img.shape[0],
+                                                            depth)
+                p = run(args)
+                if p.returncode:
+                    fail("%s: exit %d: %s" % (what, p.returncode, p.stderr))
+                    continue
+                got = png_read(out)
+                if rng_ == "fixed":
+                    lo, d = 0.0, ref_hmax(K, "square", L, "2")
+                else:
+                    lo, d = H.min(), H.max() - H.min()
+                if fmt == "gray16":
+                    want = scaled(H, lo, d, 65535)[..., None]
+                else:
+                    i8 = scaled(H, lo, d, 255)
+                    if fmt == "gray8":
+                        want = i8[..., None]
+                    elif luts is not None:
+                        want = luts[cmap][i8]
+                    else:
+                        want = None
+                        lo_c, hi_c = CMAP_ENDS[cmap]
+                        for idx, rgb in ((0, lo_c), (255, hi_c)):
+                            sel = i8 == idx
+                            if ov is None and sel.any() and \
+                                    (got[sel] != np.array(rgb)).any():
+                                fail("%s: colormap index %d is not %s" % (what, idx, rgb))
+                    if want is not None and ov is not None:
+                        a = int(round(ov * 256))
+                        want = (want * a + grey8[..., None] * (256 - a) + 128) >> 8
+                if want is not None and (got != want).any():
+                    y, x = np.argwhere((got != want).any(axis=2))[0]
+                    fail("%s: pixel (%d, %d) = %s, want %s (H %.9g)" % (
+                        what, x, y, got[y, x].tolist(), want[y, x].tolist(), H[y, x]))
+                if rng_ == "fixed" and img is ends:
+                    # the largest possible value is the top of the scale
+                    top = got[H == H.max()]
+                    want_top = {"gray8": [255], "gray16": [65535]}.get(
+                        fmt, list(CMAP_ENDS[cmap][1]))
+                    if ov is None and (top != np.array(want_top)).any():
+                        fail("%s: the largest H renders as %s, not %s" % (
+                            what, top[0].tolist(), want_top))
 
 
 def ffmpeg_global(T):

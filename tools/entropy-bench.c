@@ -17,6 +17,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "entropy_stream.h"
 #include "es_gpu.h"
 #include "es_kernels.h"
 #include "es_pipeline_internal.h" /* es_split_gpus_for: the library's GPU count for one image */

@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <time.h>
 
-#include "es_kernels.h"
+#include "es_trace.h"
 
 static pthread_once_t trace_once = PTHREAD_ONCE_INIT;
 static int trace_on;

@@ -1,5 +1,5 @@
 /*
- * es_trace.h - phase timing (kernels/trace.c), for every part of the library: with
+ * es_trace.h - phase timing (core/trace.c), for every part of the library: with
  * ES_TRACE=1 in the environment, es_trace prints one line per call on stderr, milliseconds
  * since the first call. A no-op otherwise.
  */

@@ -1,0 +1,120 @@
+/*
+ * es_types.h - the types and status codes every room of the library shares (core/): io/ and
+ * kernels/ include this header, not the public one, which includes it (and whose installed
+ * copy has it written in, so that entropy_stream.h stays the one header installed).
+ * es_params_default, es_params_check, es_params_hmax and es_render_default are defined
+ * in kernels/tables.c.
+ */
+#ifndef ES_TYPES_H
+#define ES_TYPES_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Status codes. The numbers never change. */
+enum es_status {
+  ES_OK = 0,
+  ES_ERR_USAGE = -1,       /* a parameter is out of range; exit code 1 */
+  ES_ERR_INPUT = -2,       /* unreadable, corrupt, unsupported or too large input; exit 2 */
+  ES_ERR_OUTPUT = -3,      /* cannot create or write an output; exit 3 */
+  ES_ERR_DEVICE = -4,      /* a GPU failed and no fallback could finish; exit 4 */
+  ES_ERR_NOMEM = -5,       /* out of host memory; exit 4 */
+  ES_ERR_INTERRUPTED = -6, /* stopped by SIGINT/SIGTERM; exit 130 */
+  ES_ERR_EOF = -7,         /* flow: no more frames (not an error) */
+  ES_ERR_AGAIN = -8,       /* flow: try again later (not an error; no function of this
+                            * version returns it) */
+  ES_ERR_INTERNAL = -9     /* a bug; exit 4 */
+};
+
+enum es_shape { ES_SHAPE_SQUARE = 0, ES_SHAPE_DISK = 1 };
+enum es_border { ES_BORDER_CLIP = 0, ES_BORDER_REFLECT = 1 };
+enum es_base { ES_BASE_2 = 0, ES_BASE_E = 1 };
+enum es_device { ES_DEVICE_AUTO = 0, ES_DEVICE_GPU = 1, ES_DEVICE_CPU = 2 };
+
+#define ES_WINDOW_MAX 255
+#define ES_STATS_MAX_BINS 1024
+#define ES_MAX_GPUS 64
+
+/* What is computed (docs/spec.md). */
+typedef struct es_params {
+  int window; /* K, odd, 1..255; default 5 */
+  int shape;  /* enum es_shape; default square */
+  int border; /* enum es_border; default clip */
+  int levels; /* L, 2..65536; default 16. 8-bit input computes L above 256 as 256 (the
+               * same levels; hmax and the statistics' bins those of 256) */
+  int base;   /* enum es_base; default 2 (bits) */
+} es_params;
+
+/* Fills the defaults above (p NULL: does nothing; so do the other *_default functions). */
+void es_params_default(es_params *p);
+/* Checks p for input of bit depth `depth` (8 or 16). On ES_ERR_USAGE writes a one-line
+ * message naming the option and its allowed range into msg (may be NULL). */
+int es_params_check(const es_params *p, int depth, char *msg, size_t msglen);
+/* The largest value H can take: log2(min(|W|, L)) in the output unit (bits or nats). */
+double es_params_hmax(const es_params *p);
+
+/* A grey image in caller memory. Not owned. Samples are uint8_t (depth 8) or native-endian
+ * uint16_t (depth 16); rows are `stride` bytes apart. */
+typedef struct es_image {
+  const void *data;
+  int width;
+  int height;
+  size_t stride;
+  int depth;
+} es_image;
+
+/* Per-image statistics of H (docs/spec.md). */
+typedef struct es_stats {
+  int64_t count;         /* pixels */
+  double mean, std;      /* of H (population std) */
+  float min, max;        /* of H */
+  double global_entropy; /* entropy in bits of the image's raw samples at its bit depth, as
+                          * FFmpeg's entropy filter (mode normal) gives it for the grey plane
+                          * (a histogram of 2^depth bins, FFmpeg's single-precision sum) */
+  double global_entropy_levels; /* entropy in bits of the image's L quantized levels */
+  int bins;              /* histogram bins used (1..ES_STATS_MAX_BINS) */
+  uint64_t hist[ES_STATS_MAX_BINS]; /* counts of H in equal bins over [0, hmax] */
+} es_stats;
+
+/* Rendering of the map into pixels (colormap, grey, encoder planes). */
+enum es_colormap {
+  ES_CMAP_INFERNO = 0,
+  ES_CMAP_VIRIDIS = 1,
+  ES_CMAP_MAGMA = 2,
+  ES_CMAP_TURBO = 3,
+  ES_CMAP_GRAY = 4
+};
+enum es_pixfmt {
+  ES_PIX_NONE = 0,
+  ES_PIX_RGB24 = 1,   /* plane 0: interleaved R,G,B bytes */
+  ES_PIX_GRAY8 = 2,   /* plane 0: uint8 */
+  ES_PIX_GRAY16 = 3,  /* plane 0: native-endian uint16 */
+  ES_PIX_YUV444P = 4, /* planes 0,1,2: Y, U, V (BT.601 limited range), full resolution */
+  ES_PIX_YUV420P = 5  /* planes 0,1,2: Y full, U and V ceil(w/2) x ceil(h/2) */
+};
+typedef struct es_render {
+  int format;    /* enum es_pixfmt */
+  int colormap;  /* enum es_colormap; used by RGB24 and YUV formats */
+  int range_auto; /* 0: divide by hmax (fixed); 1: by each frame's min..max */
+  float overlay;  /* 0..1: opacity of the heat over the source grey (1: the heat alone, 0: the
+                   * grey alone), where overlay_on is set or overlay > 0; otherwise (a zeroed
+                   * struct) no overlay: the heat alone. GRAY16 ignores it. */
+  int overlay_on; /* 1: blend by overlay even where it is 0. Kept apart from overlay so that a
+                   * zeroed es_render still means no overlay, as it always did. */
+} es_render;
+void es_render_default(es_render *r); /* RGB24, inferno, fixed, no overlay */
+
+/* An image rendered into planes (es_pixfmt says which and of what size). */
+typedef struct es_planes {
+  uint8_t *plane[3];
+  size_t stride[3]; /* bytes */
+} es_planes;
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* ES_TYPES_H */
