@@ -528,7 +528,7 @@ void es_ctx_unref(es_context *ctx) {
   if (atomic_fetch_sub(&ctx->refs, 1) != 1) return;
   /* Under ES_TRACE, how many jobs failed on a device and ran again elsewhere: a test running
    * on the GPU with -q sees a silent fallback to the CPU here (its output alone would match). */
-  es_trace("context: freed, %lld job(s) retried", (long long)atomic_load(&ctx->retries));
+  es_trace("context: done, %lld job(s) retried", (long long)atomic_load(&ctx->retries));
   pthread_mutex_lock(&ctx->lock);
   const int started = ctx->gpu_thread_started;
   pthread_mutex_unlock(&ctx->lock);

@@ -29,7 +29,7 @@ if not os.path.exists(os.path.join(libdir, "libentropy-stream.so")):
 ext = Extension(
     "entropy_stream._core",
     sources=[os.path.join("src", "core.c")],
-    include_dirs=[os.path.join(root, "pipeline"), numpy.get_include()],
+    include_dirs=[os.path.join(root, "pipeline"), os.path.join(root, "core"), numpy.get_include()],
     library_dirs=[libdir],
     libraries=["entropy-stream"],
     runtime_library_dirs=[libdir],

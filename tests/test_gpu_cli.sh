@@ -23,13 +23,13 @@ FAIL=0
 N=0
 fail() { echo "FAIL: $*"; FAIL=$((FAIL + 1)); }
 # NAME ERRFILE: the traced GPU run named no job retried on another device. Each context the run
-# freed traced "context: freed, N job(s) retried" (pipeline/context.c); none traced fails too.
+# freed (or ended early) traced "context: done, N job(s) retried" (pipeline/context.c); none traced fails too.
 no_retry() {
   local freed bad
-  freed=$(grep -c "context: freed, [0-9]* job(s) retried" "$2")
-  bad=$(grep "context: freed, [0-9]* job(s) retried" "$2" | grep -vc "freed, 0 job(s)")
+  freed=$(grep -c "context: done, [0-9]* job(s) retried" "$2")
+  bad=$(grep "context: done, [0-9]* job(s) retried" "$2" | grep -vc "done, 0 job(s)")
   [ "$freed" -ge 1 ] && [ "$bad" = 0 ] ||
-    fail "$1: the GPU run retried jobs on another device (or traced no count): $(grep -e "context: freed" -e warning "$2" | head -3)"
+    fail "$1: the GPU run retried jobs on another device (or traced no count): $(grep -e "context: done" -e warning "$2" | head -3)"
 }
 same() { # NAME EXT ARGS...: the same output bytes, exit code and statistics on both devices
   local name=$1 ext=$2 d; shift 2

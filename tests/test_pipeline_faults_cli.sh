@@ -34,7 +34,7 @@ n=$(grep -c "warning: .* failed (injected fault)" "$T/faults.err")
 for want in 0 3; do
   NAME=traced$want
   if [ $want = 0 ]; then run ES_TRACE=1; else run ES_TRACE=1 ES_FAULT_INJECT="frames=0,3,$((N - 1))"; fi
-  got=$(sed -n 's/.*context: freed, \([0-9]*\) job(s) retried$/\1/p' "$T/$NAME.err")
+  got=$(sed -n 's/.*context: done, \([0-9]*\) job(s) retried$/\1/p' "$T/$NAME.err")
   [ "$got" = $want ] || { echo "traced run: retry count '$got', want $want"; fail=1; }
 done
 # The .npy holds N frames.
