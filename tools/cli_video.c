@@ -673,12 +673,19 @@ int cli_run_video(cli_opts *o, int out_kind) {
           } else if (!o->overwrite && es_output_exists(path)) {
             snprintf(msg, sizeof msg, "exists (use -y to overwrite, -n to skip)");
             rc = ES_ERR_OUTPUT;
-          } else if (o->format == FMT_F32) {
-            rc = es_npy_write(path, o->overwrite, f->width, f->height, f->map, f->map_stride,
-                              msg, sizeof msg);
           } else {
-            rc = es_png_write(path, o->overwrite, f->width, f->height, frame_pixfmt,
-                              f->pix.plane[0], f->pix.stride[0], msg, sizeof msg);
+            /* -n: a frame file another run renamed into place meanwhile is kept, skipped */
+            const int ow = o->skip ? ES_WRITE_KEEP : o->overwrite;
+            if (o->format == FMT_F32)
+              rc = es_npy_write(path, ow, f->width, f->height, f->map, f->map_stride, msg,
+                                sizeof msg);
+            else
+              rc = es_png_write(path, ow, f->width, f->height, frame_pixfmt, f->pix.plane[0],
+                                f->pix.stride[0], msg, sizeof msg);
+            if (rc == ES_WRITE_KEPT) {
+              skipped++;
+              rc = ES_OK;
+            }
           }
         }
         if (rc == ES_OK) {
