@@ -189,11 +189,10 @@ sys.exit(0 if a.shape[1:] == (480, 640) and 0 < a.shape[0] == int(sys.argv[1]) <
     [ -e "$T/hdr.npy" ] && fail "SIGINT before the header: an output was made"
     ls -A "$T" | grep -q '^\.' && fail "SIGINT before the header: temporaries left: $(ls -A "$T")"
   fi
-  # A signal once the stream has opened and while its first frame is awaited: the outputs
-  # were opened then, with no frame (a 538-byte .mkv ffprobe cannot open, a .mp4 with no
-  # stream, a .npy of shape (0,16,16), a y4m header, an empty frame directory; exit 130).
-  # Nothing is made now. Raw frames: the stream opens without reading, so the run is surely
-  # past the open while it waits. (A y4m header then silence waits in libavformat's probe.)
+  # A signal while raw frames are awaited from a silent stdin: the pump then closes the
+  # input, the reader finds a stream of 0 frames, and the outputs were opened with no frame
+  # (a 538-byte .mkv ffprobe cannot open, a .mp4 with no stream, a .npy of shape (0,16,16), a
+  # y4m header, an empty frame directory; exit 130). Nothing is made now.
   early_outs=(e.npy edir)
   ff_has muxers matroska && early_outs+=(e.mkv)
   ff_has muxers mp4 && early_outs+=(e.mp4)
@@ -209,7 +208,7 @@ sys.exit(0 if a.shape[1:] == (480, 640) and 0 < a.shape[0] == int(sys.argv[1]) <
       : > "$T/err"
       ES_TRACE=1 "$BIN" --no-progress "${args[@]}" - -o "$T/$out" < "$T/fifo" 2> "$T/err" &
       BPID=$!
-      await 60 "$label" "the input open" trace_says "video: input open" && await_reading "$label"
+      await_reading "$label"
       interrupt INT 5 "$label"
       kill $FPID 2>/dev/null; wait $FPID 2>/dev/null; FPID=
       [ $rc = 130 ] || fail "$label: exit $rc, want 130: $(grep -v '^es-trace' "$T/err")"
