@@ -225,7 +225,7 @@ void es_tmp_unlink_all(void) { es_tmp_walk(unlink_one, NULL); }
 /* renameat2(RENAME_NOREPLACE), else (filesystems without it) link + unlink, else plain
  * rename where hard links are not supported. */
 static int rename_into(const char *tmp, const char *final, int overwrite) {
-  if (overwrite) return rename(tmp, final);
+  if (overwrite == 1) return rename(tmp, final);
 #ifdef RENAME_NOREPLACE
   if (renameat2(AT_FDCWD, tmp, AT_FDCWD, final, RENAME_NOREPLACE) == 0) return 0;
   if (errno != EINVAL && errno != ENOSYS && errno != ENOTSUP) return -1;
@@ -240,6 +240,10 @@ static int rename_into(const char *tmp, const char *final, int overwrite) {
 
 int es_rename_into(const char *tmp, const char *final, int overwrite, char *msg, size_t len) {
   if (rename_into(tmp, final, overwrite) == 0) return ES_OK;
+  if (errno == EEXIST && overwrite == ES_WRITE_KEEP) { /* another run's, finished first */
+    snprintf(msg, len, "exists, skipped");
+    return ES_WRITE_KEPT;
+  }
   if (errno == EEXIST)
     snprintf(msg, len, "exists (use -y to overwrite)");
   else
@@ -345,6 +349,11 @@ int es_atomic_open(es_atomic *a, const char *final_path, int overwrite, char *ms
       snprintf(msg, len, "is a directory");
       goto end;
     }
+    if (overwrite == ES_WRITE_KEEP) {
+      snprintf(msg, len, "exists, skipped");
+      status = ES_WRITE_KEPT;
+      goto end;
+    }
     if (!overwrite) {
       snprintf(msg, len, "exists (use -y to overwrite)");
       goto end;
@@ -391,7 +400,8 @@ int es_atomic_commit(es_atomic *a, char *msg, size_t len) {
     a->stream = 0;
     return ES_OK;
   }
-  if (es_rename_into(a->tmp_path, a->final_path, a->overwrite, msg, len) != ES_OK) goto end;
+  if ((status = es_rename_into(a->tmp_path, a->final_path, a->overwrite, msg, len)) != ES_OK)
+    goto end;
   es_tmp_untrack(a->tmp_path);
   free(a->tmp_path);
   a->tmp_path = NULL;
@@ -399,6 +409,16 @@ int es_atomic_commit(es_atomic *a, char *msg, size_t len) {
   a->final_path = NULL;
   return ES_OK;
 end:
+  /* Where the temporary cannot be removed either (the directory lost its write permission,
+   * or went read-only, while the file was written), the message names it: it is left
+   * behind, and the user must know which file to delete. */
+  if (a->tmp_path) {
+    const size_t n = strlen(msg);
+    const int gone = unlink(a->tmp_path) == 0 || errno == ENOENT;
+    if (!gone && n + 1 < len)
+      snprintf(msg + n, len - n, "; its temporary %s is left (cannot remove it: %s)",
+               a->tmp_path, strerror(errno));
+  }
   es_atomic_abort(a);
   return status;
 }
@@ -408,7 +428,7 @@ void es_atomic_abort(es_atomic *a) {
   if (a->fp) fclose(a->fp);
   a->fp = NULL;
   if (a->tmp_path) {
-    unlink(a->tmp_path);
+    unlink(a->tmp_path); /* gone already where es_atomic_commit removed it */
     es_tmp_untrack(a->tmp_path);
   }
   free(a->tmp_path);

@@ -76,6 +76,12 @@ void es_tmp_unlink_all(void);
  * test_io_atomic, which records the names a walk would remove while others track. */
 void es_tmp_walk(void (*fn)(const char *name, void *arg), void *arg);
 
+/* The overwrite argument of es_atomic_open and the writers built on it (es_png_write,
+ * es_npy_write): 0 refuses an existing name (ES_ERR_OUTPUT "exists (use -y to overwrite)"),
+ * 1 replaces it, ES_WRITE_KEEP (-n) keeps it: the writer returns ES_WRITE_KEPT (> 0, msg
+ * "exists, skipped") and leaves nothing of its own, also where the name appeared while the
+ * file was being written (a concurrent run's, renamed into place first). */
+enum { ES_WRITE_KEPT = 1, ES_WRITE_KEEP = 2 };
 /* Renames a finished temporary into place: rename(), or without overwrite one that fails
  * when final_path appeared since the output was opened, rather than replacing a file
  * another process made meanwhile. ES_OK, or ES_ERR_OUTPUT with msg set ("exists (use -y to
@@ -95,7 +101,9 @@ typedef struct es_atomic {
  * existing FIFO or device is opened for writing in place whatever overwrite says
  * (es_output_open_stream: ES_ERR_INTERRUPTED where a FIFO's reader was waited for in vain). */
 int es_atomic_open(es_atomic *a, const char *final_path, int overwrite, char *msg, size_t len);
-/* fflush + fsync-free close + rename; on any failure unlinks the temporary, ES_ERR_OUTPUT. */
+/* fflush + fsync-free close + rename; on any failure unlinks the temporary, ES_ERR_OUTPUT
+ * (ES_WRITE_KEPT, see above); where the temporary cannot be unlinked either, msg ends with
+ * "; its temporary PATH is left (cannot remove it: REASON)". */
 int es_atomic_commit(es_atomic *a, char *msg, size_t len);
 /* Closes and unlinks the temporary. Safe on a zeroed or committed struct. */
 void es_atomic_abort(es_atomic *a);

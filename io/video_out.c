@@ -99,6 +99,23 @@ static void averr(char *msg, size_t len, const char *what, int err) {
   snprintf(msg, len, "%s: %s", what, e);
 }
 
+/* Whether an encoder's failure err (at its open or on a frame) is memory running out: libav*
+ * said so (AVERROR(ENOMEM)), or an external encoder's generic error (AVERROR_EXTERNAL) comes
+ * while memory for 16 more frames of width x height (and 16 MB) cannot be had. libx264 reports its
+ * own failed allocation only by printing "x264 [error]: malloc of size N failed" through its
+ * default logger (x264_malloc has no handle that reaches libavcodec's log, so no log capture
+ * sees it), and libavcodec returns AVERROR_EXTERNAL: hence the probe. It sees an
+ * address-space limit (ulimit -v) or an exhausted heap; not a kernel that overcommits and
+ * kills later, which no return code reports anyway. */
+static int es_encoder_nomem(int err, int width, int height) {
+  if (err == AVERROR(ENOMEM)) return 1;
+  if (err != AVERROR_EXTERNAL) return 0;
+  const size_t frame = (size_t)(width > 0 ? width : 1) * (size_t)(height > 0 ? height : 1);
+  void *p = malloc(16 * frame + ((size_t)16 << 20));
+  free(p);
+  return p == NULL;
+}
+
 static enum AVPixelFormat av_of(int es_fmt) {
   switch (es_fmt) {
   case ES_PIX_RGB24: return AV_PIX_FMT_RGB24;
@@ -810,7 +827,14 @@ int es_video_out_open(es_video_out **out, const char *path, const es_video_out_o
                o->height, av_get_pix_fmt_name(enc_fmt) ? av_get_pix_fmt_name(enc_fmt) : "?",
                (o->width | o->height) & 1 ? " (it may not take odd sizes)" : "");
       averr(msg, len, what, err);
-      rc = err == AVERROR(ENOMEM) ? ES_ERR_NOMEM : ES_ERR_OUTPUT;
+      rc = ES_ERR_OUTPUT;
+      if (es_encoder_nomem(err, o->width, o->height)) { /* exit 4, not 3 */
+        char e[AV_ERROR_MAX_STRING_SIZE];
+        av_strerror(err, e, sizeof e);
+        snprintf(msg, len, "encoder %s: out of memory for %dx%d (%s)", codec->name, o->width,
+                 o->height, e);
+        rc = ES_ERR_NOMEM;
+      }
     }
     avcodec_free_context(&plain);
     goto end;
@@ -953,20 +977,27 @@ static int64_t take_duration(es_video_out *v, int64_t pts) {
   return 0;
 }
 
+/* An encoder call that failed with err: out of memory (ES_ERR_NOMEM, exit 4, not a write
+ * failure) where es_encoder_nomem says so. */
+static int encode_failed(const es_video_out *v, int err, char *msg, size_t len) {
+  if (es_encoder_nomem(err, v->width, v->height)) {
+    char e[AV_ERROR_MAX_STRING_SIZE];
+    av_strerror(err, e, sizeof e);
+    snprintf(msg, len, "encoding failed: out of memory (%s)", e);
+    return ES_ERR_NOMEM;
+  }
+  averr(msg, len, "encoding failed", err);
+  return ES_ERR_OUTPUT;
+}
+
 /* Sends one frame (or NULL to flush) and writes every packet that comes out. */
 static int encode(es_video_out *v, AVFrame *f, char *msg, size_t len) {
   int err = avcodec_send_frame(v->enc, f);
-  if (err < 0 && err != AVERROR_EOF) {
-    averr(msg, len, "encoding failed", err);
-    return ES_ERR_OUTPUT;
-  }
+  if (err < 0 && err != AVERROR_EOF) return encode_failed(v, err, msg, len);
   for (;;) {
     err = avcodec_receive_packet(v->enc, v->pkt);
     if (err == AVERROR(EAGAIN) || err == AVERROR_EOF) return ES_OK;
-    if (err < 0) {
-      averr(msg, len, "encoding failed", err);
-      return ES_ERR_OUTPUT;
-    }
+    if (err < 0) return encode_failed(v, err, msg, len);
     v->pkt->stream_index = v->st->index;
     const int64_t d = take_duration(v, v->pkt->pts);
     if (d > 0) v->pkt->duration = d;
@@ -974,7 +1005,7 @@ static int encode(es_video_out *v, AVFrame *f, char *msg, size_t len) {
     err = av_interleaved_write_frame(v->fmt, v->pkt); /* takes the packet's reference */
     if (err < 0) {
       averr(msg, len, "write error", err);
-      return ES_ERR_OUTPUT;
+      return err == AVERROR(ENOMEM) ? ES_ERR_NOMEM : ES_ERR_OUTPUT;
     }
   }
 }

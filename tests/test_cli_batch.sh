@@ -436,6 +436,36 @@ for f in camera chelsea moon16; do
   [ -n "$got" ] && [ "$got" = "$(printf '%s\n' "$want" | sed 's/^[0-9]*,//')" ] ||
     fail "$f.png: the batch's -L 1024 statistics are not -L $L's: '$got' vs '$want'"
 done
+# Concurrent -n runs over one batch (a sharded run on a cluster): a file another run renamed
+# into place between this run's check and its own rename is skipped, not failed. Eight runs
+# all exited 3 with "exists (use -y to overwrite)" lines (276-280 a trial). Now: every run
+# exit 0, the files written and skipped add up, each output byte for byte a lone run's.
+mkdir "$T/cc" "$T/cc/in"
+"$PY" - "$T/cc/in" "$T/h.py" <<'PYEOF' || fail "cannot make the concurrent batch"
+import sys, numpy as np
+exec(open(sys.argv[2]).read().split('def entropy')[0])
+rng = np.random.default_rng(7)
+for i in range(120):
+    png_write('%s/p%03d.png' % (sys.argv[1], i), rng.integers(0, 256, (24, 40), dtype=np.uint8))
+PYEOF
+"$BIN" -q "$T/cc/in" -o "$T/cc/ref" --threads 1 || fail "concurrent -n: the lone run failed"
+pids=()
+for k in 1 2 3 4 5 6; do
+  "$BIN" "$T/cc/in" -o "$T/cc/out" -n --threads 1 --no-progress 2> "$T/cc/err$k" & pids+=($!)
+done
+written=0
+for k in 1 2 3 4 5 6; do
+  wait "${pids[$((k - 1))]}"; rc=$?
+  [ $rc = 0 ] || fail "concurrent -n run $k: exit $rc: $(grep -c exists "$T/cc/err$k") 'exists' lines: $(head -3 "$T/cc/err$k")"
+  w=$(sed -n 's/^entropy-stream: 120 files, \([0-9]*\) written, \([0-9]*\) skipped, 0 failed.*/\1 \2/p' "$T/cc/err$k")
+  [ -n "$w" ] || { fail "concurrent -n run $k: summary: $(tail -1 "$T/cc/err$k")"; continue; }
+  written=$((written + ${w%% *}))
+done
+# Each file written at least once; where two runs raced it both wrote it (same bytes), the
+# later rename refused: counted as skipped by it, so no more writes than runs x files.
+[ $written -ge 120 ] || fail "concurrent -n: $written files written in all, want >= 120"
+diff -r "$T/cc/ref" "$T/cc/out" > /dev/null || fail "concurrent -n: outputs differ from a lone run's"
+ls -A "$T/cc/out" | grep -q '^\.' && fail "concurrent -n: temporaries left: $(ls -A "$T/cc/out" | grep '^\.')"
 
 if [ $FAIL -ne 0 ]; then
   echo "test_cli_batch: $FAIL failure(s)"

@@ -189,6 +189,35 @@ sys.exit(0 if a.shape[1:] == (480, 640) and 0 < a.shape[0] == int(sys.argv[1]) <
     [ -e "$T/hdr.npy" ] && fail "SIGINT before the header: an output was made"
     ls -A "$T" | grep -q '^\.' && fail "SIGINT before the header: temporaries left: $(ls -A "$T")"
   fi
+  # A signal while raw frames are awaited from a silent stdin: the pump then closes the
+  # input, the reader finds a stream of 0 frames, and the outputs were opened with no frame
+  # (a 538-byte .mkv ffprobe cannot open, a .mp4 with no stream, a .npy of shape (0,16,16), a
+  # y4m header, an empty frame directory; exit 130). Nothing is made now.
+  early_outs=(e.npy edir)
+  ff_has muxers matroska && early_outs+=(e.mkv)
+  ff_has muxers mp4 && early_outs+=(e.mp4)
+  es_can_write_y4m && early_outs+=(e.y4m)
+  for mode in raw; do
+    args=(--raw gray8:16x16)
+    for out in "${early_outs[@]}"; do
+      label="SIGINT awaiting the first frame ($mode -> $out)"
+      rm -rf "${T:?}/$out" "$T/fifo"
+      mkfifo "$T/fifo"
+      sleep 60 > "$T/fifo" &
+      FPID=$!
+      : > "$T/err"
+      ES_TRACE=1 "$BIN" --no-progress "${args[@]}" - -o "$T/$out" < "$T/fifo" 2> "$T/err" &
+      BPID=$!
+      await_reading "$label"
+      interrupt INT 5 "$label"
+      kill $FPID 2>/dev/null; wait $FPID 2>/dev/null; FPID=
+      [ $rc = 130 ] || fail "$label: exit $rc, want 130: $(grep -v '^es-trace' "$T/err")"
+      grep -qx "entropy-stream: -: interrupted before the first frame" "$T/err" ||
+        fail "$label: not said as such: $(grep -v '^es-trace' "$T/err")"
+      [ -e "$T/$out" ] && fail "$label: $out left ($(ls -ld "$T/$out"))"
+      ls -A "$T" | grep -q '^\.' && fail "$label: temporaries left: $(ls -A "$T")"
+    done
+  done
   # A source that sends a few frames and then stays open and silent: the decoder is blocked
   # in read(); SIGINT must still end the run at once with those frames kept.
   rm -f "$T/fifo" "$T/stall.npy"
@@ -501,6 +530,64 @@ fifo_case() {
   [ "$(grep -c "$fifo: not written" "$T/err")" = 1 ] || fail "$label: the FIFO not said once as not written: $(cat "$T/err")"
   [ -p "$fifo" ] || fail "$label: the FIFO was replaced"
 }
+# A signal at the very start of main: the handlers were installed only after the options
+# were read and checked, and a SIGINT before that (the first 50-100 ms of a run on a loaded
+# machine, most of them the loader's) took the default action: the process died with no
+# message. The run is held at main's first line deterministically: under ES_TRACE its first
+# act is a trace line to stderr, here a full pipe, so it waits in that write; SIGINT then, the
+# pipe drained: it must end by itself, exit 130, said, nothing written.
+"$PY" - "$BIN" "$T/in/img000.png" "$T/early.png" <<'EOF2' || fail "SIGINT at the start of main: see above"
+import fcntl, os, subprocess, sys, time
+bin_, src, out = sys.argv[1:4]
+r, w = os.pipe()
+fcntl.fcntl(w, 1031, 4096)  # F_SETPIPE_SZ: one page
+os.set_blocking(w, False)
+try:
+    while True:
+        os.write(w, b'x' * 4096)
+except BlockingIOError:
+    pass
+os.set_blocking(w, True)
+p = subprocess.Popen([bin_, '--no-progress', src, '-o', out], stderr=w,
+                     env=dict(os.environ, ES_TRACE='1'))
+os.close(w)
+deadline = time.monotonic() + 60
+while time.monotonic() < deadline:  # until it sleeps writing into the full pipe
+    try:
+        wchan = open('/proc/%d/wchan' % p.pid).read()
+        state = open('/proc/%d/stat' % p.pid).read().rsplit(')', 1)[1].split()[0]
+    except OSError:
+        wchan, state = '', ''
+    if 'pipe' in wchan and state == 'S':
+        break
+    if p.poll() is not None:
+        break
+    time.sleep(0.002)
+else:
+    p.kill()
+    print('FAIL: SIGINT at the start of main: the run never waited in its first write')
+    sys.exit(1)
+p.send_signal(2)
+os.set_blocking(r, False)
+err = b''
+while True:
+    try:
+        chunk = os.read(r, 65536)
+        if not chunk:
+            break
+        err += chunk
+    except BlockingIOError:
+        if time.monotonic() > deadline + 30:  # it never ended: killed, failed below
+            p.kill()
+            break
+        time.sleep(0.01)
+p.wait()
+lines = [l for l in err.decode(errors='replace').split('\n') if l.startswith('entropy-stream')]
+print('SIGINT at the start of main: returncode %d; %s' % (p.returncode, lines))
+ok = p.returncode == 130 and lines and 'interrupted' in lines[-1] and not os.path.exists(out)
+sys.exit(0 if ok else 1)
+EOF2
+
 rm -rf "$T/fin" "$T/fout"; mkdir "$T/fin" "$T/fout"
 for k in 0 1 2 3; do cp "$T/in/img00$k.png" "$T/fin/"; done
 printf 'not a png' > "$T/fin/bad.png" # fails (exit 2), said on its own line: not done either

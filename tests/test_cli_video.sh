@@ -695,6 +695,63 @@ open(sys.argv[1], 'wb').write(bytes(out))" "$T/allbad.y4m"
   done
 fi
 
+# A run that fails before its first frame leaves nothing under the output's name (SPEC 3):
+# an MJPEG .avi whose header says 16000x16000 (no packet decodes) left a 542-byte .mkv that
+# ffprobe cannot open, a 262-byte .mp4 with no stream, a .npy of shape (0,16000,16000), a y4m
+# header and an empty frame directory; an .mp4 piped in (its index at the end, not seekable)
+# left an unopenable .mkv. Exit 2 and one line each; a y4m header alone, a valid empty
+# stream, still gives its empty output with exit 0.
+nothing_left() { # LABEL NAME ERRFILE RC: exit 2, one line, nothing under NAME, no temporary
+  [ "$4" = 2 ] && [ "$(wc -l < "$3")" = 1 ] || fail "$1: exit $4, want 2 and one line: $(cat "$3")"
+  [ -e "$2" ] && fail "$1: $(basename "$2") left ($(ls -ld "$2"))"
+  ls -A "$(dirname "$2")" | grep -q '^\.' && fail "$1: temporaries left: $(ls -A "$(dirname "$2")")"
+}
+mkdir "$T/nf"
+nf_outs=(x.npy xdir)
+ff_has muxers matroska && nf_outs+=(x.mkv)
+ff_has muxers mp4 && nf_outs+=(x.mp4)
+[ $Y4M_OUT = 1 ] && nf_outs+=(x.y4m)
+if ff_has encoders mjpeg && ff_has muxers avi && ff_has demuxers avi && ff_has decoders mjpeg; then
+  $FF -f lavfi -i "testsrc=size=64x48:rate=10" -frames:v 3 -c:v mjpeg -pix_fmt yuvj420p "$T/m.avi" &&
+    "$PY" - "$T/m.avi" "$T/nf/big.avi" <<'EOF2' || fail "cannot make big.avi"
+import struct, sys
+d = bytearray(open(sys.argv[1], 'rb').read())
+i = d.index(b'avih') + 8               # MainAVIHeader: dwWidth, dwHeight at 32, 36
+struct.pack_into('<II', d, i + 32, 16000, 16000)
+j = d.index(b'strf') + 8               # BITMAPINFOHEADER: biWidth, biHeight at 4, 8
+struct.pack_into('<ii', d, j + 4, 16000, 16000)
+open(sys.argv[2], 'wb').write(bytes(d))
+EOF2
+  for out in "${nf_outs[@]}"; do
+    rm -rf "${T:?}/nf/$out"
+    "$BIN" -q "$T/nf/big.avi" -o "$T/nf/$out" 2> "$T/nf.err"; rc=$?
+    nothing_left "16000x16000 .avi -> $out" "$T/nf/$out" "$T/nf.err" $rc
+    grep -q "^entropy-stream: $T/nf/big.avi: no frame could be decoded" "$T/nf.err" ||
+      fail "16000x16000 .avi -> $out: message: $(cat "$T/nf.err")"
+  done
+else
+  echo "test_cli_video: 16000x16000 .avi skipped: no mjpeg encoder/decoder or avi muxer/demuxer"
+fi
+if ff_has encoders libx264 && ff_has muxers mp4 && ff_has demuxers mov; then
+  # 72 KB with its index at the end: more than libavformat holds back from a pipe.
+  $FF -f lavfi -i "testsrc2=size=160x120:rate=25" -frames:v 30 -c:v libx264 -crf 0 \
+    -pix_fmt yuv420p "$T/piped.mp4" || fail "cannot make piped.mp4"
+  for out in "${nf_outs[@]}"; do
+    rm -rf "${T:?}/nf/$out"
+    cat "$T/piped.mp4" | "$BIN" -q - -o "$T/nf/$out" 2> "$T/nf.err"; rc=$?
+    nothing_left ".mp4 from a pipe -> $out" "$T/nf/$out" "$T/nf.err" $rc
+  done
+else
+  echo "test_cli_video: .mp4 from a pipe skipped: no libx264 encoder, mp4 muxer or mov demuxer"
+fi
+if [ $Y4M_IN = 1 ]; then # the valid empty stream: exit 0, its outputs written
+  for out in x.npy x.mkv; do
+    [ $out = x.mkv ] && ! ff_has muxers matroska && continue
+    printf 'YUV4MPEG2 W16 H16 F25:1 Ip A1:1 Cmono\n' | "$BIN" -q - -o "$T/nf/$out" 2> "$T/nf.err"; rc=$?
+    [ $rc = 0 ] && [ -f "$T/nf/$out" ] || fail "y4m header alone -> $out: exit $rc, want 0 and the file: $(cat "$T/nf.err")"
+  done
+fi
+
 # Rotation metadata (a display matrix) goes to the heat video, so players turn it as they
 # turn the source; the map itself is in the stored orientation (SPEC: the Y plane as stored).
 if ff_has encoders libx264 && ff_has muxers mp4; then

@@ -6,14 +6,18 @@
  * and a link written through; temporaries of names up to NAME_MAX fit NAME_MAX.
  */
 #include <dirent.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sched.h>
+#include <sys/mount.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -470,6 +474,82 @@ int main(void) {
     free(map);
   } else {
     printf("setrlimit(RLIMIT_FSIZE) refused: write-failure cases skipped\n");
+  }
+
+  /* ES_WRITE_KEEP (-n): an existing name is kept (ES_WRITE_KEPT, no temporary), and so is
+   * one that appears between the open and the commit (a concurrent run's): the temporary
+   * goes, the other file stays, ES_WRITE_KEPT rather than "exists" (ES_ERR_OUTPUT). */
+  {
+    char kdir[600];
+    snprintf(kdir, sizeof kdir, "%s/keep", dir);
+    CHECK(mkdir(kdir, 0755) == 0, "mkdir %s", kdir);
+    snprintf(path, sizeof path, "%s/k.png", kdir);
+    CHECK(es_atomic_open(&a, path, ES_WRITE_KEEP, msg, sizeof msg) == ES_OK, "keep open: %s", msg);
+    fputs("mine", a.fp);
+    FILE *other = fopen(path, "wb"); /* another run renames its file into place first */
+    if (other) {
+      fputs("theirs", other);
+      fclose(other);
+    }
+    int s = es_atomic_commit(&a, msg, sizeof msg);
+    CHECK(s == ES_WRITE_KEPT, "keep: a file that appeared meanwhile: %d %s", s, msg);
+    CHECK(file_is(path, "theirs") && count_entries(kdir) == 1, "keep: %d entries, content %s",
+          count_entries(kdir), file_is(path, "theirs") ? "theirs" : "changed");
+    s = es_atomic_open(&a, path, ES_WRITE_KEEP, msg, sizeof msg);
+    CHECK(s == ES_WRITE_KEPT && count_entries(kdir) == 1, "keep: an existing name: %d %s", s, msg);
+    unlink(path);
+    rmdir(kdir);
+  }
+
+  /* A directory that becomes unwritable while a file is written (a batch whose output
+   * directory went 555, or read-only): the rename fails, the temporary cannot be removed
+   * either, and the message names it (it said only "cannot rename into place"). Permissions
+   * do not stop root, so the directory is made read-only by a read-only bind mount over it,
+   * in a mount namespace of a child's own; where that is refused the case is skipped. */
+  {
+    char rdir[600];
+    snprintf(rdir, sizeof rdir, "%s/ro", dir);
+    CHECK(mkdir(rdir, 0755) == 0, "mkdir %s", rdir);
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid == 0) {
+      char p2[700], m2[1024];
+      es_atomic b;
+      snprintf(p2, sizeof p2, "%s/p16.png", rdir);
+      if (es_atomic_open(&b, p2, 0, m2, sizeof m2) != ES_OK) _exit(1);
+      fputs("data", b.fp);
+      if (unshare(CLONE_NEWNS) != 0 || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) != 0 ||
+          mount(rdir, rdir, NULL, MS_BIND, NULL) != 0 ||
+          mount(NULL, rdir, NULL, MS_REMOUNT | MS_BIND | MS_RDONLY, NULL) != 0) {
+        printf("a read-only bind mount refused (%s): the left temporary case skipped\n",
+               strerror(errno));
+        es_atomic_abort(&b);
+        _exit(ES_TEST_SKIP);
+      }
+      char tmp[700];
+      snprintf(tmp, sizeof tmp, "%s", b.tmp_path);
+      int s = es_atomic_commit(&b, m2, sizeof m2);
+      char want[800];
+      snprintf(want, sizeof want, "; its temporary %s is left (cannot remove it: ", tmp);
+      int ok = s == ES_ERR_OUTPUT && !strncmp(m2, "cannot rename into place: ", 26) &&
+               strstr(m2, want) && access(tmp, F_OK) == 0 && access(p2, F_OK) != 0;
+      if (!ok) fprintf(stderr, "read-only directory: %d '%s'\n", s, m2);
+      _exit(ok ? 0 : 1);
+    }
+    int wst = 0;
+    CHECK(pid > 0 && waitpid(pid, &wst, 0) == pid && WIFEXITED(wst) &&
+              (WEXITSTATUS(wst) == 0 || WEXITSTATUS(wst) == ES_TEST_SKIP),
+          "read-only directory: the temporary left is not named (child status %d)", wst);
+    DIR *d = opendir(rdir); /* the temporary left: removed now that the mount is gone */
+    struct dirent *e;
+    while (d && (e = readdir(d))) {
+      char q[1000];
+      if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
+      snprintf(q, sizeof q, "%s/%s", rdir, e->d_name);
+      unlink(q);
+    }
+    if (d) closedir(d);
+    rmdir(rdir);
   }
   rmdir(dir);
   return es_test_done("test_io_atomic");

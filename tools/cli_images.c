@@ -303,14 +303,16 @@ static void *img_decoder(void *arg) {
 static int write_image(img_batch *b, img_job *j, const es_frame *f, char *msg, size_t len) {
   const cli_opts *o = b->o;
   int rc = ES_OK;
+  /* -n: a file that appears after decode_image looked (another run of a sharded batch
+   * finished it first) is kept and the job skipped (ES_WRITE_KEPT), not failed as "exists". */
+  const int ow = o->skip ? ES_WRITE_KEEP : o->overwrite;
   switch (b->out_kind) {
   case OUT_PNG:
-    rc = es_png_write(j->out, o->overwrite, f->width, f->height, b->pixfmt, f->pix.plane[0],
+    rc = es_png_write(j->out, ow, f->width, f->height, b->pixfmt, f->pix.plane[0],
                       f->pix.stride[0], msg, len);
     break;
   case OUT_NPY:
-    rc = es_npy_write(j->out, o->overwrite, f->width, f->height, f->map, f->map_stride, msg,
-                      len);
+    rc = es_npy_write(j->out, ow, f->width, f->height, f->map, f->map_stride, msg, len);
     break;
   case OUT_STDOUT: {
     /* One frame of y4m (or raw float32), in the rendering the stream was opened with. */
@@ -367,6 +369,10 @@ static int finish_image(img_batch *b, img_job *j, const es_frame *f) {
   j->height = f->height;
   if (j->keep) return JOB_SKIPPED; /* -n: computed for its statistics, the file kept */
   rc = write_image(b, j, f, msg, sizeof msg);
+  if (rc == ES_WRITE_KEPT) {
+    if ((b->single || o->verbose) && !o->quiet) cli_err(j->out, "exists, skipped");
+    return JOB_SKIPPED;
+  }
   if (rc != ES_OK) {
     cli_err(j->out ? j->out : "-", "%s", *msg ? msg : es_strerror(rc));
     return rc;

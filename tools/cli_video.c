@@ -206,6 +206,11 @@ typedef struct vid_run {
   /* Frame 0 as cli_run_video read it, lent, before the decode thread starts (which pushes it
    * first and clears first_lent); cli_run_video gives it back where the thread never ran. */
   int first_lent;
+  /* Frame 0 was decoded before the outputs were opened (lent, or held by the reader):
+   * pushed even after a signal, as every frame already decoded is computed and encoded
+   * (SPEC 3). A signal between the outputs' open and this push left a .mkv or .mp4 with no
+   * frame, which does not play. Cleared by the decode thread once it has pushed it. */
+  int first_had;
   es_video_lent first;
   int64_t first_pts;
   double first_pts_seconds;
@@ -221,7 +226,7 @@ static void *decode_thread(void *arg) {
   for (;;) {
     int64_t pts = INT64_MIN;
     double ptss = NAN;
-    if (g_stop || g_abort) {
+    if (g_abort || (g_stop && !v->first_had)) {
       rc = ES_ERR_INTERRUPTED;
       break;
     }
@@ -276,6 +281,7 @@ static void *decode_thread(void *arg) {
     if (rc != ES_OK) break; /* the frame is still ours (entropy_stream.h) */
     f = NULL;
     v->pushed++;
+    v->first_had = 0;
   }
   /* The frame we hold was never pushed (or its push failed): give it back to the pool,
    * with its lent decoder buffer, rather than leave both to es_stream_destroy. */
@@ -389,6 +395,8 @@ int cli_run_video(cli_opts *o, int out_kind) {
   int64_t written = 0; /* frames that reached an output (skipped ones, -n, included; with
                         * no output asked for, the frames computed) */
   int64_t skipped = 0; /* frame files that existed, kept by -n */
+  int64_t out_frames = 0; /* frames -o took (a frame directory's kept by -n included) */
+  size_t made = 0; /* where the frame directory's part that this run creates begins (0: none) */
   char msg[MSG_LEN] = "";
   const char *out_name = o->output;
   const char *in_name = o->input;
@@ -497,7 +505,31 @@ int cli_run_video(cli_opts *o, int out_kind) {
     code = input_failed(o, in_name, rc, msg);
     goto end;
   }
+  v.first_had = rc != ES_ERR_EOF;
   es_trace("video: first frame read");
+  /* A run that ends before its first frame opens no output: an empty .mkv or .mp4 does not
+   * play, and a .npy of shape (0, H, W) or a y4m header under the final name of a failed
+   * run claims what it is not (SPEC 3). So a signal until now (the pump then closed standard
+   * input: the reader saw its end), an empty standard input (raw frames open without
+   * reading; y4m said so at the open), and a stream of which no packet decoded (an MJPEG
+   * .avi whose header says 16000x16000; an .mp4 piped in, its index at the end) are said
+   * here, before anything is created. A y4m header alone is a valid empty stream: its
+   * empty outputs are still written, exit 0. */
+  if (g_stop) {
+    code = input_failed(o, in_name, ES_ERR_INTERRUPTED, "");
+    goto end;
+  }
+  if (rc == ES_ERR_EOF && !strcmp(o->input, "-") && atomic_load(&g_input_empty)) {
+    code = input_failed(o, in_name, ES_ERR_INPUT, "no data on standard input");
+    goto end;
+  }
+  if (rc == ES_ERR_EOF && es_video_in_corrupt(v.vin) > 0) {
+    int64_t nc = es_video_in_corrupt(v.vin);
+    snprintf(msg, sizeof msg, "no frame could be decoded (%" PRId64 " corrupt packet%s skipped)",
+             nc, nc == 1 ? "" : "s");
+    code = input_failed(o, in_name, ES_ERR_INPUT, msg);
+    goto end;
+  }
 
   /* Outputs. The statistics file first, so that one that cannot be written leaves no
    * frame directory behind (as in cli_run_images); where it lies inside that directory, with
@@ -550,6 +582,7 @@ int cli_run_video(cli_opts *o, int out_kind) {
     }
     sc.want_map = 1;
   } else if (out_kind == OUT_DIR) {
+    made = cli_first_missing(o->output);
     if (o->stats_path && cli_path_inside(o->output, o->stats_path))
       rc = cli_stats_open_inside(o, o->output, &sw);
     else
@@ -673,16 +706,24 @@ int cli_run_video(cli_opts *o, int out_kind) {
           } else if (!o->overwrite && es_output_exists(path)) {
             snprintf(msg, sizeof msg, "exists (use -y to overwrite, -n to skip)");
             rc = ES_ERR_OUTPUT;
-          } else if (o->format == FMT_F32) {
-            rc = es_npy_write(path, o->overwrite, f->width, f->height, f->map, f->map_stride,
-                              msg, sizeof msg);
           } else {
-            rc = es_png_write(path, o->overwrite, f->width, f->height, frame_pixfmt,
-                              f->pix.plane[0], f->pix.stride[0], msg, sizeof msg);
+            /* -n: a frame file another run renamed into place meanwhile is kept, skipped */
+            const int ow = o->skip ? ES_WRITE_KEEP : o->overwrite;
+            if (o->format == FMT_F32)
+              rc = es_npy_write(path, ow, f->width, f->height, f->map, f->map_stride, msg,
+                                sizeof msg);
+            else
+              rc = es_png_write(path, ow, f->width, f->height, frame_pixfmt, f->pix.plane[0],
+                                f->pix.stride[0], msg, sizeof msg);
+            if (rc == ES_WRITE_KEPT) {
+              skipped++;
+              rc = ES_OK;
+            }
           }
         }
         if (rc == ES_OK) {
           took = 1;
+          out_frames++;
         } else {
           /* Its partial file goes now; a directory keeps the frames written before. */
           cli_err(what ? what : "-", "%s", *msg ? msg : es_strerror(rc));
@@ -785,24 +826,28 @@ int cli_run_video(cli_opts *o, int out_kind) {
   }
 
   /* Close the outputs still open (a failed one was closed when it failed): committed
-   * unless a frame or the stream failed. */
+   * unless a frame or the stream failed. A failed or interrupted run whose -o took no frame
+   * leaves nothing under its name (no unplayable video, no empty .npy; the frame directory
+   * goes where this run made it); --stats keeps its header, as the records of the frames
+   * computed are kept. */
   {
     int commit = !fatal;
     /* The heat video's last frame lasts as the input's does, where the input was read to
      * its end. */
     if (vo && v.read_status == ES_OK && !stopped && !g_stop)
       es_video_out_end(vo, es_video_in_end_pts(v.vin));
+    const int commit_out = commit && !(code != 0 && out_frames == 0);
     if (vo) {
-      rc = es_video_out_close(&vo, commit, msg, sizeof msg);
-      if (rc != ES_OK && commit) {
+      rc = es_video_out_close(&vo, commit_out, msg, sizeof msg);
+      if (rc != ES_OK && commit_out) {
         cli_err(out_name, "%s", *msg ? msg : es_strerror(rc));
         code = cli_worse(code, es_exit_code(rc));
         out_failed = OUT_FAILED_AT_CLOSE;
       }
     }
     if (ns) {
-      rc = es_npy_stream_close(&ns, commit, msg, sizeof msg);
-      if (rc != ES_OK && commit) {
+      rc = es_npy_stream_close(&ns, commit_out, msg, sizeof msg);
+      if (rc != ES_OK && commit_out) {
         cli_err(out_name, "%s", *msg ? msg : es_strerror(rc));
         code = cli_worse(code, es_exit_code(rc));
         out_failed = OUT_FAILED_AT_CLOSE;
@@ -871,6 +916,9 @@ end:
   if (vo) es_video_out_close(&vo, 0, NULL, 0);
   if (ns) es_npy_stream_close(&ns, 0, NULL, 0);
   if (sw) es_stats_writer_close(&sw, 0, NULL, 0);
+  /* A frame directory this run made, of a run that failed before its first frame: gone
+   * (only the directories left empty). */
+  if (made && code != 0 && out_frames == 0) cli_remove_made_dirs(o->output, made);
   cli_exit_if_gpus_opening(ctx ? ctx : co.ctx, code);
   es_context_destroy(&co.ctx);
   es_stream_destroy(&v.st);   /* gives lent frames back to the reader */
