@@ -696,7 +696,7 @@ open(sys.argv[1], 'wb').write(bytes(out))" "$T/allbad.y4m"
 fi
 
 # A run that fails before its first frame leaves nothing under the output's name (SPEC 3):
-# an MJPEG .avi whose header says 16000x16000 (no packet decodes) left a 542-byte .mkv that
+# an MJPEG .avi whose header says 16000x16000 and whose packets are zeroed (none decodes) left a 542-byte .mkv that
 # ffprobe cannot open, a 262-byte .mp4 with no stream, a .npy of shape (0,16000,16000), a y4m
 # header and an empty frame directory; an .mp4 piped in (its index at the end, not seekable)
 # left an unopenable .mkv. Exit 2 and one line each; a y4m header alone, a valid empty
@@ -720,6 +720,14 @@ i = d.index(b'avih') + 8               # MainAVIHeader: dwWidth, dwHeight at 32,
 struct.pack_into('<II', d, i + 32, 16000, 16000)
 j = d.index(b'strf') + 8               # BITMAPINFOHEADER: biWidth, biHeight at 4, 8
 struct.pack_into('<ii', d, j + 4, 16000, 16000)
+# and no packet decodes: the MJPEG decoder made a damaged 64x96 frame of the first one,
+# which is kept since damaged frames are (ffmpeg decodes it too); zeroed, none gives a frame
+k = d.index(b'movi')
+while d.find(b'00dc', k) >= 0:
+    k = d.find(b'00dc', k)
+    n = struct.unpack_from('<I', d, k + 4)[0]
+    d[k + 8:k + 8 + n] = bytes(n)
+    k += 8 + n
 open(sys.argv[2], 'wb').write(bytes(d))
 EOF2
   for out in "${nf_outs[@]}"; do
