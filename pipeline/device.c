@@ -175,22 +175,19 @@ int es_pick_target(const es_context *ctx, int64_t pixels, int allow_multi) {
  *   once ~50 n up to ~145 GB/s in all (F1: two 104-110, four 131-182 each way).
  * - the host's staging copies of pageable buffers: at one GPU they hide behind the DMA
  *   (10240^2 pageable 8.42 ms against 8.10 page-locked), ~62 GB/s; on two or more GPUs they
- *   are the bound and do not scale, and they are slower than one GPU's: 10240^2 pageable
- *   took 9.8 / 12.7 ms on two / four H200s and 14.6 / 13.5 ms on two / four H100s against
- *   8.6-8.7 on one (BENCHMARKS S2, S3), so ~36 GB/s, the slowest host seen.
+ *   are the bound and do not scale: 10240^2 pageable 5.5-6.9 ms on two against 4.33
+ *   page-locked, and 6.2-16.7 ms on four (F1, issue 31), so ~80 GB/s whatever the count.
  * - a fixed cost of 0.1 ms a GPU added: 1080p K=3 pageable took 0.38 / 0.34 ms on 1 / 2.
  * The model ranks the counts; it is not a prediction to the tenth of a millisecond, hence
  * the 15% a larger count must save. By it: 10240^2 K=5 page-locked takes three GPUs of four
- * (the links of three already move ~145 GB/s; measured x2 4.33, x4 3.79 ms), pageable one
- * (the copies bound it); 1080p K=3 one GPU (pageable splits of it measured 0.66-0.95x one
- * GPU: gains the model leaves, never a loss); 1080p K=75 pageable two (0.50 ms against
- * 0.64). */
+ * (the links of three already move ~145 GB/s; measured x2 4.33, x4 3.79 ms), pageable two (the copies bound it; four were slower than two in
+ * every run of F1); 1080p K=3 one GPU; 1080p K=75 pageable two (0.47 ms against 0.63). */
 #define ES_SPLIT_MPX_MS 0.0155        /* kernel ms a megapixel, K=0 */
 #define ES_SPLIT_MPX_MS_K 0.0043      /* and per unit of K */
 #define ES_SPLIT_LINK_GBS 50.0        /* one GPU's link */
 #define ES_SPLIT_LINKS_GBS 145.0      /* every GPU's links at once */
 #define ES_SPLIT_HOST1_GBS 62.0       /* staging copies, one GPU */
-#define ES_SPLIT_HOSTN_GBS 36.0       /* staging copies, two GPUs or more */
+#define ES_SPLIT_HOSTN_GBS 80.0       /* staging copies, two GPUs or more */
 #define ES_SPLIT_GPU_MS 0.1           /* fixed cost of each GPU after the first */
 #define ES_SPLIT_GAIN 0.85            /* a larger count must take at most this share */
 

@@ -174,15 +174,10 @@ static void broken_gpu_cases(int ngpu) {
   CHECK(es_context_create(&ctx, &c, msg, sizeof msg) == ES_OK, "create (gpus=1 broken): %s", msg);
   unsetenv("ES_FAULT_INJECT");
   if (!ctx) return;
-  /* es_split_gpus: two GPUs (0 and 1) for this job, its image and map page-locked (pageable,
-   * the host's copies bound it and one GPU is taken: no split to fail) */
-  const int W = 4096, H = 2100;
+  const int W = 4096, H = 2100; /* es_split_gpus: two GPUs (0 and 1) for this pageable job */
   uint8_t *data = malloc((size_t)W * H);
   float *ref = malloc(sizeof *ref * (size_t)W * H), *map = malloc(sizeof *map * (size_t)W * H);
   pt_fill(data, W, H, (size_t)W, 8);
-  CHECK(es_host_pin(data, (size_t)W * H) == ES_OK &&
-            es_host_pin(map, sizeof *map * (size_t)W * H) == ES_OK,
-        "es_host_pin of the broken-GPU case's buffers");
   es_image img = {data, W, H, (size_t)W, 8};
   es_job job;
   memset(&job, 0, sizeof job);
@@ -227,8 +222,6 @@ static void broken_gpu_cases(int ngpu) {
         "broken GPU 1: %lld more retries after %d failures of its own: it was not disabled "
         "(failed splits reset its count) and splits still include it",
         (long long)(es_context_retries(ctx) - before), ES_GPU_DISABLE_STREAK);
-  es_host_unpin(data);
-  es_host_unpin(map);
   free(data);
   free(ref);
   free(map);

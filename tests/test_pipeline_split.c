@@ -1,7 +1,7 @@
 /*
  * test_pipeline_split.c - how many GPUs share one image (es_split_gpus, issue 31): the
- * cases BENCHMARKS measured on four H200s and four H100s (10240^2 K=5 L=16 page-locked: more
- * than two; pageable: one, two and four having been slower than one; 1080p K=3 pageable: one,
+ * cases BENCHMARKS measured on four H200s (10240^2 K=5 L=16 page-locked: more than two;
+ * pageable: two, four having been slower than two in every run; 1080p K=3 pageable: one,
  * four having taken 2.93 ms against 0.38; 1080p K=75 pageable: two), small images on one
  * GPU, and for random jobs: the count is within 1..n, the same for the same job, and by the
  * model never slower than any smaller count (the rule's promise). Pure arithmetic: runs
@@ -36,11 +36,10 @@ int main(void) {
   /* Page-locked: more than two (the links of three or four GPUs together are the bound). */
   CHECK(es_split_gpus(&big, 4, 1, 1) >= 3, "10240^2 page-locked on 4: %d", es_split_gpus(&big, 4, 1, 1));
   CHECK(es_split_gpus(&big, 2, 1, 1) == 2, "10240^2 page-locked on 2: %d", es_split_gpus(&big, 2, 1, 1));
-  /* Pageable: one GPU (two and four were slower than one on both four-GPU hosts, S2 and S3). */
-  CHECK(es_split_gpus(&big, 4, 0, 0) == 1, "10240^2 pageable on 4: %d", es_split_gpus(&big, 4, 0, 0));
-  CHECK(es_split_gpus(&big, 8, 0, 0) == 1, "10240^2 pageable on 8: %d", es_split_gpus(&big, 8, 0, 0));
+  CHECK(es_split_gpus(&big, 4, 0, 0) == 2, "10240^2 pageable on 4: %d", es_split_gpus(&big, 4, 0, 0));
+  CHECK(es_split_gpus(&big, 8, 0, 0) == 2, "10240^2 pageable on 8: %d", es_split_gpus(&big, 8, 0, 0));
   /* Page-locked input, pageable map: the map's copies (four fifths of the bytes) bound it. */
-  CHECK(es_split_gpus(&big, 4, 1, 0) == 1, "10240^2 pinned in, pageable out: %d",
+  CHECK(es_split_gpus(&big, 4, 1, 0) == 2, "10240^2 pinned in, pageable out: %d",
         es_split_gpus(&big, 4, 1, 0));
   es_job k3 = job_of(1920, 1080, 3, 256, 8, 1, ES_PIX_NONE);
   CHECK(es_split_gpus(&k3, 4, 0, 0) == 1, "1080p K=3 pageable on 4: %d", es_split_gpus(&k3, 4, 0, 0));
@@ -49,9 +48,9 @@ int main(void) {
   CHECK(es_split_gpus(&k75, 4, 0, 0) == 2, "1080p K=75 pageable on 4: %d", es_split_gpus(&k75, 4, 0, 0));
   es_job small = job_of(400, 400, 5, 16, 8, 1, ES_PIX_NONE);
   CHECK(es_split_gpus(&small, 4, 1, 1) == 1, "400^2: %d", es_split_gpus(&small, 4, 1, 1));
-  /* The broken-GPU case of test_gpu_pipeline (4096x2100 K=5 L=16, page-locked) must split. */
+  /* The broken-GPU case of test_gpu_pipeline (4096x2100 K=5 L=16 pageable) must split. */
   es_job tp = job_of(4096, 2100, 5, 16, 8, 1, ES_PIX_NONE);
-  CHECK(es_split_gpus(&tp, 4, 1, 1) >= 2, "4096x2100 page-locked: %d", es_split_gpus(&tp, 4, 1, 1));
+  CHECK(es_split_gpus(&tp, 4, 0, 0) >= 2, "4096x2100 pageable: %d", es_split_gpus(&tp, 4, 0, 0));
   CHECK(es_split_gpus(&big, 1, 1, 1) == 1 && es_split_gpus(&big, 0, 1, 1) == 1,
         "one or no GPU: %d %d", es_split_gpus(&big, 1, 1, 1), es_split_gpus(&big, 0, 1, 1));
   /* A larger model time for more pageable bytes (the same job, its map pageable). */
