@@ -112,22 +112,32 @@ typedef struct call_args {
   PyObject *mask;
 } call_args;
 
-static int parse_shape(PyObject *o, int *v) {
-  if (PyUnicode_Check(o)) {
-    if (PyUnicode_CompareWithASCIIString(o, "square") == 0) return *v = ES_SHAPE_SQUARE, 1;
-    if (PyUnicode_CompareWithASCIIString(o, "disk") == 0) return *v = ES_SHAPE_DISK, 1;
-  }
-  PyErr_Format(PyExc_ValueError, "shape=%R: must be 'square' or 'disk'", o);
+/* A keyword argument that names one of n choices: its index into values in *v, or a
+ * ValueError naming the argument and the allowed names ("must be 'square' or 'disk'"). */
+typedef struct choice {
+  const char *name;
+  int value;
+} choice;
+
+static int parse_choice(PyObject *o, const char *arg, const choice *c, int n, int *v) {
+  for (int i = 0; PyUnicode_Check(o) && i < n; i++)
+    if (PyUnicode_CompareWithASCIIString(o, c[i].name) == 0) return *v = c[i].value, 1;
+  char allowed[128] = "";
+  for (int i = 0; i < n; i++)
+    snprintf(allowed + strlen(allowed), sizeof allowed - strlen(allowed), "%s'%s'",
+             i == 0 ? "" : i == n - 1 ? " or " : ", ", c[i].name);
+  PyErr_Format(PyExc_ValueError, "%s=%R: must be %s", arg, o, allowed);
   return 0;
 }
 
+static int parse_shape(PyObject *o, int *v) {
+  static const choice c[] = {{"square", ES_SHAPE_SQUARE}, {"disk", ES_SHAPE_DISK}};
+  return parse_choice(o, "shape", c, 2, v);
+}
+
 static int parse_border(PyObject *o, int *v) {
-  if (PyUnicode_Check(o)) {
-    if (PyUnicode_CompareWithASCIIString(o, "clip") == 0) return *v = ES_BORDER_CLIP, 1;
-    if (PyUnicode_CompareWithASCIIString(o, "reflect") == 0) return *v = ES_BORDER_REFLECT, 1;
-  }
-  PyErr_Format(PyExc_ValueError, "border=%R: must be 'clip' or 'reflect'", o);
-  return 0;
+  static const choice c[] = {{"clip", ES_BORDER_CLIP}, {"reflect", ES_BORDER_REFLECT}};
+  return parse_choice(o, "border", c, 2, v);
 }
 
 /* base: 2 (bits) or "e" (nats); math.e is taken for "e" too. */
@@ -147,13 +157,8 @@ static int parse_base(PyObject *o, int *v) {
 }
 
 static int parse_device(PyObject *o, int *v) {
-  if (PyUnicode_Check(o)) {
-    if (PyUnicode_CompareWithASCIIString(o, "auto") == 0) return *v = ES_DEVICE_AUTO, 1;
-    if (PyUnicode_CompareWithASCIIString(o, "cpu") == 0) return *v = ES_DEVICE_CPU, 1;
-    if (PyUnicode_CompareWithASCIIString(o, "gpu") == 0) return *v = ES_DEVICE_GPU, 1;
-  }
-  PyErr_Format(PyExc_ValueError, "device=%R: must be 'auto', 'cpu' or 'gpu'", o);
-  return 0;
+  static const choice c[] = {{"auto", ES_DEVICE_AUTO}, {"cpu", ES_DEVICE_CPU}, {"gpu", ES_DEVICE_GPU}};
+  return parse_choice(o, "device", c, 3, v);
 }
 
 /* The keyword arguments common to entropy and stats; everything checked that does not
