@@ -1,7 +1,8 @@
 /*
  * es_gpu.cu - the CUDA engine: workers (device, streams, events, buffers allocated once and
  * grown on demand), the row-band pipeline that overlaps host staging, H2D, kernels and D2H,
- * multi-GPU row splits, and the benchmark entry points. Kernels: gpu_kernels.cuh.
+ * multi-GPU row splits, and the naive baseline. Kernels: gpu_kernels.cuh; what es_gpu_bench.cu
+ * (the benchmark entry points) shares of the plan: es_gpu_internal.cuh.
  *
  * Every CUDA call goes through ES_CK, which records "GPU n: call at file:line: error" in msg
  * and jumps to the function's one cleanup label; nothing here exits.
@@ -22,9 +23,9 @@
 
 #include "es_copy.h"
 #include "es_gpu.h"
+#include "es_gpu_internal.cuh"
 #include "gpu_kernels.cuh"
 
-#define ES_NSLOT 4              /* pinned staging slots each way */
 #ifndef ES_COPY_THREADS_TOTAL
 #define ES_COPY_THREADS_TOTAL 32 /* staging-copy threads of a multi-GPU job's tasks together */
 #endif
@@ -45,89 +46,9 @@
  * launches) and at most ES_GRID_Y_MAX. */
 #define ES_RENDER_ROWS (ES_GRID_Y_MAX - 1)
 
-/* Records the failing call in msg and jumps to `end`. Needs rc, msg, msglen, dev in scope. */
-#define ES_CK(call)                                                                          \
-  do {                                                                                       \
-    cudaError_t es_e_ = (call);                                                              \
-    if (es_e_ != cudaSuccess) {                                                              \
-      es_gpu_err(msg, msglen, dev, #call, __FILE__, __LINE__, es_e_);                        \
-      rc = ES_ERR_DEVICE;                                                                    \
-      goto end;                                                                              \
-    }                                                                                        \
-  } while (0)
-/* After a launch: the launch error now (bad configuration), execution errors at the sync. */
-#define ES_CKL(what) ES_CK(cudaGetLastError())
-
-static void es_gpu_err(char *msg, size_t msglen, int dev, const char *call, const char *file,
-                       int line, cudaError_t e) {
-  if (!msg || !msglen) return;
-  const char *f = strrchr(file, '/');
-  snprintf(msg, msglen, "GPU %d: %s at %s:%d: %s", dev, call, f ? f + 1 : file, line,
-           cudaGetErrorString(e));
-}
-
 static void es_gpu_msg(char *msg, size_t msglen, const char *fmt, const char *a, int b) {
   if (msg && msglen) snprintf(msg, msglen, fmt, a, b);
 }
-
-#define ES_OCC_CACHE 16
-
-struct es_gpu_worker {
-  int device;                   /* CUDA ordinal; fixed */
-  int nsm;                      /* multiprocessors, for launch sizing */
-  size_t smem_optin;            /* largest dynamic shared memory a block may ask for */
-  int pdl;                      /* entropy kernels launched programmatically after their
-                                 * quantize pass (launch_strips): cc 9.0 on;
-                                 * 2: ES_PDL=refuse, a test of the fallback (an attribute the
-                                 * runtime refuses) */
-  cudaStream_t s_up, s_comp, s_down; /* H2D, kernels, D2H: three engines that overlap */
-  cudaEvent_t ev_up[ES_NSLOT], ev_dn[ES_NSLOT], ev_comp, ev_t0, ev_t1;
-  /* Tables (uploaded once from es_tables_get; never recomputed here). */
-  unsigned int *d_dfl;          /* flog[c+1] - flog[c], exact integers (< 2^31) */
-  double *d_log2n, *d_scale;
-  unsigned long long *d_flog;   /* the f table itself (ES_NMAX + 1 entries) */
-  uint8_t *d_lut;               /* 256 x 3 colormap of the current rendering */
-  es_dacc *d_acc;
-  es_dacc *h_acc;               /* pinned read-back of d_acc */
-  unsigned long long *d_shist;  /* raw samples' histogram (65536 bins; k_samplehist) */
-  unsigned long long *h_shist;  /* pinned read-back of d_shist */
-  /* Buffers grown on demand and reused (capacities in bytes). */
-  void *d_in; size_t cap_in;
-  void *d_lev; size_t cap_lev;
-  float *d_map; size_t cap_map;
-  unsigned short *d_ghist; size_t cap_ghist;
-  uint8_t *d_pix; size_t cap_pix;
-  double *d_rows; size_t cap_rows;          /* per-row sums (k_rowstats) */
-  uint8_t *h_rows; size_t cap_hrows;       /* pinned read-back of d_rows */
-  uint8_t *h_in[ES_NSLOT]; size_t cap_hin;   /* pinned staging, input */
-  /* Pinned staging for downloads: one buffer cut into slots of the current band's size and
-   * used round robin across calls (out_seq), so that a slot is downloaded into again only
-   * after about the cores' L2 caches' worth of other downloads (out_prepare). */
-  uint8_t *h_out; size_t cap_hout, out_slot;
-  unsigned out_nslot, out_seq;
-  uint8_t *h_outp[ES_NSLOT];    /* the slot of each download in flight, by band % ES_NSLOT */
-  /* Geometry of the last run (es_gpu_bench_kernel re-runs its kernels). */
-  int last_w, last_h, last_depth, last_row0, last_row1, last_in0, last_in1;
-  /* ES_BENCH_GATE=1 (es_gpu_bench_kernel): a pinned, mapped flag k_gate waits on, so that a
-   * repetition's launches are all queued before its start event runs; range_compute raises
-   * it once its launches are queued (gate_armed). */
-  volatile unsigned int *gate;
-  int gate_armed;
-  /* Blocks an SM holds, by kernel, block width and dynamic shared memory: the occupancy
-   * query costs the host microseconds before every launch (launch_strips; BENCHMARKS D6). */
-  struct { const void *k; int bx; size_t smem; int per_sm; } occ[ES_OCC_CACHE];
-  unsigned nocc;
-  /* The host thread that runs this worker's share of multi-GPU jobs (es_gpu_run_multi),
-   * started on first use and kept: its OpenMP team for the staging copies lives as long as
-   * it does (a thread per call made a new team of copy threads per call and phase). */
-  pthread_t host;               /* valid while host_started */
-  int host_started;             /* set and cleared by the caller's thread (run_phase, destroy) */
-  int host_quit;                /* guarded by host_lock: destroy asks the thread to end */
-  pthread_mutex_t host_lock;    /* guards host_task and host_quit */
-  pthread_cond_t host_cond;     /* with host_lock: a task posted, done, or quit */
-  struct es_task *host_task;    /* guarded by host_lock: posted by run_phase, set back to
-                                 * NULL by the host thread when the task is done */
-};
 
 /* OpenMP threads a staging copy may use on this host thread (0: the default, up to 16).
  * Tasks of a multi-GPU job run at once: each gets its share of the cores. */
@@ -147,11 +68,6 @@ static __thread int tl_copy_threads;
  * Elsewhere in the library: ES_TRACE (kernels/trace.c, phase times), ES_FAULT_INJECT
  * (pipeline/context.c, tests' fault injection), ES_CPU_ALGO (kernels/cpu.c, tests' choice
  * of CPU engine); in the CLI: ES_GPU_SYNC (blocking waits). */
-typedef struct es_gpu_env {
-  int pdl_refuse;   /* ES_PDL=refuse */
-  int copy_threads; /* ES_COPY_THREADS, else 16 */
-  int bench_gate;   /* ES_BENCH_GATE=1 */
-} es_gpu_env;
 static es_gpu_env g_env;
 static pthread_once_t g_env_once = PTHREAD_ONCE_INIT;
 
@@ -164,7 +80,7 @@ static void gpu_env_load(void) {
   g_env.bench_gate = e && e[0] == '1';
 }
 
-static const es_gpu_env *gpu_env(void) {
+const es_gpu_env *gpu_env(void) {
   pthread_once(&g_env_once, gpu_env_load);
   return &g_env;
 }
@@ -723,25 +639,6 @@ extern "C" int es_gpu_worker_create_cold(es_gpu_worker **out, int device, char *
 
 /* ---- one worker's share of a job ---- */
 
-/* The range a worker computes and what it derives from it. */
-struct es_range {
-  int row0, row1;   /* output rows */
-  int in0, in1;     /* input rows needed (reflect may reach anywhere) */
-  int r, area, lt;  /* lt: level type bytes 1/2/4 */
-  size_t lpitch;    /* padded row, elements */
-  int bx;           /* entropy block width */
-  int hl;           /* histogram layout ES_HL_* (gpu_kernels.cuh); ES_HL_GLOBAL: global mode */
-  int pbx;          /* k_entropy2's block width, or 0: not that kernel (pair_bx) */
-  es_window win;
-  /* results of phase 1 */
-  float hmin, hmax;
-  uint64_t hist[ES_STATS_MAX_BINS];
-  uint64_t *levhist; /* levels entries, owned by the caller */
-  uint64_t *samplehist; /* 2^depth entries (raw samples), owned by the caller; NULL: none
-                         * (no statistics, or the level histogram is theirs) */
-  double *rowsums;   /* 2 per row (sum, sumsq), owned by the caller; NULL: no stats */
-};
-
 /* Source row (global) of padded row p of the range, or -1 (clip, outside). */
 static int range_src(const es_range *R, const es_job *job, int p) {
   int i = R->row0 + p - R->r, H = job->in.height;
@@ -780,7 +677,7 @@ static int pair_bx(const es_range *R, int square, int K, int L) {
   return 0;
 }
 
-static void range_plan(es_range *R, const es_job *job, const es_gpu_worker *w) {
+void range_plan(es_range *R, const es_job *job, const es_gpu_worker *w) {
   es_window_make(&R->win, job->params.window, job->params.shape);
   R->r = R->win.r;
   R->area = R->win.area;
@@ -1091,7 +988,7 @@ static cudaError_t launch_entropy(es_gpu_worker *w, const es_range *R, const es_
 }
 
 /* ES_BENCH_GATE (es_gpu_bench_kernel): let a waiting k_gate end, if one was launched. */
-static void gate_release(es_gpu_worker *w) {
+void gate_release(es_gpu_worker *w) {
   if (!w->gate_armed) return;
   __atomic_store_n(w->gate, 1u, __ATOMIC_RELEASE);
   w->gate_armed = 0;
@@ -1137,8 +1034,8 @@ static cudaError_t copy_out_band(es_gpu_worker *w, const es_range *R, const es_j
   return cudaSuccess;
 }
 
-static int range_compute(es_gpu_worker *w, es_range *R, const es_job *job, int kernels_only,
-                         cudaEvent_t done, char *msg, size_t msglen) {
+int range_compute(es_gpu_worker *w, es_range *R, const es_job *job, int kernels_only,
+                  cudaEvent_t done, char *msg, size_t msglen) {
   int rc = ES_OK, dev = w->device;
   const int W = job->in.width, L = job->params.levels;
   const size_t bps = job->in.depth == 16 ? 2 : 1, inrow = (size_t)W * bps;
@@ -1395,8 +1292,8 @@ end:
 
 /* Phase 2 of a worker: render its rows from the map it kept, with the frame's lo/inv, and
  * bring back only the planes. */
-static int range_render(es_gpu_worker *w, const es_range *R, const es_job *job, double lo,
-                        double inv, int kernels_only, char *msg, size_t msglen) {
+int range_render(es_gpu_worker *w, const es_range *R, const es_job *job, double lo,
+                 double inv, int kernels_only, char *msg, size_t msglen) {
   int rc = ES_OK, dev = w->device;
   const int fmt = job->render.format, W = job->in.width, rows = R->row1 - R->row0;
   const int np = es_pix_planes(fmt);
@@ -1699,7 +1596,7 @@ extern "C" int es_gpu_run_multi(es_gpu_worker **ws, int n, const es_job *job, ch
   return run_jobs(ws, n, job, msg, msglen);
 }
 
-/* ---- benchmark entry points ---- */
+/* ---- the naive baseline (the other benchmark entry points: es_gpu_bench.cu) ---- */
 
 extern "C" int es_gpu_naive(es_gpu_worker *w, const es_image *img, const es_params *p, float *out,
                             size_t out_stride, float *kernel_ms, char *msg, size_t msglen) {
@@ -1773,162 +1670,5 @@ extern "C" int es_gpu_naive(es_gpu_worker *w, const es_image *img, const es_para
   if (kernel_ms) ES_CK(cudaEventElapsedTime(kernel_ms, w->ev_t0, w->ev_t1));
   w->last_w = 0; /* d_in no longer holds a job's range */
 end:
-  return rc;
-}
-
-extern "C" int es_gpu_bench_kernel(es_gpu_worker *w, const es_job *job, int reps, float *ms,
-                                   char *msg, size_t msglen) {
-  int rc = es_job_check(job, msg, msglen), dev = w ? w->device : -1;
-  es_range R;
-  unsigned int *dg = NULL; /* ES_BENCH_GATE: the gate's device address */
-  /* The end event is recorded inside range_compute, before the host's waits, unless a
-   * rendering follows (it needs the range's statistics on the host first). */
-  const int inner = job->render.format == ES_PIX_NONE;
-  /* ES_BENCH_GATE=1: the GPU starts a repetition only once the host has queued all of it, so
-   * the events time the device's work alone, without the host's launch calls between them
-   * (a diagnostic: the default times both, as a caller sees them). */
-  const int gate = gpu_env()->bench_gate;
-  if (rc) return rc;
-  if (job->in.width != w->last_w || job->in.height != w->last_h ||
-      job->in.depth != w->last_depth || w->last_row0 != 0 || w->last_row1 != job->in.height) {
-    if (msg && msglen)
-      snprintf(msg, msglen, "GPU %d: bench: run es_gpu_run on this size first", w->device);
-    return ES_ERR_USAGE;
-  }
-  memset(&R, 0, sizeof R);
-  R.row0 = 0;
-  R.row1 = job->in.height;
-  range_plan(&R, job, w);
-  if (R.in0 != w->last_in0 || R.in1 != w->last_in1 ||
-      w->cap_lev < R.lpitch * (size_t)(job->in.height + 2 * R.r) * (size_t)R.lt ||
-      (R.hl == ES_HL_GLOBAL && !w->d_ghist)) {
-    if (msg && msglen)
-      snprintf(msg, msglen, "GPU %d: bench: run es_gpu_run with these parameters first", w->device);
-    return ES_ERR_USAGE;
-  }
-  ES_CK(cudaSetDevice(w->device));
-  if (gate) {
-    if (!w->gate) {
-      void *g = NULL;
-      ES_CK(cudaHostAlloc(&g, sizeof(unsigned int), cudaHostAllocMapped));
-      w->gate = (volatile unsigned int *)g;
-    }
-    ES_CK(cudaHostGetDevicePointer((void **)&dg, (void *)w->gate, 0));
-  }
-  for (int i = 0; i < reps; i++) {
-    if (gate) {
-      *w->gate = 0u;
-      k_gate<<<1, 1, 0, w->s_comp>>>(dg);
-      ES_CKL("k_gate");
-      w->gate_armed = 1;
-    }
-    ES_CK(cudaEventRecord(w->ev_t0, w->s_comp));
-    rc = range_compute(w, &R, job, 1, inner ? w->ev_t1 : NULL, msg, msglen);
-    if (rc) goto end;
-    if (!inner) {
-      double lo, inv;
-      es_render_range(&job->params, &job->render, R.hmin, R.hmax, &lo, &inv);
-      rc = range_render(w, &R, job, lo, inv, 1, msg, msglen);
-      if (rc) goto end;
-    }
-    if (!inner) ES_CK(cudaEventRecord(w->ev_t1, w->s_comp));
-    ES_CK(cudaEventSynchronize(w->ev_t1));
-    ES_CK(cudaEventElapsedTime(&ms[i], w->ev_t0, w->ev_t1));
-  }
-  /* The last repetition's map, for the caller's correctness check beside the times. */
-  if (job->map && reps > 0)
-    ES_CK(cudaMemcpy2D(job->map, job->map_stride * 4, w->d_map, (size_t)job->in.width * 4,
-                       (size_t)job->in.width * 4, (size_t)job->in.height,
-                       cudaMemcpyDeviceToHost));
-end:
-  gate_release(w); /* an error before range_compute raised it: do not leave k_gate waiting */
-  return rc;
-}
-
-extern "C" int es_gpu_bench_pcie(int device, size_t bytes, float *h2d_gbs, float *d2h_gbs,
-                                 char *msg, size_t msglen) {
-  int rc = ES_OK, dev = device;
-  void *h = NULL, *d = NULL;
-  cudaStream_t s = NULL;
-  cudaEvent_t e0 = NULL, e1 = NULL;
-  float best_up = 1e30f, best_dn = 1e30f;
-  ES_CK(cudaSetDevice(device));
-  ES_CK(cudaMallocHost(&h, bytes));
-  ES_CK(cudaMalloc(&d, bytes));
-  memset(h, 1, bytes);
-  ES_CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
-  ES_CK(cudaEventCreate(&e0));
-  ES_CK(cudaEventCreate(&e1));
-  for (int i = 0; i < 6; i++) { /* the first of each is a warm-up */
-    float t;
-    ES_CK(cudaEventRecord(e0, s));
-    ES_CK(cudaMemcpyAsync(d, h, bytes, cudaMemcpyHostToDevice, s));
-    ES_CK(cudaEventRecord(e1, s));
-    ES_CK(cudaEventSynchronize(e1));
-    ES_CK(cudaEventElapsedTime(&t, e0, e1));
-    if (i && t < best_up) best_up = t;
-    ES_CK(cudaEventRecord(e0, s));
-    ES_CK(cudaMemcpyAsync(h, d, bytes, cudaMemcpyDeviceToHost, s));
-    ES_CK(cudaEventRecord(e1, s));
-    ES_CK(cudaEventSynchronize(e1));
-    ES_CK(cudaEventElapsedTime(&t, e0, e1));
-    if (i && t < best_dn) best_dn = t;
-  }
-  if (h2d_gbs) *h2d_gbs = (float)((double)bytes / 1e9 / (best_up / 1e3));
-  if (d2h_gbs) *d2h_gbs = (float)((double)bytes / 1e9 / (best_dn / 1e3));
-end:
-  if (e0) cudaEventDestroy(e0);
-  if (e1) cudaEventDestroy(e1);
-  if (s) cudaStreamDestroy(s);
-  if (d) cudaFree(d);
-  if (h) cudaFreeHost(h);
-  return rc;
-}
-
-extern "C" int es_gpu_bench_pcie_multi(const int *devices, int n, size_t bytes, float *h2d_gbs,
-                                       float *d2h_gbs, char *msg, size_t msglen) {
-  int rc = ES_OK, dev = n > 0 ? devices[0] : 0;
-  void *h[ES_MAX_GPUS] = {0}, *d[ES_MAX_GPUS] = {0};
-  cudaStream_t s[ES_MAX_GPUS] = {0};
-  double best[2] = {1e30, 1e30};
-  if (n < 1 || n > ES_MAX_GPUS) {
-    if (msg && msglen) snprintf(msg, msglen, "GPU: %d devices (1..%d)", n, ES_MAX_GPUS);
-    return ES_ERR_USAGE;
-  }
-  for (int i = 0; i < n; i++) {
-    dev = devices[i];
-    ES_CK(cudaSetDevice(dev));
-    ES_CK(cudaMallocHost(&h[i], bytes));
-    ES_CK(cudaMalloc(&d[i], bytes));
-    memset(h[i], 1, bytes);
-    ES_CK(cudaStreamCreateWithFlags(&s[i], cudaStreamNonBlocking));
-  }
-  for (int r = 0; r < 6; r++) { /* the first is a warm-up */
-    for (int dir = 0; dir < 2; dir++) {
-      struct timespec t0, t1;
-      clock_gettime(CLOCK_MONOTONIC, &t0);
-      for (int i = 0; i < n; i++) {
-        dev = devices[i];
-        ES_CK(cudaSetDevice(dev));
-        if (dir == 0)
-          ES_CK(cudaMemcpyAsync(d[i], h[i], bytes, cudaMemcpyHostToDevice, s[i]));
-        else
-          ES_CK(cudaMemcpyAsync(h[i], d[i], bytes, cudaMemcpyDeviceToHost, s[i]));
-      }
-      for (int i = 0; i < n; i++) ES_CK(cudaStreamSynchronize(s[i]));
-      clock_gettime(CLOCK_MONOTONIC, &t1);
-      double ms = (double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) * 1e-6;
-      if (r && ms < best[dir]) best[dir] = ms;
-    }
-  }
-  if (h2d_gbs) *h2d_gbs = (float)((double)bytes * n / 1e9 / (best[0] / 1e3));
-  if (d2h_gbs) *d2h_gbs = (float)((double)bytes * n / 1e9 / (best[1] / 1e3));
-end:
-  for (int i = 0; i < n; i++) {
-    cudaSetDevice(devices[i]);
-    if (s[i]) cudaStreamDestroy(s[i]);
-    if (d[i]) cudaFree(d[i]);
-    if (h[i]) cudaFreeHost(h[i]);
-  }
   return rc;
 }

@@ -16,6 +16,7 @@
 
 #include <stdint.h>
 
+#include "es_gpu_internal.cuh" /* ES_HL_*: the histogram layouts */
 #include "es_kernels.h"
 
 /* Programmatic dependent launch (sm_90): a quantize pass lets the entropy kernel after it be
@@ -31,11 +32,6 @@ __device__ __forceinline__ void es_pdl_wait() {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   asm volatile("griddepcontrol.wait;" ::: "memory");
 #endif
-}
-
-/* Waits until the host sets *flag (pinned, mapped): es_gpu_bench_kernel's ES_BENCH_GATE. */
-__global__ void k_gate(const volatile unsigned int *flag) {
-  while (*flag == 0u) __nanosleep(1000);
 }
 
 /* Device accumulators of the fused statistics (one set per worker, zeroed by k_acc_init). */
@@ -352,18 +348,6 @@ __device__ __forceinline__ void es_load_seg(const uint32_t *wp, uint32_t sel, ui
   for (int k = 0; k < (KC + 3) / 4; k++) seg[k] = __byte_perm(w[k], w[k + 1], sel);
 }
 
-/* Where a thread's level counts live (HL, the histogram layout):
- *   ES_HL_GLOBAL: 16-bit, global memory, count of v at [v * gslots + slot] (large L);
- *   ES_HL_W32:    32-bit words in shared memory, [v][thread]: a warp's 32 lanes always hit
- *                 32 different banks (small L);
- *   ES_HL_S16:    16-bit in shared memory, [v][thread]: half the memory, but two lanes share
- *                 a bank, so accesses to different levels conflict 2-way. Measured on the
- *                 H100 (BENCHMARKS G9): W32 1.237 -> 1.180 ms at L=16; for L=256 packing a
- *                 thread's pairs into one word (conflict-free) cost more in address
- *                 arithmetic than the conflicts did (K=7 0.098 -> 0.122 ms), so S16 stays. */
-#define ES_HL_GLOBAL 0
-#define ES_HL_W32 1
-#define ES_HL_S16 2
 /* W32 blocks always have this many threads (range_plan), so a level's row of counts is a
  * compile-time stride: one instruction an address. */
 #define ES_W32_BX 128
