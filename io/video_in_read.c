@@ -729,6 +729,10 @@ static int next_frame(es_video_in *v, char *msg, size_t len) {
       if (++v->drain_errors > 1024) v->finished = 1;
       continue;
     }
+    if (err == AVERROR(ENOMEM)) { /* no memory for a frame: not damage (exit 4, not 2) */
+      snprintf(msg, len, "decoding failed: out of memory");
+      return ES_ERR_NOMEM;
+    }
     if (err != AVERROR(EAGAIN)) { /* a frame the decoder could not produce */
       v->corrupt++;
       v->recv_errors++;
@@ -784,6 +788,10 @@ static int next_frame(es_video_in *v, char *msg, size_t len) {
     const int ps = v->fields != FIELDS_NONE ? es_vin_packet_structure(v, v->pkt) : 0;
     err = avcodec_send_packet(v->dec, v->pkt);
     av_packet_unref(v->pkt);
+    if (err == AVERROR(ENOMEM)) {
+      snprintf(msg, len, "decoding failed: out of memory");
+      return ES_ERR_NOMEM;
+    }
     if (err < 0 && err != AVERROR(EAGAIN) && err != AVERROR_EOF)
       v->corrupt++; /* counted once: not among the packets before the first keyframe too */
     else if (prekey)
