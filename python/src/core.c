@@ -162,7 +162,8 @@ static int parse_device(PyObject *o, int *v) {
 }
 
 /* The keyword arguments common to entropy and stats; everything checked that does not
- * depend on the image. */
+ * depend on the image. shape, border, base or device NULL (not given): the default, square,
+ * clip, 2 and auto (es_params_default; ES_DEVICE_AUTO is 0). */
 static int parse_common(PyObject *shape, PyObject *border, PyObject *base, PyObject *device,
                         int window, int levels, int threads, int bins, call_args *a) {
   memset(a, 0, sizeof *a);
@@ -173,8 +174,10 @@ static int parse_common(PyObject *shape, PyObject *border, PyObject *base, PyObj
   }
   a->key.params.window = window;
   a->key.params.levels = levels; /* its range depends on the dtype: checked with the image */
-  if (!parse_shape(shape, &a->key.params.shape) || !parse_border(border, &a->key.params.border) ||
-      !parse_base(base, &a->key.params.base) || !parse_device(device, &a->key.device))
+  if ((shape && !parse_shape(shape, &a->key.params.shape)) ||
+      (border && !parse_border(border, &a->key.params.border)) ||
+      (base && !parse_base(base, &a->key.params.base)) ||
+      (device && !parse_device(device, &a->key.device)))
     return 0;
   if (threads < 0 || threads > 4096) {
     PyErr_Format(PyExc_ValueError, "threads=%d: must be 0 (all cores)..4096", threads);
@@ -576,20 +579,9 @@ static PyObject *py_entropy(PyObject *self, PyObject *args, PyObject *kw) {
                                    &threads))
     return NULL;
   call_args a;
-  PyObject *sq = PyUnicode_FromString("square"), *cl = PyUnicode_FromString("clip"),
-           *two = PyLong_FromLong(2), *au = PyUnicode_FromString("auto");
-  PyObject *r = NULL;
-  if (sq && cl && two && au &&
-      parse_common(shape ? shape : sq, border ? border : cl, base ? base : two,
-                   device ? device : au, window, levels, threads, 16, &a)) {
-    a.mask = mask;
-    r = run(image, out, &a, 1, 0);
-  }
-  Py_XDECREF(sq);
-  Py_XDECREF(cl);
-  Py_XDECREF(two);
-  Py_XDECREF(au);
-  return r;
+  if (!parse_common(shape, border, base, device, window, levels, threads, 16, &a)) return NULL;
+  a.mask = mask;
+  return run(image, out, &a, 1, 0);
 }
 
 static PyObject *py_stats(PyObject *self, PyObject *args, PyObject *kw) {
@@ -604,20 +596,9 @@ static PyObject *py_stats(PyObject *self, PyObject *args, PyObject *kw) {
                                    &threads, &with_map))
     return NULL;
   call_args a;
-  PyObject *sq = PyUnicode_FromString("square"), *cl = PyUnicode_FromString("clip"),
-           *two = PyLong_FromLong(2), *au = PyUnicode_FromString("auto");
-  PyObject *r = NULL;
-  if (sq && cl && two && au &&
-      parse_common(shape ? shape : sq, border ? border : cl, base ? base : two,
-                   device ? device : au, window, levels, threads, bins, &a)) {
-    a.mask = mask;
-    r = run(image, Py_None, &a, with_map, 1);
-  }
-  Py_XDECREF(sq);
-  Py_XDECREF(cl);
-  Py_XDECREF(two);
-  Py_XDECREF(au);
-  return r;
+  if (!parse_common(shape, border, base, device, window, levels, threads, bins, &a)) return NULL;
+  a.mask = mask;
+  return run(image, Py_None, &a, with_map, 1);
 }
 
 /* The one-shot on GPU memory (es_compute_device): pointers and geometry of a CUDA array the
@@ -641,12 +622,10 @@ static PyObject *py_entropy_device(PyObject *self, PyObject *args, PyObject *kw)
     PyErr_SetString(PyExc_TypeError, "entropy_device: shape, border and base are required");
     return NULL;
   }
-  PyObject *gpu = PyUnicode_FromString("gpu");
-  if (!gpu) return NULL;
   call_args a;
-  int ok = parse_common(shape, border, base, gpu, window, levels, 0, bins, &a);
-  Py_DECREF(gpu);
-  if (!ok || !check_levels(&a, depth)) return NULL;
+  if (!parse_common(shape, border, base, NULL, window, levels, 0, bins, &a)) return NULL;
+  a.key.device = ES_DEVICE_GPU;
+  if (!check_levels(&a, depth)) return NULL;
   if (stride <= 0 || height < 1 || width < 1) {
     PyErr_SetString(PyExc_ValueError, "CUDA array: empty, or rows not at a positive stride");
     return NULL;
