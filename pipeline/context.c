@@ -455,6 +455,7 @@ int es_context_create(es_context **out, const es_config *cfg, char *msg, size_t 
   ctx->cfg = *cfg;
   ctx->cfg.queue = es_config_queue(cfg);
   pthread_mutex_init(&ctx->lock, NULL);
+  pthread_mutex_init(&ctx->split_lock, NULL);
   pthread_cond_init(&ctx->worker_free, NULL);
   pthread_cond_init(&ctx->gpus_cond, NULL);
   atomic_init(&ctx->gpus_ready, 0);
@@ -538,6 +539,7 @@ void es_ctx_unref(es_context *ctx) {
   pthread_cond_destroy(&ctx->gpus_cond);
   pthread_cond_destroy(&ctx->worker_free);
   pthread_mutex_destroy(&ctx->lock);
+  pthread_mutex_destroy(&ctx->split_lock);
   free(ctx);
 }
 

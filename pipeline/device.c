@@ -8,8 +8,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "es_pipeline_internal.h"
+#include "es_trace.h"
 
 /* ---- Fault injection (see es_pipeline_internal.h). ---- */
 
@@ -233,14 +235,142 @@ int es_split_gpus(const es_job *job, int n, int in_pinned, int out_pinned) {
   return best;
 }
 
-int es_split_gpus_for(const es_job *job, int n) {
-  if (n < 2) return 1;
+/* 1 when every output of the job (map, rendering planes) is page-locked. */
+static int out_pinned_of(const es_job *job) {
   int out_pinned = 1;
   if (job->map) out_pinned &= es_gpu_is_pinned(job->map);
   const int fmt = job->render.format;
   for (int i = 0; fmt != ES_PIX_NONE && i < es_pix_planes(fmt); i++)
     out_pinned &= es_gpu_is_pinned(job->pix.plane[i]);
-  return es_split_gpus(job, n, es_gpu_is_pinned(job->in.data), out_pinned);
+  return out_pinned;
+}
+
+int es_split_gpus_for(const es_job *job, int n) {
+  if (n < 2) return 1;
+  return es_split_gpus(job, n, es_gpu_is_pinned(job->in.data), out_pinned_of(job));
+}
+
+/* ---- How many GPUs share one pageable image: measured. ----
+ * A pageable output's staging copies bound a split image, and how they scale with the GPU
+ * count differs from host to host: 10240^2 pageable on two GPUs took 0.72x one GPU's time on
+ * 2 x H200 (32 cores), 1.13x on 4 x H200 and 1.69x on 4 x H100 (64 cores each; BENCHMARKS
+ * U1-U3), so no constant of the model above fits every host. The first job that could be
+ * split measures the host instead: a pageable ES_PROBE_W x ES_PROBE_H 8-bit image (8 MB in,
+ * a 32 MB map out, more than the cores' caches hold) computed host to host on m = 1..n GPUs,
+ * the best of ES_PROBE_REPS runs after a warm-up (which sizes the buffers). */
+#define ES_PROBE_W 4096
+#define ES_PROBE_H 2048
+#define ES_PROBE_REPS 3
+
+static double split_kernel_ms(const es_job *job) {
+  const double px = (double)job->in.width * job->in.height;
+  const int K = job->params.window, L = job->params.levels;
+  double kern = px / 1e6 * (ES_SPLIT_MPX_MS + ES_SPLIT_MPX_MS_K * K);
+  if (L <= 32) kern *= 0.25;
+  if (L > 256) kern *= 4.0;
+  return kern;
+}
+
+static double split_mb(const es_job *job) {
+  const double px = (double)job->in.width * job->in.height;
+  return (px * (job->in.depth == 16 ? 2 : 1) + split_out_bytes(job)) / 1e6;
+}
+
+static double mono_ms(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (double)t.tv_sec * 1e3 + 1e-6 * (double)t.tv_nsec;
+}
+
+int es_split_probe_workers(es_gpu_worker **ws, int n, double *ms_mb, char *msg, size_t len) {
+  const size_t npx = (size_t)ES_PROBE_W * ES_PROBE_H;
+  uint8_t *in = malloc(npx);
+  float *map = malloc(npx * sizeof *map);
+  int rc = ES_OK;
+  es_job job;
+  memset(&job, 0, sizeof job);
+  if (!in || !map) {
+    if (msg && len) snprintf(msg, len, "out of memory");
+    rc = ES_ERR_NOMEM;
+    goto end;
+  }
+  for (size_t i = 0; i < npx; i++) in[i] = (uint8_t)(i * 2654435761u >> 24);
+  memset(map, 0, npx * sizeof *map); /* touched: page faults are not what is measured */
+  job.in = (es_image){in, ES_PROBE_W, ES_PROBE_H, ES_PROBE_W, 8};
+  es_params_default(&job.params);
+  job.map = map;
+  job.map_stride = ES_PROBE_W;
+  const double kern = split_kernel_ms(&job), mb = split_mb(&job);
+  for (int m = 1; m <= n && rc == ES_OK; m++) {
+    double best = 0;
+    for (int r = 0; r <= ES_PROBE_REPS && rc == ES_OK; r++) {
+      const double t0 = mono_ms();
+      rc = m == 1 ? es_gpu_run(ws[0], &job, msg, len) : es_gpu_run_multi(ws, m, &job, msg, len);
+      const double t = mono_ms() - t0;
+      if (r > 0 && (best == 0 || t < best)) best = t; /* r 0: the warm-up */
+    }
+    /* What moving the bytes took, without the kernels the model counts apart. */
+    const double move = best - kern / m;
+    ms_mb[m] = (move > 0 ? move : best) / mb;
+  }
+end:
+  free(in);
+  free(map);
+  return rc;
+}
+
+int es_split_gpus_measured(const es_job *job, int n, const double *ms_mb) {
+  const double kern = split_kernel_ms(job), mb = split_mb(job);
+  int best = 1;
+  double tbest = kern + ms_mb[1] * mb;
+  for (int m = 2; m <= n; m++) {
+    const double t = kern / m + ms_mb[m] * mb;
+    if (t < ES_SPLIT_GAIN * tbest) {
+      best = m;
+      tbest = t;
+    }
+  }
+  return best;
+}
+
+/* Measures the rates once (es_split_probe_workers on one worker of each GPU). 1 when they
+ * are there, 0 where the measurement failed (the model then decides). */
+static int split_probe(es_context *ctx) {
+  pthread_mutex_lock(&ctx->split_lock);
+  if (ctx->split_state == 0) {
+    es_pool_worker *pw[ES_MAX_GPUS];
+    es_gpu_worker *ws[ES_MAX_GPUS];
+    char why[ES_ERRLEN] = "";
+    const int n = pool_acquire_all(ctx, pw, ctx->ngpu);
+    for (int i = 0; i < n; i++) ws[i] = pw[i]->w;
+    const double t0 = mono_ms();
+    int rc = n >= 2 ? es_split_probe_workers(ws, n, ctx->split_ms_mb, why, sizeof why)
+                    : ES_ERR_DEVICE;
+    for (int i = 0; i < n; i++) pool_release(ctx, pw[i], -1);
+    ctx->split_state = rc == ES_OK ? 1 : -1;
+    if (rc == ES_OK && es_trace_enabled()) {
+      char line[256];
+      int k = snprintf(line, sizeof line, "split: measured in %.1f ms, ms a MB:", mono_ms() - t0);
+      for (int m = 1; m <= n && k > 0 && (size_t)k < sizeof line; m++)
+        k += snprintf(line + k, sizeof line - (size_t)k, " x%d %.4f", m, ctx->split_ms_mb[m]);
+      es_trace("%s", line);
+    } else if (rc != ES_OK) {
+      es_trace("split: not measured (%s): the model decides", why);
+    }
+  }
+  const int ok = ctx->split_state == 1;
+  pthread_mutex_unlock(&ctx->split_lock);
+  return ok;
+}
+
+int es_split_count(es_context *ctx, const es_job *job) {
+  const int n = ctx->ngpu;
+  if (n < 2) return 1;
+  if (ctx->split_force > 0) return ctx->split_force < n ? ctx->split_force : n;
+  if (out_pinned_of(job) || (double)job->in.width * job->in.height < ES_SPLIT_PROBE_MIN_PX ||
+      !split_probe(ctx))
+    return es_split_gpus_for(job, n);
+  return es_split_gpus_measured(job, n, ctx->split_ms_mb);
 }
 
 int es_cpu_threads_for(int64_t pixels, int max_threads) {
@@ -267,7 +397,7 @@ int es_run_job(es_context *ctx, const es_job *job, int target, int cpu_threads, 
   if (target == ES_TARGET_MULTI) {
     es_pool_worker *pw[ES_MAX_GPUS];
     /* As many GPUs as pay for this job (es_split_gpus); fewer than two: one GPU. */
-    const int most = es_split_gpus_for(job, ctx->ngpu);
+    const int most = es_split_count(ctx, job);
     int n = most >= 2 ? pool_acquire_all(ctx, pw, most) : 0;
     if (n >= 2) {
       es_gpu_worker *ws[ES_MAX_GPUS];

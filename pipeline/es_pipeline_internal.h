@@ -91,6 +91,13 @@ struct es_context {
                                     * destroyed context's address may be reused) */
   atomic_int refs;                 /* the caller's handle (until es_context_destroy) and one
                                     * per stream not yet destroyed: freed at 0 */
+  /* How fast a pageable image moves split over m GPUs on this host, measured once by the
+   * first job that could be split (es_split_probe, device.c): the staging copies bound it,
+   * and how they scale with the GPU count differs from host to host (BENCHMARKS U1-U3). */
+  pthread_mutex_t split_lock;      /* held while measuring; guards the two fields below */
+  int split_state;                 /* 0 not measured, 1 measured, -1 failed (the model) */
+  double split_ms_mb[ES_MAX_GPUS + 1]; /* [m]: ms a MB moved (in + out), m = 1..ngpu */
+  int split_force;                 /* tests only: > 0 fixes the count (es_split_count) */
 };
 
 /* Waits until the context's GPUs are open (at once unless cfg.gpu_background); after it
@@ -139,6 +146,19 @@ int es_pick_target(const es_context *ctx, int64_t pixels, int allow_multi);
 int es_split_gpus(const es_job *job, int n, int in_pinned, int out_pinned);
 /* The same, the buffers' page-locking asked of CUDA (es_gpu_is_pinned). */
 int es_split_gpus_for(const es_job *job, int n);
+/* Images below this many pixels take the model (a split of them saves under 0.1 ms). */
+#define ES_SPLIT_PROBE_MIN_PX (1 << 20)
+/* The count es_compute uses: with a pageable map (or rendering), from the rates this host
+ * showed when the context first split a pageable image (measured then, once: a few tens of
+ * ms), the counts that were slower never taken; else (all page-locked, or the measurement
+ * failed) es_split_gpus_for. ctx->split_force > 0 overrides it (tests). */
+int es_split_count(es_context *ctx, const es_job *job);
+/* es_split_count's rule on given rates (ms_mb[m], m = 1..n, as measured): exposed for
+ * test_pipeline_split. */
+int es_split_gpus_measured(const es_job *job, int n, const double *ms_mb);
+/* The measurement: ms a MB (in + out) of a pageable probe image split over m = 1..n of the
+ * workers ws (one a GPU) into ms_mb[m]. For es_split_count, and entropy-bench's auto rows. */
+int es_split_probe_workers(es_gpu_worker **ws, int n, double *ms_mb, char *msg, size_t len);
 /* The model's time (ms) of the job on m GPUs, for tests and the benchmark's notes. */
 double es_split_model_ms(const es_job *job, int m, int in_pinned, int out_pinned);
 

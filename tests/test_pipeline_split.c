@@ -73,5 +73,32 @@ int main(void) {
       CHECK(tm <= es_split_model_ms(&j, k, inp, outp), "%dx%d K=%d L=%d: %d GPUs slower than %d",
             w, h, K, L, m, k);
   }
+  /* Measured rates (es_split_gpus_measured): ms a MB as the hosts of BENCHMARKS U1-U3
+   * showed for 10240^2 pageable (x1, x2, x4: 4 x H100 16.5, 27.8, 25.7; 2 x H200 15.9, 11.4):
+   * one GPU where more were slower, two where two were faster; and where more do not save
+   * 15%, never more. */
+  const double h100x4[5] = {0, 16.5 / 1e3, 27.8 / 1e3, 26.5 / 1e3, 25.7 / 1e3};
+  const double h200x2[3] = {0, 15.9 / 1e3, 11.4 / 1e3};
+  const double flat[5] = {0, 10.0 / 1e3, 10.0 / 1e3, 10.0 / 1e3, 10.0 / 1e3};
+  CHECK(es_split_gpus_measured(&big, 4, h100x4) == 1, "measured 4 x H100: %d",
+        es_split_gpus_measured(&big, 4, h100x4));
+  CHECK(es_split_gpus_measured(&big, 2, h200x2) == 2, "measured 2 x H200: %d",
+        es_split_gpus_measured(&big, 2, h200x2));
+  CHECK(es_split_gpus_measured(&big, 4, flat) == 1, "measured, under 15%% saved: %d",
+        es_split_gpus_measured(&big, 4, flat));
+  /* Random rates: never a count whose time by those rates is above a smaller count's. */
+  for (int i = 0; i < 2000; i++) {
+    double r[9];
+    int n = es_test_range(2, 8);
+    int w = es_test_range(1024, 12000), h = es_test_range(1024, 12000);
+    es_job j = job_of(w, h, 2 * es_test_range(0, 60) + 1, es_test_range(2, 256), 8, 1, ES_PIX_NONE);
+    for (int m = 1; m <= n; m++) r[m] = es_test_range(1, 100) / 1e3;
+    int m = es_split_gpus_measured(&j, n, r);
+    const double mb = ((double)w * h * 5) / 1e6;
+    const double kern = (double)w * h / 1e6; /* a bound only: the kernel share falls with m */
+    CHECK(m >= 1 && m <= n, "measured: %d of %d", m, n);
+    for (int k = 1; k < m; k++)
+      CHECK(r[m] * mb <= r[k] * mb + kern, "measured: %d GPUs chosen, %d moved it faster", m, k);
+  }
   return es_test_done("test_pipeline_split");
 }

@@ -409,7 +409,13 @@ static void multi_rows(const char *group, gpu_set *g, const es_job *job, int rep
   /* What es_compute does with this job on all of g's GPUs: the count es_split_gpus picks
    * (issue 31: never slower than fewer GPUs), against the x1 time. */
   if (g->n > 1 && t1 > 0) {
-    const int m = es_split_gpus_for(job, g->n);
+    /* As es_split_count: measured rates for a pageable output (each auto row measures them
+     * again, as each context does once), else the model. */
+    double ms_mb[ES_MAX_GPUS + 1];
+    const int measured = !es_gpu_is_pinned(job->map) &&
+                         (double)w * h >= ES_SPLIT_PROBE_MIN_PX &&
+                         es_split_probe_workers(g->w, g->n, ms_mb, msg, sizeof msg) == ES_OK;
+    const int m = measured ? es_split_gpus_measured(job, g->n, ms_mb) : es_split_gpus_for(job, g->n);
     memset(job->map, 0xff, npx * sizeof *job->map);
     const int ok = time_h2h(g->w, m, job, reps, t, msg, sizeof msg);
     snprintf(eng, sizeof eng, "gpu auto x%d of %d host-to-host%s", m, g->n, tag);
@@ -418,11 +424,12 @@ static void multi_rows(const char *group, gpu_set *g, const es_job *job, int rep
     } else {
       const double ta = median(t, reps);
       const int in_p = es_gpu_is_pinned(job->in.data), out_p = es_gpu_is_pinned(job->map);
-      int len = snprintf(note, sizeof note, "%.2fx the x1 time; model ms", ta / t1);
+      int len = snprintf(note, sizeof note, "%.2fx the x1 time; %s", ta / t1,
+                         measured ? "measured ms a MB" : "model ms");
       for (int n = 1; n <= g->n && len > 0 && (size_t)len < sizeof note;
            n = n * 2 > g->n && n < g->n ? g->n : n * 2)
-        len += snprintf(note + len, sizeof note - (size_t)len, " x%d %.3f", n,
-                        es_split_model_ms(job, n, in_p, out_p));
+        len += snprintf(note + len, sizeof note - (size_t)len, measured ? " x%d %.4f" : " x%d %.3f",
+                        n, measured ? ms_mb[n] : es_split_model_ms(job, n, in_p, out_p));
       row_out(group, eng, w, h, K, L, 0, ta, reps, max_diff(map_cpu, job->map, npx), "vs cpu",
               note);
     }
