@@ -10,7 +10,6 @@
  * tools/bench-skimage.py, so both time the same images.
  */
 #include <math.h>
-#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -438,60 +437,6 @@ static void multi_rows(const char *group, gpu_set *g, const es_job *job, int rep
   free(t);
 }
 
-/* The host's own floor for a pageable job: its bytes copied from pageable into page-locked
- * memory by every core at once (threads threads, each memcpy of a contiguous share), with
- * no DMA beside them. A split of a pageable image moves every byte through such a copy, so
- * it cannot beat this time however many GPUs share it. */
-typedef struct copy_share {
-  char *dst;
-  const char *src;
-  size_t n;
-} copy_share;
-static void *copy_share_main(void *arg) {
-  copy_share *c = arg;
-  memcpy(c->dst, c->src, c->n);
-  return NULL;
-}
-static double host_copy_ms(char *dst, const char *src, size_t bytes, int threads) {
-  pthread_t th[256];
-  copy_share cs[256];
-  if (threads > 256) threads = 256;
-  const size_t share = (bytes + (size_t)threads - 1) / (size_t)threads;
-  double t0 = now_s();
-  int started = 0;
-  for (int i = 0; i < threads; i++) {
-    size_t a = (size_t)i * share, b = a + share < bytes ? a + share : bytes;
-    cs[i] = (copy_share){dst + a, src + a, a < b ? b - a : 0};
-    if (pthread_create(&th[i], NULL, copy_share_main, &cs[i]) == 0) started++;
-    else copy_share_main(&cs[i]);
-  }
-  for (int i = 0; i < started; i++) pthread_join(th[i], NULL);
-  return (now_s() - t0) * 1e3;
-}
-static void host_copy_row(const char *group, const es_image *img, const es_params *p,
-                          const float *map, int reps) {
-  const int w = img->width, h = img->height;
-  const size_t bytes = (size_t)w * h * 5; /* the input and the float32 map */
-  char *pin = (char *)es_gpu_host_alloc(bytes);
-  double *t = malloc((size_t)reps * sizeof *t);
-  const int threads = (int)sysconf(_SC_NPROCESSORS_ONLN) > 0 ? (int)sysconf(_SC_NPROCESSORS_ONLN) : 1;
-  if (pin && t) {
-    const size_t npx = (size_t)w * h;
-    for (int i = 0; i <= reps; i++) { /* 0: warm-up */
-      double a = host_copy_ms(pin, (const char *)img->data, npx, threads);
-      a += host_copy_ms(pin + npx, (const char *)map, npx * 4, threads);
-      if (i > 0) t[i - 1] = a;
-    }
-    char note[160];
-    const double ms = median(t, reps);
-    snprintf(note, sizeof note, "%zu MB pageable to page-locked on %d threads, %.1f GB/s: the "
-             "pageable split's floor", bytes >> 20, threads, (double)bytes / (ms * 1e6));
-    row_out(group, "host copy floor", w, h, p->window, p->levels, threads, ms, reps, 0, "", note);
-  }
-  es_gpu_host_free(pin);
-  free(t);
-}
-
 static void gpu_rows(const bench_opts *o, const char *group, gpu_set *g, const es_image *img,
                      const es_params *p, const float *map_cpu, float *mapg, int full) {
   int w = img->width, h = img->height, K = p->window, L = p->levels;
@@ -556,7 +501,6 @@ static void gpu_rows(const bench_opts *o, const char *group, gpu_set *g, const e
   /* Several GPUs: 2, 4, 8, ... and all of them, each with its scaling efficiency against
    * the one-GPU row: t1 / (n * tn). */
   if (full) multi_rows(group, g, &job, reps, h2h, map_cpu, "");
-  if (full && g->n > 1) host_copy_row(group, img, p, mapg, reps);
   /* Pageable input as above, the map in page-locked memory the caller allocated once (as a
    * caller does with es_host_pin): the input still passes through staging, the float32 map
    * (four times the input's bytes) comes back by DMA with no host copy. */
