@@ -254,13 +254,18 @@ int es_split_gpus_for(const es_job *job, int n) {
  * A pageable output's staging copies bound a split image, and how they scale with the GPU
  * count differs from host to host: 10240^2 pageable on two GPUs took 0.72x one GPU's time on
  * 2 x H200 (32 cores), 1.13x on 4 x H200 and 1.69x on 4 x H100 (64 cores each; BENCHMARKS
- * U1-U3), so no constant of the model above fits every host. The first job that could be
- * split measures the host instead: a pageable ES_PROBE_W x ES_PROBE_H 8-bit image (8 MB in,
- * a 32 MB map out, more than the cores' caches hold) computed host to host on m = 1..n GPUs,
- * the best of ES_PROBE_REPS runs after a warm-up (which sizes the buffers). */
-#define ES_PROBE_W 4096
-#define ES_PROBE_H 2048
+ * U1-U3), so no constant of the model above fits every host. The first job of a size class
+ * that could be split measures the host instead: a pageable 8-bit probe image (class 0:
+ * 4096 x 2048, 8 MB in and a 32 MB map out, more than the cores' caches hold; class 1:
+ * 8192 x 8192, 320 MB) computed host to host on m = 1..n GPUs, the best of ES_PROBE_REPS
+ * runs after a warm-up (which sizes the buffers). Class 1 costs about 0.2 s once. */
 #define ES_PROBE_REPS 3
+static const int probe_w[ES_SPLIT_CLASSES] = {4096, 8192};
+static const int probe_h[ES_SPLIT_CLASSES] = {2048, 8192};
+
+int es_split_class(const es_job *job) {
+  return (double)job->in.width * job->in.height >= ES_SPLIT_LARGE_PX;
+}
 
 static double split_kernel_ms(const es_job *job) {
   const double px = (double)job->in.width * job->in.height;
@@ -282,8 +287,10 @@ static double mono_ms(void) {
   return (double)t.tv_sec * 1e3 + 1e-6 * (double)t.tv_nsec;
 }
 
-int es_split_probe_workers(es_gpu_worker **ws, int n, double *ms_mb, char *msg, size_t len) {
-  const size_t npx = (size_t)ES_PROBE_W * ES_PROBE_H;
+int es_split_probe_workers(es_gpu_worker **ws, int n, int cls, double *ms_mb, char *msg,
+                           size_t len) {
+  const int pw = probe_w[cls], ph = probe_h[cls];
+  const size_t npx = (size_t)pw * ph;
   uint8_t *in = malloc(npx);
   float *map = malloc(npx * sizeof *map);
   int rc = ES_OK;
@@ -296,10 +303,10 @@ int es_split_probe_workers(es_gpu_worker **ws, int n, double *ms_mb, char *msg, 
   }
   for (size_t i = 0; i < npx; i++) in[i] = (uint8_t)(i * 2654435761u >> 24);
   memset(map, 0, npx * sizeof *map); /* touched: page faults are not what is measured */
-  job.in = (es_image){in, ES_PROBE_W, ES_PROBE_H, ES_PROBE_W, 8};
+  job.in = (es_image){in, pw, ph, (size_t)pw, 8};
   es_params_default(&job.params);
   job.map = map;
-  job.map_stride = ES_PROBE_W;
+  job.map_stride = (size_t)pw;
   const double kern = split_kernel_ms(&job), mb = split_mb(&job);
   for (int m = 1; m <= n && rc == ES_OK; m++) {
     double best = 0;
@@ -333,32 +340,33 @@ int es_split_gpus_measured(const es_job *job, int n, const double *ms_mb) {
   return best;
 }
 
-/* Measures the rates once (es_split_probe_workers on one worker of each GPU). 1 when they
- * are there, 0 where the measurement failed (the model then decides). */
-static int split_probe(es_context *ctx) {
+/* Measures the rates of a size class once (es_split_probe_workers on one worker of each
+ * GPU). 1 when they are there, 0 where the measurement failed (the model then decides). */
+static int split_probe(es_context *ctx, int cls) {
   pthread_mutex_lock(&ctx->split_lock);
-  if (ctx->split_state == 0) {
+  if (ctx->split_state[cls] == 0) {
     es_pool_worker *pw[ES_MAX_GPUS];
     es_gpu_worker *ws[ES_MAX_GPUS];
     char why[ES_ERRLEN] = "";
     const int n = pool_acquire_all(ctx, pw, ctx->ngpu);
     for (int i = 0; i < n; i++) ws[i] = pw[i]->w;
     const double t0 = mono_ms();
-    int rc = n >= 2 ? es_split_probe_workers(ws, n, ctx->split_ms_mb, why, sizeof why)
-                    : ES_ERR_DEVICE;
+    double *ms_mb = ctx->split_ms_mb[cls];
+    int rc = n >= 2 ? es_split_probe_workers(ws, n, cls, ms_mb, why, sizeof why) : ES_ERR_DEVICE;
     for (int i = 0; i < n; i++) pool_release(ctx, pw[i], -1);
-    ctx->split_state = rc == ES_OK ? 1 : -1;
+    ctx->split_state[cls] = rc == ES_OK ? 1 : -1;
     if (rc == ES_OK && es_trace_enabled()) {
       char line[256];
-      int k = snprintf(line, sizeof line, "split: measured in %.1f ms, ms a MB:", mono_ms() - t0);
+      int k = snprintf(line, sizeof line, "split: class %d measured in %.1f ms, ms a MB:", cls,
+                       mono_ms() - t0);
       for (int m = 1; m <= n && k > 0 && (size_t)k < sizeof line; m++)
-        k += snprintf(line + k, sizeof line - (size_t)k, " x%d %.4f", m, ctx->split_ms_mb[m]);
+        k += snprintf(line + k, sizeof line - (size_t)k, " x%d %.4f", m, ms_mb[m]);
       es_trace("%s", line);
     } else if (rc != ES_OK) {
-      es_trace("split: not measured (%s): the model decides", why);
+      es_trace("split: class %d not measured (%s): the model decides", cls, why);
     }
   }
-  const int ok = ctx->split_state == 1;
+  const int ok = ctx->split_state[cls] == 1;
   pthread_mutex_unlock(&ctx->split_lock);
   return ok;
 }
@@ -368,9 +376,9 @@ int es_split_count(es_context *ctx, const es_job *job) {
   if (n < 2) return 1;
   if (ctx->split_force > 0) return ctx->split_force < n ? ctx->split_force : n;
   if (out_pinned_of(job) || (double)job->in.width * job->in.height < ES_SPLIT_PROBE_MIN_PX ||
-      !split_probe(ctx))
+      !split_probe(ctx, es_split_class(job)))
     return es_split_gpus_for(job, n);
-  return es_split_gpus_measured(job, n, ctx->split_ms_mb);
+  return es_split_gpus_measured(job, n, ctx->split_ms_mb[es_split_class(job)]);
 }
 
 int es_cpu_threads_for(int64_t pixels, int max_threads) {

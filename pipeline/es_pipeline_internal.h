@@ -66,6 +66,14 @@ typedef struct es_pool_worker {
 /* "Immutable" below: written once before create returns, or, for the GPU fields under
  * cfg.gpu_background, by the opening thread before it sets gpus_ready; read only after
  * es_ctx_gpus_wait (or es_ctx_gpus_ready returned 1). */
+/* Images below this many pixels take the model (a split of them saves under 0.1 ms). */
+#define ES_SPLIT_PROBE_MIN_PX (1 << 20)
+/* Size classes measured apart: how the copies scale changes with the size (4 x H200: a
+ * 42 MB probe ran fastest on four GPUs, 10240^2's 525 MB on two, four being slower than one),
+ * so images from ES_SPLIT_LARGE_PX pixels on are measured with a large probe. */
+#define ES_SPLIT_CLASSES 2
+#define ES_SPLIT_LARGE_PX (32 << 20)
+
 struct es_context {
   es_config cfg;                   /* immutable (defaults filled in; GPU list: see above) */
   int threads;                     /* immutable: resolved CPU thread count (>= 1) */
@@ -95,8 +103,10 @@ struct es_context {
    * first job that could be split (es_split_probe, device.c): the staging copies bound it,
    * and how they scale with the GPU count differs from host to host (BENCHMARKS U1-U3). */
   pthread_mutex_t split_lock;      /* held while measuring; guards the two fields below */
-  int split_state;                 /* 0 not measured, 1 measured, -1 failed (the model) */
-  double split_ms_mb[ES_MAX_GPUS + 1]; /* [m]: ms a MB moved (in + out), m = 1..ngpu */
+  int split_state[ES_SPLIT_CLASSES]; /* by size class: 0 not measured, 1 measured, -1 failed
+                                      * (the model decides) */
+  double split_ms_mb[ES_SPLIT_CLASSES][ES_MAX_GPUS + 1]; /* [class][m]: ms a MB moved (in +
+                                                           * out) split over m GPUs */
   int split_force;                 /* tests only: > 0 fixes the count (es_split_count) */
 };
 
@@ -146,8 +156,6 @@ int es_pick_target(const es_context *ctx, int64_t pixels, int allow_multi);
 int es_split_gpus(const es_job *job, int n, int in_pinned, int out_pinned);
 /* The same, the buffers' page-locking asked of CUDA (es_gpu_is_pinned). */
 int es_split_gpus_for(const es_job *job, int n);
-/* Images below this many pixels take the model (a split of them saves under 0.1 ms). */
-#define ES_SPLIT_PROBE_MIN_PX (1 << 20)
 /* The count es_compute uses: with a pageable map (or rendering), from the rates this host
  * showed when the context first split a pageable image (measured then, once: a few tens of
  * ms), the counts that were slower never taken; else (all page-locked, or the measurement
@@ -156,9 +164,12 @@ int es_split_count(es_context *ctx, const es_job *job);
 /* es_split_count's rule on given rates (ms_mb[m], m = 1..n, as measured): exposed for
  * test_pipeline_split. */
 int es_split_gpus_measured(const es_job *job, int n, const double *ms_mb);
-/* The measurement: ms a MB (in + out) of a pageable probe image split over m = 1..n of the
- * workers ws (one a GPU) into ms_mb[m]. For es_split_count, and entropy-bench's auto rows. */
-int es_split_probe_workers(es_gpu_worker **ws, int n, double *ms_mb, char *msg, size_t len);
+/* The measurement: ms a MB (in + out) of a pageable probe image of size class cls split
+ * over m = 1..n of the workers ws (one a GPU) into ms_mb[m]. For es_split_count, and entropy-bench's auto rows. */
+int es_split_probe_workers(es_gpu_worker **ws, int n, int cls, double *ms_mb, char *msg,
+                           size_t len);
+/* The size class of a job (0 below ES_SPLIT_LARGE_PX pixels, else 1). */
+int es_split_class(const es_job *job);
 /* The model's time (ms) of the job on m GPUs, for tests and the benchmark's notes. */
 double es_split_model_ms(const es_job *job, int m, int in_pinned, int out_pinned);
 

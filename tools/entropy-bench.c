@@ -414,7 +414,8 @@ static void multi_rows(const char *group, gpu_set *g, const es_job *job, int rep
     double ms_mb[ES_MAX_GPUS + 1];
     const int measured = !es_gpu_is_pinned(job->map) &&
                          (double)w * h >= ES_SPLIT_PROBE_MIN_PX &&
-                         es_split_probe_workers(g->w, g->n, ms_mb, msg, sizeof msg) == ES_OK;
+                         es_split_probe_workers(g->w, g->n, es_split_class(job), ms_mb, msg,
+                                                sizeof msg) == ES_OK;
     const int m = measured ? es_split_gpus_measured(job, g->n, ms_mb) : es_split_gpus_for(job, g->n);
     memset(job->map, 0xff, npx * sizeof *job->map);
     const int ok = time_h2h(g->w, m, job, reps, t, msg, sizeof msg);
