@@ -195,9 +195,12 @@ typedef struct es_stream_config {
                                      * e.g. for a batch of images of different sizes.
                                      * depth 8, 16 or 32 (float samples) */
   /* One mask for every frame that sets none of its own (a video with --mask), or NULL: as
-   * es_frame's, of the frames' size; the caller keeps it until es_stream_destroy. */
+   * es_frame's, mask_width x mask_height; the caller keeps it until es_stream_destroy.
+   * es_stream_push refuses a frame of another size that has no mask of its own
+   * (ES_ERR_INPUT). */
   const uint8_t *mask;
   size_t mask_stride;
+  int mask_width, mask_height;
 } es_stream_config;
 
 typedef struct es_stream es_stream;

@@ -567,6 +567,12 @@ int es_stream_push(es_stream *s, es_frame *f) {
    * against otherwise. */
   es_image in = {f->lend ? f->lend : f->data, f->width, f->height, f->stride, f->depth,
                  f->mask ? f->mask : s->sc.mask, f->mask ? f->mask_stride : s->sc.mask_stride};
+  if (!f->mask && s->sc.mask &&
+      (f->width != s->sc.mask_width || f->height != s->sc.mask_height)) {
+    es_ctx_set_error(s->ctx, "%dx%d, the mask %dx%d: not the same size", f->width, f->height,
+                     s->sc.mask_width, s->sc.mask_height);
+    return ES_ERR_INPUT;
+  }
   int rc = geometry_check(s, &in);
   if (rc != ES_OK) return rc;
   size_t row = (size_t)f->width * bytes_per_sample(f->depth);

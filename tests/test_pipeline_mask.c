@@ -97,6 +97,8 @@ static void stream_case(es_context *ctx, const es_params *p) {
   sc.render.format = ES_PIX_NONE;
   sc.mask = smask;
   sc.mask_stride = sms;
+  sc.mask_width = w;
+  sc.mask_height = h;
   es_stream *s = NULL;
   int rc = es_stream_open(ctx, &sc, &s);
   CHECK(rc == ES_OK, "es_stream_open: %s", es_context_error(ctx));
@@ -119,6 +121,20 @@ static void stream_case(es_context *ctx, const es_params *p) {
     }
     rc = es_stream_push(s, f);
     CHECK(rc == ES_OK, "push %d: %s", i, es_context_error(ctx));
+  }
+  {
+    /* A frame of another size without a mask of its own: refused, the stream goes on. */
+    es_frame *f;
+    rc = es_stream_acquire(s, &f);
+    if (rc == ES_OK) rc = es_stream_reserve(s, f, w + 1, h, 8);
+    if (rc == ES_OK) {
+      memset(f->data, 0, f->stride * (size_t)h);
+      rc = es_stream_push(s, f);
+      CHECK(rc == ES_ERR_INPUT && strstr(es_context_error(ctx), "not the same size"),
+            "frame %dx%d with a %dx%d stream mask: %d '%s'", w + 1, h, w, h, rc,
+            es_context_error(ctx));
+      es_stream_release(s, f);
+    }
   }
   es_stream_finish(s);
   for (int i = 0; i < nf; i++) {
