@@ -21,9 +21,8 @@ def _cupy():
 
 def _check(cupy, a):
     if a.dtype == np.float32:
-        raise NotImplementedError("float32 images need the float rule (in_range=) of the "
-                                  "image-formats issue, which this library does not have yet; "
-                                  "pass uint8 or uint16")
+        raise NotImplementedError("float32 CUDA arrays are not supported (their levels are "
+                                  "taken on the host): pass a NumPy array, or uint8/uint16")
     if a.dtype not in (np.uint8, np.uint16):
         raise TypeError(f"image dtype {a.dtype}: must be uint8 or uint16")
     if a.ndim not in (2, 3):
@@ -46,8 +45,7 @@ def compute(image, out, window, shape, border, levels, base, mask, device, want_
     """The map (CuPy float32, `out` if given) or, with want_stats, the stats dict(s)."""
     cupy = _cupy()
     if mask is not None:
-        raise NotImplementedError("mask: the library has no mask support yet (another issue "
-                                  "adds it)")
+        raise NotImplementedError("mask: not supported for CUDA arrays (pass NumPy arrays)")
     if device not in ("auto", "gpu"):
         raise ValueError(f"device={device!r}: a CUDA array is computed on its own GPU: "
                          f"'auto' or 'gpu'")
