@@ -71,7 +71,8 @@ def entropy(image, window=5, shape="square", border="clip", levels=16, base=2, m
         Pixels to use: non-zero inside. A pixel outside is counted in no window (as one
         past a clip border; with 'reflect' a reflection landing on it is not counted
         either), and its H is NaN. Statistics (:func:`stats`) cover the inside only. A 2-D
-        mask applies to every frame of a stack. NumPy arrays only (not CuPy).
+        mask applies to every frame of a stack. With a CuPy image, a mask on its GPU (or
+        one copied there).
     in_range : (lo, hi), optional
         float32 images: a finite sample v is level floor((v - lo) * levels / (hi - lo)),
         in double, clamped to 0..levels-1; NaN and infinite samples are outside, as masked
@@ -100,8 +101,8 @@ def entropy(image, window=5, shape="square", border="clip", levels=16, base=2, m
         A parameter out of range (the message gives the allowed range), an image that is
         empty or not 2-D or 3-D, an `out` of the wrong shape, read-only or not C-contiguous.
     NotImplementedError
-        A CUDA array where CuPy is not importable; `mask`, `in_range` or a float32 image
-        with a CUDA array.
+        A CUDA array where CuPy is not importable; `in_range` or a float32 image with a CUDA
+        array (float levels are taken on the host).
     MemoryError, RuntimeError
         Out of memory; a GPU failed and no fallback could finish.
     KeyboardInterrupt

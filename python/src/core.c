@@ -660,15 +660,15 @@ static PyObject *py_entropy_device(PyObject *self, PyObject *args, PyObject *kw)
   (void)self;
   static char *names[] = {"in_ptr", "height", "width", "stride", "depth", "out_ptr",
                           "device_id", "window", "shape", "border", "levels", "base",
-                          "bins", "want_stats", NULL};
-  unsigned long long in_ptr, out_ptr;
+                          "bins", "want_stats", "mask_ptr", NULL};
+  unsigned long long in_ptr, out_ptr, mask_ptr = 0;
   int height, width, depth, device_id, window = 5, levels = 16, bins = 16, want_stats = 0;
   Py_ssize_t stride;
   PyObject *shape = NULL, *border = NULL, *base = NULL;
-  if (!PyArg_ParseTupleAndKeywords(args, kw, "KiiniKi|$iOOiOip:entropy_device", names, &in_ptr,
-                                   &height, &width, &stride, &depth, &out_ptr, &device_id,
-                                   &window, &shape, &border, &levels, &base, &bins,
-                                   &want_stats))
+  if (!PyArg_ParseTupleAndKeywords(args, kw, "KiiniKi|$iOOiOipK:entropy_device", names,
+                                   &in_ptr, &height, &width, &stride, &depth, &out_ptr,
+                                   &device_id, &window, &shape, &border, &levels, &base, &bins,
+                                   &want_stats, &mask_ptr))
     return NULL;
   if (!shape || !border || !base) {
     PyErr_SetString(PyExc_TypeError, "entropy_device: shape, border and base are required");
@@ -682,7 +682,9 @@ static PyObject *py_entropy_device(PyObject *self, PyObject *args, PyObject *kw)
     PyErr_SetString(PyExc_ValueError, "CUDA array: empty, or rows not at a positive stride");
     return NULL;
   }
-  es_image img = {(const void *)(uintptr_t)in_ptr, width, height, (size_t)stride, depth};
+  /* mask_ptr: 0, or width x height bytes on the GPU, tight rows (entropy_stream._cuda) */
+  es_image img = {(const void *)(uintptr_t)in_ptr, width, height, (size_t)stride, depth,
+                  (const uint8_t *)(uintptr_t)mask_ptr, mask_ptr ? (size_t)width : 0};
   es_stats st;
   es_context *ctx = NULL;
   char msg[512] = "";

@@ -481,6 +481,16 @@ def test_cupy_arrays():
         es.entropy(img, device="cpu")
     with pytest.raises(TypeError, match="int32"):
         es.entropy(img.astype(cupy.int32))
+    # A mask on the GPU (the library copies it device to device): the CPU's bits, NaN outside.
+    m = _masks(host.shape, 2)["random"]
+    np.testing.assert_array_equal(
+        cupy.asnumpy(es.entropy(img, window=9, levels=256, mask=cupy.asarray(m))).view(np.uint32),
+        es.entropy(host, window=9, levels=256, mask=m, device="cpu").view(np.uint32))
+    st = es.stats(img, window=5, mask=cupy.asarray(m))
+    ref = es.stats(host, window=5, mask=m, device="cpu")
+    assert st["count"] == ref["count"] == (m != 0).sum() and st["mean"] == ref["mean"]
+    with pytest.raises(ValueError, match="mask shape"):
+        es.entropy(img, mask=cupy.ones((3, 3), bool))
 
 
 def test_cupy_dask_chunks():
