@@ -47,34 +47,52 @@ typedef struct es_params {
   int levels; /* L, 2..65536; default 16. 8-bit input computes L above 256 as 256 (the
                * same levels; hmax and the statistics' bins those of 256) */
   int base;   /* enum es_base; default 2 (bits) */
+  /* Float samples (es_image depth 32): the range [in_lo, in_hi] quantized linearly onto the
+   * L levels (docs/spec.md, float samples). NAN, NAN (default) or 0, 0 (a zeroed struct):
+   * each image's own finite min..max over its inside pixels; else both finite, in_lo <
+   * in_hi. Ignored for integer samples. */
+  double in_lo, in_hi;
+  /* Pixels outside the image's mask (es_image.mask): 0 (default) their H is NaN in the map
+   * and they are left out of the statistics; 1: H is computed from the inside pixels of
+   * their window, as scikit-image's rank filters do (0 where there are none), still left
+   * out of the statistics. Inside pixels are the same either way. */
+  int mask_computed;
 } es_params;
 
 /* Fills the defaults above (p NULL: does nothing; so do the other *_default functions). */
 void es_params_default(es_params *p);
-/* Checks p for input of bit depth `depth` (8 or 16). On ES_ERR_USAGE writes a one-line
+/* Checks p for input of bit depth `depth` (8, 16, or 32 for float samples). On ES_ERR_USAGE writes a one-line
  * message naming the option and its allowed range into msg (may be NULL). */
 int es_params_check(const es_params *p, int depth, char *msg, size_t msglen);
 /* The largest value H can take: log2(min(|W|, L)) in the output unit (bits or nats). */
 double es_params_hmax(const es_params *p);
 
-/* A grey image in caller memory. Not owned. Samples are uint8_t (depth 8) or native-endian
- * uint16_t (depth 16); rows are `stride` bytes apart. */
+/* A grey image in caller memory. Not owned. Samples are uint8_t (depth 8), native-endian
+ * uint16_t (depth 16) or native float (depth 32: quantized by es_params' in_lo..in_hi,
+ * NaN and infinite samples outside, as masked ones); rows are `stride` bytes apart. */
 typedef struct es_image {
   const void *data;
   int width;
   int height;
   size_t stride;
   int depth;
+  /* NULL (a zeroed field): every pixel is inside. Else width x height bytes, rows
+   * mask_stride bytes apart, non-zero = inside: a pixel outside is counted in no window
+   * (as a pixel past a clip border), its H is NaN in the map (0 when rendered) and it is
+   * left out of every statistic (docs/spec.md, masks). */
+  const uint8_t *mask;
+  size_t mask_stride;
 } es_image;
 
 /* Per-image statistics of H (docs/spec.md). */
 typedef struct es_stats {
-  int64_t count;         /* pixels */
+  int64_t count;         /* pixels (inside the mask: the others are in no statistic) */
   double mean, std;      /* of H (population std) */
   float min, max;        /* of H */
   double global_entropy; /* entropy in bits of the image's raw samples at its bit depth, as
                           * FFmpeg's entropy filter (mode normal) gives it for the grey plane
-                          * (a histogram of 2^depth bins, FFmpeg's single-precision sum) */
+                          * (a histogram of 2^depth bins, FFmpeg's single-precision sum);
+                          * for float samples, global_entropy_levels */
   double global_entropy_levels; /* entropy in bits of the image's L quantized levels */
   int bins;              /* histogram bins used (1..ES_STATS_MAX_BINS) */
   uint64_t hist[ES_STATS_MAX_BINS]; /* counts of H in equal bins over [0, hmax] */

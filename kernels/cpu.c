@@ -46,6 +46,13 @@ typedef struct cpu_ctx {
   double binscale;
   int bins;
   double *rowsum, *rowsumsq; /* per row, summed in row order at the end */
+  /* The image's mask, or NULL. With one, the band kernels only write H (want_stats and
+   * want_minmax are 0 while they run) and cpu_row_mask takes each finished row's
+   * statistics over its inside pixels and writes NaN outside: the map (caller's or
+   * temporary) or the rendering's rows always exist then. */
+  const uint8_t *mask;
+  size_t mask_stride;
+  int mask_stats, mask_minmax, mask_computed;
 } cpu_ctx;
 
 /* Owned by one OpenMP thread during the loop; reduced in index order afterwards. */
@@ -67,17 +74,20 @@ typedef struct cpu_thread {
 
 typedef uint16_t cpu_v8u16 __attribute__((vector_size(16)));
 
-/* Counts the raw samples of image rows [y0, y1) into t->sample_hist (global_entropy). */
+/* Counts the raw samples of image rows [y0, y1) into t->sample_hist (global_entropy), the
+ * inside pixels' only. */
 static void cpu_sample_hist(const cpu_ctx *c, cpu_thread *t, int y0, int y1) {
   for (int y = y0; y < y1; y++) {
     const uint8_t *row = c->data + (size_t)y * c->stride;
+    const uint8_t *m = c->mask ? c->mask + (size_t)y * c->mask_stride : NULL;
     if (c->depth == 8) {
-      for (int x = 0; x < c->w; x++) t->sample_hist[row[x]]++;
+      for (int x = 0; x < c->w; x++)
+        if (!m || m[x]) t->sample_hist[row[x]]++;
     } else {
       for (int x = 0; x < c->w; x++) { /* rows need not be aligned */
         uint16_t v;
         memcpy(&v, row + 2 * (size_t)x, 2);
-        t->sample_hist[v]++;
+        if (!m || m[x]) t->sample_hist[v]++;
       }
     }
   }
@@ -125,12 +135,42 @@ static inline float *cpu_map_row(const cpu_ctx *c, const cpu_thread *t, int y) {
  * chunk once it is full or the band ends. Chunks start at the band's first row and hold an
  * even number of rows, and YUV420P bands start on even rows (es_cpu_run), so no chunk splits
  * the pair of image rows of a chroma row. The format was checked before the loop. */
+static void cpu_row_mask(const cpu_ctx *c, cpu_thread *t, int y);
 static inline void cpu_row_done(const cpu_ctx *c, cpu_thread *t, int y, int y1) {
+  if (c->mask) cpu_row_mask(c, t, y);
   if (!t->rows || (y + 1 - t->cy0 < c->chunk_rows && y + 1 < y1)) return;
   const es_job *j = c->job;
   (void)es_cpu_render_rows(t->rows, (size_t)c->w, t->cy0, y + 1, &j->in, &j->params,
                            &j->render, &j->pix);
   t->cy0 = y + 1;
+}
+
+/* Row y is computed, with a mask: its inside pixels go into the statistics (as emit does
+ * without a mask), the others become NaN unless mask_computed. */
+static void cpu_row_mask(const cpu_ctx *c, cpu_thread *t, int y) {
+  float *mrow = cpu_map_row(c, t, y);
+  const uint8_t *m = c->mask + (size_t)y * c->mask_stride;
+  double rs = 0.0, rss = 0.0;
+  for (int x = 0; x < c->w; x++) {
+    if (!m[x]) {
+      if (!c->mask_computed) mrow[x] = NAN;
+      continue;
+    }
+    float hv = mrow[x];
+    if (c->mask_minmax) {
+      if (hv < t->min) t->min = hv;
+      if (hv > t->max) t->max = hv;
+    }
+    if (c->mask_stats) {
+      rs += hv;
+      rss += (double)hv * (double)hv;
+      t->bins[es_stats_bin(hv, c->binscale, c->bins)]++;
+    }
+  }
+  if (c->mask_stats) {
+    c->rowsum[y] = rs;
+    c->rowsumsq[y] = rss;
+  }
 }
 
 #define ES_LT uint8_t
@@ -148,6 +188,16 @@ static inline void cpu_row_done(const cpu_ctx *c, cpu_thread *t, int y, int y1) 
 #include "cpu_band_template.h"
 #undef ES_LT
 #undef ES_FN
+
+/* The inside pixels of the image's mask. */
+static int64_t cpu_mask_count(const cpu_ctx *c) {
+  int64_t n = 0;
+  for (int y = 0; y < c->h; y++) {
+    const uint8_t *m = c->mask + (size_t)y * c->mask_stride;
+    for (int x = 0; x < c->w; x++) n += m[x] != 0;
+  }
+  return n;
+}
 
 /* Cost model in instructions per pixel, from callgrind on 400^2 random levels (wall clock
  * on this shared 2-core machine was too noisy to fit; tools/BENCHMARKS.md has the table):
@@ -210,9 +260,39 @@ int es_cpu_run_threads(const es_job *job, int threads) {
   return nt;
 }
 
+static int cpu_run_levels(const es_job *job, int threads, char *msg, size_t msglen);
+
 int es_cpu_run(const es_job *job, int threads, char *msg, size_t msglen) {
   int rc = es_job_check(job, msg, msglen);
-  if (rc) return rc;
+  if (rc || job->in.depth != 32) return rc ? rc : cpu_run_levels(job, threads, msg, msglen);
+  /* Float samples: their levels as 16-bit samples and their inside as a mask
+   * (es_float_levels, the one conversion), then the same engine. */
+  const size_t n = (size_t)job->in.width * job->in.height;
+  uint16_t *samples = malloc(n * sizeof *samples);
+  uint8_t *mask = malloc(n);
+  if (!samples || !mask) {
+    rc = ES_ERR_NOMEM;
+    if (msg) snprintf(msg, msglen, "out of memory for a %dx%d image", job->in.width, job->in.height);
+    goto end;
+  }
+  es_float_levels(&job->in, &job->params, samples, mask);
+  es_job lj = *job;
+  lj.in.data = samples;
+  lj.in.stride = (size_t)job->in.width * sizeof *samples;
+  lj.in.depth = 16;
+  lj.in.mask = mask;
+  lj.in.mask_stride = (size_t)job->in.width;
+  rc = cpu_run_levels(&lj, threads, msg, msglen);
+  /* The raw samples of a float image are its levels (docs/spec.md). */
+  if (rc == ES_OK && job->stats) job->stats->global_entropy = job->stats->global_entropy_levels;
+end:
+  free(samples);
+  free(mask);
+  return rc;
+}
+
+static int cpu_run_levels(const es_job *job, int threads, char *msg, size_t msglen) {
+  int rc = ES_OK;
   const es_params *p = &job->params;
   cpu_ctx c;
   memset(&c, 0, sizeof c);
@@ -229,15 +309,23 @@ int es_cpu_run(const es_job *job, int threads, char *msg, size_t msglen) {
   c.win_square = p->shape == ES_SHAPE_SQUARE;
   c.data = job->in.data;
   c.stride = job->in.stride;
+  c.mask = job->in.mask;
+  c.mask_stride = job->in.mask_stride;
+  c.mask_computed = p->mask_computed;
   c.oscale = es_out_scale(p->base);
   for (int v = 0; v < 256; v++) c.lut8[v] = (uint16_t)es_quantize((uint32_t)v, (uint32_t)p->levels, 8);
   int render = job->render.format != ES_PIX_NONE;
-  c.want_stats = job->stats != NULL;
-  c.want_minmax = c.want_stats || (render && job->render.range_auto);
-  c.level_hist_wanted = c.want_stats;
-  c.sample_hist_wanted = c.want_stats && es_stats_sample_hist_own(p->levels, c.depth);
+  const int stats = job->stats != NULL, minmax = stats || (render && job->render.range_auto);
+  c.want_stats = stats && !c.mask;
+  c.want_minmax = minmax && !c.mask;
+  c.mask_stats = stats && c.mask;
+  c.mask_minmax = minmax && c.mask;
+  c.level_hist_wanted = stats;
+  /* With a mask the level histogram differs from the samples' (masked samples are the
+   * sentinel level), so the samples always take their own. */
+  c.sample_hist_wanted = stats && (c.mask || es_stats_sample_hist_own(p->levels, c.depth));
   c.bins = job->stats_bins;
-  c.binscale = c.want_stats ? es_stats_binscale(p, c.bins) : 0.0;
+  c.binscale = stats ? es_stats_binscale(p, c.bins) : 0.0;
   c.map = job->map;
   c.map_stride = job->map_stride;
 
@@ -271,7 +359,8 @@ int es_cpu_run(const es_job *job, int threads, char *msg, size_t msglen) {
     c.chunk_rows = (int)((65536 / sizeof(float)) / (size_t)c.w) & ~1;
     if (c.chunk_rows < 2) c.chunk_rows = 2;
   }
-  if (!c.map && render && !by_bands) {
+  /* A mask needs the rows of H to take their statistics from (cpu_row_mask). */
+  if (!c.map && (render || c.mask) && !by_bands) {
     size_t need = (size_t)c.w * c.h;
     es_cpu_scratch *sc = job->scratch;
     if (sc && sc->cap < need) {
@@ -289,7 +378,7 @@ int es_cpu_run(const es_job *job, int threads, char *msg, size_t msglen) {
     }
     c.map_stride = (size_t)c.w;
   }
-  if (c.want_stats) {
+  if (stats) {
     c.rowsum = malloc((size_t)c.h * sizeof *c.rowsum);
     c.rowsumsq = malloc((size_t)c.h * sizeof *c.rowsumsq);
     if (!c.rowsum || !c.rowsumsq) goto end;
@@ -314,7 +403,8 @@ int es_cpu_run(const es_job *job, int threads, char *msg, size_t msglen) {
       if (!t->rows) goto end;
     }
     if (c.level_hist_wanted) {
-      t->level_hist = calloc((size_t)p->levels, sizeof *t->level_hist);
+      /* L + 1: a masked pixel's level is the sentinel L, counted there and left out. */
+      t->level_hist = calloc((size_t)p->levels + 1, sizeof *t->level_hist);
       if (!t->level_hist) goto end;
     }
     if (c.sample_hist_wanted) {
@@ -368,9 +458,10 @@ int es_cpu_run(const es_job *job, int threads, char *msg, size_t msglen) {
     if (ts[i].min < mn) mn = ts[i].min;
     if (ts[i].max > mx) mx = ts[i].max;
   }
-  if (c.want_stats) {
+  if (stats) {
     es_stats *st = job->stats;
     es_stats_acc acc = {0.0, 0.0, mn, mx, (int64_t)c.w * c.h};
+    if (c.mask) acc.count = cpu_mask_count(&c);
     for (int y = 0; y < c.h; y++) {
       acc.sum += c.rowsum[y];
       acc.sumsq += c.rowsumsq[y];
@@ -421,6 +512,7 @@ end:
 int es_cpu_naive(const es_image *img, const es_params *p, float *out, size_t out_stride) {
   int rc = es_params_check(p, img->depth, NULL, 0);
   if (rc) return rc;
+  if (img->depth == 32 || img->mask) return ES_ERR_USAGE; /* the study's baseline had neither */
   es_window win;
   es_window_make(&win, p->window, p->shape);
   int w = img->width, h = img->height, L = p->levels;

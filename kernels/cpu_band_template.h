@@ -33,6 +33,12 @@ static int ES_FN(ring_fill)(const cpu_ctx *c, ES_LT *dst, int v) {
       mid[x] = (ES_LT)es_quantize(s, L, 16);
     }
   }
+  /* Outside the mask: the sentinel, as past a clip border (and so in any reflection). */
+  if (c->mask) {
+    const uint8_t *m = c->mask + (size_t)sy * c->mask_stride;
+    for (int x = 0; x < w; x++)
+      if (!m[x]) mid[x] = (ES_LT)c->levels;
+  }
   if (c->border == ES_BORDER_CLIP) {
     for (int i = 0; i < R; i++) dst[i] = (ES_LT)c->levels;
     for (int i = R + w; i < w + 2 * R + 1; i++) dst[i] = (ES_LT)c->levels;
@@ -312,6 +318,7 @@ static inline __attribute__((always_inline)) void ES_FN(slide_cols)(
    * those table reads, and with only a map to write, the statistics branches too. */
   int xa = c->border == ES_BORDER_CLIP ? (r < w ? r : w) : 0;
   int xb = c->border == ES_BORDER_CLIP ? w - r : w;
+  if (c->mask) xa = xb = 0; /* masked pixels move the sentinel count anywhere */
   if (xb < xa) xb = xa;
   const int plain = mrow && !c->want_stats && !c->want_minmax;
   const ES_LT *pa = colbuf;

@@ -506,6 +506,7 @@ extern "C" void es_gpu_worker_destroy(es_gpu_worker **pw) {
   cudaFree(w->d_shist);
   if (w->h_shist) cudaFreeHost(w->h_shist);
   cudaFree(w->d_in);
+  cudaFree(w->d_mask);
   cudaFree(w->d_lev);
   cudaFree(w->d_map);
   cudaFree(w->d_ghist);
@@ -733,20 +734,26 @@ static cudaError_t launch_quant(es_gpu_worker *w, const es_range *R, const es_jo
   Q.lev = w->d_lev;
   Q.lpitch = R->lpitch;
   Q.levhist = levhist ? w->d_acc->levhist : NULL;
+  Q.mask = job->in.mask ? w->d_mask : NULL;
   if (p1 <= p0) return cudaSuccess;
+  /* Under a mask, 8-bit levels too go through the one-column k_quant (k_quant4's fast path
+   * reads no mask). */
+  const int quad = R->lt == 1 && !Q.mask;
   /* a block: 256 threads of four columns and ES_QROWS4 rows (k_quant4), or of one column and
    * ES_QROWS rows (k_quant). gridDim.y is at most ES_GRID_Y_MAX: a band of more rows (a
    * narrow, tall image: 3 x 1.5M pixels made 93750 block rows, an invalid configuration) is
    * quantized in several launches of the same blocks. */
-  const int qrows = R->lt == 1 ? ES_QROWS4 : ES_QROWS;
+  const int qrows = quad ? ES_QROWS4 : ES_QROWS;
   const unsigned gx =
-      R->lt == 1 ? (unsigned)((Q.lpitch / 4 + 255) / 256) : (unsigned)((Q.lpitch + 255) / 256);
+      quad ? (unsigned)((Q.lpitch / 4 + 255) / 256) : (unsigned)((Q.lpitch + 255) / 256);
   const int span = ES_GRID_Y_MAX * qrows; /* padded rows a launch covers, at most */
   for (int a = p0; a < p1; a += span) {
     const int b = p1 - a > span ? a + span : p1;
     const dim3 grid(gx, (unsigned)((b - a + qrows - 1) / qrows));
-    if (R->lt == 1) {
+    if (quad) {
       k_quant4<true><<<grid, 256, 0, w->s_comp>>>(Q, a, b); /* unrolled form (BENCHMARKS R4) */
+    } else if (R->lt == 1) {
+      k_quant<uint8_t><<<grid, 256, 0, w->s_comp>>>(Q, a, b);
     } else if (R->lt == 2) {
       k_quant<uint16_t><<<grid, 256, 0, w->s_comp>>>(Q, a, b);
     } else {
@@ -927,7 +934,10 @@ static cudaError_t launch_entropy(es_gpu_worker *w, const es_range *R, const es_
   /* shared memory: the delta table, then the block's bins of H (whole pairs of words) */
   const size_t sbins = stats ? (size_t)((bins + 1) & ~1) * 4 : 0;
   size_t smem = (size_t)E.dshared * 4 + sbins;
-  const void *k4 = pick_quad_kernel(R, square, K, E.levels);
+  /* Under a mask, only the one-column kernel: k_entropy4 takes N = area inside the image,
+   * and k_entropy2 is left out with it (the sentinel may be anywhere). */
+  const int masked = job->in.mask != NULL;
+  const void *k4 = masked ? NULL : pick_quad_kernel(R, square, K, E.levels);
   if (k4) { /* four columns a thread; the delta table is static shared memory */
     smem = sbins + es_hist_bytes(ES_HL_W32, E.levels, bx);
     const es_tables *t = es_tables_get();
@@ -937,7 +947,7 @@ static cudaError_t launch_entropy(es_gpu_worker *w, const es_range *R, const es_
      * 0.036 ms at K=5 (BENCHMARKS Q7). */
     return launch_strips(w, k4, &E, (W + 4 * bx - 1) / (4 * bx), bx, rows, 4, smem, 3);
   }
-  const int pbx = R->pbx;
+  const int pbx = masked ? 0 : R->pbx;
   if (pbx) { /* two columns a thread */
     /* the delta table: k_entropy2<., true>'s static shared copy up to ES_DT2_MAX entries */
     const int st = R->area <= ES_DT2_MAX;
@@ -1087,6 +1097,9 @@ int range_compute(es_gpu_worker *w, es_range *R, const es_job *job, int kernels_
   const int nin = R->in1 - R->in0;
   const int nup = nin > 0 ? (nin + brows - 1) / brows : 0;
   int up_next = 0, out_next = 0, f = 0;
+  /* The mask's rows from this range's first output row on the device, or NULL (no mask);
+   * kernels_only: uploaded by the run before. */
+  const uint8_t *dmask = job->in.mask ? w->d_mask + (size_t)(R->row0 - R->in0) * W : NULL;
 
   ES_CK(cudaSetDevice(w->device));
   if (!kernels_only) {
@@ -1116,6 +1129,15 @@ int range_compute(es_gpu_worker *w, es_range *R, const es_job *job, int kernels_
   }
   if (want_samples)
     ES_CK(cudaMemsetAsync(w->d_shist, 0, sizeof(unsigned long long) * nsamples, w->s_comp));
+  /* The mask's rows in0..in1, whole, on s_comp before the first quantize pass reads them
+   * (cudaMemcpyDefault: host memory of any kind, or the device's own). */
+  if (job->in.mask && !kernels_only && nin > 0) {
+    ES_CK(grow_dev((void **)&w->d_mask, &w->cap_mask, (size_t)W * (size_t)nin));
+    dmask = w->d_mask + (size_t)(R->row0 - R->in0) * W;
+    ES_CK(cudaMemcpy2DAsync(w->d_mask, (size_t)W, job->in.mask + (size_t)R->in0 * job->in.mask_stride,
+                            job->in.mask_stride, (size_t)W, (size_t)nin, cudaMemcpyDefault,
+                            w->s_comp));
+  }
   if (kernels_only) up_next = nup;
 
   for (int b = 0; b < nb; b++) {
@@ -1148,8 +1170,18 @@ int range_compute(es_gpu_worker *w, es_range *R, const es_job *job, int kernels_
       ES_CK(launch_quant(w, R, job, f, g, want_stats));
       f = g;
     }
-    ES_CK(launch_entropy(w, R, job, y0, y1, want_stats, bins,
-                         want_map || job->stats || job->render.format != ES_PIX_NONE));
+    ES_CK(launch_entropy(w, R, job, y0, y1, want_stats && !dmask, bins,
+                         want_map || job->stats || job->render.format != ES_PIX_NONE || dmask));
+    if (dmask) {
+      /* NaN outside, and the statistics of the inside, before the band's map goes out. */
+      const size_t n = (size_t)W * (size_t)(y1 - y0);
+      const unsigned blocks = (unsigned)(n / 256 + 1 < 1024 ? n / 256 + 1 : 1024);
+      const int nbm = want_stats ? bins : 0;
+      k_maskfix<<<blocks, 256, (size_t)nbm * 4, w->s_comp>>>(
+          w->d_map, (size_t)W, dmask, W, y0, y1, job->params.mask_computed, nbm,
+          nbm ? es_stats_binscale(&job->params, bins) : 0.0, w->d_acc);
+      ES_CKL("k_maskfix");
+    }
 
     if (want_map && !kernels_only) {
       /* The out slot of band b was last used by band b - NSLOT: copied out already? */
@@ -1178,7 +1210,8 @@ int range_compute(es_gpu_worker *w, es_range *R, const es_job *job, int kernels_
   if (job->stats) {
     /* One launch over all rows: a row's sum is sequential, so parallelism comes from rows
      * (per-band launches left the GPU nearly idle: 37 ms instead of 1 at 10240^2). */
-    k_rowstats<<<(nrows + 63) / 64, 64, 0, w->s_comp>>>(w->d_map, (size_t)W, W, nrows, w->d_rows);
+    k_rowstats<<<(nrows + 63) / 64, 64, 0, w->s_comp>>>(w->d_map, (size_t)W, W, nrows, w->d_rows,
+                                                        dmask);
     ES_CKL("k_rowstats");
     if (!kernels_only)
       ES_CK(cudaMemcpyAsync(w->h_rows, w->d_rows, sizeof(double) * 2 * (size_t)nrows,
@@ -1193,7 +1226,7 @@ int range_compute(es_gpu_worker *w, es_range *R, const es_job *job, int kernels_
     const size_t n = (size_t)W * (size_t)nrows;
     const unsigned blocks = (unsigned)(n / 256 + 1 < 1024 ? n / 256 + 1 : 1024);
     k_samplehist<<<blocks, 256, 0, w->s_comp>>>((const char *)w->d_in + (size_t)(R->row0 - R->in0) * inrow,
-                                                inrow, W, nrows, job->in.depth, w->d_shist);
+                                                inrow, W, nrows, job->in.depth, w->d_shist, dmask);
     ES_CKL("k_samplehist");
     ES_CK(cudaMemcpyAsync(w->h_shist, w->d_shist, sizeof(unsigned long long) * nsamples,
                           cudaMemcpyDeviceToHost, w->s_comp));
@@ -1212,6 +1245,7 @@ int range_compute(es_gpu_worker *w, es_range *R, const es_job *job, int kernels_
   if (want_stats) {
     R->hmin = es_bits_float(w->h_acc->minbits);
     R->hmax = es_bits_float(w->h_acc->maxbits);
+    R->inside = w->h_acc->inside;
     for (int k = 0; k < bins; k++) R->hist[k] = w->h_acc->hist[k];
     if (R->levhist)
       for (int k = 0; k < L; k++) R->levhist[k] = w->h_acc->levhist[k];
@@ -1505,7 +1539,8 @@ static int run_jobs(es_gpu_worker **ws, int n, const es_job *job, char *msg, siz
   uint64_t *lsum = (uint64_t *)calloc((size_t)L, sizeof *lsum);
   double *rows = job->stats ? (double *)malloc(sizeof(double) * 2 * (size_t)H) : NULL;
   /* Raw samples' histograms (global_entropy), one a range, where the levels' are not theirs */
-  const int own_samples = job->stats && es_stats_sample_hist_own(L, job->in.depth);
+  const int own_samples =
+      job->stats && (job->in.mask || es_stats_sample_hist_own(L, job->in.depth));
   const size_t nsamples = (size_t)1 << job->in.depth;
   uint64_t *sh = own_samples ? (uint64_t *)calloc((size_t)n * nsamples, sizeof *sh) : NULL;
   uint64_t *ssum = own_samples ? (uint64_t *)calloc(nsamples, sizeof *ssum) : NULL;
@@ -1559,6 +1594,11 @@ static int run_jobs(es_gpu_worker **ws, int n, const es_job *job, char *msg, siz
       acc.min = hmin;
       acc.max = hmax;
       acc.count = (int64_t)job->in.width * H;
+      if (job->in.mask) { /* the inside pixels, counted on the devices (k_maskfix): the
+                           * mask may be device memory (es_compute_device) */
+        acc.count = 0;
+        for (int i = 0; i < m; i++) acc.count += (int64_t)Rs[i].inside;
+      }
       memset(st->hist, 0, sizeof st->hist);
       for (int i = 0; i < m; i++)
         for (int k = 0; k < bins; k++) st->hist[k] += Rs[i].hist[k];
@@ -1587,13 +1627,46 @@ end:
   return rc;
 }
 
+/* Float samples (depth 32): their levels as 16-bit samples and their inside as a mask, on
+ * the host by es_float_levels (the one conversion every engine takes), then as any job. The
+ * samples must be host memory. */
+static int run_float(es_gpu_worker **ws, int n, const es_job *job, char *msg, size_t msglen) {
+  if (job->in.depth != 32) return run_jobs(ws, n, job, msg, msglen);
+  int rc = es_job_check(job, msg, msglen);
+  if (rc) return rc;
+  if (is_direct(job->in.data) && !is_pinned(job->in.data)) {
+    if (msg && msglen) snprintf(msg, msglen, "float samples in device memory: not supported");
+    return ES_ERR_USAGE;
+  }
+  const size_t np = (size_t)job->in.width * job->in.height;
+  uint16_t *samples = (uint16_t *)malloc(np * sizeof *samples);
+  uint8_t *mask = (uint8_t *)malloc(np);
+  if (!samples || !mask) {
+    rc = ES_ERR_NOMEM;
+    if (msg && msglen) snprintf(msg, msglen, "out of memory for a %dx%d image", job->in.width, job->in.height);
+  } else {
+    es_float_levels(&job->in, &job->params, samples, mask);
+    es_job lj = *job;
+    lj.in.data = samples;
+    lj.in.stride = (size_t)job->in.width * sizeof *samples;
+    lj.in.depth = 16;
+    lj.in.mask = mask;
+    lj.in.mask_stride = (size_t)job->in.width;
+    rc = run_jobs(ws, n, &lj, msg, msglen);
+    if (rc == ES_OK && job->stats) job->stats->global_entropy = job->stats->global_entropy_levels;
+  }
+  free(samples);
+  free(mask);
+  return rc;
+}
+
 extern "C" int es_gpu_run(es_gpu_worker *w, const es_job *job, char *msg, size_t msglen) {
-  return run_jobs(&w, 1, job, msg, msglen);
+  return run_float(&w, 1, job, msg, msglen);
 }
 
 extern "C" int es_gpu_run_multi(es_gpu_worker **ws, int n, const es_job *job, char *msg,
                                 size_t msglen) {
-  return run_jobs(ws, n, job, msg, msglen);
+  return run_float(ws, n, job, msg, msglen);
 }
 
 /* ---- the naive baseline (the other benchmark entry points: es_gpu_bench.cu) ---- */

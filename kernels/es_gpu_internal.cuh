@@ -82,6 +82,7 @@ struct es_gpu_worker {
   unsigned long long *h_shist;  /* pinned read-back of d_shist */
   /* Buffers grown on demand and reused (capacities in bytes). */
   void *d_in; size_t cap_in;
+  uint8_t *d_mask; size_t cap_mask;         /* the image's mask rows in0..in1, W bytes a row */
   void *d_lev; size_t cap_lev;
   float *d_map; size_t cap_map;
   unsigned short *d_ghist; size_t cap_ghist;
@@ -140,6 +141,7 @@ struct es_range {
   /* results of phase 1 */
   float hmin, hmax;
   uint64_t hist[ES_STATS_MAX_BINS];
+  uint64_t inside;   /* pixels inside the image's mask (a mask and statistics only) */
   uint64_t *levhist; /* levels entries, owned by the caller */
   uint64_t *samplehist; /* 2^depth entries (raw samples), owned by the caller; NULL: none
                          * (no statistics, or the level histogram is theirs) */

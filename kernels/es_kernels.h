@@ -54,6 +54,25 @@ static inline uint32_t es_image_sample(const es_image *img, int x, int y) {
   return row[x];
 }
 
+/* Whether pixel (x, y) of a host image is inside its mask (no mask: every pixel). */
+static inline int es_image_inside(const es_image *img, int x, int y) {
+  return !img->mask || img->mask[(size_t)y * img->mask_stride + (size_t)x] != 0;
+}
+/* Bytes a sample of bit depth 8, 16 or 32 (float) takes. */
+static inline size_t es_depth_bytes(int depth) { return depth == 32 ? 4 : depth == 16 ? 2 : 1; }
+
+/* Float samples (depth 32, kernels/float.c). es_params_range_auto: in_lo..in_hi asks for
+ * each image's own range (NAN, NAN or 0, 0). es_float_range: the range the levels are taken
+ * over (p's, or the finite inside samples' min..max; 0..0 where there are none) into *lo,
+ * *hi; returns the number of finite inside samples. es_float_levels: the image as the
+ * engines compute it, width x height tight 16-bit samples of the same levels
+ * (es_level_sample of es_quantize_float) and a tight mask, 1 where the sample is finite and
+ * inside the image's own mask, else 0 (and the sample 0). */
+int es_params_range_auto(const es_params *p);
+int64_t es_float_range(const es_image *img, const es_params *p, double *lo, double *hi);
+void es_float_levels(const es_image *img, const es_params *p, uint16_t *samples,
+                     uint8_t *mask);
+
 /* The output unit factor: 1 for bits, ln 2 for nats. */
 double es_out_scale(int base);
 

@@ -21,12 +21,14 @@
 #define ES_DADD(a, b) __dadd_rn((a), (b))
 #define ES_U64_TO_D(x) __ull2double_rn(x)
 #define ES_D_TO_F(x) __double2float_rn(x)
+#define ES_DDIV(a, b) __ddiv_rn((a), (b))
 #else
 #define ES_DMUL(a, b) ((double)(a) * (double)(b))
 #define ES_DSUB(a, b) ((double)(a) - (double)(b))
 #define ES_DADD(a, b) ((double)(a) + (double)(b))
 #define ES_U64_TO_D(x) ((double)(x))
 #define ES_D_TO_F(x) ((float)(x))
+#define ES_DDIV(a, b) ((double)(a) / (double)(b))
 #endif
 
 /* Fixed point of S = sum_k f(c_k), f(n) = n log2 n: f is stored as round(f(n) * 2^26).
@@ -50,6 +52,27 @@ ES_HD int es_reflect(int i, int n) {
 /* Level of a sample v of bit depth `depth` (8 or 16) for L levels: floor(v * L / 2^depth). */
 ES_HD uint32_t es_quantize(uint32_t v, uint32_t levels, int depth) {
   return (uint32_t)(((uint64_t)v * levels) >> depth);
+}
+
+/* Level of a finite float sample v over the range [lo, hi] for L levels (docs/spec.md, float
+ * samples): q = floor(((v - lo) * L) / (hi - lo)), each operation one IEEE double rounding in
+ * this order, clamped to 0..L-1; every sample is level 0 where hi <= lo (a constant image's
+ * own range). The one place the rule is written: the engines take the levels it gives
+ * (es_float_levels) and the reference calls it directly. */
+ES_HD uint32_t es_quantize_float(float v, double lo, double hi, uint32_t levels) {
+  if (!(hi > lo)) return 0;
+  const double t = ES_DDIV(ES_DMUL(ES_DSUB((double)v, lo), (double)levels), ES_DSUB(hi, lo));
+  if (!(t > 0.0)) return 0;
+  if (t >= (double)levels) return levels - 1;
+  return (uint32_t)t; /* t > 0: truncation is floor */
+}
+
+/* A 16-bit sample that es_quantize(., L, 16) maps to level q (q < L <= 65536): the least
+ * s with s * L >= q * 2^16, so q * 2^16 <= s * L < q * 2^16 + L <= (q + 1) * 2^16. Float
+ * images reach the engines as these samples, with NaN, infinite and masked samples
+ * outside the mask. */
+ES_HD uint16_t es_level_sample(uint32_t q, uint32_t levels) {
+  return (uint16_t)((((uint64_t)q << 16) + levels - 1) / levels);
 }
 
 /* H from the exact sum S and the population N:

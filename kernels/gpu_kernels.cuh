@@ -38,6 +38,7 @@ __device__ __forceinline__ void es_pdl_wait() {
 struct es_dacc {
   unsigned int minbits, maxbits; /* float bits of min/max of H (H >= 0: int order = float order) */
   unsigned long long hist[ES_STATS_MAX_BINS];
+  unsigned long long inside; /* pixels inside the mask (k_maskfix; with statistics only) */
   unsigned long long levhist[65536];
 };
 
@@ -46,6 +47,7 @@ __global__ void k_acc_init(es_dacc *a, int bins, int levels) {
   if (i == 0) {
     a->minbits = 0x7f800000u;
     a->maxbits = 0u;
+    a->inside = 0ull;
   }
   for (int k = i; k < bins; k += gridDim.x * blockDim.x) a->hist[k] = 0;
   for (int k = i; k < levels; k += gridDim.x * blockDim.x) a->levhist[k] = 0;
@@ -59,7 +61,7 @@ __global__ void k_acc_init(es_dacc *a, int bins, int levels) {
  * atomic per run of equal samples in a warp (a flat image would send every lane of every
  * warp to one address). Grid-stride; blocks of 256 threads. */
 __global__ void k_samplehist(const void *in, size_t pitch, int W, int nrows, int depth,
-                             unsigned long long *hist) {
+                             unsigned long long *hist, const uint8_t *mask) {
   __shared__ unsigned int sh[256];
   const size_t n = (size_t)W * (size_t)nrows;
   if (depth == 8) {
@@ -70,12 +72,15 @@ __global__ void k_samplehist(const void *in, size_t pitch, int W, int nrows, int
        i += (size_t)gridDim.x * blockDim.x) {
     const size_t y = i / (size_t)W, x = i - y * (size_t)W;
     const unsigned char *row = (const unsigned char *)in + y * pitch;
+    /* mask (W bytes a row, or NULL): only the inside samples are counted */
+    const bool in = !mask || mask[y * (size_t)W + x];
     if (depth == 8) {
-      atomicAdd(&sh[row[x]], 1u);
+      if (in) atomicAdd(&sh[row[x]], 1u);
     } else {
-      const unsigned v = ((const uint16_t *)row)[x]; /* native endian, as k_quant reads */
+      /* An outside sample takes a value no sample has, so the lanes stay converged. */
+      const unsigned v = in ? ((const uint16_t *)row)[x] : 0x10000u; /* native endian */
       const unsigned same = __match_any_sync(__activemask(), v);
-      if ((threadIdx.x & 31) == (unsigned)(__ffs(same) - 1))
+      if (in && (threadIdx.x & 31) == (unsigned)(__ffs(same) - 1))
         atomicAdd(&hist[v], (unsigned long long)__popc(same));
     }
   }
@@ -95,6 +100,8 @@ struct es_qparams {
   void *lev;       /* padded level image */
   size_t lpitch;   /* elements */
   unsigned long long *levhist; /* or NULL: no level histogram */
+  const uint8_t *mask; /* or NULL: the image's mask rows from in0, W bytes a row; a pixel
+                        * outside is the sentinel level L, as past a clip border */
 };
 
 /* A quantize block's count of the levels of its range's own pixels: in the block's 256
@@ -154,7 +161,9 @@ __global__ void __launch_bounds__(256) k_quant(const es_qparams Q, int p0, int p
         uint32_t v = Q.depth == 16 ? (uint32_t)((const uint16_t *)row)[jj]
                                    : (uint32_t)((const uint8_t *)row)[jj];
         q = es_quantize(v, (uint32_t)Q.levels, Q.depth);
-        if (Q.levhist && jin && i >= Q.row0 && i < Q.row0 + Q.nrows) {
+        if (Q.mask && !Q.mask[(size_t)(ii - Q.in0) * (size_t)Q.W + jj]) {
+          q = (uint32_t)Q.levels; /* outside the mask: in no window, in no count */
+        } else if (Q.levhist && jin && i >= Q.row0 && i < Q.row0 + Q.nrows) {
           lh.add(Q, q);
         }
       }
@@ -1072,12 +1081,22 @@ __global__ void __launch_bounds__(ES_W32_BX) k_entropy4(const es_eparams P) {
 /* Per-row sums of H and H^2 in x order, one thread a row: exactly the CPU engine's order
  * (each row from 0.0, left to right; rows are then added in order on the host), so mean
  * and std are the same bits on every engine and any split. */
-__global__ void k_rowstats(const float *map, size_t mpitch, int W, int rows, double *out) {
+__global__ void k_rowstats(const float *map, size_t mpitch, int W, int rows, double *out,
+                           const uint8_t *mask) {
   int y = blockIdx.x * blockDim.x + threadIdx.x;
   if (y >= rows) return;
   const float *m = map + (size_t)y * mpitch;
   double rs = 0.0, rss = 0.0;
   int x = 0;
+  if (mask) { /* the inside pixels only (W mask bytes a row), as cpu_row_mask sums them */
+    const uint8_t *mr = mask + (size_t)y * (size_t)W;
+    for (; x < W; x++) {
+      if (!mr[x]) continue;
+      const double h = (double)m[x];
+      rs = __dadd_rn(rs, h);
+      rss = __dadd_rn(rss, __dmul_rn(h, h));
+    }
+  }
   for (; x + 8 <= W; x += 8) { /* eight loads in flight, then the adds in order */
     float v[8];
 #pragma unroll
@@ -1096,6 +1115,47 @@ __global__ void k_rowstats(const float *map, size_t mpitch, int W, int rows, dou
   }
   out[2 * (size_t)y] = rs;
   out[2 * (size_t)y + 1] = rss;
+}
+
+/* A band's rows y0..y1 (local) under a mask (rows W bytes from the range's first output
+ * row): a pixel outside becomes NaN (unless `computed`: scikit-image's value stays), and the
+ * inside pixels' H go into the statistics (nb bins; 0: none) as k_entropy's own do without
+ * a mask. Grid-stride over the band, 256 threads a block; the bins in dynamic shared
+ * memory (nb words). */
+__global__ void __launch_bounds__(256) k_maskfix(float *map, size_t mpitch, const uint8_t *mask,
+                                                 int W, int y0, int y1, int computed, int nb,
+                                                 double binscale, es_dacc *acc) {
+  extern __shared__ unsigned long long es_smem[];
+  unsigned int *sbins = (unsigned int *)es_smem;
+  __shared__ unsigned int s_inside;
+  for (int k = threadIdx.x; k < nb; k += blockDim.x) sbins[k] = 0;
+  if (threadIdx.x == 0) s_inside = 0u;
+  __syncthreads();
+  float vmin = __int_as_float(0x7f800000), vmax = 0.0f;
+  unsigned int own = 0u;
+  const size_t n = (size_t)W * (size_t)(y1 - y0);
+  for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n;
+       i += (size_t)gridDim.x * blockDim.x) {
+    const size_t y = (size_t)y0 + i / (size_t)W, x = i % (size_t)W;
+    float *p = map + y * mpitch + x;
+    if (!mask[y * (size_t)W + x]) {
+      if (!computed) *p = __int_as_float(0x7fc00000); /* NAN, as the CPU's */
+      continue;
+    }
+    if (nb) {
+      const float hv = *p;
+      own++;
+      vmin = fminf(vmin, hv);
+      vmax = fmaxf(vmax, hv);
+      atomicAdd(&sbins[es_stats_bin(hv, binscale, nb)], 1u);
+    }
+  }
+  if (own) atomicAdd(&s_inside, own);
+  __syncthreads();
+  if (nb) {
+    if (threadIdx.x == 0 && s_inside) atomicAdd(&acc->inside, (unsigned long long)s_inside);
+    es_block_stats(vmin, vmax, sbins, nb, acc);
+  }
 }
 
 struct es_rparams {

@@ -66,6 +66,9 @@ void es_params_default(es_params *p) {
   p->border = ES_BORDER_CLIP;
   p->levels = 16;
   p->base = ES_BASE_2;
+  p->in_lo = NAN; /* float samples: each image's own range */
+  p->in_hi = NAN;
+  p->mask_computed = 0;
 }
 
 int es_params_check(const es_params *p, int depth, char *msg, size_t msglen) {
@@ -94,8 +97,17 @@ int es_params_check(const es_params *p, int depth, char *msg, size_t msglen) {
     snprintf(msg, msglen, "--base: must be 2 or e");
     return ES_ERR_USAGE;
   }
-  if (depth != 8 && depth != 16) {
-    snprintf(msg, msglen, "bit depth %d: must be 8 or 16", depth);
+  if (depth != 8 && depth != 16 && depth != 32) {
+    snprintf(msg, msglen, "bit depth %d: must be 8, 16 or 32 (float)", depth);
+    return ES_ERR_USAGE;
+  }
+  if (!es_params_range_auto(p) &&
+      !(isfinite(p->in_lo) && isfinite(p->in_hi) && p->in_lo < p->in_hi)) {
+    snprintf(msg, msglen, "--in-range %g:%g: must be finite, LO < HI", p->in_lo, p->in_hi);
+    return ES_ERR_USAGE;
+  }
+  if (p->mask_computed != 0 && p->mask_computed != 1) {
+    snprintf(msg, msglen, "mask_computed %d: must be 0 or 1", p->mask_computed);
     return ES_ERR_USAGE;
   }
   /* Any depth: above 2^depth the levels are those of 2^depth (es_params_for_depth), so a
@@ -141,8 +153,9 @@ double es_stats_binscale(const es_params *p, int bins) {
 void es_stats_finish(es_stats *st, const es_stats_acc *acc, const uint64_t *level_hist,
                      int levels, const uint64_t *sample_hist, int depth) {
   st->count = acc->count;
-  st->min = acc->min;
-  st->max = acc->max;
+  /* No pixel (a mask with none inside): every statistic 0, not the accumulators' start. */
+  st->min = acc->count > 0 ? acc->min : 0.0f;
+  st->max = acc->count > 0 ? acc->max : 0.0f;
   if (acc->count > 0) {
     double n = (double)acc->count;
     st->mean = acc->sum / n;
@@ -244,7 +257,7 @@ int es_image_check(const es_image *in, char *msg, size_t msglen) {
              INT_MAX - 2 * ES_WINDOW_MAX);
     return ES_ERR_INPUT;
   }
-  size_t bps = in->depth == 16 ? 2 : 1;
+  size_t bps = es_depth_bytes(in->depth);
   if (in->stride < (size_t)in->width * bps) {
     snprintf(msg, msglen, "image stride %zu shorter than a row", in->stride);
     return ES_ERR_USAGE;
@@ -252,6 +265,12 @@ int es_image_check(const es_image *in, char *msg, size_t msglen) {
   if (!rows_fit(in->stride, in->height, (size_t)in->width * bps)) {
     snprintf(msg, msglen, "image stride %zu: %d rows would span more than the address space",
              in->stride, in->height);
+    return ES_ERR_USAGE;
+  }
+  if (in->mask && (in->mask_stride < (size_t)in->width ||
+                   !rows_fit(in->mask_stride, in->height, (size_t)in->width))) {
+    snprintf(msg, msglen, "mask stride %zu: shorter than a row or past the address space",
+             in->mask_stride);
     return ES_ERR_USAGE;
   }
   return ES_OK;

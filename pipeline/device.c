@@ -210,7 +210,7 @@ double es_split_model_ms(const es_job *job, int m, int in_pinned, int out_pinned
   double kern = px / 1e6 * (ES_SPLIT_MPX_MS + ES_SPLIT_MPX_MS_K * K);
   if (L <= 32) kern *= 0.25;
   if (L > 256) kern *= 4.0;
-  const double in_b = px * (in->depth == 16 ? 2 : 1), out_b = split_out_bytes(job);
+  const double in_b = px * es_depth_bytes(in->depth), out_b = split_out_bytes(job);
   const double page_b = (in_pinned ? 0.0 : in_b) + (out_pinned ? 0.0 : out_b);
   double link = ES_SPLIT_LINK_GBS * m;
   if (link > ES_SPLIT_LINKS_GBS) link = ES_SPLIT_LINKS_GBS;
@@ -549,7 +549,7 @@ static int job_overlaps(const es_job *job, int *in_overlap, char *msg, size_t ms
     }
   }
   size_t in_n =
-      es_rows_extent(in->stride, in->height, (size_t)in->width * (in->depth == 16 ? 2 : 1));
+      es_rows_extent(in->stride, in->height, (size_t)in->width * es_depth_bytes(in->depth));
   *in_overlap = 0;
   for (int i = 0; i < 4; i++)
     *in_overlap |= extents_overlap(p[i], n[i], in->data, in_n);
@@ -595,7 +595,7 @@ int es_compute(es_context *ctx, const es_image *img, float *out, size_t out_stri
   rc = job_overlaps(&job, &in_overlap, why, sizeof why);
   if (rc) goto end;
   if (in_overlap) { /* written in place: compute from a copy of the input */
-    size_t row = (size_t)img->width * (img->depth == 16 ? 2 : 1);
+    size_t row = (size_t)img->width * es_depth_bytes(img->depth);
     copy = malloc(row * (size_t)img->height);
     if (!copy) {
       rc = ES_ERR_NOMEM;

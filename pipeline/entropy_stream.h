@@ -179,6 +179,11 @@ typedef struct es_frame {
   const void *lend;
   void (*lend_release)(void *arg);
   void *lend_arg;
+  /* Optional, set by the producer before es_stream_push: this frame's mask (as es_image's:
+   * width x height bytes, rows mask_stride apart, non-zero = inside), read until the frame
+   * is pulled. NULL (as acquired): the stream's mask, if es_stream_config has one. */
+  const uint8_t *mask;
+  size_t mask_stride;
 } es_frame;
 
 typedef struct es_stream_config {
@@ -187,13 +192,21 @@ typedef struct es_stream_config {
   es_render render; /* format ES_PIX_NONE: no rendering */
   int max_width, max_height, depth; /* largest frame; buffers are sized for it up front.
                                      * 0 x 0: buffers grow on demand (es_stream_reserve),
-                                     * e.g. for a batch of images of different sizes. */
+                                     * e.g. for a batch of images of different sizes.
+                                     * depth 8, 16 or 32 (float samples) */
+  /* One mask for every frame that sets none of its own (a video with --mask), or NULL: as
+   * es_frame's, mask_width x mask_height; the caller keeps it until es_stream_destroy.
+   * es_stream_push refuses a frame of another size that has no mask of its own
+   * (ES_ERR_INPUT). */
+  const uint8_t *mask;
+  size_t mask_stride;
+  int mask_width, mask_height;
 } es_stream_config;
 
 typedef struct es_stream es_stream;
 /* Opens a stream on ctx and starts its compute threads. ES_ERR_USAGE for a bad sc (render
- * format, colormap or overlay; a negative size, one side 0, or a depth not 8 or 16 with a
- * size), ES_ERR_NOMEM; the stream keeps the context until es_stream_destroy (es_context_destroy
+ * format, colormap or overlay; a negative size, one side 0, or a depth not 8, 16 or 32 with
+ * a size), ES_ERR_NOMEM; the stream keeps the context until es_stream_destroy (es_context_destroy
  * may come first). On failure *out is NULL. */
 int es_stream_open(es_context *ctx, const es_stream_config *sc, es_stream **out);
 /* Blocks until a free frame buffer is available; returns ES_ERR_INTERRUPTED if the stream

@@ -97,7 +97,8 @@ struct es_stream {
   es_fault fault;           /* this stream's injected faults (atomics inside) */
 };
 
-static size_t bytes_per_sample(int depth) { return depth == 16 ? 2 : 1; }
+static size_t bytes_per_sample(int depth) { return es_depth_bytes(depth); }
+static int depth_ok(int depth) { return depth == 8 || depth == 16 || depth == 32; }
 
 /* Every buffer of a slot (input, map, rendered planes) is page-locked before a GPU computes
  * it: the GPU engine then copies straight between them and the device, with no staging
@@ -177,6 +178,9 @@ static void frame_job(es_stream *s, es_slot *sl, es_job *job) {
   job->in.height = f->height;
   job->in.stride = f->stride;
   job->in.depth = f->depth;
+  /* The frame's mask, else the stream's (one mask for every frame), else none. */
+  job->in.mask = f->mask ? f->mask : s->sc.mask;
+  job->in.mask_stride = f->mask ? f->mask_stride : s->sc.mask_stride;
   job->params = s->ctx->cfg.params;
   es_params_for_depth(&job->params, f->depth);
   job->map = s->sc.want_map ? sl->map_buf : NULL;
@@ -339,7 +343,7 @@ int es_stream_open(es_context *ctx, const es_stream_config *sc, es_stream **out)
     return ES_ERR_USAGE;
   }
   if (sc->max_width < 0 || sc->max_height < 0 || (sc->max_width > 0) != (sc->max_height > 0) ||
-      (sc->max_width > 0 && sc->depth != 8 && sc->depth != 16)) {
+      (sc->max_width > 0 && !depth_ok(sc->depth))) {
     es_ctx_set_error(ctx, "stream frame size %dx%d depth %d: bad", sc->max_width,
                      sc->max_height, sc->depth);
     return ES_ERR_USAGE;
@@ -457,6 +461,8 @@ int es_stream_acquire(es_stream *s, es_frame **out) {
   f->lend = NULL;
   f->lend_release = NULL;
   f->lend_arg = NULL;
+  f->mask = NULL; /* the stream's own, if any */
+  f->mask_stride = 0;
   f->data = sl->data_buf; /* whatever the last holder left in the field */
   sl->err[0] = '\0';
   memset(&f->stats, 0, sizeof f->stats);
@@ -513,7 +519,7 @@ int es_stream_reserve(es_stream *s, es_frame *f, int width, int height, int dept
   if (!s || !f) return ES_ERR_USAGE;
   es_slot *sl = slot_of(s, f);
   if (!held_by_producer(s, sl, "reserve")) return ES_ERR_USAGE;
-  if (width < 1 || height < 1 || (depth != 8 && depth != 16)) {
+  if (width < 1 || height < 1 || !depth_ok(depth)) {
     es_ctx_set_error(s->ctx, "frame %dx%d depth %d: bad size", width, height, depth);
     return ES_ERR_USAGE;
   }
@@ -544,7 +550,7 @@ int es_stream_push(es_stream *s, es_frame *f) {
   if (!s || !f) return ES_ERR_USAGE;
   es_slot *sl = slot_of(s, f);
   if (!held_by_producer(s, sl, "push")) return ES_ERR_USAGE;
-  if (f->width < 1 || f->height < 1 || (f->depth != 8 && f->depth != 16) ||
+  if (f->width < 1 || f->height < 1 || !depth_ok(f->depth) ||
       (!sl->data_buf && !f->lend)) {
     es_ctx_set_error(s->ctx, "frame %dx%d depth %d: bad size (es_stream_reserve first)",
                      f->width, f->height, f->depth);
@@ -559,7 +565,14 @@ int es_stream_push(es_stream *s, es_frame *f) {
   /* Refused here, before any output buffer is sized for it, rather than failing the frame
    * later: the frame stays the producer's. A lent frame has no buffer of ours to check it
    * against otherwise. */
-  es_image in = {f->lend ? f->lend : f->data, f->width, f->height, f->stride, f->depth};
+  es_image in = {f->lend ? f->lend : f->data, f->width, f->height, f->stride, f->depth,
+                 f->mask ? f->mask : s->sc.mask, f->mask ? f->mask_stride : s->sc.mask_stride};
+  if (!f->mask && s->sc.mask &&
+      (f->width != s->sc.mask_width || f->height != s->sc.mask_height)) {
+    es_ctx_set_error(s->ctx, "%dx%d, the mask %dx%d: not the same size", f->width, f->height,
+                     s->sc.mask_width, s->sc.mask_height);
+    return ES_ERR_INPUT;
+  }
   int rc = geometry_check(s, &in);
   if (rc != ES_OK) return rc;
   size_t row = (size_t)f->width * bytes_per_sample(f->depth);

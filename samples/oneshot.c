@@ -51,7 +51,7 @@ int main(int argc, char **argv) {
     }
   }
 
-  es_image img = {pixels, w, h, (size_t)w, 8};
+  es_image img = {pixels, w, h, (size_t)w, 8, NULL, 0}; /* NULL, 0: no mask */
   es_stats st;
   rc = es_compute(ctx, &img, map, (size_t)w, &st, NULL, NULL);
   if (rc) {

@@ -86,7 +86,7 @@ int main(int argc, char **argv) {
     es_stats st;
     double t0 = now();
     for (int i = 0; i < n && rc == ES_OK; i++) {
-      es_image img = {src + (size_t)(i % 4) * frame, w, h, (size_t)w, 8};
+      es_image img = {src + (size_t)(i % 4) * frame, w, h, (size_t)w, 8, NULL, 0}; /* no mask */
       rc = es_compute(ctx, &img, map, (size_t)w, &st, NULL, NULL);
     }
     double t1 = now();

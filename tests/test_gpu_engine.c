@@ -7,6 +7,9 @@
  * The reference map is computed here by direct counting of every window in integers ->
  * S = sum flog[c] -> es_entropy_value: by definition the same bits the engines must give.
  * Where es_cpu_run is implemented (not a stub), the GPU must also equal it bit for bit.
+ * Masks and float samples (mask_case): the GPU against es_cpu_run bit for bit (map, NaN
+ * outside included, statistics and renderings), which test_kernels_engine checks against
+ * the double reference.
  */
 #include <math.h>
 
@@ -77,6 +80,8 @@ static void *make_image(es_image *img, int w, int h, int depth, int pad, int pin
   img->height = h;
   img->depth = depth;
   img->stride = (size_t)w * bps + (size_t)pad;
+  img->mask = NULL; /* no mask (mask_case sets one) */
+  img->mask_stride = 0;
   size_t bytes = img->stride * (size_t)h;
   uint8_t *d = pinned ? es_gpu_host_alloc(bytes) : malloc(bytes);
   int mode = es_test_range(0, 2);
@@ -379,6 +384,174 @@ static void render_case(es_gpu_worker *w, es_gpu_worker **pair, int big_fmt) {
   free(buf);
 }
 
+/* A mask of the image's size (random, all out, all in, one pixel, blocks), any non-zero
+ * byte inside, a padded stride; pinned or pageable. */
+static uint8_t *make_mask(es_image *img, int kind, int pinned) {
+  const int w = img->width, h = img->height;
+  size_t stride = (size_t)w + (size_t)es_test_range(0, 5), n = stride * (size_t)h;
+  uint8_t *m = pinned ? es_gpu_host_alloc(n) : malloc(n);
+  int density = es_test_range(1, 9), px = es_test_range(0, w - 1), py = es_test_range(0, h - 1);
+  int bx0 = es_test_range(0, w - 1), bx1 = es_test_range(bx0, w - 1);
+  int by0 = es_test_range(0, h - 1), by1 = es_test_range(by0, h - 1);
+  for (int y = 0; y < h; y++)
+    for (size_t x = 0; x < stride; x++) {
+      int in = kind == 0   ? es_test_range(0, 9) < density
+               : kind == 1 ? 0
+               : kind == 2 ? 1
+               : kind == 3 ? ((int)x == px && y == py)
+                           : ((int)x >= bx0 && (int)x <= bx1 && y >= by0 && y <= by1) ||
+                                 ((int)x + y) % 5 == 0;
+      m[(size_t)y * stride + x] = in ? (uint8_t)es_test_range(1, 255) : 0;
+    }
+  img->mask = m;
+  img->mask_stride = stride;
+  return m;
+}
+
+/* Float samples with NaN and infinities among them. */
+static void *make_float(es_image *img, int w, int h, int pinned) {
+  img->width = w;
+  img->height = h;
+  img->depth = 32;
+  img->stride = (size_t)w * 4 + 4 * (size_t)es_test_range(0, 3);
+  uint8_t *d = pinned ? es_gpu_host_alloc(img->stride * (size_t)h) : malloc(img->stride * (size_t)h);
+  const int few = es_test_range(0, 2) == 0;
+  for (int y = 0; y < h; y++)
+    for (int x = 0; x < w; x++) {
+      float v = few ? (float)es_test_range(-4, 4) * 0.5f
+                    : (float)((double)(es_test_rand() >> 11) / 9007199254740992.0 * 700.0 - 200.0);
+      int k = es_test_range(0, 60);
+      if (k == 0) v = NAN;
+      if (k == 1) v = INFINITY;
+      if (k == 2) v = -INFINITY;
+      memcpy(d + (size_t)y * img->stride + 4 * (size_t)x, &v, 4);
+    }
+  img->data = d;
+  return d;
+}
+
+/* One job with a mask and/or float samples on the GPU (one worker and two), against
+ * es_cpu_run bit for bit. kind: the image's size class; 0 small, 1 several bands (tall), 2
+ * the fast kernels' shapes (square K <= 7 8-bit L <= 31, or large square windows). */
+static void mask_case(es_gpu_worker *w, es_gpu_worker **pair, int kind) {
+  es_image img;
+  es_params p;
+  char what[256], msg[256];
+  const int depth = (int[]){8, 16, 32}[es_test_range(0, 2)];
+  int W = kind == 1 ? es_test_range(1500, 2600) : es_test_range(1, g_small ? 40 : 300);
+  int H = kind == 1 ? es_test_range(2100, 2400) : es_test_range(1, g_small ? 30 : 120);
+  const int pinned = es_test_range(0, 2) == 0;
+  void *buf = depth == 32 ? make_float(&img, W, H, pinned)
+                          : make_image(&img, W, H, depth, es_test_range(0, 5), pinned);
+  img.mask = NULL;
+  img.mask_stride = 0;
+  const int mk = es_test_range(-1, 4); /* -1: no mask (float samples: NaN and inf only) */
+  const int mpin = es_test_range(0, 1);
+  uint8_t *mbuf = mk >= 0 || depth != 32 ? make_mask(&img, mk < 0 ? 0 : mk, mpin) : NULL;
+  es_params_default(&p);
+  p.window = 2 * es_test_range(0, 6) + 1;
+  p.shape = es_test_range(0, 1);
+  p.border = es_test_range(0, 1);
+  p.base = es_test_range(0, 1);
+  p.levels = (int[]){2, 16, 256, 4096, 65536}[es_test_range(0, depth == 8 ? 2 : 4)];
+  p.mask_computed = es_test_range(0, 3) == 0;
+  if (kind == 2) {
+    p.shape = ES_SHAPE_SQUARE;
+    if (es_test_range(0, 1)) {
+      p.window = 2 * es_test_range(1, 3) + 1;
+      p.levels = es_test_range(2, 31);
+    } else {
+      p.window = 2 * es_test_range(5, 30) + 1;
+    }
+  }
+  if (depth == 32 && es_test_range(0, 1)) {
+    p.in_lo = -50.0;
+    p.in_hi = 300.0;
+  }
+  snprintf(what, sizeof what, "mask %d computed %d range %g:%g ", mk, p.mask_computed, p.in_lo,
+           p.in_hi);
+  describe(what + strlen(what), sizeof what - strlen(what), &img, &p);
+
+  float *cm = malloc(sizeof *cm * (size_t)W * H);
+  es_stats cst, gst;
+  memset(&cst, 0, sizeof cst);
+  es_job cj;
+  memset(&cj, 0, sizeof cj);
+  cj.in = img;
+  cj.params = p;
+  cj.map = cm;
+  cj.map_stride = (size_t)W;
+  cj.stats = &cst;
+  cj.stats_bins = es_test_range(1, 64);
+  int rc = es_cpu_run(&cj, 0, msg, sizeof msg);
+  if (rc != ES_OK) {
+    printf("es_cpu_run unavailable (%s): masks not compared\n", msg);
+    goto end;
+  }
+  for (int pass = 0; pass < (pair ? 2 : 1); pass++) {
+    size_t ms = (size_t)W + (size_t)es_test_range(0, 3);
+    float *map = poisoned_map(H, ms, 0);
+    es_job job = cj;
+    job.map = map;
+    job.map_stride = ms;
+    memset(&gst, 0xab, sizeof gst);
+    job.stats = es_test_range(0, 3) ? &gst : NULL;
+    rc = pass ? es_gpu_run_multi(pair, 2, &job, msg, sizeof msg) : es_gpu_run(w, &job, msg, sizeof msg);
+    CHECK(rc == ES_OK, "%s%s: GPU run: %s", pass ? "multi " : "", what, msg);
+    if (rc == ES_OK) {
+      char w2[300];
+      snprintf(w2, sizeof w2, "%s%s vs es_cpu_run", pass ? "multi " : "", what);
+      compare_map(w2, map, ms, cm, W, H);
+      if (job.stats) check_stats(w2, &gst, &cst);
+    }
+    free(map);
+  }
+  /* A rendering (auto range half the time: the inside's min and max) against the CPU's. */
+  if (kind != 1) {
+    es_render r;
+    es_render_default(&r);
+    r.format = es_test_range(ES_PIX_RGB24, ES_PIX_YUV420P);
+    r.range_auto = es_test_range(0, 1);
+    r.overlay = es_test_range(0, 1) ? 0.0f : 0.5f;
+    es_planes gp, cp;
+    uint8_t *bufs[6];
+    for (int i = 0; i < 3; i++) {
+      size_t s = es_pix_stride(r.format, i, W), n = s * (size_t)es_pix_plane_height(r.format, i, H) + 1;
+      bufs[i] = calloc(n, 1);
+      bufs[i + 3] = calloc(n, 1);
+      gp.plane[i] = bufs[i];
+      cp.plane[i] = bufs[i + 3];
+      gp.stride[i] = cp.stride[i] = s;
+    }
+    es_job rj;
+    memset(&rj, 0, sizeof rj);
+    rj.in = img;
+    rj.params = p;
+    rj.render = r;
+    rj.pix = cp;
+    int crc = es_cpu_run(&rj, 1, msg, sizeof msg);
+    rj.pix = gp;
+    rc = es_gpu_run(w, &rj, msg, sizeof msg);
+    CHECK(crc == ES_OK && rc == ES_OK, "%s: render runs %d %d: %s", what, crc, rc, msg);
+    for (int i = 0; rc == ES_OK && crc == ES_OK && i < es_pix_planes(r.format); i++) {
+      size_t n = gp.stride[i] * (size_t)es_pix_plane_height(r.format, i, H);
+      CHECK(!memcmp(bufs[i], bufs[i + 3], n), "%s fmt %d auto %d: plane %d differs from the CPU's",
+            what, r.format, r.range_auto, i);
+    }
+    for (int i = 0; i < 6; i++) free(bufs[i]);
+  }
+end:
+  free(cm);
+  if (pinned)
+    es_gpu_host_free(buf);
+  else
+    free(buf);
+  if (mbuf && mpin)
+    es_gpu_host_free(mbuf);
+  else
+    free(mbuf);
+}
+
 int main(void) {
   es_test_seed("test_gpu_engine");
   int ndev = es_gpu_device_count();
@@ -421,6 +594,8 @@ int main(void) {
   for (int i = 0; i < nquad; i++) one_case(w, (i % 3 == 0) ? pair : NULL, 0, 1);
   for (int i = 0; i < (g_small ? 2 : 30); i++) one_case(w, (i % 3 == 0) ? pair : NULL, 0, 2);
   for (int i = 0; i < (g_small ? 4 : 40); i++) one_case(w, (i % 3 == 0) ? pair : NULL, 0, 3);
+  for (int i = 0; i < (g_small ? 8 : 150); i++) mask_case(w, (i % 3 == 0) ? pair : NULL, i % 4 == 3 ? 2 : 0);
+  if (!g_small) mask_case(w, pair, 1);
   int nrender = g_small ? 6 : 80;
   for (int i = 0; i < nrender; i++) render_case(w, (i % 4 == 0) ? pair : NULL, 0);
   if (!g_small) {

@@ -21,6 +21,8 @@ static void *make_image(es_image *img, int w, int h, int depth) {
   img->height = h;
   img->depth = depth;
   img->stride = (size_t)w * bps;
+  img->mask = NULL; /* no mask */
+  img->mask_stride = 0;
   uint8_t *d = malloc(img->stride * (size_t)h);
   for (int y = 0; y < h; y++) {
     for (int x = 0; x < w; x++) {

@@ -105,7 +105,7 @@ int main() {
   std::vector<unsigned char> px(64 * 48);
   for (size_t i = 0; i < px.size(); i++) px[i] = (unsigned char)(i * 37 % 251);
   std::vector<float> map(px.size());
-  es_image img = {&px[0], 64, 48, 64, 8};
+  es_image img = {&px[0], 64, 48, 64, 8, nullptr, 0};
   es_stats st;
   int rc = es_compute(ctx, &img, &map[0], 64, &st, NULL, NULL);
   std::printf("%s, mean H %.3f\n", es_strerror(rc), st.mean);

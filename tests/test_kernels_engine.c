@@ -3,7 +3,10 @@
  * the double reference, on fresh random images of odd sizes (1x1, 1xN, Nx1, smaller than
  * the window, ...), every window/shape/border/levels/base combination, 8- and 16-bit input;
  * bitwise identity across thread counts 1, 2, 3, 7 and across algorithms; statistics
- * against es_ref_stats.
+ * against es_ref_stats. The same with masks (random, all out, all in, one pixel, blocks; any
+ * non-zero byte inside) and float samples (NaN and infinities among them, the image's own
+ * range or a given one): NaN exactly where the reference has it (outside), and statistics
+ * over the inside only.
  */
 #include <math.h>
 #include <stdint.h>
@@ -29,23 +32,70 @@ static int is_poison(float f) {
   return u == POISON;
 }
 
-/* A random image with a padded stride whose padding is random garbage too. */
+/* A random image with a padded stride whose padding is random garbage too. Depth 32:
+ * float samples, spread wide or few distinct, some NaN or infinite. */
 static uint8_t *make_image(es_image *img, int w, int h, int depth) {
-  size_t bps = depth == 16 ? 2 : 1;
+  size_t bps = es_depth_bytes(depth);
   size_t stride = (size_t)w * bps + (size_t)es_test_range(0, 7) * bps;
   uint8_t *buf = malloc(stride * h + 1);
   for (size_t i = 0; i < stride * h; i++) buf[i] = (uint8_t)es_test_rand();
   /* Sometimes few distinct values, so windows hold repeated levels. */
-  if (es_test_range(0, 2) == 0) {
+  if (depth != 32 && es_test_range(0, 2) == 0) {
     int mask = es_test_range(0, 1) ? 0x81 : 0xC0;
     for (size_t i = 0; i < stride * h; i++) buf[i] &= (uint8_t)mask;
+  }
+  if (depth == 32) {
+    int few = es_test_range(0, 2) == 0, bad = es_test_range(0, 3); /* 1 in `bad * 8` */
+    double scale = es_test_range(0, 1) ? 1000.0 : 1e-3;
+    for (int y = 0; y < h; y++) {
+      for (int x = 0; x < w; x++) {
+        float v = few ? (float)es_test_range(-3, 3) * 0.25f
+                      : (float)(((double)(es_test_rand() >> 11) / 9007199254740992.0 - 0.3) * scale);
+        if (bad && es_test_range(0, 8 * bad - 1) == 0) {
+          int k = es_test_range(0, 2);
+          v = k == 0 ? NAN : k == 1 ? INFINITY : -INFINITY;
+        }
+        memcpy(buf + (size_t)y * stride + 4 * (size_t)x, &v, 4);
+      }
+    }
   }
   img->data = buf;
   img->width = w;
   img->height = h;
   img->stride = stride;
   img->depth = depth;
+  img->mask = NULL;
+  img->mask_stride = 0;
   return buf;
+}
+
+/* Mask kinds: none, random (any density), all outside, all inside, one pixel inside,
+ * rectangles inside. Inside is any non-zero byte; the stride's padding is garbage. */
+enum { MK_NONE, MK_RANDOM, MK_ZERO, MK_ONE, MK_PIXEL, MK_BLOCKS, MK_KINDS };
+static const char *const mk_name[] = {"none", "random", "all out", "all in", "one pixel", "blocks"};
+static uint8_t *make_mask(es_image *img, int kind) {
+  int w = img->width, h = img->height;
+  if (kind == MK_NONE) return NULL;
+  size_t stride = (size_t)w + (size_t)es_test_range(0, 5);
+  uint8_t *m = malloc(stride * h);
+  for (size_t i = 0; i < stride * h; i++) m[i] = (uint8_t)es_test_rand();
+  int density = es_test_range(1, 9), px = es_test_range(0, w - 1), py = es_test_range(0, h - 1);
+  int bx0 = es_test_range(0, w - 1), bx1 = es_test_range(bx0, w - 1);
+  int by0 = es_test_range(0, h - 1), by1 = es_test_range(by0, h - 1);
+  for (int y = 0; y < h; y++) {
+    for (int x = 0; x < w; x++) {
+      int in = kind == MK_RANDOM   ? es_test_range(0, 9) < density
+               : kind == MK_ONE    ? 1
+               : kind == MK_PIXEL  ? x == px && y == py
+               : kind == MK_BLOCKS ? (x >= bx0 && x <= bx1 && y >= by0 && y <= by1) ||
+                                         (x + y) % 7 == 0
+                                   : 0;
+      m[(size_t)y * stride + x] = in ? (uint8_t)es_test_range(1, 255) : 0;
+    }
+  }
+  img->mask = m;
+  img->mask_stride = stride;
+  return m;
 }
 
 typedef struct run_out {
@@ -79,22 +129,38 @@ static int run_engine(const es_image *img, const es_params *p, int threads, floa
   return rc;
 }
 
-static const char *desc(const es_params *p, int w, int h, int depth) {
-  static char buf[160];
-  snprintf(buf, sizeof buf, "%dx%d d%d K=%d %s %s L=%d base %s", w, h, depth, p->window,
-           p->shape == ES_SHAPE_DISK ? "disk" : "square",
+static const char *desc(const es_params *p, int w, int h, int depth, int mk) {
+  static char buf[200];
+  snprintf(buf, sizeof buf, "%dx%d d%d K=%d %s %s L=%d base %s mask %s%s range %g:%g", w, h,
+           depth, p->window, p->shape == ES_SHAPE_DISK ? "disk" : "square",
            p->border == ES_BORDER_REFLECT ? "reflect" : "clip", p->levels,
-           p->base == ES_BASE_E ? "e" : "2");
+           p->base == ES_BASE_E ? "e" : "2", mk_name[mk], p->mask_computed ? " computed" : "",
+           p->in_lo, p->in_hi);
   return buf;
 }
 
-static void one_case(int w, int h, int depth, const es_params *p) {
+static void one_case_mask(int w, int h, int depth, const es_params *p, int mk) {
   es_image img;
   uint8_t *buf = make_image(&img, w, h, depth);
+  uint8_t *mbuf = make_mask(&img, mk);
   double *ref = malloc((size_t)w * h * sizeof *ref);
   int rc = es_ref_entropy(&img, p, ref);
   CHECK(rc == ES_OK, "es_ref_entropy %d", rc);
-  const char *d = desc(p, w, h, depth);
+  const char *d = desc(p, w, h, depth, mk);
+  int64_t inside = 0; /* pixels the reference computes (not NaN) and counts */
+  for (int y = 0; y < h; y++) {
+    for (int x = 0; x < w; x++) {
+      int in = es_image_inside(&img, x, y);
+      if (depth == 32) {
+        float f;
+        memcpy(&f, buf + (size_t)y * img.stride + 4 * (size_t)x, 4);
+        in = in && isfinite(f);
+      }
+      inside += in;
+      CHECK(p->mask_computed ? !isnan(ref[(size_t)y * w + x]) : in == !isnan(ref[(size_t)y * w + x]),
+            "%s: reference NaN at %d,%d but inside %d", d, x, y, in);
+    }
+  }
 
   /* Engine (default algorithm), one thread. */
   size_t s1;
@@ -106,7 +172,8 @@ static void one_case(int w, int h, int depth, const es_params *p) {
   for (int y = 0; y < h; y++) {
     for (int x = 0; x < w; x++) {
       float v = m1[(size_t)y * s1 + x];
-      if (is_poison(v) || !isfinite(v)) {
+      if (isnan(v) && !is_poison(v) && isnan(ref[(size_t)y * w + x])) continue; /* outside */
+      if (is_poison(v) || !isfinite(v) || isnan(ref[(size_t)y * w + x])) {
         unwritten++;
         continue;
       }
@@ -150,8 +217,8 @@ static void one_case(int w, int h, int depth, const es_params *p) {
     unsetenv("ES_CPU_ALGO");
   }
 
-  /* The naive baseline. */
-  {
+  /* The naive baseline (no masks, no float samples). */
+  if (!img.mask && depth != 32) {
     float pv = poison_value();
     for (size_t k = 0; k < s2 * h; k++) m2[k] = pv;
     rc = es_cpu_naive(&img, p, m2, s2);
@@ -177,7 +244,9 @@ static void one_case(int w, int h, int depth, const es_params *p) {
     run_engine(&img, p, 1, NULL, 0, &st, bins);
     run_engine(&img, p, 3, NULL, 0, &st3, bins);
     es_ref_stats(&img, p, ref, bins, &rs);
-    CHECK(st.count == (int64_t)w * h && st.bins == bins, "%s: stats count/bins", d);
+    CHECK(st.count == inside && st.bins == bins, "%s: stats count %lld of %lld inside, bins",
+          d, (long long)st.count, (long long)inside);
+    CHECK(rs.count == inside, "%s: reference count %lld", d, (long long)rs.count);
     CHECK(fabs(st.mean - rs.mean) <= TOL, "%s: mean %.9g vs %.9g", d, st.mean, rs.mean);
     CHECK(fabs(st.std - rs.std) <= 1e-4, "%s: std %.9g vs %.9g", d, st.std, rs.std);
     CHECK(fabsf(st.min - rs.min) <= TOL && fabsf(st.max - rs.max) <= TOL,
@@ -197,6 +266,13 @@ static void one_case(int w, int h, int depth, const es_params *p) {
     int near = 0;
     for (int y = 0; y < h; y++)
       for (int x = 0; x < w; x++) {
+        if (isnan(ref[(size_t)y * w + x]) || (p->mask_computed && !es_image_inside(&img, x, y)))
+          continue;
+        if (depth == 32 && p->mask_computed) {
+          float f;
+          memcpy(&f, buf + (size_t)y * img.stride + 4 * (size_t)x, 4);
+          if (!isfinite(f)) continue;
+        }
         own[es_stats_bin(m1[(size_t)y * s1 + x], bs, bins)]++;
         double t = ref[(size_t)y * w + x] * bs;
         if (fabs(t - floor(t + 0.5)) < 1e-4) near++;
@@ -207,13 +283,38 @@ static void one_case(int w, int h, int depth, const es_params *p) {
       moved += st.hist[k] > rs.hist[k] ? st.hist[k] - rs.hist[k] : rs.hist[k] - st.hist[k];
       total += st.hist[k];
     }
-    CHECK(total == (uint64_t)w * h, "%s: hist total %llu", d, (unsigned long long)total);
+    CHECK(total == (uint64_t)inside, "%s: hist total %llu", d, (unsigned long long)total);
+    if (inside == 0)
+      CHECK(st.mean == 0.0 && st.std == 0.0 && st.min == 0.0f && st.max == 0.0f &&
+                st.global_entropy == 0.0 && st.global_entropy_levels == 0.0,
+            "%s: no pixel inside, statistics not 0", d);
+    if (depth == 32)
+      CHECK(st.global_entropy == st.global_entropy_levels, "%s: float global %g vs levels %g",
+            d, st.global_entropy, st.global_entropy_levels);
     CHECK(moved <= 2 * (uint64_t)near, "%s: hist moved %llu near %d", d, (unsigned long long)moved, near);
   }
   free(m1);
   free(m2);
   free(ref);
   free(buf);
+  free(mbuf);
+}
+
+static void one_case(int w, int h, int depth, const es_params *p) {
+  one_case_mask(w, h, depth, p, MK_NONE);
+}
+
+/* A random mask kind (none a third of the time), float ranges, mask_computed. */
+static void masked_params(es_params *p, int depth) {
+  p->mask_computed = es_test_range(0, 3) == 0;
+  if (depth == 32) {
+    int k = es_test_range(0, 3);
+    if (k == 1) p->in_lo = p->in_hi = 0.0; /* a zeroed struct: auto too */
+    if (k >= 2) {                          /* given; may clip the samples */
+      p->in_lo = es_test_range(-400, 100);
+      p->in_hi = p->in_lo + es_test_range(1, 600) * (k == 2 ? 1.0 : 1e-3);
+    }
+  }
 }
 
 static void random_params(es_params *p, int depth, int maxk) {
@@ -342,6 +443,39 @@ int main(void) {
       int h = p.window / 4 + es_test_range(-2, 2);
       one_case(es_test_range(1, 50), h < 1 ? 1 : h, 8, &p);
     }
+  }
+  /* Masks and float samples: corner sizes with every mask kind, then random cases. */
+  for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++) {
+    for (int mk = MK_RANDOM; mk < MK_KINDS; mk++) {
+      es_params p;
+      int depth = mk % 2 ? 8 : 32;
+      random_params(&p, depth == 32 ? 16 : 8, 9);
+      masked_params(&p, depth);
+      one_case_mask(sizes[s][0], sizes[s][1], depth, &p, mk);
+    }
+  }
+  for (int i = 0; i < 90; i++) {
+    int depth = (int[]){8, 16, 32, 32}[es_test_range(0, 3)];
+    es_params p;
+    int big = es_test_range(0, 5) == 0;
+    random_params(&p, depth == 32 ? 16 : depth, big ? 61 : 15);
+    masked_params(&p, depth);
+    int w = big ? es_test_range(1, 24) : es_test_range(1, 67);
+    int h = big ? es_test_range(1, 24) : es_test_range(1, 53);
+    one_case_mask(w, h, depth, &p, es_test_range(0, 2) ? es_test_range(1, MK_KINDS - 1) : MK_NONE);
+  }
+  /* The algorithms' own paths with a mask: Perreault-Hebert (wide, small L), band_short
+   * (short rows), the square kernels' interior (K = 3..9). */
+  for (int combo = 0; combo < 8; combo++) {
+    es_params p;
+    es_params_default(&p);
+    p.border = combo & 1;
+    p.shape = (combo >> 1) & 1;
+    p.levels = combo & 4 ? 4 : 256;
+    p.window = 2 * es_test_range(1, 4) + 1;
+    one_case_mask(es_test_range(40, 90), es_test_range(5, 30), combo & 4 ? 32 : 8, &p, MK_RANDOM);
+    p.window = 2 * es_test_range(10, 30) + 1;
+    one_case_mask(es_test_range(5, 60), es_test_range(1, 4), 16, &p, MK_BLOCKS);
   }
   return es_test_done("test_kernels_engine");
 }

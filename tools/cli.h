@@ -58,6 +58,9 @@ typedef struct cli_opts {
   int progress; /* -1 auto, 0 off, 1 on */
   int stats_line; /* neither -o nor --stats: each image's or frame's statistics line on
                    * standard output (cli_stats_line), not a run that writes nothing */
+  const char *mask_path; /* --mask FILE, read by cli_mask_load into: */
+  uint8_t *mask;         /* mask_w x mask_h bytes, 1 inside, or NULL */
+  int mask_w, mask_h;
 } cli_opts;
 
 /* ---- cli_msg.c: signals, messages, progress, the end of a run. */
@@ -126,6 +129,12 @@ int cli_stats_file_check(cli_opts *o);
 int cli_stats_open(const cli_opts *o, es_stats_writer **sw);
 /* Makes the output directory dir, then opens the --stats file inside it; a failure is said. */
 int cli_stats_open_inside(const cli_opts *o, const char *dir, es_stats_writer **sw);
+
+/* ---- cli_mask.c: --mask. */
+/* Reads o->mask_path into o->mask: 0, or the exit code after saying why. */
+int cli_mask_load(cli_opts *o);
+/* Sets the stream's mask for every frame to o's (nothing without --mask). */
+void cli_mask_to(const cli_opts *o, es_stream_config *sc);
 
 /* ---- The runners: each returns the exit code (SPEC 3). */
 /* One PNG or a directory of them (cli_images.c). */

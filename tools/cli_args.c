@@ -28,9 +28,9 @@ static void usage(FILE *f) {
     "Options (default in brackets):\n"
     "  -w, --window K      window size, odd, 1..255 [5]\n"
     "      --shape S       square|disk [square]\n"
-    "      --border B      clip|reflect [clip]\n"
+    "      --border B      clip|reflect [clip]; --mask PNG: non-zero = inside\n"
     "  -L, --levels L      levels, 2..65536 (8-bit input: L above 256 as 256) [16]\n"
-    "      --base B        2|e: bits or nats [2]\n"
+    "      --base B        2|e: bits or nats [2]; --in-range LO:HI of float input\n"
     "      --format F      heat|gray8|gray16|f32 [heat]\n"
     "      --colormap C    inferno|viridis|magma|turbo|gray [inferno]\n"
     "      --range R       fixed|auto: scale by log2(min(|W|, L)) or min..max [fixed]\n"
@@ -94,6 +94,23 @@ static int parse_int(const char *s, int lo, int hi, int *out) {
   if (parse_i64(s, lo, hi, &v)) return -1;
   *out = (int)v;
   return 0;
+}
+
+/* --in-range LO:HI: two finite decimal numbers (a sign, a point and an exponent allowed:
+ * float data spans any scale; no hex, inf or nan), LO < HI. */
+static int parse_real(const char *s, size_t n, double *out) {
+  char buf[64], *end;
+  if (n == 0 || n >= sizeof buf || strspn(s, "0123456789+-.eE") < n) return -1;
+  memcpy(buf, s, n);
+  buf[n] = 0;
+  errno = 0;
+  *out = strtod(buf, &end);
+  return errno || *end || !(*out - *out == 0.0) ? -1 : 0;
+}
+static int parse_in_range(const char *s, double *lo, double *hi) {
+  const char *c = strchr(s, ':');
+  if (!c || parse_real(s, (size_t)(c - s), lo) || parse_real(c + 1, strlen(c + 1), hi)) return -1;
+  return *lo < *hi ? 0 : -1;
 }
 
 static int pick(const char *s, const char *const *names, int n) {
@@ -192,7 +209,7 @@ enum {
   OPT_SHAPE = 256, OPT_BORDER, OPT_BASE, OPT_FORMAT, OPT_COLORMAP, OPT_RANGE, OPT_OVERLAY,
   OPT_STATS, OPT_STATS_BINS, OPT_DEVICE, OPT_GPUS, OPT_CPU_BELOW, OPT_THREADS, OPT_QUEUE,
   OPT_RAW, OPT_CODEC, OPT_CRF, OPT_PRESET, OPT_PIX_FMT, OPT_MAX_PIXELS, OPT_PROGRESS, OPT_NO_PROGRESS,
-  OPT_VERSION
+  OPT_VERSION, OPT_MASK, OPT_IN_RANGE
 };
 
 /* Returns 0 to go on, 1 for a usage error (message printed), or -2 after --help/--version
@@ -218,6 +235,7 @@ int cli_parse_args(int argc, char **argv, cli_opts *o) {
     {"progress", no_argument, 0, OPT_PROGRESS},
     {"no-progress", no_argument, 0, OPT_NO_PROGRESS},
     {"version", no_argument, 0, OPT_VERSION}, {"help", no_argument, 0, 'h'},
+    {"mask", required_argument, 0, OPT_MASK}, {"in-range", required_argument, 0, OPT_IN_RANGE},
     {0, 0, 0, 0}};
   static const char *const shapes[] = {"square", "disk"};
   static const char *const borders[] = {"clip", "reflect"};
@@ -418,6 +436,19 @@ int cli_parse_args(int argc, char **argv, cli_opts *o) {
     case OPT_MAX_PIXELS:
       if (parse_i64(a, 1, INT64_C(1) << 62, &o->max_pixels)) {
         cli_err(NULL, "--max-pixels %s: must be 1..%" PRId64, a, INT64_C(1) << 62);
+        return 1;
+      }
+      break;
+    case OPT_MASK:
+      if (o->mask_path || !*a) {
+        cli_err(NULL, "--mask %s: one mask file (a PNG of the input's size)", a);
+        return 1;
+      }
+      o->mask_path = a;
+      break;
+    case OPT_IN_RANGE:
+      if (parse_in_range(a, &o->cfg.params.in_lo, &o->cfg.params.in_hi)) {
+        cli_err(NULL, "--in-range %s: must be LO:HI, decimal numbers with LO < HI (-1.5:2e3)", a);
         return 1;
       }
       break;

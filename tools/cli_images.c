@@ -680,6 +680,7 @@ int cli_run_images(cli_opts *o, int in_kind, int out_kind) {
     sc.want_stats = o->stats_path != NULL || o->stats_line;
     sc.render = o->render;
     sc.render.format = b.pixfmt;
+    cli_mask_to(o, &sc);
     rc = es_stream_open(b.ctx, &sc, &b.st);
     if (rc != ES_OK) {
       const char *m = es_context_error(b.ctx);

@@ -530,6 +530,12 @@ int cli_run_video(cli_opts *o, int out_kind) {
     code = input_failed(o, in_name, ES_ERR_INPUT, msg);
     goto end;
   }
+  if (o->mask && (o->mask_w != v.info.width || o->mask_h != v.info.height)) {
+    snprintf(msg, sizeof msg, "%dx%d, the mask %s %dx%d: not the same size", v.info.width,
+             v.info.height, o->mask_path, o->mask_w, o->mask_h);
+    code = input_failed(o, in_name, ES_ERR_INPUT, msg);
+    goto end;
+  }
 
   /* Outputs. The statistics file first, so that one that cannot be written leaves no
    * frame directory behind (as in cli_run_images); where it lies inside that directory, with
@@ -602,6 +608,7 @@ int cli_run_video(cli_opts *o, int out_kind) {
     sc.render.format = fmt;
   }
   sc.want_stats = sw != NULL || o->stats_line;
+  cli_mask_to(o, &sc);
   /* max_width 0: each frame buffer is made when a frame for it has come (decode_thread),
    * at most --queue of them, rather than --queue of the header's size up front. */
   es_trace("video: outputs open, joining the context thread");

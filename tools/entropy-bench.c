@@ -34,6 +34,7 @@ typedef struct bench_opts {
   int cases[16][4]; /* --case WxHxKxL: only these (CPU and GPU rows, no naive ones) */
   int gpu_only;     /* --gpu-only: no CPU rows; the CPU map (for err) computed once */
   int disk;         /* --disk: disk windows in every row (default square) */
+  int mask_pct;     /* --mask P: also rows with a random mask of P% inside (1..100) */
 } bench_opts;
 
 static FILE *g_json;
@@ -89,6 +90,7 @@ static double direct_entropy(const es_image *img, const es_params *p, int x, int
     for (int dx = -win.hw[dy + win.r]; dx <= win.hw[dy + win.r]; dx++) {
       int xx = x + dx;
       if (xx < 0 || xx >= img->width) continue;
+      if (!es_image_inside(img, xx, yy)) continue; /* outside the mask: not counted */
       uint32_t q = es_quantize(d[(size_t)yy * img->stride + xx], (uint32_t)p->levels, 8);
       hist[q]++;
       lv[n++] = q;
@@ -121,6 +123,7 @@ static double check_ref(const es_image *img, const es_params *p, const float *ma
       return NAN;
     }
     for (size_t i = 0; i < npx; i++) {
+      if (isnan(ref[i]) && isnan(map[i])) continue; /* outside the mask on both */
       err_fold(&err, fabs((double)map[i] - ref[i]));
     }
     free(ref);
@@ -140,6 +143,10 @@ static double check_ref(const es_image *img, const es_params *p, const float *ma
       x = (int)((z >> 33) % (uint64_t)img->width);
       y = (int)((z >> 13) % (uint64_t)img->height);
     }
+    if (!es_image_inside(img, x, y)) { /* outside the mask: NaN expected */
+      err_fold(&err, isnan(map[(size_t)y * img->width + x]) ? 0.0 : NAN);
+      continue;
+    }
     err_fold(&err, fabs((double)map[(size_t)y * img->width + x] -
                         direct_entropy(img, p, x, y, hist, lv)));
   }
@@ -152,7 +159,8 @@ static double check_ref(const es_image *img, const es_params *p, const float *ma
 static double max_diff(const float *a, const float *b, size_t n) {
   double err = 0.0;
   for (size_t i = 0; i < n; i++)
-    err_fold(&err, fabs((double)a[i] - (double)b[i]));
+    if (!(isnan(a[i]) && isnan(b[i]))) /* outside a mask on both */
+      err_fold(&err, fabs((double)a[i] - (double)b[i]));
   return err;
 }
 
@@ -535,6 +543,87 @@ end:
   free(t);
 }
 
+/* --mask P: the same case with a random mask of P% inside, timed against the case without
+ * a mask in the same run (alternating runs, so both see the same machine), on 1 thread and
+ * on all; then on one GPU host to host, against the masked CPU map. */
+static void mask_rows(const bench_opts *o, const char *group, gpu_set *g, const es_image *img,
+                      const es_params *p, int gpu) {
+  const int w = img->width, h = img->height, K = p->window, L = p->levels, pct = o->mask_pct;
+  const size_t npx = (size_t)w * h;
+  const int reps = o->reps > 0 ? o->reps : 5;
+  uint8_t *mask = malloc(npx);
+  float *m0 = malloc(npx * sizeof *m0), *m1 = malloc(npx * sizeof *m1);
+  float *mg = malloc(npx * sizeof *mg);
+  char eng[64], note[160], msg[256] = "";
+  const char *how = "";
+  if (!mask || !m0 || !m1 || !mg) goto end;
+  for (size_t i = 0; i < npx; i++) { /* splitmix64 of the index, another seed */
+    uint64_t z = (uint64_t)i * 0x9E3779B97F4A7C15ull + 77;
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    mask[i] = (uint8_t)(((z ^ (z >> 31)) >> 40) % 100 < (uint64_t)pct);
+  }
+  es_image mimg = *img;
+  mimg.mask = mask;
+  mimg.mask_stride = (size_t)w;
+  es_job plain, masked;
+  fill_job(&plain, img, p, m0);
+  fill_job(&masked, &mimg, p, m1);
+  snprintf(eng, sizeof eng, "cpu engine, mask %d%%", pct);
+  if (!o->gpu_only) {
+    const int nt = es_cpu_run_threads(&plain, o->threads > 0 ? o->threads : 0);
+    for (int pass = 0; pass < (nt > 1 ? 2 : 1); pass++) {
+      const int thr = pass ? nt : 1;
+      double t0 = -1, t1 = -1;
+      if (time_cpu(&plain, &masked, thr, reps, &t0, &t1, msg, sizeof msg) == 0) {
+        double err = pass ? max_diff(mg, m1, npx) : check_ref(&mimg, p, m1, &how);
+        snprintf(note, sizeof note, "%.2fx the time without a mask (%.3f ms, same run)",
+                 t1 / t0, t0);
+        row_out(group, eng, w, h, K, L, thr, t1, reps, err, pass ? "vs 1 thread" : how, note);
+      } else {
+        row_out(group, eng, w, h, K, L, thr, -1, 0, 0, "", msg);
+      }
+      if (!pass) memcpy(mg, m1, npx * sizeof *mg); /* the 1-thread map, for the others */
+    }
+  } else {
+    if (es_cpu_run(&masked, 0, msg, sizeof msg) != ES_OK) memset(m1, 0xff, npx * sizeof *m1);
+    memcpy(mg, m1, npx * sizeof *mg);
+  }
+  if (gpu && g->n) {
+    const int greps = o->reps > 0 ? o->reps : 20;
+    double *t = malloc((size_t)greps * 2 * sizeof *t);
+    es_job gplain = plain, gmasked = masked;
+    gmasked.map = m1;
+    int ok = t != NULL;
+    /* alternating, as the CPU rows: one warm-up each, then pairs */
+    ok = ok && es_gpu_run(g->w[0], &gplain, msg, sizeof msg) == ES_OK &&
+         es_gpu_run(g->w[0], &gmasked, msg, sizeof msg) == ES_OK;
+    if (ok) memset(m1, 0xff, npx * sizeof *m1);
+    for (int i = 0; ok && i < greps; i++) {
+      double a = now_s();
+      ok = es_gpu_run(g->w[0], &gplain, msg, sizeof msg) == ES_OK;
+      double b = now_s();
+      ok = ok && es_gpu_run(g->w[0], &gmasked, msg, sizeof msg) == ES_OK;
+      t[i] = (b - a) * 1e3;
+      t[greps + i] = (now_s() - b) * 1e3;
+    }
+    snprintf(eng, sizeof eng, "gpu x1 h2h, mask %d%%", pct);
+    if (ok) {
+      double tp = median(t, greps), tm = median(t + greps, greps);
+      snprintf(note, sizeof note, "%.2fx the time without a mask (%.3f ms, same run)", tm / tp, tp);
+      row_out(group, eng, w, h, K, L, 0, tm, greps, max_diff(mg, m1, npx), "vs cpu", note);
+    } else {
+      row_out(group, eng, w, h, K, L, 0, -1, 0, 0, "", msg);
+    }
+    free(t);
+  }
+end:
+  free(mask);
+  free(m0);
+  free(m1);
+  free(mg);
+}
+
 static int run_case(const bench_opts *o, const char *group, gpu_set *g, int w, int h, int K,
                     int L, int naive, int gpu, int gpu_full) {
   uint8_t *data = make_levels(w, h, L);
@@ -565,6 +654,7 @@ static int run_case(const bench_opts *o, const char *group, gpu_set *g, int w, i
     cpu_rows(o, group, &img, &p, map1, map2, naive);
   }
   if (gpu) gpu_rows(o, group, g, &img, &p, map1, map2, gpu_full);
+  if (o->mask_pct) mask_rows(o, group, g, &img, &p, gpu);
   fflush(stdout);
   free(data);
   free(map1);
@@ -587,6 +677,7 @@ static void usage(FILE *f) {
           "                     [--case WxHxKxL ...]   (these cases only: CPU and GPU rows)\n"
           "                     [--gpu-only]           (no CPU rows; errors still against the CPU)\n"
           "                     [--disk]               (disk windows in every row; default square)\n"
+          "                     [--mask P]             (also rows with a random mask, P%% inside)\n"
           "  --quick      small sizes only (64^2, 400^2, 192x108)\n"
           "  --threads N  threads of the all-threads rows (0 or absent: OpenMP's default)\n"
           "  --reps N     timed repetitions a row (0 or absent: 5 on the CPU, 20 on a GPU)\n"
@@ -604,6 +695,11 @@ int main(int argc, char **argv) {
       o.gpu_only = 1;
     } else if (!strcmp(a, "--disk")) {
       o.disk = 1;
+    } else if (!strcmp(a, "--mask") && i + 1 < argc) {
+      if (parse_count(argv[++i], &o.mask_pct) || o.mask_pct < 1 || o.mask_pct > 100) {
+        fprintf(stderr, "entropy-bench: --mask %s: want a percentage 1..100\n", argv[i]);
+        return 1;
+      }
     } else if ((!strcmp(a, "--threads") || !strcmp(a, "--reps")) && i + 1 < argc) {
       if (parse_count(argv[++i], !strcmp(a, "--reps") ? &o.reps : &o.threads)) {
         fprintf(stderr, "entropy-bench: %s %s: want a count\n", a, argv[i]);
@@ -627,7 +723,7 @@ int main(int argc, char **argv) {
     } else if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
       usage(stdout);
       return 0;
-    } else if (i + 1 == argc && (!strcmp(a, "--threads") || !strcmp(a, "--reps") ||
+    } else if (i + 1 == argc && (!strcmp(a, "--threads") || !strcmp(a, "--reps") || !strcmp(a, "--mask") ||
                                  !strcmp(a, "--json") || !strcmp(a, "--case"))) {
       fprintf(stderr, "entropy-bench: %s: needs a value\n", a);
       return 1;

@@ -254,6 +254,8 @@ int main(int argc, char **argv) {
     return 2;
   }
   o.stats_line = !o.output && !o.stats_path;
-  if (in_kind == IN_VIDEO) return cli_run_video(&o, out_kind);
-  return cli_run_images(&o, in_kind, out_kind);
+  if (o.mask_path && (rc = cli_mask_load(&o)) != 0) return rc;
+  rc = in_kind == IN_VIDEO ? cli_run_video(&o, out_kind) : cli_run_images(&o, in_kind, out_kind);
+  free(o.mask);
+  return rc;
 }

@@ -20,8 +20,27 @@ __version__ = _core.LIBRARY_VERSION
 WINDOW_MAX = _core.WINDOW_MAX
 
 
+def _mask_u8(mask):
+    # Non-zero = inside, one byte a pixel, C-contiguous (what _core takes).
+    if mask is None:
+        return None
+    import numpy as np
+    return np.ascontiguousarray(np.asarray(mask) != 0, dtype=np.uint8)
+
+
+def _in_range(in_range):
+    # (in_lo, in_hi): NaN, NaN for each image's own finite min..max.
+    if in_range is None:
+        return float("nan"), float("nan")
+    try:
+        lo, hi = in_range
+        return float(lo), float(hi)
+    except (TypeError, ValueError):
+        raise ValueError(f"in_range={in_range!r}: must be None or (lo, hi)") from None
+
+
 def entropy(image, window=5, shape="square", border="clip", levels=16, base=2, mask=None,
-            device="auto", out=None, *, threads=0):
+            device="auto", out=None, *, threads=0, in_range=None):
     """Local Shannon entropy of every pixel.
 
     H(p) = log2 N - (1/N) sum_k c_k log2 c_k over the window around p, c_k the count of
@@ -31,7 +50,7 @@ def entropy(image, window=5, shape="square", border="clip", levels=16, base=2, m
 
     Parameters
     ----------
-    image : ndarray of uint8 or uint16, shape (H, W) or (T, H, W); or a CuPy array
+    image : ndarray of uint8, uint16 or float32, shape (H, W) or (T, H, W); or a CuPy array
         Any strides: rows of contiguous samples are read in place; any other layout (a
         transposed or column-sliced view, byte-swapped uint16) is copied once. A 3-D array
         is a stack of frames, computed in order through the library's stream. A CuPy array
@@ -45,12 +64,20 @@ def entropy(image, window=5, shape="square", border="clip", levels=16, base=2, m
         'clip' (default): pixels outside the image are not counted (scikit-image's rule).
         'reflect': symmetric padding (MATLAB's entropyfilt).
     levels : int, optional
-        L, 2..256 for uint8, 2..65536 for uint16. Default 16.
+        L, 2..256 for uint8, 2..65536 for uint16 and float32. Default 16.
     base : {2, 'e'}, optional
         2: bits (default); 'e' (or math.e): nats.
-    mask : None
-        Not supported yet: the library has no mask (another issue adds it); anything but
-        None raises NotImplementedError.
+    mask : array_like, shape (H, W) (or (T, H, W) for a stack), optional
+        Pixels to use: non-zero inside. A pixel outside is counted in no window (as one
+        past a clip border; with 'reflect' a reflection landing on it is not counted
+        either), and its H is NaN. Statistics (:func:`stats`) cover the inside only. A 2-D
+        mask applies to every frame of a stack. With a CuPy image, a mask on its GPU (or
+        one copied there).
+    in_range : (lo, hi), optional
+        float32 images: a finite sample v is level floor((v - lo) * levels / (hi - lo)),
+        in double, clamped to 0..levels-1; NaN and infinite samples are outside, as masked
+        ones (H NaN). None (default): each image's own finite min..max (inside its mask;
+        a constant image is all level 0). Ignored for uint8 and uint16.
     device : {'auto', 'cpu', 'gpu'}, optional
         'auto': every visible GPU, and the CPU for small images. 'gpu' raises RuntimeError
         where no GPU is usable.
@@ -68,13 +95,14 @@ def entropy(image, window=5, shape="square", border="clip", levels=16, base=2, m
     Raises
     ------
     TypeError
-        A dtype other than uint8 or uint16 (`image`), or other than float32 (`out`).
+        A dtype other than uint8, uint16 or float32 (`image`), or other than float32
+        (`out`).
     ValueError
         A parameter out of range (the message gives the allowed range), an image that is
         empty or not 2-D or 3-D, an `out` of the wrong shape, read-only or not C-contiguous.
     NotImplementedError
-        `mask`, and float32 images (they need the float rule of the image-formats issue);
-        a CUDA array where CuPy is not importable.
+        A CUDA array where CuPy is not importable; `in_range` or a float32 image with a CUDA
+        array (float levels are taken on the host).
     MemoryError, RuntimeError
         Out of memory; a GPU failed and no fallback could finish.
     KeyboardInterrupt
@@ -85,19 +113,24 @@ def entropy(image, window=5, shape="square", border="clip", levels=16, base=2, m
     The GIL is released while computing; calls from several threads at once are safe.
     """
     if _cuda.is_cuda_array(image):
+        if in_range is not None:
+            raise NotImplementedError("in_range: float32 CUDA arrays are not supported")
         return _cuda.compute(image, out, window, shape, border, levels, base, mask, device)
+    lo, hi = _in_range(in_range)
     return _core.entropy(image, window=window, shape=shape, border=border, levels=levels,
-                         base=base, mask=mask, device=device, out=out, threads=threads)
+                         base=base, mask=_mask_u8(mask), device=device, out=out,
+                         threads=threads, in_lo=lo, in_hi=hi)
 
 
 def stats(image, window=5, shape="square", border="clip", levels=16, base=2, mask=None,
-          device="auto", *, bins=16, threads=0, with_map=False):
+          device="auto", *, bins=16, threads=0, with_map=False, in_range=None):
     """Statistics of the local entropy map (SPEC section 2), without copying the map back.
 
     Parameters
     ----------
-    image, window, shape, border, levels, base, mask, device, threads
-        As for :func:`entropy`.
+    image, window, shape, border, levels, base, mask, device, threads, in_range
+        As for :func:`entropy`. With a mask (or float samples that are not finite) every
+        statistic covers the inside pixels only.
     bins : int, optional
         Histogram bins over [0, hmax], 1..1024. Default 16.
     with_map : bool, optional
@@ -108,8 +141,8 @@ def stats(image, window=5, shape="square", border="clip", levels=16, base=2, mas
     dict, or list of dict for a 3-D stack (one per frame)
         ``count`` (pixels), ``mean``, ``std`` (population), ``min``, ``max`` of H;
         ``global_entropy``: the entropy in bits of the image's raw samples at their bit
-        depth (FFmpeg's ``entropy`` filter); ``global_entropy_levels``: that of its
-        quantized levels;
+        depth (FFmpeg's ``entropy`` filter; float32: that of the levels);
+        ``global_entropy_levels``: that of its quantized levels;
         ``bins``; ``hist`` (uint64 array of counts of H in equal bins over [0, hmax]);
         ``hmax`` = log2(min(window pixels, levels)) in the output unit.
 
@@ -125,9 +158,10 @@ def stats(image, window=5, shape="square", border="clip", levels=16, base=2, mas
                                     base, mask, device, want_stats=True, bins=bins)
         return _cuda.compute(image, None, window, shape, border, levels, base, mask, device,
                              want_stats=True, bins=bins)
+    lo, hi = _in_range(in_range)
     return _core.stats(image, window=window, shape=shape, border=border, levels=levels,
-                       base=base, mask=mask, device=device, bins=bins, threads=threads,
-                       with_map=with_map)
+                       base=base, mask=_mask_u8(mask), device=device, bins=bins,
+                       threads=threads, with_map=with_map, in_lo=lo, in_hi=hi)
 
 
 def version_info():

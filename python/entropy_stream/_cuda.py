@@ -21,9 +21,8 @@ def _cupy():
 
 def _check(cupy, a):
     if a.dtype == np.float32:
-        raise NotImplementedError("float32 images need the float rule (in_range=) of the "
-                                  "image-formats issue, which this library does not have yet; "
-                                  "pass uint8 or uint16")
+        raise NotImplementedError("float32 CUDA arrays are not supported (their levels are "
+                                  "taken on the host): pass a NumPy array, or uint8/uint16")
     if a.dtype not in (np.uint8, np.uint16):
         raise TypeError(f"image dtype {a.dtype}: must be uint8 or uint16")
     if a.ndim not in (2, 3):
@@ -45,9 +44,6 @@ def compute(image, out, window, shape, border, levels, base, mask, device, want_
             bins=16):
     """The map (CuPy float32, `out` if given) or, with want_stats, the stats dict(s)."""
     cupy = _cupy()
-    if mask is not None:
-        raise NotImplementedError("mask: the library has no mask support yet (another issue "
-                                  "adds it)")
     if device not in ("auto", "gpu"):
         raise ValueError(f"device={device!r}: a CUDA array is computed on its own GPU: "
                          f"'auto' or 'gpu'")
@@ -71,10 +67,20 @@ def compute(image, out, window, shape, border, levels, base, mask, device, want_
         # The library computes on streams of its own: what the caller queued on the current
         # stream (the input's writes) must be done first.
         cupy.cuda.get_current_stream().synchronize()
+        # The mask on the image's GPU, one tight byte a pixel, non-zero inside: [H, W] for
+        # every frame, or [T, H, W].
+        m = None
+        if mask is not None:
+            m = cupy.ascontiguousarray(cupy.asarray(mask) != 0, dtype=cupy.uint8)
+            if not (m.shape == a.shape[-2:] or (a.ndim == 3 and m.shape == a.shape)):
+                raise ValueError(f"mask shape {m.shape}: must be the image's {a.shape} (or a "
+                                 f"frame's, for a stack)")
+            cupy.cuda.get_current_stream().synchronize()  # the conversion just queued
         frames = [a] if a.ndim == 2 else list(a)
+        masks = [m] * len(frames) if m is None or m.ndim == 2 else list(m)
         outs = [out] if a.ndim == 2 else (list(out) if out is not None else [None] * len(a))
         stats = []
-        for f, o in zip(frames, outs):
+        for f, o, fm in zip(frames, outs, masks):
             g = _rows(cupy, f)
             if g is not f:
                 cupy.cuda.get_current_stream().synchronize()  # the copy just queued
@@ -82,7 +88,8 @@ def compute(image, out, window, shape, border, levels, base, mask, device, want_
             st = _core.entropy_device(
                 f.data.ptr, f.shape[0], f.shape[1], f.strides[0], 8 * f.itemsize,
                 0 if o is None else o.data.ptr, a.device.id, window=window, shape=shape,
-                border=border, levels=levels, base=base, bins=bins, want_stats=want_stats)
+                border=border, levels=levels, base=base, bins=bins, want_stats=want_stats,
+                mask_ptr=0 if fm is None else fm.data.ptr)
             stats.append(st)
     if want_stats:
         return stats[0] if a.ndim == 2 else stats

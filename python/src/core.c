@@ -47,10 +47,15 @@ static PyThread_type_lock ctx_lock;
  * Ctrl-C is seen between bands. Settable for tests (_set_band_pixels). */
 static int64_t band_pixels = (int64_t)1 << 24;
 
+/* Equal doubles, NaN equal to NaN (the float range's "each image's own"). */
+static int same_double(double a, double b) { return a == b || (isnan(a) && isnan(b)); }
+
 static int key_equal(const ctx_key *a, const ctx_key *b) {
   return a->params.window == b->params.window && a->params.shape == b->params.shape &&
          a->params.border == b->params.border && a->params.levels == b->params.levels &&
-         a->params.base == b->params.base && a->device == b->device &&
+         a->params.base == b->params.base && same_double(a->params.in_lo, b->params.in_lo) &&
+         same_double(a->params.in_hi, b->params.in_hi) &&
+         a->params.mask_computed == b->params.mask_computed && a->device == b->device &&
          a->threads == b->threads && a->stats_bins == b->stats_bins;
 }
 
@@ -109,7 +114,7 @@ static void raise_status(int rc, const char *what) {
 
 typedef struct call_args {
   ctx_key key;
-  PyObject *mask;
+  PyObject *mask; /* None, or a uint8 array (entropy_stream's wrapper made it 0/1) */
 } call_args;
 
 /* A keyword argument that names one of n choices: its index into values in *v, or a
@@ -192,6 +197,20 @@ static int parse_common(PyObject *shape, PyObject *border, PyObject *base, PyObj
   return 1;
 }
 
+/* in_range (in_lo, in_hi: NaN, NaN for each image's own) and mask_computed. */
+static int parse_float_rule(double lo, double hi, int mask_computed, call_args *a) {
+  if (!(isnan(lo) && isnan(hi)) && !(isfinite(lo) && isfinite(hi) && lo < hi)) {
+    char m[160];
+    snprintf(m, sizeof m, "in_range=(%g, %g): must be None or (lo, hi), finite, lo < hi", lo, hi);
+    PyErr_SetString(PyExc_ValueError, m);
+    return 0;
+  }
+  a->key.params.in_lo = lo;
+  a->key.params.in_hi = hi;
+  a->key.params.mask_computed = mask_computed;
+  return 1;
+}
+
 /* ---- Images. ---- */
 
 /* The image as an array the library can read in place: uint8 or native uint16, 2-D or
@@ -208,19 +227,13 @@ static PyArrayObject *image_array(PyObject *image, int *depth) {
   PyArrayObject *arr = (PyArrayObject *)PyArray_FromAny(image, NULL, 0, 0, 0, NULL);
   if (!arr) return NULL;
   int type = PyArray_TYPE(arr);
-  if (type == NPY_FLOAT32) {
-    PyErr_SetString(PyExc_NotImplementedError,
-                    "float32 images need the float rule (in_range=) of the image-formats "
-                    "issue, which this library does not have yet; pass uint8 or uint16");
-    goto fail;
-  }
-  if (type != NPY_UINT8 && type != NPY_UINT16) {
+  if (type != NPY_UINT8 && type != NPY_UINT16 && type != NPY_FLOAT32) {
     PyObject *d = PyObject_Str((PyObject *)PyArray_DESCR(arr));
-    PyErr_Format(PyExc_TypeError, "image dtype %S: must be uint8 or uint16", d ? d : Py_None);
+    PyErr_Format(PyExc_TypeError, "image dtype %S: must be uint8, uint16 or float32", d ? d : Py_None);
     Py_XDECREF(d);
     goto fail;
   }
-  *depth = type == NPY_UINT8 ? 8 : 16;
+  *depth = type == NPY_UINT8 ? 8 : type == NPY_UINT16 ? 16 : 32;
   int nd = PyArray_NDIM(arr);
   if (nd != 2 && nd != 3) {
     PyErr_Format(PyExc_ValueError, "image has %d dimensions: must be 2-D [H, W] or 3-D "
@@ -266,7 +279,8 @@ static int check_levels(const call_args *a, int depth) {
   int lmax = depth == 8 ? 256 : 65536;
   if (a->key.params.levels < 2 || a->key.params.levels > lmax) {
     PyErr_Format(PyExc_ValueError, "levels=%d: must be 2..%d for %s input",
-                 a->key.params.levels, lmax, depth == 8 ? "uint8" : "uint16");
+                 a->key.params.levels, lmax,
+                 depth == 8 ? "uint8" : depth == 16 ? "uint16" : "float32");
     return 0;
   }
   return 1;
@@ -338,11 +352,14 @@ static PyArrayObject *out_array(PyObject *out, PyArrayObject *img) {
  * signals. Returns ES_OK, a library status (message in msg), or 1: a Python exception is
  * set (a signal's). */
 static int compute_map(es_context *ctx, const es_image *img, float *out, int radius,
-                       PyThreadState **save, char *msg, size_t msglen) {
+                       double img_range_lo, PyThreadState **save, char *msg, size_t msglen) {
   int64_t w = img->width, h = img->height;
   int64_t band = band_pixels / w;
   if (band < 1) band = 1;
-  if (band >= h) {
+  /* Float samples of their own range: its min and max are the whole image's, which a band
+   * does not see, so one call. */
+  const int whole = img->depth == 32 && isnan(img_range_lo);
+  if (band >= h || whole) {
     int rc = es_compute(ctx, img, out, (size_t)w, NULL, NULL, NULL);
     if (rc) snprintf(msg, msglen, "%s", es_context_error(ctx));
     return rc;
@@ -363,6 +380,7 @@ static int compute_map(es_context *ctx, const es_image *img, float *out, int rad
     es_image sub = *img;
     sub.data = (const unsigned char *)img->data + img->stride * (size_t)top;
     sub.height = (int)(bot - top);
+    if (img->mask) sub.mask = img->mask + img->mask_stride * (size_t)top;
     rc = es_compute(ctx, &sub, tmp, (size_t)w, NULL, NULL, NULL);
     if (rc) {
       snprintf(msg, msglen, "%s", es_context_error(ctx));
@@ -400,8 +418,9 @@ static PyObject *stats_dict(const es_stats *s, double hmax) {
 /* A 3-D stack [T, H, W] through the stream: frames pushed in order (lent from the array, no
  * copy), results pulled in order into out[t] (want_map) and stats[t] (want_stats). Called
  * with the GIL released; takes it back between frames for signals. Returns as compute_map. */
-static int compute_stack(es_context *ctx, PyArrayObject *img, int depth, float *out,
-                         es_stats *stats, PyThreadState **save, char *msg, size_t msglen) {
+static int compute_stack(es_context *ctx, PyArrayObject *img, int depth, const uint8_t *mask,
+                         int mask3d, float *out, es_stats *stats, PyThreadState **save,
+                         char *msg, size_t msglen) {
   npy_intp *dims = PyArray_DIMS(img);
   int64_t t_n = dims[0], h = dims[1], w = dims[2];
   es_stream *s = NULL;
@@ -435,6 +454,10 @@ static int compute_stack(es_context *ctx, PyArrayObject *img, int depth, float *
       f->stride = stride;
       f->lend = (const unsigned char *)PyArray_DATA(img) + PyArray_STRIDES(img)[0] * pushed;
       f->lend_release = NULL; /* the caller keeps the array alive for the call */
+      if (mask) { /* one mask for every frame, or one a frame [T, H, W] */
+        f->mask = mask + (mask3d ? (size_t)(pushed * h * w) : 0);
+        f->mask_stride = (size_t)w;
+      }
       f->pts = pushed;
       f->pts_seconds = NAN;
       rc = es_stream_push(s, f);
@@ -485,15 +508,34 @@ static PyObject *run(PyObject *image, PyObject *out_obj, const call_args *a, int
   es_stats *stats = NULL;
   es_context *ctx = NULL;
   PyObject *result = NULL;
-  if (a->mask && a->mask != Py_None) {
-    PyErr_SetString(PyExc_NotImplementedError,
-                    "mask: the library has no mask support yet (another issue adds it)");
-    return NULL;
-  }
+  PyArrayObject *mask = NULL;
   img = image_array(image, &depth);
   if (!img) goto end;
   if (!check_levels(a, depth)) goto end;
   int nd = PyArray_NDIM(img);
+  if (a->mask && a->mask != Py_None) {
+    /* entropy_stream's wrapper made it C-contiguous uint8 (non-zero = inside); [H, W], or
+     * [T, H, W] for a stack (one a frame). */
+    if (!PyArray_Check(a->mask) || PyArray_TYPE((PyArrayObject *)a->mask) != NPY_UINT8 ||
+        !PyArray_IS_C_CONTIGUOUS((PyArrayObject *)a->mask)) {
+      PyErr_SetString(PyExc_TypeError, "mask: must be a C-contiguous uint8 array");
+      goto end;
+    }
+    mask = (PyArrayObject *)a->mask;
+    int mnd = PyArray_NDIM(mask);
+    npy_intp *md = PyArray_DIMS(mask), *id = PyArray_DIMS(img);
+    int ok = (mnd == 2 || (mnd == 3 && nd == 3)) && md[mnd - 1] == id[nd - 1] &&
+             md[mnd - 2] == id[nd - 2] && (mnd == 2 || md[0] == id[0]);
+    if (!ok) {
+      PyObject *ms = PyObject_GetAttrString(a->mask, "shape");
+      PyObject *is = PyObject_GetAttrString((PyObject *)img, "shape");
+      PyErr_Format(PyExc_ValueError, "mask shape %S: must be the image's %S (or a frame's, for "
+                   "a stack)", ms ? ms : Py_None, is ? is : Py_None);
+      Py_XDECREF(ms);
+      Py_XDECREF(is);
+      goto end;
+    }
+  }
   int64_t frames = nd == 3 ? PyArray_DIMS(img)[0] : 1;
   if (want_map) {
     out = out_array(out_obj, img);
@@ -512,17 +554,21 @@ static PyObject *run(PyObject *image, PyObject *out_obj, const call_args *a, int
     }
   }
   es_image in = {PyArray_DATA(img), (int)PyArray_DIMS(img)[nd - 1],
-                 (int)PyArray_DIMS(img)[nd - 2], row_stride(img), depth};
+                 (int)PyArray_DIMS(img)[nd - 2], row_stride(img), depth,
+                 mask ? (const uint8_t *)PyArray_DATA(mask) : NULL,
+                 mask ? (size_t)PyArray_DIMS(img)[nd - 1] : 0};
   float *map = out ? (float *)PyArray_DATA(out) : NULL;
   PyThreadState *save = PyEval_SaveThread();
   rc = context_get(&a->key, &ctx, &own, msg, sizeof msg);
   if (rc == ES_OK) {
     if (nd == 3)
-      rc = compute_stack(ctx, img, depth, map, stats, &save, msg, sizeof msg);
+      rc = compute_stack(ctx, img, depth, in.mask, mask && PyArray_NDIM(mask) == 3, map, stats,
+                         &save, msg, sizeof msg);
     else if (want_stats)
       rc = es_compute(ctx, &in, map, (size_t)in.width, stats, NULL, NULL);
     else
-      rc = compute_map(ctx, &in, map, (a->key.params.window - 1) / 2, &save, msg, sizeof msg);
+      rc = compute_map(ctx, &in, map, (a->key.params.window - 1) / 2, a->key.params.in_lo,
+                       &save, msg, sizeof msg);
     if (rc < 0 && !msg[0]) snprintf(msg, sizeof msg, "%s", es_context_error(ctx));
   }
   if (own) es_context_destroy(&ctx);
@@ -570,16 +616,19 @@ end:
 static PyObject *py_entropy(PyObject *self, PyObject *args, PyObject *kw) {
   (void)self;
   static char *names[] = {"image", "window", "shape", "border", "levels", "base", "mask",
-                          "device", "out", "threads", NULL};
+                          "device", "out", "threads", "in_lo", "in_hi", "mask_computed", NULL};
   PyObject *image, *shape = NULL, *border = NULL, *base = NULL, *mask = Py_None,
                    *device = NULL, *out = Py_None;
-  int window = 5, levels = 16, threads = 0;
-  if (!PyArg_ParseTupleAndKeywords(args, kw, "O|$iOOiOOOOi:entropy", names, &image, &window,
+  int window = 5, levels = 16, threads = 0, mask_computed = 0;
+  double in_lo = NAN, in_hi = NAN;
+  if (!PyArg_ParseTupleAndKeywords(args, kw, "O|$iOOiOOOOiddp:entropy", names, &image, &window,
                                    &shape, &border, &levels, &base, &mask, &device, &out,
-                                   &threads))
+                                   &threads, &in_lo, &in_hi, &mask_computed))
     return NULL;
   call_args a;
-  if (!parse_common(shape, border, base, device, window, levels, threads, 16, &a)) return NULL;
+  if (!parse_common(shape, border, base, device, window, levels, threads, 16, &a) ||
+      !parse_float_rule(in_lo, in_hi, mask_computed, &a))
+    return NULL;
   a.mask = mask;
   return run(image, out, &a, 1, 0);
 }
@@ -587,16 +636,19 @@ static PyObject *py_entropy(PyObject *self, PyObject *args, PyObject *kw) {
 static PyObject *py_stats(PyObject *self, PyObject *args, PyObject *kw) {
   (void)self;
   static char *names[] = {"image", "window", "shape", "border", "levels", "base", "mask",
-                          "device", "bins", "threads", "with_map", NULL};
+                          "device", "bins", "threads", "with_map", "in_lo", "in_hi", NULL};
   PyObject *image, *shape = NULL, *border = NULL, *base = NULL, *mask = Py_None,
                    *device = NULL;
   int window = 5, levels = 16, threads = 0, bins = 16, with_map = 0;
-  if (!PyArg_ParseTupleAndKeywords(args, kw, "O|$iOOiOOOiip:stats", names, &image, &window,
+  double in_lo = NAN, in_hi = NAN;
+  if (!PyArg_ParseTupleAndKeywords(args, kw, "O|$iOOiOOOiipdd:stats", names, &image, &window,
                                    &shape, &border, &levels, &base, &mask, &device, &bins,
-                                   &threads, &with_map))
+                                   &threads, &with_map, &in_lo, &in_hi))
     return NULL;
   call_args a;
-  if (!parse_common(shape, border, base, device, window, levels, threads, bins, &a)) return NULL;
+  if (!parse_common(shape, border, base, device, window, levels, threads, bins, &a) ||
+      !parse_float_rule(in_lo, in_hi, 0, &a))
+    return NULL;
   a.mask = mask;
   return run(image, Py_None, &a, with_map, 1);
 }
@@ -608,15 +660,15 @@ static PyObject *py_entropy_device(PyObject *self, PyObject *args, PyObject *kw)
   (void)self;
   static char *names[] = {"in_ptr", "height", "width", "stride", "depth", "out_ptr",
                           "device_id", "window", "shape", "border", "levels", "base",
-                          "bins", "want_stats", NULL};
-  unsigned long long in_ptr, out_ptr;
+                          "bins", "want_stats", "mask_ptr", NULL};
+  unsigned long long in_ptr, out_ptr, mask_ptr = 0;
   int height, width, depth, device_id, window = 5, levels = 16, bins = 16, want_stats = 0;
   Py_ssize_t stride;
   PyObject *shape = NULL, *border = NULL, *base = NULL;
-  if (!PyArg_ParseTupleAndKeywords(args, kw, "KiiniKi|$iOOiOip:entropy_device", names, &in_ptr,
-                                   &height, &width, &stride, &depth, &out_ptr, &device_id,
-                                   &window, &shape, &border, &levels, &base, &bins,
-                                   &want_stats))
+  if (!PyArg_ParseTupleAndKeywords(args, kw, "KiiniKi|$iOOiOipK:entropy_device", names,
+                                   &in_ptr, &height, &width, &stride, &depth, &out_ptr,
+                                   &device_id, &window, &shape, &border, &levels, &base, &bins,
+                                   &want_stats, &mask_ptr))
     return NULL;
   if (!shape || !border || !base) {
     PyErr_SetString(PyExc_TypeError, "entropy_device: shape, border and base are required");
@@ -630,7 +682,9 @@ static PyObject *py_entropy_device(PyObject *self, PyObject *args, PyObject *kw)
     PyErr_SetString(PyExc_ValueError, "CUDA array: empty, or rows not at a positive stride");
     return NULL;
   }
-  es_image img = {(const void *)(uintptr_t)in_ptr, width, height, (size_t)stride, depth};
+  /* mask_ptr: 0, or width x height bytes on the GPU, tight rows (entropy_stream._cuda) */
+  es_image img = {(const void *)(uintptr_t)in_ptr, width, height, (size_t)stride, depth,
+                  (const uint8_t *)(uintptr_t)mask_ptr, mask_ptr ? (size_t)width : 0};
   es_stats st;
   es_context *ctx = NULL;
   char msg[512] = "";

@@ -104,8 +104,8 @@ def test_skimage_out_and_refusals():
         es.skimage.entropy(img, np.ones((3, 5)))
     with pytest.raises(NotImplementedError, match="shift"):
         es.skimage.entropy(img, square(3), shift_x=1)
-    with pytest.raises(NotImplementedError, match="mask"):
-        es.skimage.entropy(img, square(3), mask=np.ones_like(img))
+    with pytest.raises(ValueError, match="mask shape"):
+        es.skimage.entropy(img, square(3), mask=np.ones((3, 3), bool))
     with pytest.raises(TypeError, match="uint8 or uint16"):
         es.skimage.entropy(img.astype(np.float64), square(3))
 
@@ -238,12 +238,20 @@ def test_base_e_is_nats():
 
 def test_bad_input():
     img = photo("camera")[:32, :32]
-    with pytest.raises(TypeError, match="float64: must be uint8 or uint16"):
+    with pytest.raises(TypeError, match="float64: must be uint8, uint16 or float32"):
         es.entropy(img.astype(np.float64))
     with pytest.raises(TypeError, match="int16"):
         es.entropy(img.astype(np.int16))
-    with pytest.raises(NotImplementedError, match="float rule"):
-        es.entropy(img.astype(np.float32))
+    with pytest.raises(ValueError, match=r"in_range=\(3, 3\)"):
+        es.entropy(img.astype(np.float32), in_range=(3, 3))
+    with pytest.raises(ValueError, match="in_range"):
+        es.entropy(img.astype(np.float32), in_range=5)
+    with pytest.raises(ValueError, match=r"levels=70000: must be 2\.\.65536 for float32"):
+        es.entropy(img.astype(np.float32), levels=70000)
+    with pytest.raises(ValueError, match="mask shape"):
+        es.entropy(img, mask=np.ones((32, 31), bool))
+    with pytest.raises(ValueError, match="mask shape"):
+        es.entropy(img, mask=np.ones((2, 32, 32), bool))
     with pytest.raises(ValueError, match="4 dimensions"):
         es.entropy(img[None, None])
     with pytest.raises(ValueError, match="1 dimensions"):
@@ -270,8 +278,6 @@ def test_bad_input():
         es.entropy(img, device="tpu")
     with pytest.raises(ValueError, match="bins=0"):
         es.stats(img, bins=0)
-    with pytest.raises(NotImplementedError, match="mask"):
-        es.entropy(img, mask=np.ones_like(img))
     ro = np.zeros(img.shape, np.float32)
     ro.flags.writeable = False
     with pytest.raises(ValueError, match="read-only"):
@@ -475,6 +481,16 @@ def test_cupy_arrays():
         es.entropy(img, device="cpu")
     with pytest.raises(TypeError, match="int32"):
         es.entropy(img.astype(cupy.int32))
+    # A mask on the GPU (the library copies it device to device): the CPU's bits, NaN outside.
+    m = _masks(host.shape, 2)["random"]
+    np.testing.assert_array_equal(
+        cupy.asnumpy(es.entropy(img, window=9, levels=256, mask=cupy.asarray(m))).view(np.uint32),
+        es.entropy(host, window=9, levels=256, mask=m, device="cpu").view(np.uint32))
+    st = es.stats(img, window=5, mask=cupy.asarray(m))
+    ref = es.stats(host, window=5, mask=m, device="cpu")
+    assert st["count"] == ref["count"] == (m != 0).sum() and st["mean"] == ref["mean"]
+    with pytest.raises(ValueError, match="mask shape"):
+        es.entropy(img, mask=cupy.ones((3, 3), bool))
 
 
 def test_cupy_dask_chunks():
@@ -565,3 +581,145 @@ def test_open_raw_and_errors():
         write_y4m(y4m, [u16], tag="420p10")
         with pytest.raises(NotImplementedError, match="C420p10"):
             list(es.open(y4m))
+
+
+# ---- Masks and float32 samples (issue 28's rules, issue 33's mask= and in_range=). ----
+
+def _masks(shape, seed):
+    """Random (any density, any non-zero value inside), all out, all in, one pixel."""
+    rng = np.random.default_rng(seed)
+    r = np.where(rng.random(shape) < rng.uniform(0.1, 0.9), rng.integers(1, 256, shape), 0)
+    one = np.zeros(shape, np.uint8)
+    one[shape[0] // 2, shape[1] // 3] = 1
+    return {"random": r.astype(np.uint8), "zero": np.zeros(shape, bool),
+            "one": np.ones(shape, bool), "pixel": one}
+
+
+def _direct(q, inside, k, shape, border, levels):
+    """H of every inside pixel from the inside pixels of its window (numpy, double); NaN
+    outside. The reference for masks, independent of the library."""
+    r = k // 2
+    yy, xx = np.mgrid[-r:r + 1, -r:r + 1]
+    fp = np.ones((k, k), bool) if shape == "square" else (xx * xx + yy * yy <= r * r)
+    mode = "symmetric" if border == "reflect" else "constant"
+    qp = np.pad(q.astype(np.int64), r, mode=mode)
+    mp = np.pad(inside, r, mode=mode)  # clip: padding False (not counted)
+    out = np.full(q.shape, np.nan)
+    for y, x in zip(*np.nonzero(inside)):
+        w = qp[y:y + k, x:x + k][fp & mp[y:y + k, x:x + k]]
+        c = np.bincount(w, minlength=levels)
+        c = c[c > 0] / w.size
+        out[y, x] = max(0.0, -(c * np.log2(c)).sum())
+    return out
+
+
+@needs_skimage
+@pytest.mark.parametrize("kind", ["random", "zero", "one", "pixel"])
+@pytest.mark.parametrize("fp,window", [("square", 5), ("disk", 9), ("square", 1)])
+def test_skimage_mask_on_a_photograph(kind, fp, window):
+    # es.skimage.entropy(mask=) is scikit-image's: the pixels outside are computed too, from
+    # the mask's pixels of their window (0 where there are none); uint8 and bool masks.
+    img = photo("camera")[100:260, 150:330]
+    m = _masks(img.shape, window)[kind]
+    foot = square(window) if fp == "square" else disk(window // 2)
+    ref = sk_entropy(img, foot, mask=m)
+    got = es.skimage.entropy(img, foot, mask=m)
+    assert got.dtype == np.float64 and not np.isnan(got).any()
+    assert ulps_apart(got.astype(np.float32), ref).max() <= 1
+    ref16 = sk_entropy(img.astype(np.uint16) * 7, foot, mask=m)
+    got16 = es.skimage.entropy(img.astype(np.uint16) * 7, foot, mask=m)
+    assert ulps_apart(got16.astype(np.float32), ref16).max() <= 1
+
+
+@needs_skimage
+def test_skimage_float_mask_rule():
+    # A float mask goes through img_as_ubyte, as scikit-image does: 0.001 rounds to 0 (out).
+    img = photo("camera")[:60, :70]
+    m = np.zeros(img.shape)
+    m[10:40, 5:50] = 0.6
+    m[20:30, 20:30] = 0.001
+    assert ulps_apart(es.skimage.entropy(img, disk(2), mask=m).astype(np.float32),
+                      sk_entropy(img, disk(2), mask=m)).max() <= 1
+
+
+@pytest.mark.parametrize("border", ["clip", "reflect"])
+@pytest.mark.parametrize("shape", ["square", "disk"])
+def test_mask_against_direct_count(border, shape):
+    # es.entropy(mask=): NaN exactly outside; inside, the entropy of the window's inside
+    # pixels (a reflection landing outside the mask is not counted either).
+    img = photo("camera")[300:345, 200:262]
+    for kind, m in _masks(img.shape, 3).items():
+        got = es.entropy(img, window=7, shape=shape, border=border, levels=16, mask=m)
+        inside = np.asarray(m) != 0
+        assert np.array_equal(np.isnan(got), ~inside), kind
+        ref = _direct((img.astype(np.int64) * 16) >> 8, inside, 7, shape, border, 16)
+        if inside.any():
+            assert np.nanmax(np.abs(got - ref)) <= 1e-5, kind
+
+
+def test_mask_stats_are_the_inside():
+    # Statistics over the inside only, against numpy on the map.
+    img = photo("camera")
+    m = _masks(img.shape, 11)["random"]
+    h, st = es.stats(img, window=9, levels=32, mask=m, bins=20, with_map=True)
+    inside = m != 0
+    v = h[inside].astype(np.float64)
+    assert st["count"] == inside.sum()
+    assert np.isclose(st["mean"], v.mean(), rtol=1e-9) and np.isclose(st["std"], v.std(), rtol=1e-6)
+    assert st["min"] == v.min() and st["max"] == v.max()
+    edges = np.minimum((v * np.nextafter(20 / st["hmax"], np.inf)).astype(int), 19)
+    assert np.array_equal(st["hist"], np.bincount(edges, minlength=20))
+    q = (img[inside].astype(np.int64) * 32) >> 8
+    c = np.bincount(q) / q.size
+    c = c[c > 0]
+    assert np.isclose(st["global_entropy_levels"], -(c * np.log2(c)).sum(), rtol=1e-12)
+    none = es.stats(img, mask=np.zeros(img.shape, bool))
+    assert none["count"] == 0 and none["mean"] == 0 and none["max"] == 0 and none["hist"].sum() == 0
+
+
+def test_mask_bands_and_stacks_bit_exact():
+    # A large image in bands, and a stack (one 2-D mask for every frame, or one a frame):
+    # the same bits as one call on each frame.
+    img = photo("camera")
+    m = _masks(img.shape, 5)["random"]
+    whole = es.entropy(img, window=11, border="reflect", mask=m)
+    old = es._core._set_band_pixels(5000)
+    try:
+        banded = es.entropy(img, window=11, border="reflect", mask=m)
+    finally:
+        es._core._set_band_pixels(old)
+    assert np.array_equal(whole.view(np.uint32), banded.view(np.uint32))
+    stack = np.stack([img, img[::-1].copy(), 255 - img])
+    ms = np.stack([m, _masks(img.shape, 6)["random"], m])
+    for mm in (m, ms):
+        got = es.entropy(stack, window=5, mask=mm)
+        for t in range(3):
+            one = es.entropy(stack[t], window=5, mask=mm if mm.ndim == 2 else mm[t])
+            assert np.array_equal(got[t].view(np.uint32), one.view(np.uint32))
+
+
+def test_float32_rule():
+    # floor((v - lo) * L / (hi - lo)) in double, clamped: the same map as the uint16 image of
+    # those levels; NaN and infinities outside; the image's own range by default.
+    rng = np.random.default_rng(7)
+    f = rng.normal(100.0, 30.0, (90, 110)).astype(np.float32)
+    f[5, 5], f[6, 7], f[50, 60] = np.nan, np.inf, -np.inf
+    L = 64
+    finite = np.isfinite(f)
+    for rng_ in (None, (40.0, 160.0)):
+        lo, hi = (float(f[finite].min()), float(f[finite].max())) if rng_ is None else rng_
+        q = np.floor((f.astype(np.float64) - lo) * L / (hi - lo))
+        q = np.clip(np.nan_to_num(q, nan=0, posinf=0, neginf=0), 0, L - 1).astype(np.int64)
+        got = es.entropy(f, window=5, levels=L, in_range=rng_)
+        assert np.array_equal(np.isnan(got), ~finite)
+        ref = _direct(q, finite, 5, "square", "clip", L)
+        assert np.nanmax(np.abs(got - ref)) <= 1e-5
+        # As the uint16 samples of the same levels with the NaN/inf as a mask: bit for bit.
+        s16 = ((q << 16) + L - 1) // L
+        same = es.entropy(s16.astype(np.uint16), window=5, levels=L, mask=finite)
+        assert np.array_equal(got.view(np.uint32), same.view(np.uint32))
+    st = es.stats(f, window=5, levels=L)
+    assert st["count"] == finite.sum() and st["global_entropy"] == st["global_entropy_levels"]
+    # A constant image: every finite sample level 0, H 0.
+    c = np.full((8, 9), 3.5, np.float32)
+    assert not es.entropy(c, window=3).any()

@@ -1,0 +1,42 @@
+/*
+ * cli_mask.c - --mask FILE: the mask read once, through the still-image reader the inputs
+ * take, into one byte a pixel (non-zero sample = inside), and handed to every stream as its
+ * mask for every frame (the stream refuses a frame of another size: exit 2).
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+
+int cli_mask_load(cli_opts *o) {
+  char msg[MSG_LEN] = "";
+  es_image img;
+  void *data = NULL;
+  memset(&img, 0, sizeof img);
+  int rc = es_png_read(o->mask_path, o->max_pixels, &img, &data, NULL, msg, sizeof msg);
+  if (rc != ES_OK) {
+    cli_err(o->mask_path, "%s", *msg ? msg : es_strerror(rc));
+    return es_exit_code(rc);
+  }
+  o->mask = malloc((size_t)img.width * (size_t)img.height);
+  if (!o->mask) {
+    free(data);
+    cli_err(o->mask_path, "out of memory for a %dx%d mask", img.width, img.height);
+    return es_exit_code(ES_ERR_NOMEM);
+  }
+  for (int y = 0; y < img.height; y++)
+    for (int x = 0; x < img.width; x++)
+      o->mask[(size_t)y * img.width + x] = es_image_sample(&img, x, y) != 0;
+  o->mask_w = img.width;
+  o->mask_h = img.height;
+  free(data);
+  return 0;
+}
+
+void cli_mask_to(const cli_opts *o, es_stream_config *sc) {
+  if (!o->mask) return;
+  sc->mask = o->mask;
+  sc->mask_stride = (size_t)o->mask_w;
+  sc->mask_width = o->mask_w;
+  sc->mask_height = o->mask_h;
+}
