@@ -1,8 +1,9 @@
 /*
  * es_io.h - sources and sinks: PNG (libpng), JPEG (libjpeg), other stills (libav*), .npy,
- * statistics files, atomic file replacement, and video/stdin/stdout through FFmpeg's libraries. Nothing here knows about
- * GPUs or threads; every function returns an es_status and writes a one-line message
- * ("what went wrong", without the file name: the caller prefixes it) into msg.
+ * statistics files, atomic file replacement, and video/stdin/stdout through FFmpeg's
+ * libraries. Nothing here knows about GPUs or threads; every function returns an es_status
+ * and writes a one-line message ("what went wrong", without the file name: the caller
+ * prefixes it) into msg.
  */
 #ifndef ES_IO_H
 #define ES_IO_H

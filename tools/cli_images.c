@@ -41,6 +41,8 @@ typedef struct img_job {
   int failed;  /* set before the workers start: a failure already reported (not a regular file,
                   no output directory), the job's status; it is counted, never opened */
   int keep_ext; /* its output keeps the input's extension: a.jpg -> a.jpg.png (out_name) */
+  int narrowed; /* left out by --ext: listed only so that the output names of the others
+                 * do not depend on --ext (mark_shared_stems), then dropped */
   int width, height;
   double t0;       /* when its decode began (-v) */
   void *stats;     /* when --stats: its frame's es_stats up to the bins used (owned; an
@@ -67,9 +69,10 @@ typedef struct img_batch {
 } img_batch;
 
 /* Lists the still images under root/rel into jobs: every extension the build reads, any case
- * (es_still_ext_ok; --ext narrows it). The top directory unreadable is an error
- * (msg); a subdirectory unreadable is a failure of the batch, as a file that cannot be read
- * is (SPEC 3: the other files are still done): reported here and counted in *unreadable.
+ * (es_still_ext_ok); those --ext leaves out are marked narrowed. The top directory
+ * unreadable is an error (msg); a subdirectory unreadable is a failure of the batch, as a
+ * file that cannot be read is (SPEC 3: the other files are still done): reported here and
+ * counted in *unreadable.
  * An image name that is not a regular file (links followed) is listed as a failed job, reported
  * here: opening a FIFO blocks a worker until a writer comes, which may be never, and a
  * thread blocked in open() does not see SIGINT. */
@@ -117,7 +120,7 @@ static int collect_stills(const char *root, const char *rel, int recursive, cons
       if (rc) goto end;
       continue;
     }
-    if (!es_still_ext_ok(e->d_name, ext)) {
+    if (!es_still_ext_ok(e->d_name, NULL)) {
       free(relname);
       free(full);
       continue;
@@ -126,7 +129,7 @@ static int collect_stills(const char *root, const char *rel, int recursive, cons
      * dangling one fails at open, with its reason). A symlink to a directory is skipped as
      * any directory not descended into is, whatever its name. */
     not_regular = stat(full, &st) == 0 && !S_ISREG(st.st_mode);
-    if (not_regular && S_ISDIR(st.st_mode)) {
+    if (not_regular && (S_ISDIR(st.st_mode) || !es_still_ext_ok(e->d_name, ext))) {
       free(relname);
       free(full);
       continue;
@@ -148,6 +151,7 @@ static int collect_stills(const char *root, const char *rel, int recursive, cons
     (*jobs)[*n].in = full;
     (*jobs)[*n].name = relname;
     if (not_regular) (*jobs)[*n].failed = ES_ERR_INPUT;
+    (*jobs)[*n].narrowed = !es_still_ext_ok(e->d_name, ext);
     (*n)++;
   }
 end:
@@ -494,6 +498,18 @@ int cli_run_images(cli_opts *o, int in_kind, int out_kind) {
     if (o->output && n && mark_shared_stems(jobs, n) != ES_OK) {
       code = 4;
       goto end;
+    }
+    { /* --ext: the files it leaves out go now (they only took part in the names) */
+      size_t kept = 0;
+      for (size_t i = 0; i < n; i++) {
+        if (jobs[i].narrowed) {
+          free(jobs[i].in);
+          free(jobs[i].name);
+          continue;
+        }
+        jobs[kept++] = jobs[i];
+      }
+      n = kept;
     }
     for (size_t i = 0; i < n && o->output; i++) {
       char *r2 = out_name(jobs[i].name, jobs[i].keep_ext, o->format == FMT_F32);
