@@ -163,6 +163,8 @@ int es_still_exts(char *buf, size_t len);
  * bad Huffman code) are errors; none is printed. */
 int es_jpeg_read_to(const char *path, int64_t max_pixels, es_png_dest_fn dest, void *user,
                     es_image *img, char *msg, size_t len);
+/* "libjpeg-turbo 2.1.5": the libjpeg built against (es_io_versions names it). */
+const char *es_jpeg_version(void);
 /* Any other still libavcodec decodes (still_av.c: WebP, BMP, PNM, TGA, JPEG 2000, QOI, ...),
  * its codec named by the extension, made grey as a video frame is (Y as stored, else
  * libswscale); samples deeper than 8 bits stay 16-bit. A decode that logs or returns an error

@@ -176,6 +176,17 @@ static int es_jpeg_decode(es_jpeg_rd *rd, int64_t max_pixels, es_png_dest_fn des
   return ES_OK;
 }
 
+/* libjpeg has no run-time version call: the one built against. */
+#define ES_JPEG_STR2(x) #x
+#define ES_JPEG_STR(x) ES_JPEG_STR2(x)
+const char *es_jpeg_version(void) {
+#ifdef LIBJPEG_TURBO_VERSION
+  return "libjpeg-turbo " ES_JPEG_STR(LIBJPEG_TURBO_VERSION);
+#else
+  return "libjpeg " ES_JPEG_STR(JPEG_LIB_VERSION);
+#endif
+}
+
 int es_jpeg_read_to(const char *path, int64_t max_pixels, es_png_dest_fn dest, void *user,
                     es_image *img, char *msg, size_t len) {
   es_jpeg_rd *rd;
