@@ -153,7 +153,7 @@ int es_still_is(const char *path);
  * names a directory batch takes (--ext). */
 int es_still_ext_ok(const char *name, const char *ext_filter);
 /* ES_OK when every item of a --ext list is an extension this build reads, else ES_ERR_USAGE
- * with msg ("xyz: not an image format this build reads"). */
+ * with msg ("not an image format this build reads: xyz"). */
 int es_still_filter_check(const char *ext_filter, char *msg, size_t len);
 /* Every extension the build reads, space-separated ("png jpg jpeg ..."), into buf. */
 int es_still_exts(char *buf, size_t len);

@@ -155,7 +155,7 @@ int es_still_filter_check(const char *ext_filter, char *msg, size_t len) {
     size_t k = strcspn(p, ",");
     char ext[32];
     if (k == 0 || k >= sizeof ext) {
-      snprintf(msg, len, "expected extensions separated by commas (png,jpg,tif)");
+      snprintf(msg, len, "expected extensions separated by commas (png,jpg)");
       return ES_ERR_USAGE;
     }
     memcpy(ext, p, k);
@@ -163,7 +163,7 @@ int es_still_filter_check(const char *ext_filter, char *msg, size_t len) {
     char name[40];
     snprintf(name, sizeof name, "x.%s", ext[0] == '.' ? ext + 1 : ext);
     if (!by_ext(name)) {
-      snprintf(msg, len, "%s: not an image format this build reads", ext);
+      snprintf(msg, len, "not an image format this build reads: %s", ext);
       return ES_ERR_USAGE;
     }
     any = 1;
@@ -171,7 +171,7 @@ int es_still_filter_check(const char *ext_filter, char *msg, size_t len) {
     if (*p == ',') p++;
   }
   if (!any) {
-    snprintf(msg, len, "expected extensions separated by commas (png,jpg,tif)");
+    snprintf(msg, len, "expected extensions separated by commas (png,jpg)");
     return ES_ERR_USAGE;
   }
   return ES_OK;

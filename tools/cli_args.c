@@ -426,7 +426,7 @@ int cli_parse_args(int argc, char **argv, cli_opts *o) {
     case OPT_EXT: { /* the extensions a directory batch takes: each one this build reads */
       char msg[MSG_LEN];
       if (es_still_filter_check(a, msg, sizeof msg) != ES_OK) {
-        cli_err(NULL, "--ext %s", msg);
+        cli_err(NULL, "--ext %s: %s", a, msg);
         return 1;
       }
       o->ext = a;
