@@ -33,10 +33,10 @@ typedef struct es_jpeg_rd {
   struct jpeg_decompress_struct cinfo;
   struct jpeg_error_mgr jerr; /* first field of the manager libjpeg calls: see rd_of */
   jmp_buf jmp;
-  int created;        /* jpeg_create_decompress done: jpeg_destroy_decompress owed */
+  int created; /* jpeg_create_decompress done: jpeg_destroy_decompress owed */
   FILE *fp;
-  int64_t src_size;   /* bytes in the file, 0 when unknown */
-  uint8_t *rgb;       /* one RGB row (a JPEG stored as RGB) */
+  int64_t src_size; /* bytes in the file, 0 when unknown */
+  uint8_t *rgb;     /* one RGB row (a JPEG stored as RGB) */
   int status;
   char err[200];
 } es_jpeg_rd;
@@ -74,15 +74,13 @@ static void es_jpeg_emit_message(j_common_ptr c, int level) {
   case JWRN_JPEG_EOF:
   case JWRN_HIT_MARKER:
   case JWRN_HUFF_BAD_CODE:
-#if JPEG_LIB_VERSION >= 70 || defined(C_ARITH_CODING_SUPPORTED) || \
+#if JPEG_LIB_VERSION >= 70 || defined(C_ARITH_CODING_SUPPORTED) ||                                 \
     defined(D_ARITH_CODING_SUPPORTED) /* where jerror.h has it */
   case JWRN_ARITH_BAD_CODE:
 #endif
   case JWRN_MUST_RESYNC:
   case JWRN_NOT_SEQUENTIAL:
-  case JWRN_BOGUS_PROGRESSION:
-    es_jpeg_error_exit(c);
-    break;
+  case JWRN_BOGUS_PROGRESSION: es_jpeg_error_exit(c); break;
   default: c->err->num_warnings++; break;
   }
 }
@@ -122,12 +120,12 @@ static int es_jpeg_decode(es_jpeg_rd *rd, int64_t max_pixels, es_png_dest_fn des
   switch (ci->jpeg_color_space) {
   case JCS_GRAYSCALE:
   case JCS_YCbCr: ci->out_color_space = JCS_GRAYSCALE; break; /* Y as stored */
-  case JCS_RGB: ci->out_color_space = JCS_RGB; break;          /* luma rule below */
+  case JCS_RGB: ci->out_color_space = JCS_RGB; break;         /* luma rule below */
   default:
     snprintf(rd->err, sizeof rd->err, "%s JPEG is not supported (convert it to RGB or grey)",
-             ci->jpeg_color_space == JCS_CMYK ? "a CMYK" : ci->jpeg_color_space == JCS_YCCK
-                                                              ? "a YCCK"
-                                                              : "this colour space's");
+             ci->jpeg_color_space == JCS_CMYK   ? "a CMYK"
+             : ci->jpeg_color_space == JCS_YCCK ? "a YCCK"
+                                                : "this colour space's");
     return ES_ERR_INPUT;
   }
   ci->dct_method = JDCT_ISLOW; /* libjpeg's default and djpeg's: the same bits as djpeg */
@@ -154,7 +152,8 @@ static int es_jpeg_decode(es_jpeg_rd *rd, int64_t max_pixels, es_png_dest_fn des
       /* straight into the destination, up to four rows a call (libjpeg's row group) */
       JSAMPROW rows[4];
       JDIMENSION n = h - ci->output_scanline < 4 ? h - ci->output_scanline : 4;
-      for (JDIMENSION k = 0; k < n; k++) rows[k] = row + k * dst_stride;
+      for (JDIMENSION k = 0; k < n; k++)
+        rows[k] = row + k * dst_stride;
       jpeg_read_scanlines(ci, rows, n);
     } else {
       JSAMPROW r = rd->rgb;
@@ -226,8 +225,8 @@ int es_jpeg_read_to(const char *path, int64_t max_pixels, es_png_dest_fn dest, v
   rd->jerr.error_exit = es_jpeg_error_exit;
   rd->jerr.emit_message = es_jpeg_emit_message;
   rd->jerr.output_message = es_jpeg_output_message;
-  status = es_jpeg_decode(rd, max_pixels > 0 ? max_pixels : ES_JPEG_DEFAULT_MAX_PIXELS, dest,
-                          user, img);
+  status =
+      es_jpeg_decode(rd, max_pixels > 0 ? max_pixels : ES_JPEG_DEFAULT_MAX_PIXELS, dest, user, img);
 end:
   if (rd->created) jpeg_destroy_decompress(&rd->cinfo);
   fclose(rd->fp);

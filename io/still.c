@@ -29,8 +29,8 @@ int es_still_av_read_to(const char *path, int64_t max_pixels, es_png_dest_fn des
 }
 #endif
 
-typedef int (*still_read_fn)(const char *path, int64_t max_pixels, es_png_dest_fn dest,
-                             void *user, es_image *img, char *msg, size_t len);
+typedef int (*still_read_fn)(const char *path, int64_t max_pixels, es_png_dest_fn dest, void *user,
+                             es_image *img, char *msg, size_t len);
 
 /* One line a format: its name, the magic its files start with (n bytes; 0: known by its
  * extension only), its extensions (lower case, space-separated) and its reader. */
@@ -141,8 +141,8 @@ int es_still_exts(char *buf, size_t len) {
   if (len) buf[0] = 0;
   for (int i = 0; i < NFORMATS; i++) {
     if (formats[i].needs_ffmpeg && !es_video_built()) continue;
-    int n = snprintf(buf + used, len > used ? len - used : 0, "%s%s", used ? " " : "",
-                     formats[i].exts);
+    int n =
+        snprintf(buf + used, len > used ? len - used : 0, "%s%s", used ? " " : "", formats[i].exts);
     if (n < 0) return ES_ERR_INTERNAL;
     used += (size_t)n;
   }

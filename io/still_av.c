@@ -34,9 +34,9 @@ typedef struct es_still_av {
   AVPacket *pkt;
   AVFrame *frame;
   es_vin_grey grey;
-  int64_t src_size;     /* bytes in the file (the packet), 0 when unknown */
-  int64_t px_per_byte;  /* the most pixels a byte of this codec's data can hold, 0: no bound */
-  int cannot_hold;      /* get_buffer refused a size the file's bytes cannot hold */
+  int64_t src_size;    /* bytes in the file (the packet), 0 when unknown */
+  int64_t px_per_byte; /* the most pixels a byte of this codec's data can hold, 0: no bound */
+  int cannot_hold;     /* get_buffer refused a size the file's bytes cannot hold */
 } es_still_av;
 
 /* The most pixels a byte of data can hold, for codecs whose data has a floor: raw samples
@@ -79,8 +79,8 @@ static int size_message(const char *logged, int64_t max_pixels, char *msg, size_
   const char *p = strstr(logged, "Picture size ");
   if (!p || sscanf(p, "Picture size %ux%u", &w, &h) != 2) return 0;
   if ((int64_t)w * h > max_pixels)
-    snprintf(msg, len, "image is %u x %u = %" PRId64 " pixels, more than --max-pixels %" PRId64,
-             w, h, (int64_t)w * h, max_pixels);
+    snprintf(msg, len, "image is %u x %u = %" PRId64 " pixels, more than --max-pixels %" PRId64, w,
+             h, (int64_t)w * h, max_pixels);
   else
     snprintf(msg, len, "image is %u x %u: larger than libavcodec decodes", w, h);
   return 1;
@@ -253,8 +253,8 @@ int es_still_av_read_to(const char *path, int64_t max_pixels, es_png_dest_fn des
     /* Any error the decoder met, returned or only logged (a concealed picture is not the
      * picture): the file is refused, as a corrupt PNG or JPEG is. */
     if (s.cannot_hold) {
-      snprintf(msg, len, "truncated: a %d x %d image cannot be in %" PRId64 " bytes",
-               s.dec->width, s.dec->height, s.src_size);
+      snprintf(msg, len, "truncated: a %d x %d image cannot be in %" PRId64 " bytes", s.dec->width,
+               s.dec->height, s.src_size);
     } else if (!size_message(logged, max_pixels, msg, len)) {
       if (err < 0)
         av_message(msg, len, "cannot decode", err, logged);
@@ -273,8 +273,8 @@ int es_still_av_read_to(const char *path, int64_t max_pixels, es_png_dest_fn des
     goto end;
   }
   if ((int64_t)w * h > max_pixels) { /* a decoder that did not check (libavcodec's does) */
-    snprintf(msg, len, "image is %d x %d = %" PRId64 " pixels, more than --max-pixels %" PRId64,
-             w, h, (int64_t)w * h, max_pixels);
+    snprintf(msg, len, "image is %d x %d = %" PRId64 " pixels, more than --max-pixels %" PRId64, w,
+             h, (int64_t)w * h, max_pixels);
     rc = ES_ERR_INPUT;
     goto end;
   }

@@ -383,9 +383,9 @@ int es_video_in_open(es_video_in **out, const char *path, const es_video_in_opts
 
   v->width = st->codecpar->width;
   v->height = st->codecpar->height;
-  v->depth =
-      es_vin_depth_of(v->dec->pix_fmt != AV_PIX_FMT_NONE ? v->dec->pix_fmt
-                                                  : (enum AVPixelFormat)st->codecpar->format);
+  v->depth = es_vin_depth_of(v->dec->pix_fmt != AV_PIX_FMT_NONE
+                                 ? v->dec->pix_fmt
+                                 : (enum AVPixelFormat)st->codecpar->format);
   if (y4m) {
     int fs = av_image_get_buffer_size(st->codecpar->format, v->width, v->height, 1);
     if (fs <= 0) {

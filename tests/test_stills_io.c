@@ -19,7 +19,7 @@
 typedef struct dest_rec {
   int calls, width, height, depth;
   size_t stride;
-  uint8_t *buf; /* owned */
+  uint8_t *buf;  /* owned */
   size_t offset; /* where the image starts in buf (1: odd addresses) */
   int refuse;    /* return this status instead */
 } dest_rec;
@@ -62,7 +62,8 @@ static int write_jpeg(const char *path, int w, int h) {
   jpeg_set_quality(&c, 100, TRUE);
   jpeg_start_compress(&c, TRUE);
   while (c.next_scanline < c.image_height) {
-    for (int x = 0; x < w; x++) row[x] = (uint8_t)((x * 7 + c.next_scanline * 3) & 255);
+    for (int x = 0; x < w; x++)
+      row[x] = (uint8_t)((x * 7 + c.next_scanline * 3) & 255);
     JSAMPROW r = row;
     jpeg_write_scanlines(&c, &r, 1);
   }
@@ -172,9 +173,9 @@ static void test_pnm16(const char *dir) {
       for (int x = 0; x < W; x++) {
         uint16_t got;
         memcpy(&got, d.buf + 1 + (size_t)y * d.stride + 2 * (size_t)x, 2);
-        uint32_t want = rgb ? (299u * v[y][x][0] + 587u * v[y][x][1] + 114u * v[y][x][2] + 500u) /
-                                  1000u
-                            : v[y][x][0];
+        uint32_t want =
+            rgb ? (299u * v[y][x][0] + 587u * v[y][x][1] + 114u * v[y][x][2] + 500u) / 1000u
+                : v[y][x][0];
         if (got != want && bad++ < 3)
           fprintf(stderr, "%s (%d,%d): %u, want %u\n", path, x, y, got, (unsigned)want);
       }
