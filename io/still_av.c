@@ -43,8 +43,9 @@ typedef struct es_still_av {
  * (PNM, XWD, XBM: 8 at one bit a pixel) and run-length coding (a run's count byte and one
  * sample: TGA 128 pixels, SGI 127, Sun raster 256 in three bytes, QOI 62). A header claiming
  * more than the file can hold is refused before the picture is allocated, as for PNG and
- * JPEG: a 100-byte PGM claiming 16000 x 16000 took 256 MB before "invalid data". Codecs not
- * here (WebP, BMP with its RLE skips, JPEG 2000, PCX, ...) are bounded by max_pixels alone. */
+ * JPEG: a 100-byte PGM claiming 16000 x 16000 took 256 MB before "invalid data". An
+ * uncompressed BMP is bounded the same way (bmp_floor). Codecs not here (WebP, RLE BMPs with
+ * their skips, JPEG 2000, PCX, ...) are bounded by max_pixels alone. */
 static int64_t px_per_byte(enum AVCodecID id) {
   switch (id) {
   case AV_CODEC_ID_PGM:
@@ -60,6 +61,14 @@ static int64_t px_per_byte(enum AVCodecID id) {
   case AV_CODEC_ID_SUNRAST: return 256;
   default: return 0;
   }
+}
+
+/* A BMP whose rows are stored whole (BI_RGB, BI_BITFIELDS in its BITMAPINFOHEADER or later):
+ * 8 pixels a byte at most (1 bit a pixel); 0 for RLE and the OS/2 headers. */
+static int64_t bmp_floor(const AVPacket *pkt) {
+  if (pkt->size < 34 || AV_RL32(pkt->data + 14) < 40) return 0;
+  const uint32_t comp = AV_RL32(pkt->data + 30);
+  return comp == 0 || comp == 3 ? 8 : 0;
 }
 
 static int get_buffer(AVCodecContext *c, AVFrame *f, int flags) {
@@ -240,6 +249,7 @@ int es_still_av_read_to(const char *path, int64_t max_pixels, es_png_dest_fn des
     rc = err == AVERROR(ENOMEM) ? ES_ERR_NOMEM : ES_ERR_INPUT;
     goto end;
   }
+  if (par->codec_id == AV_CODEC_ID_BMP) s.px_per_byte = bmp_floor(s.pkt);
   err = avcodec_send_packet(s.dec, s.pkt);
   if (err >= 0) err = avcodec_send_packet(s.dec, NULL); /* the file is the whole picture */
   if (err >= 0) err = avcodec_receive_frame(s.dec, s.frame);

@@ -297,6 +297,13 @@ with tempfile.TemporaryDirectory() as tmp:
         "empty.jpeg": (b"", "empty file"),
     }
     if HAVE_FFMPEG:
+        def bmp_header(w, h):
+            """An 8-bit BI_RGB BMP's headers and grey palette: 1078 bytes before the rows."""
+            import struct
+            return (b"BM" + struct.pack("<IHHI", 1078 + w * h, 0, 0, 1078) +
+                    struct.pack("<IiiHHIIiiII", 40, w, h, 1, 8, 0, 0, 2835, 2835, 256, 0) +
+                    bytes(b for v in range(256) for b in (v, v, v, 0)))
+
         def cut(name):
             data = open(os.path.join(tmp, name), "rb").read()
             return data[:len(data) // 2]
@@ -307,6 +314,8 @@ with tempfile.TemporaryDirectory() as tmp:
             "trunc.tga": (cut("g.tga"), "not enough data"),
             "huge.pgm": (b"P5 100000 100000 255\n" + b"x" * 100, "more than --max-pixels"),
             "forged.pgm": (b"P5 16000 16000 255\n" + b"x" * 100, "cannot be in"),
+            "forged.bmp": (bmp_header(16000, 16000) + b"x" * 100, "cannot be in"),
+            "huge.bmp": (bmp_header(60000, 60000) + b"x" * 100, "not enough data"),
             "text.webp": (b"not a webp at all", "cannot decode"),
         })
     for name, (data, said) in bad_files.items():
