@@ -1,8 +1,9 @@
 /*
- * es_io.h - sources and sinks: PNG (libpng), .npy, statistics files, atomic file
- * replacement, and video/stdin/stdout through FFmpeg's libraries. Nothing here knows about
- * GPUs or threads; every function returns an es_status and writes a one-line message
- * ("what went wrong", without the file name: the caller prefixes it) into msg.
+ * es_io.h - sources and sinks: PNG (libpng), JPEG (libjpeg), other stills (libav*), .npy,
+ * statistics files, atomic file replacement, and video/stdin/stdout through FFmpeg's
+ * libraries. Nothing here knows about GPUs or threads; every function returns an es_status
+ * and writes a one-line message ("what went wrong", without the file name: the caller
+ * prefixes it) into msg.
  */
 #ifndef ES_IO_H
 #define ES_IO_H
@@ -133,6 +134,43 @@ typedef int (*es_png_dest_fn)(void *user, int width, int height, int depth, void
                               size_t *dst_stride, char *msg, size_t len);
 int es_png_read_to(const char *path, int64_t max_pixels, es_png_dest_fn dest, void *user,
                    es_image *img, es_png_info *info, char *msg, size_t len);
+
+/* ---- Stills of every format the build reads (issue 28): the dispatch (still.c) and its
+ * readers. Each takes es_png_dest_fn's destination and its contract (size and depth known,
+ * dest called once, max_pixels checked before anything is allocated); a corrupt, truncated
+ * or unsupported file is ES_ERR_INPUT with a one-line message in msg. */
+
+/* Reads path with the reader its first bytes name (PNG's signature, JPEG's SOI), else the one
+ * its extension names (any case): PNG, JPEG, then every extension es_still_av_read_to takes.
+ * A file neither names: ES_ERR_INPUT "not an image format this build reads". */
+int es_still_read_to(const char *path, int64_t max_pixels, es_png_dest_fn dest, void *user,
+                     es_image *img, char *msg, size_t len);
+/* 1 when es_still_read_to has a reader for path: by its first bytes (a regular file only: a
+ * FIFO is not opened) or by its extension. */
+int es_still_is(const char *path);
+/* 1 when name's extension (any case) is one a still reader of this build takes and, where
+ * ext_filter is not NULL, one of its comma-separated extensions ("png,tif", any case): the
+ * names a directory batch takes (--ext). */
+int es_still_ext_ok(const char *name, const char *ext_filter);
+/* ES_OK when every item of a --ext list is an extension this build reads, else ES_ERR_USAGE
+ * with msg ("not an image format this build reads: xyz"). */
+int es_still_filter_check(const char *ext_filter, char *msg, size_t len);
+/* Every extension the build reads, space-separated ("png jpg jpeg ..."), into buf. */
+int es_still_exts(char *buf, size_t len);
+
+/* JPEG through libjpeg-turbo (jpeg.c): grey and YCbCr give their Y plane as stored (depth 8),
+ * RGB the luma rule; CMYK/YCCK are refused. Warnings that mean lost data (a truncated file, a
+ * bad Huffman code) are errors; none is printed. */
+int es_jpeg_read_to(const char *path, int64_t max_pixels, es_png_dest_fn dest, void *user,
+                    es_image *img, char *msg, size_t len);
+/* "libjpeg-turbo 2.1.5": the libjpeg built against (es_io_versions names it). */
+const char *es_jpeg_version(void);
+/* Any other still libavcodec decodes (still_av.c: WebP, BMP, PNM, TGA, JPEG 2000, QOI, ...),
+ * its codec named by the extension, made grey as a video frame is (Y as stored, else
+ * libswscale); samples deeper than 8 bits stay 16-bit. A decode that logs or returns an error
+ * is refused. Without FFmpeg: ES_ERR_INPUT "built without FFmpeg". */
+int es_still_av_read_to(const char *path, int64_t max_pixels, es_png_dest_fn dest, void *user,
+                        es_image *img, char *msg, size_t len);
 
 /* ---- PNG out: plane 0 of a rendering in ES_PIX_RGB24, ES_PIX_GRAY8 or ES_PIX_GRAY16,
  * written atomically. stride: bytes between rows (0 = tight). */

@@ -514,8 +514,8 @@ end:
 /* ---------------------------------------------------------------- versions */
 
 int es_io_versions(char *buf, size_t len) {
-  int n = snprintf(buf, len, "libpng %s (built with %s), zlib %s", png_get_libpng_ver(NULL),
-                   PNG_LIBPNG_VER_STRING, zlibVersion());
+  int n = snprintf(buf, len, "libpng %s (built with %s), zlib %s, %s", png_get_libpng_ver(NULL),
+                   PNG_LIBPNG_VER_STRING, zlibVersion(), es_jpeg_version());
 #ifdef ES_HAVE_FFMPEG
   /* run-time versions; the compile-time one follows where it differs (a library upgraded
    * under the binary) */

@@ -54,6 +54,23 @@ typedef struct es_join {
   int n;
 } es_join;
 
+/* A decoded frame's grey plane, as video frames and libav's stills (still_av.c) get it: the
+ * Y plane as stored for 8-bit YUV/grey formats, else libswscale to GRAY8/GRAY16. The state
+ * a converter keeps between frames (zeroed to start; es_vin_grey_free releases it). */
+typedef struct es_vin_grey {
+  struct SwsContext *sws; /* made on the first frame that needs it */
+  int sws_fmt;            /* source pixel format sws was made for */
+  uint8_t *scratch;       /* aligned grey plane for destinations libswscale cannot take */
+  size_t scratch_stride;  /* its row bytes */
+} es_vin_grey;
+/* Writes f's grey plane (width x height, depth 8 or 16: es_vin_depth_of) into dst. frame >= 0
+ * is named in the message of a failed conversion. ES_OK, or ES_ERR_INPUT/ES_ERR_NOMEM. */
+int es_vin_grey_convert(es_vin_grey *g, const AVFrame *f, int width, int height, int depth,
+                        void *dst, size_t dst_stride, int64_t frame, char *msg, size_t len);
+void es_vin_grey_free(es_vin_grey *g);
+/* Depth of the grey plane delivered for a pixel format: 8 up to 8 bits, else 16. */
+int es_vin_depth_of(enum AVPixelFormat f);
+
 /* One reader. Its fields belong to the reader (video_in_read.c), which opens, reads and
  * closes, unless a comment names another part: that part writes them (the reader may only
  * read them, or reset them at open and close). */
@@ -62,10 +79,7 @@ struct es_video_in {
   AVCodecContext *dec;   /* decoder of the chosen stream */
   AVPacket *pkt;         /* reused for every read */
   AVFrame *frame;        /* reused for every decoded frame */
-  struct SwsContext *sws; /* conversion to grey, made on the first frame that needs it */
-  int sws_fmt;           /* source pixel format sws was made for */
-  uint8_t *scratch;      /* aligned grey plane for destinations libswscale cannot take */
-  size_t scratch_stride; /* its row bytes */
+  es_vin_grey grey;      /* conversion to grey (es_vin_grey_convert) */
   int stream;            /* index of the video stream */
   int width, height, depth; /* the stream's frame size and grey depth (8 or 16), from open */
   AVRational tb;         /* time base of pts */

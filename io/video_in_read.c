@@ -100,7 +100,7 @@ static int check_size(int w, int h, int64_t max_pixels, char *msg, size_t len) {
 }
 
 /* Depth of the grey plane delivered for a pixel format: 8 up to 8 bits, else 16. */
-static int depth_of(enum AVPixelFormat f) {
+int es_vin_depth_of(enum AVPixelFormat f) {
   const AVPixFmtDescriptor *d = av_pix_fmt_desc_get(f);
   if (!d) return 8;
   int bits = 0;
@@ -168,7 +168,7 @@ static int y4m_kind(const AVFormatContext *fmt) {
   const AVCodecParameters *p = fmt->streams[0]->codecpar;
   if (p->codec_id != AV_CODEC_ID_RAWVIDEO || p->width <= 0 || p->height <= 0) return 0;
   return es_vin_plane0_as_stored((enum AVPixelFormat)p->format,
-                                 depth_of((enum AVPixelFormat)p->format))
+                                 es_vin_depth_of((enum AVPixelFormat)p->format))
              ? 2
              : 1;
 }
@@ -383,9 +383,9 @@ int es_video_in_open(es_video_in **out, const char *path, const es_video_in_opts
 
   v->width = st->codecpar->width;
   v->height = st->codecpar->height;
-  v->depth =
-      depth_of(v->dec->pix_fmt != AV_PIX_FMT_NONE ? v->dec->pix_fmt
-                                                  : (enum AVPixelFormat)st->codecpar->format);
+  v->depth = es_vin_depth_of(v->dec->pix_fmt != AV_PIX_FMT_NONE
+                                 ? v->dec->pix_fmt
+                                 : (enum AVPixelFormat)st->codecpar->format);
   if (y4m) {
     int fs = av_image_get_buffer_size(st->codecpar->format, v->width, v->height, 1);
     if (fs <= 0) {
@@ -451,7 +451,7 @@ int es_video_in_open(es_video_in **out, const char *path, const es_video_in_opts
       v->primed = 1;
       v->width = v->frame->width;
       v->height = v->frame->height;
-      v->depth = depth_of(v->frame->format);
+      v->depth = es_vin_depth_of(v->frame->format);
       if ((rc = check_size(v->width, v->height, max_pixels, msg, len)) < 0) goto end;
     }
   }
@@ -514,28 +514,29 @@ end:
   return rc;
 }
 
-/* Copies (or converts) the decoded frame's grey plane into dst. */
-static int deliver(es_video_in *v, const AVFrame *f, void *dst, size_t dst_stride, char *msg,
-                   size_t len) {
-  size_t row = (size_t)v->width * (v->depth == 16 ? 2 : 1);
-  int offset = 0, step = plane0_direct(f->format, v->depth, &offset);
-  if (step == (v->depth == 16 ? 2 : 1)) { /* planar: one copy per row */
+/* Copies (or converts) a decoded frame's grey plane into dst: what video frames and libav's
+ * stills (still_av.c) share (see video_in_internal.h). */
+int es_vin_grey_convert(es_vin_grey *g, const AVFrame *f, int width, int height, int depth,
+                        void *dst, size_t dst_stride, int64_t frame, char *msg, size_t len) {
+  size_t row = (size_t)width * (depth == 16 ? 2 : 1);
+  int offset = 0, step = plane0_direct(f->format, depth, &offset);
+  if (step == (depth == 16 ? 2 : 1)) { /* planar: one copy per row */
     /* Non-temporal stores: the frame is read next by the GPU's DMA or a CPU worker, not
      * by this core (BENCHMARKS S8). */
     if (dst_stride == row && (size_t)f->linesize[0] == row) {
-      es_copy_nt(dst, f->data[0], row * (size_t)v->height);
+      es_copy_nt(dst, f->data[0], row * (size_t)height);
       return ES_OK;
     }
-    for (int y = 0; y < v->height; y++)
+    for (int y = 0; y < height; y++)
       es_copy_nt((uint8_t *)dst + (size_t)y * dst_stride,
                  f->data[0] + (ptrdiff_t)y * f->linesize[0], row);
     return ES_OK;
   }
   if (step) { /* packed 8-bit YUV (YUYV, UYVY, ...): every step-th byte */
-    for (int y = 0; y < v->height; y++) {
+    for (int y = 0; y < height; y++) {
       const uint8_t *s = f->data[0] + (ptrdiff_t)y * f->linesize[0] + offset;
       uint8_t *o = (uint8_t *)dst + (size_t)y * dst_stride;
-      for (int x = 0; x < v->width; x++) o[x] = s[(size_t)x * step];
+      for (int x = 0; x < width; x++) o[x] = s[(size_t)x * step];
     }
     return ES_OK;
   }
@@ -545,64 +546,79 @@ static int deliver(es_video_in *v, const AVFrame *f, void *dst, size_t dst_strid
    * 8-bit stream without their low bits. libswscale took 8-bit YUV for limited range and
    * stretched it to full-range grey, and dithered the low bits away. */
   enum AVPixelFormat yg = y_plane_gray(f->format);
-  if (v->depth == 16 && (step = plane0_direct(f->format, 8, &offset)) != 0) {
-    for (int y = 0; y < v->height; y++) {
+  if (depth == 16 && (step = plane0_direct(f->format, 8, &offset)) != 0) {
+    for (int y = 0; y < height; y++) {
       const uint8_t *s = f->data[0] + (ptrdiff_t)y * f->linesize[0] + offset;
       uint8_t *o = (uint8_t *)dst + (size_t)y * dst_stride;
-      for (int x = 0; x < v->width; x++)
+      for (int x = 0; x < width; x++)
         AV_WN16(o + 2 * x, s[(size_t)x * step] * 257);
     }
     return ES_OK;
   }
-  if (v->depth == 8 && yg != AV_PIX_FMT_NONE) {
+  if (depth == 8 && yg != AV_PIX_FMT_NONE) {
     const AVPixFmtDescriptor *d = av_pix_fmt_desc_get(f->format);
     const int be = !!(d->flags & AV_PIX_FMT_FLAG_BE), drop = d->comp[0].depth - 8;
-    for (int y = 0; y < v->height; y++) {
+    for (int y = 0; y < height; y++) {
       const uint8_t *s = f->data[0] + (ptrdiff_t)y * f->linesize[0];
       uint8_t *o = (uint8_t *)dst + (size_t)y * dst_stride;
-      for (int x = 0; x < v->width; x++)
+      for (int x = 0; x < width; x++)
         o[x] = (uint8_t)((be ? AV_RB16(s + 2 * x) : AV_RL16(s + 2 * x)) >> drop);
     }
     return ES_OK;
   }
   enum AVPixelFormat src = f->format;
   if (yg != AV_PIX_FMT_NONE) src = yg; /* plane 0 alone, seen as grey */
-  if (!v->sws || v->sws_fmt != src) {
-    sws_freeContext(v->sws);
-    enum AVPixelFormat to = v->depth == 16 ? AV_PIX_FMT_GRAY16 : AV_PIX_FMT_GRAY8;
-    v->sws = sws_getContext(v->width, v->height, src, v->width, v->height, to,
+  if (!g->sws || g->sws_fmt != src) {
+    sws_freeContext(g->sws);
+    enum AVPixelFormat to = depth == 16 ? AV_PIX_FMT_GRAY16 : AV_PIX_FMT_GRAY8;
+    g->sws = sws_getContext(width, height, src, width, height, to,
                             SWS_BICUBIC | SWS_ACCURATE_RND | SWS_FULL_CHR_H_INT, NULL, NULL,
                             NULL);
-    if (!v->sws) {
+    if (!g->sws) {
       snprintf(msg, len, "cannot convert pixel format %s to grey",
                av_get_pix_fmt_name(f->format) ? av_get_pix_fmt_name(f->format) : "?");
       return ES_ERR_INPUT;
     }
-    v->sws_fmt = src;
+    g->sws_fmt = src;
   }
   /* libswscale's 16-bit paths step rows by stride / 2: an odd stride (or address) goes
    * through an aligned scratch plane and is copied out. */
-  int direct_dst = v->depth == 8 || !(((uintptr_t)dst | dst_stride) & 1);
-  if (!direct_dst && !v->scratch) {
-    v->scratch_stride = FFALIGN(row, 64);
-    v->scratch = av_malloc(v->scratch_stride * v->height);
-    if (!v->scratch) {
+  int direct_dst = depth == 8 || !(((uintptr_t)dst | dst_stride) & 1);
+  if (!direct_dst && !g->scratch) {
+    g->scratch_stride = FFALIGN(row, 64);
+    g->scratch = av_malloc(g->scratch_stride * height);
+    if (!g->scratch) {
       snprintf(msg, len, "out of memory");
       return ES_ERR_NOMEM;
     }
   }
-  uint8_t *dplanes[4] = {direct_dst ? dst : v->scratch, NULL, NULL, NULL};
-  int dls[4] = {direct_dst ? (int)dst_stride : (int)v->scratch_stride, 0, 0, 0};
-  if (sws_scale(v->sws, (const uint8_t *const *)f->data, f->linesize, 0, v->height, dplanes,
-                dls) != v->height) {
-    snprintf(msg, len, "conversion of frame %" PRId64 " to grey failed", v->delivered);
+  uint8_t *dplanes[4] = {direct_dst ? dst : g->scratch, NULL, NULL, NULL};
+  int dls[4] = {direct_dst ? (int)dst_stride : (int)g->scratch_stride, 0, 0, 0};
+  if (sws_scale(g->sws, (const uint8_t *const *)f->data, f->linesize, 0, height, dplanes,
+                dls) != height) {
+    if (frame >= 0)
+      snprintf(msg, len, "conversion of frame %" PRId64 " to grey failed", frame);
+    else
+      snprintf(msg, len, "conversion to grey failed");
     return ES_ERR_INPUT;
   }
   if (!direct_dst)
-    for (int y = 0; y < v->height; y++)
-      memcpy((uint8_t *)dst + (size_t)y * dst_stride, v->scratch + (size_t)y * v->scratch_stride,
+    for (int y = 0; y < height; y++)
+      memcpy((uint8_t *)dst + (size_t)y * dst_stride, g->scratch + (size_t)y * g->scratch_stride,
              row);
   return ES_OK;
+}
+
+void es_vin_grey_free(es_vin_grey *g) {
+  sws_freeContext(g->sws);
+  av_free(g->scratch);
+  memset(g, 0, sizeof *g);
+}
+
+static int deliver(es_video_in *v, const AVFrame *f, void *dst, size_t dst_stride, char *msg,
+                   size_t len) {
+  return es_vin_grey_convert(&v->grey, f, v->width, v->height, v->depth, dst, dst_stride,
+                             v->delivered, msg, len);
 }
 
 /* The next packet of our stream into v->pkt: ES_OK, ES_ERR_EOF, or a fatal error. */
@@ -870,8 +886,7 @@ void es_video_in_close(es_video_in **pv) {
   if (!pv || !*pv) return;
   es_video_in *v = *pv;
   es_vin_log_unregister(v);
-  sws_freeContext(v->sws);
-  av_free(v->scratch);
+  es_vin_grey_free(&v->grey);
   av_frame_free(&v->frame);
   av_packet_free(&v->pkt);
   avcodec_free_context(&v->dec);

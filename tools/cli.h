@@ -30,7 +30,7 @@ enum out_kind {
   OUT_DIR,      /* a directory */
   OUT_STDOUT    /* "-" */
 };
-enum in_kind { IN_PNG = 0, IN_DIR, IN_VIDEO };
+enum in_kind { IN_STILL = 0, IN_DIR, IN_VIDEO }; /* IN_STILL: any format es_still_read_to reads */
 
 typedef struct cli_opts {
   const char *input;
@@ -51,6 +51,7 @@ typedef struct cli_opts {
   int pix_fmt; /* --pix-fmt: ES_PIX_YUV420P, ES_PIX_YUV444P, or ES_PIX_NONE (the default) */
   int64_t max_pixels;
   int recursive;
+  const char *ext; /* --ext: the extensions a directory batch takes ("png,tif"); NULL: all */
   int overwrite; /* -y */
   int skip;      /* -n */
   int quiet;

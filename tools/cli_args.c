@@ -22,7 +22,7 @@ static void usage(FILE *f) {
   fprintf(f,
     "usage: " PROG " [OPTIONS] INPUT [-o OUTPUT]\n"
     "Local Shannon entropy heat maps of images and video, on CPUs and NVIDIA GPUs.\n"
-    "INPUT   a.png | a directory of *.png | a video file | - (stdin: y4m, or --raw)\n"
+    "INPUT   an image (png, jpg, ...) | a directory of them | a video | - (stdin)\n"
     "OUTPUT  x.png | x.npy | x.mp4, x.mkv, ... | a directory | - (stdout: y4m, or raw\n"
     "        float32 with --format f32); with neither -o nor --stats: stats on stdout\n"
     "Options (default in brackets):\n"
@@ -47,7 +47,7 @@ static void usage(FILE *f) {
     "      --crf N         encoder quality, 0..63; --preset P [both: the encoder's]\n"
     "      --pix-fmt F     yuv420p|yuv444p: heat video chroma [yuv420p; y4m yuv444p]\n"
     "      --max-pixels N  refuse larger inputs, 1..2^62 [2^31]\n"
-    "  -r, --recursive     descend into subdirectories (a directory input)\n"
+    "  -r, --recursive     descend into subdirectories; --ext png,jpg: only those\n"
     "  -o, --output PATH   where to write; -y, -n: overwrite, skip existing [refuse]\n"
     "  -q, --quiet         no progress, no summary; -v, --verbose: devices, each file\n"
     "      --progress      progress on stderr; --no-progress [on a terminal]\n"
@@ -209,7 +209,7 @@ enum {
   OPT_SHAPE = 256, OPT_BORDER, OPT_BASE, OPT_FORMAT, OPT_COLORMAP, OPT_RANGE, OPT_OVERLAY,
   OPT_STATS, OPT_STATS_BINS, OPT_DEVICE, OPT_GPUS, OPT_CPU_BELOW, OPT_THREADS, OPT_QUEUE,
   OPT_RAW, OPT_CODEC, OPT_CRF, OPT_PRESET, OPT_PIX_FMT, OPT_MAX_PIXELS, OPT_PROGRESS, OPT_NO_PROGRESS,
-  OPT_VERSION, OPT_MASK, OPT_IN_RANGE
+  OPT_VERSION, OPT_MASK, OPT_IN_RANGE, OPT_EXT
 };
 
 /* Returns 0 to go on, 1 for a usage error (message printed), or -2 after --help/--version
@@ -231,6 +231,7 @@ int cli_parse_args(int argc, char **argv, cli_opts *o) {
     {"pix-fmt", required_argument, 0, OPT_PIX_FMT},
     {"max-pixels", required_argument, 0, OPT_MAX_PIXELS},
     {"recursive", no_argument, 0, 'r'},      {"output", required_argument, 0, 'o'},
+    {"ext", required_argument, 0, OPT_EXT},
     {"quiet", no_argument, 0, 'q'},          {"verbose", no_argument, 0, 'v'},
     {"progress", no_argument, 0, OPT_PROGRESS},
     {"no-progress", no_argument, 0, OPT_NO_PROGRESS},
@@ -453,6 +454,15 @@ int cli_parse_args(int argc, char **argv, cli_opts *o) {
       }
       break;
     case 'r': o->recursive = 1; break;
+    case OPT_EXT: { /* the extensions a directory batch takes: each one this build reads */
+      char msg[MSG_LEN];
+      if (es_still_filter_check(a, msg, sizeof msg) != ES_OK) {
+        cli_err(NULL, "--ext %s: %s", a, msg);
+        return 1;
+      }
+      o->ext = a;
+      break;
+    }
     case 'o':
       if (o->output) {
         cli_err(NULL, "-o %s: only one output", a);

@@ -40,6 +40,9 @@ typedef struct img_job {
   int keep;   /* -n and the output exists: computed for --stats only, the output kept */
   int failed;  /* set before the workers start: a failure already reported (not a regular file,
                   no output directory), the job's status; it is counted, never opened */
+  int keep_ext; /* its output keeps the input's extension: a.jpg -> a.jpg.png (out_name) */
+  int narrowed; /* left out by --ext: listed only so that the output names of the others
+                 * do not depend on --ext (mark_shared_stems), then dropped */
   int width, height;
   double t0;       /* when its decode began (-v) */
   void *stats;     /* when --stats: its frame's es_stats up to the bins used (owned; an
@@ -65,15 +68,17 @@ typedef struct img_batch {
   int show_progress;
 } img_batch;
 
-/* Lists the *.png files under root/rel into jobs. The top directory unreadable is an error
- * (msg); a subdirectory unreadable is a failure of the batch, as a file that cannot be read
- * is (SPEC 3: the other files are still done): reported here and counted in *unreadable.
- * A *.png that is not a regular file (links followed) is listed as a failed job, reported
+/* Lists the still images under root/rel into jobs: every extension the build reads, any case
+ * (es_still_ext_ok); those --ext leaves out are marked narrowed. The top directory
+ * unreadable is an error (msg); a subdirectory unreadable is a failure of the batch, as a
+ * file that cannot be read is (SPEC 3: the other files are still done): reported here and
+ * counted in *unreadable.
+ * An image name that is not a regular file (links followed) is listed as a failed job, reported
  * here: opening a FIFO blocks a worker until a writer comes, which may be never, and a
  * thread blocked in open() does not see SIGINT. */
-static int collect_pngs(const char *root, const char *rel, int recursive, const char *skip_dir,
-                        img_job **jobs, size_t *n, size_t *cap, size_t *unreadable, char *msg,
-                        size_t len) {
+static int collect_stills(const char *root, const char *rel, int recursive, const char *ext,
+                          const char *skip_dir, img_job **jobs, size_t *n, size_t *cap,
+                          size_t *unreadable, char *msg, size_t len) {
   char *dirpath = *rel ? cli_join(root, rel) : strdup(root);
   DIR *d = NULL;
   struct dirent *e;
@@ -108,13 +113,14 @@ static int collect_pngs(const char *root, const char *rel, int recursive, const 
       char real[PATH_MAX];
       int is_out = skip_dir && realpath(full, real) && !strcmp(real, skip_dir);
       if (recursive && !is_out)
-        rc = collect_pngs(root, relname, recursive, skip_dir, jobs, n, cap, unreadable, msg, len);
+        rc = collect_stills(root, relname, recursive, ext, skip_dir, jobs, n, cap, unreadable, msg,
+                            len);
       free(relname);
       free(full);
       if (rc) goto end;
       continue;
     }
-    if (strcasecmp(cli_ext_of(e->d_name), "png")) {
+    if (!es_still_ext_ok(e->d_name, NULL)) {
       free(relname);
       free(full);
       continue;
@@ -123,7 +129,7 @@ static int collect_pngs(const char *root, const char *rel, int recursive, const 
      * dangling one fails at open, with its reason). A symlink to a directory is skipped as
      * any directory not descended into is, whatever its name. */
     not_regular = stat(full, &st) == 0 && !S_ISREG(st.st_mode);
-    if (not_regular && S_ISDIR(st.st_mode)) {
+    if (not_regular && (S_ISDIR(st.st_mode) || !es_still_ext_ok(e->d_name, ext))) {
       free(relname);
       free(full);
       continue;
@@ -145,6 +151,7 @@ static int collect_pngs(const char *root, const char *rel, int recursive, const 
     (*jobs)[*n].in = full;
     (*jobs)[*n].name = relname;
     if (not_regular) (*jobs)[*n].failed = ES_ERR_INPUT;
+    (*jobs)[*n].narrowed = !es_still_ext_ok(e->d_name, ext);
     (*n)++;
   }
 end:
@@ -155,6 +162,53 @@ end:
 
 static int job_cmp(const void *a, const void *b) {
   return strcmp(((const img_job *)a)->name, ((const img_job *)b)->name);
+}
+
+/* The length of a name without its extension ("a/b.jpg": 3). */
+static size_t stem_len(const char *name) {
+  const char *e = cli_ext_of(name);
+  return *e ? (size_t)(e - 1 - name) : strlen(name);
+}
+
+/* The output name of an input named rel in a batch (malloc'd, NULL: out of memory): a PNG
+ * keeps its name (a.png -> a.png), any other format takes .png in place of its extension
+ * (a.jpg -> a.png, as a converter would name it), or, where keep_ext, after it (a.jpg ->
+ * a.jpg.png); float maps (f32) take .npy the same way (a.png -> a.npy). */
+static char *out_name(const char *rel, int keep_ext, int f32) {
+  const int is_png = !strcasecmp(cli_ext_of(rel), "png");
+  const size_t k = keep_ext && !is_png ? strlen(rel) : stem_len(rel);
+  char *r;
+  if (is_png && !f32) return strdup(rel);
+  r = malloc(k + 5);
+  if (!r) return NULL;
+  memcpy(r, rel, k);
+  memcpy(r + k, f32 ? ".npy" : ".png", 5);
+  return r;
+}
+
+static int stem_cmp(const void *a, const void *b) {
+  const img_job *x = *(img_job *const *)a, *y = *(img_job *const *)b;
+  const size_t kx = stem_len(x->name), ky = stem_len(y->name);
+  int c = strncmp(x->name, y->name, kx < ky ? kx : ky);
+  return c ? c : (kx > ky) - (kx < ky);
+}
+
+/* Inputs of one directory that share a stem (a.png and a.jpg, a.jpg and a.tif): each one that
+ * is not a PNG keeps its extension in its output name (a.png -> a.png, a.jpg -> a.jpg.png), so
+ * that every picture gets its own map and a PNG's output name never depends on the other
+ * files. Other inputs take .png in place of their extension (a.jpg -> a.png). */
+static int mark_shared_stems(img_job *jobs, size_t n) {
+  img_job **by = malloc(n * sizeof *by);
+  if (!by) return ES_ERR_NOMEM;
+  for (size_t i = 0; i < n; i++) by[i] = &jobs[i];
+  qsort(by, n, sizeof *by, stem_cmp);
+  for (size_t i = 0, k; i < n; i = k) {
+    for (k = i + 1; k < n && !stem_cmp(&by[i], &by[k]);) k++;
+    if (k - i > 1)
+      for (size_t m = i; m < k; m++) by[m]->keep_ext = 1; /* out_name keeps a PNG's name */
+  }
+  free(by);
+  return ES_OK;
 }
 
 /* A file by its identity (links followed), and the job whose input it is. */
@@ -214,7 +268,7 @@ static const char *frame_error(es_context *ctx, int status) {
   return m;
 }
 
-/* es_png_read_to's destination: the acquired frame, grown to the image's size. */
+/* es_still_read_to's destination: the acquired frame, grown to the image's size. */
 typedef struct frame_dest {
   es_context *ctx; /* whose message says why a reserve was refused */
   es_stream *st;
@@ -263,7 +317,7 @@ static int decode_image(img_batch *b, img_job *j) {
   }
   rc = es_stream_acquire(b->st, &d.f);
   if (rc != ES_OK) return rc;
-  rc = es_png_read_to(j->in, o->max_pixels, frame_dest_fn, &d, &img, NULL, msg, sizeof msg);
+  rc = es_still_read_to(j->in, o->max_pixels, frame_dest_fn, &d, &img, msg, sizeof msg);
   if (rc != ES_OK) {
     cli_err(j->in, "%s", *msg ? msg : es_strerror(rc));
   } else if ((rc = es_params_check(&o->cfg.params, img.depth, msg, sizeof msg)) != ES_OK) {
@@ -433,31 +487,34 @@ int cli_run_images(cli_opts *o, int in_kind, int out_kind) {
       goto end;
     }
     if (o->output && realpath(o->output, outreal)) skip_dir = outreal;
-    rc = collect_pngs(o->input, "", o->recursive, skip_dir, &jobs, &n, &cap, &unreadable, msg,
-                      sizeof msg);
+    rc = collect_stills(o->input, "", o->recursive, o->ext, skip_dir, &jobs, &n, &cap, &unreadable,
+                        msg, sizeof msg);
     if (rc != ES_OK) {
       cli_err(o->input, "%s", *msg ? msg : es_strerror(rc));
       code = es_exit_code(rc);
       goto end;
     }
     if (n) qsort(jobs, n, sizeof *jobs, job_cmp); /* jobs is NULL when n is 0 */
-    for (size_t i = 0; i < n && o->output; i++) {
-      char *rel = jobs[i].name;
-      char *out;
-      if (o->format == FMT_F32) { /* float maps go to .npy under the same name */
-        size_t k = strlen(rel) - 3;
-        char *r2 = malloc(k + 4);
-        if (!r2) {
-          code = 4;
-          goto end;
+    if (o->output && n && mark_shared_stems(jobs, n) != ES_OK) {
+      code = 4;
+      goto end;
+    }
+    { /* --ext: the files it leaves out go now (they only took part in the names) */
+      size_t kept = 0;
+      for (size_t i = 0; i < n; i++) {
+        if (jobs[i].narrowed) {
+          free(jobs[i].in);
+          free(jobs[i].name);
+          continue;
         }
-        memcpy(r2, rel, k);
-        memcpy(r2 + k, "npy", 4);
-        out = cli_join(o->output, r2);
-        free(r2);
-      } else {
-        out = cli_join(o->output, rel);
+        jobs[kept++] = jobs[i];
       }
+      n = kept;
+    }
+    for (size_t i = 0; i < n && o->output; i++) {
+      char *r2 = out_name(jobs[i].name, jobs[i].keep_ext, o->format == FMT_F32);
+      char *out = r2 ? cli_join(o->output, r2) : NULL;
+      free(r2);
       if (!out) {
         code = 4;
         goto end;
@@ -491,7 +548,8 @@ int cli_run_images(cli_opts *o, int in_kind, int out_kind) {
       free(by_out);
     }
     if (n == 0 && !o->quiet)
-      cli_err(o->input, "no *.png files%s", o->recursive ? "" : " (-r descends)");
+      cli_err(o->input, "no image files%s%s%s", o->ext ? " (--ext " : "", o->ext ? o->ext : "",
+              o->recursive ? (o->ext ? ")" : "") : (o->ext ? "; -r descends)" : " (-r descends)"));
   } else {
     jobs = calloc(1, sizeof *jobs);
     if (!jobs) {
@@ -503,16 +561,12 @@ int cli_run_images(cli_opts *o, int in_kind, int out_kind) {
     jobs[0].name = strdup(o->input);
     if (out_kind == OUT_DIR) {
       const char *base = strrchr(o->input, '/');
+      char *r2;
       base = base ? base + 1 : o->input;
-      if (o->format == FMT_F32) {
-        char tmp[PATH_MAX];
-        snprintf(tmp, sizeof tmp, "%.*s.npy", (int)(strlen(base) - 4), base);
-        jobs[0].out = cli_join(o->output, tmp);
-        b.out_kind = OUT_NPY;
-      } else {
-        jobs[0].out = cli_join(o->output, base);
-        b.out_kind = OUT_PNG;
-      }
+      r2 = out_name(base, 0, o->format == FMT_F32);
+      jobs[0].out = r2 ? cli_join(o->output, r2) : NULL;
+      free(r2);
+      b.out_kind = o->format == FMT_F32 ? OUT_NPY : OUT_PNG;
     } else if (out_kind == OUT_PNG || out_kind == OUT_NPY) {
       jobs[0].out = strdup(o->output);
       b.out_kind = out_kind;

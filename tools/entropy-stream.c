@@ -127,15 +127,20 @@ int main(int argc, char **argv) {
     return 2;
   } else if (S_ISDIR(st.st_mode)) {
     in_kind = IN_DIR;
-  } else if (!strcasecmp(cli_ext_of(o.input), "png")) {
-    /* A FIFO, socket or device named *.png is refused, as in a directory: open() would block
-     * a worker until a writer comes, beyond the reach of SIGINT, and a PNG is decoded whole,
+  } else if (es_still_ext_ok(o.input, NULL) ||
+             (cli_out_kind_of(o.input) != OUT_VIDEO && strcasecmp(cli_ext_of(o.input), "mjpeg") &&
+              strcasecmp(cli_ext_of(o.input), "mjpg") && es_still_is(o.input))) {
+    /* A still: by its extension (any format the build reads), or by its first bytes (PNG's
+     * or JPEG's signature) where the name is not a video's: x.mjpeg starts as a JPEG but is
+     * a stream of them.
+     * A FIFO, socket or device named *.png is refused, as in a directory: open() would block
+     * a worker until a writer comes, beyond the reach of SIGINT, and a still is decoded whole,
      * so a pipe brings nothing a file does not. */
     if (!S_ISREG(st.st_mode)) {
       cli_err(o.input, "not a regular file");
       return 2;
     }
-    in_kind = IN_PNG;
+    in_kind = IN_STILL;
   } else {
     in_kind = IN_VIDEO;
   }
@@ -143,6 +148,10 @@ int main(int argc, char **argv) {
    * rate): refused as the other options a run would ignore. */
   if (o.recursive && in_kind != IN_DIR) {
     cli_err(o.input, "-r: only for a directory input");
+    return 1;
+  }
+  if (o.ext && in_kind != IN_DIR) {
+    cli_err(o.input, "--ext: only for a directory input");
     return 1;
   }
   out_kind = cli_out_kind_of(o.output);

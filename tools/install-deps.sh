@@ -7,6 +7,8 @@ if [ "$(id -u)" != 0 ]; then SUDO="sudo"; fi
 export DEBIAN_FRONTEND=noninteractive
 pkgs=(build-essential cmake ninja-build pkg-config git
       libpng-dev libavformat-dev libavcodec-dev libswscale-dev libavutil-dev ffmpeg
+      libjpeg62-turbo-dev # io/jpeg.c (JPEG stills)
+      libjpeg-turbo-progs python3-pil # tests/test_stills.py: djpeg's grey, PIL's encoders
       python3 python3-numpy python3-skimage python3-matplotlib
       man-db groff-base # man -l docs/entropy-stream.1; tests/test_docs.sh renders it
       valgrind # tests/test_valgrind.sh
