@@ -47,7 +47,7 @@ static void usage(FILE *f) {
     "      --crf N         encoder quality, 0..63; --preset P [both: the encoder's]\n"
     "      --pix-fmt F     yuv420p|yuv444p: heat video chroma [yuv420p; y4m yuv444p]\n"
     "      --max-pixels N  refuse larger inputs, 1..2^62 [2^31]\n"
-    "  -r, --recursive     descend into subdirectories (a directory input)\n"
+    "  -r, --recursive     descend into subdirectories; --shard I/N|slurm: a share\n"
     "  -o, --output PATH   where to write; -y, -n: overwrite, skip existing [refuse]\n"
     "  -q, --quiet         no progress, no summary; -v, --verbose: devices, each file\n"
     "      --progress      progress on stderr; --no-progress [on a terminal]\n"
@@ -192,7 +192,7 @@ enum {
   OPT_SHAPE = 256, OPT_BORDER, OPT_BASE, OPT_FORMAT, OPT_COLORMAP, OPT_RANGE, OPT_OVERLAY,
   OPT_STATS, OPT_STATS_BINS, OPT_DEVICE, OPT_GPUS, OPT_CPU_BELOW, OPT_THREADS, OPT_QUEUE,
   OPT_RAW, OPT_CODEC, OPT_CRF, OPT_PRESET, OPT_PIX_FMT, OPT_MAX_PIXELS, OPT_PROGRESS, OPT_NO_PROGRESS,
-  OPT_VERSION
+  OPT_VERSION, OPT_SHARD
 };
 
 /* Returns 0 to go on, 1 for a usage error (message printed), or -2 after --help/--version
@@ -213,6 +213,7 @@ int cli_parse_args(int argc, char **argv, cli_opts *o) {
     {"crf", required_argument, 0, OPT_CRF},  {"preset", required_argument, 0, OPT_PRESET},
     {"pix-fmt", required_argument, 0, OPT_PIX_FMT},
     {"max-pixels", required_argument, 0, OPT_MAX_PIXELS},
+    {"shard", required_argument, 0, OPT_SHARD},
     {"recursive", no_argument, 0, 'r'},      {"output", required_argument, 0, 'o'},
     {"quiet", no_argument, 0, 'q'},          {"verbose", no_argument, 0, 'v'},
     {"progress", no_argument, 0, OPT_PROGRESS},
@@ -422,6 +423,15 @@ int cli_parse_args(int argc, char **argv, cli_opts *o) {
       }
       break;
     case 'r': o->recursive = 1; break;
+    case OPT_SHARD: { /* the rules, Slurm's variables too, are the library's (shard.c) */
+      char msg[MSG_LEN];
+      if (es_shard_parse(a, &o->shard, msg, sizeof msg) != ES_OK) {
+        cli_err(NULL, "%s", msg);
+        return 1;
+      }
+      o->shard_set = 1;
+      break;
+    }
     case 'o':
       if (o->output) {
         cli_err(NULL, "-o %s: only one output", a);
