@@ -209,6 +209,13 @@ int es_shard_video(const es_shard *sh, const char *path, es_shard_range *r, char
     int64_t j = lower_bound(keys, nkeys, target), best = ix.n;
     if (j < nkeys) best = keys[j];
     if (j > 0 && (j == nkeys || target - keys[j - 1] <= keys[j] - target)) best = keys[j - 1];
+    /* A cut at frame 0 would leave the first share empty while a later one decodes from
+     * the start: the next keyframe instead (or none), so that the first share has the
+     * start, as the first file of a batch is the first share's. */
+    if (best <= 0) {
+      j = lower_bound(keys, nkeys, 1);
+      best = j < nkeys ? keys[j] : ix.n;
+    }
     if (best < cut[k - 1]) best = cut[k - 1];
     if (nkeys == 0) best = ix.n; /* no keyframe: nowhere to start but the start */
     cut[k] = best;
