@@ -759,8 +759,8 @@ int cli_run_video(cli_opts *o, int out_kind) {
         }
         /* Named by the input ("-": standard input), so that joined files tell videos apart */
         rc = es_stats_writer_add_frame(sw, in_name, f->index + v.shard.first, f->pts_seconds,
-                                       f->width,
-                                       f->height, f->damaged, &f->stats, msg, sizeof msg);
+                                       f->width, f->height, f->damaged, &f->stats, msg,
+                                       sizeof msg);
         if (rc == ES_OK) {
           took = 1;
         } else {
@@ -776,8 +776,7 @@ int cli_run_video(cli_opts *o, int out_kind) {
           last = 0;
         }
         cli_stats_line(in_name, f->index + v.shard.first, f->pts_seconds, f->width, f->height,
-                       &f->stats,
-                       o->cfg.params.base);
+                       &f->stats, o->cfg.params.base);
       }
       es_stream_release(v.st, f);
       if (took || !asked) {
