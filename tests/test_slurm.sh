@@ -7,7 +7,9 @@
 # directory of images and over a video, then samples/slurm/merge.sbatch with
 # --dependency=afterok, and checks the merged result against one process byte for byte:
 # the heat maps, the statistics, and the video's frames and time stamps (lossless ffv1, so
-# that equal pictures are equal bytes). The daemons are stopped at the end, whatever happens.
+# that equal pictures are equal bytes); also srun -n 2 in one job (the step's tasks share the
+# batch, the batch shell takes none), and a failed array holding its merge back. The daemons
+# are stopped at the end, whatever happens.
 # Skipped (77, with the reason) where Slurm or munge is not installed or we are not root
 # (the daemons run as root, SlurmUser=root). ES_SLURM_KEEP=1 keeps the directory.
 set -u
@@ -78,6 +80,29 @@ else
     <(ffmpeg -v error -i out/video/heat.mkv -f framemd5 -) ||
     fail "video: the joined heat video's frames or time stamps differ from one run's"
   ls out/video/shares/heat.*.mkv | wc -l | grep -qx 4 || fail "video: not 4 segments"
+fi
+
+# ---- srun -n 2 in one job (no array): --shard slurm takes the step's tasks. The batch shell
+# itself (--ntasks=2, SLURM_PROCID 0, no step) must not: run there, it would be share 0 of 2.
+cat > srun.sh << EOF
+#!/bin/bash
+"$BIN" "$T/imgs" --stats "$T/out/srun-batch.csv" --shard slurm -q
+srun --ntasks=2 bash -c '"$BIN" "$T/imgs" -o "$T/out/srun/heat" \
+  --stats "$T/out/srun/stats.\$SLURM_PROCID.csv" --shard slurm -v'
+EOF
+mkdir -p out/srun
+if timeout 120 sbatch --wait --ntasks=2 --cpus-per-task=1 -o "$T/log/srun-%j.out" srun.sh > /dev/null; then
+  diff -r one/heat out/srun/heat > /dev/null || fail "srun -n 2: the maps differ from one run's"
+  $ENTROPY_STREAM_MERGE stats out/srun/stats.csv out/srun/stats.0.csv out/srun/stats.1.csv \
+    --count 10 2> /dev/null || fail "srun -n 2: the merge: $(cat "$T"/log/srun-*.out)"
+  cmp -s one/stats.csv out/srun/stats.csv || fail "srun -n 2: the stats differ from one run's"
+  grep -q "share 1/2: " "$T"/log/srun-*.out || fail "srun -n 2: no task said share 1/2"
+  # the batch shell is in no array and no step: refused, nothing written
+  grep -q "not in a Slurm job array or srun step" "$T"/log/srun-*.out ||
+    fail "srun -n 2: the batch shell took a share: $(cat "$T"/log/srun-*.out)"
+  [ ! -e out/srun-batch.csv ] || fail "srun -n 2: the batch shell wrote its stats"
+else
+  fail "srun -n 2: the job failed: $(cat "$T"/log/srun-*.out)"
 fi
 
 # ---- A share that fails holds the merge back (afterok): it never runs, nothing is merged.
