@@ -268,7 +268,7 @@ int es_shard_parse(const char *spec, es_shard *out, char *msg, size_t len);
  * size read from its header alone; a file whose header cannot be read weighs one pixel,
  * and is reported by whichever share reads it): file i goes to share
  * floor(count * (pixels of the files before it) / (pixels of all)). Shares may be empty
- * (count > n). ES_OK, or ES_ERR_USAGE for a count out of range. */
+ * (count > n). ES_OK, ES_ERR_USAGE for a count out of range, ES_ERR_NOMEM. */
 int es_shard_files(int count, const char *const *paths, size_t n, int *share_of);
 /* One share of a video file: N time ranges cut at keyframes of its packet index (read
  * without decoding, io/video_index.c), each cut at the keyframe nearest to an N-th of the
