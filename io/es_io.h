@@ -171,6 +171,9 @@ const char *es_jpeg_version(void);
  * is refused. Without FFmpeg: ES_ERR_INPUT "built without FFmpeg". */
 int es_still_av_read_to(const char *path, int64_t max_pixels, es_png_dest_fn dest, void *user,
                         es_image *img, char *msg, size_t len);
+/* A PNG's size from its signature and IHDR alone (24 bytes, no decoding): ES_OK, or
+ * ES_ERR_INPUT where the file cannot be read or does not start as a PNG. */
+int es_png_size(const char *path, int64_t *width, int64_t *height);
 
 /* ---- PNG out: plane 0 of a rendering in ES_PIX_RGB24, ES_PIX_GRAY8 or ES_PIX_GRAY16,
  * written atomically. stride: bytes between rows (0 = tight). */
@@ -227,6 +230,11 @@ typedef struct es_video_in_opts {
    * it (a decoder thread too: log must be thread-safe and must not call the reader). */
   void (*log)(void *arg, const char *line);
   void *log_arg;
+  /* seek 1: decoding starts at the keyframe at or before seek_ts (the stream's time base,
+   * es_video_index's), found by libavformat's seek before the first frame is decoded, as
+   * one share of a video split by es_shard_video starts. A file only (not "-" or raw). */
+  int seek;
+  int64_t seek_ts;
 } es_video_in_opts;
 typedef struct es_video_info {
   int width, height, depth; /* depth 8 or 16 of the grey plane delivered */
@@ -256,6 +264,22 @@ typedef struct es_video_info {
    * forward of more than ES_TS_JUMP_S seconds as a break, as ffmpeg does. */
   int ts_discont;
 } es_video_info;
+/* The packet index of a video file's stream (the one es_video_in_open decodes), read
+ * packet by packet without decoding: one entry a packet that gives a frame (empty and
+ * discarded packets left out), in decode order. For splitting a video at keyframes
+ * (pipeline/shard.c). */
+typedef struct es_video_index {
+  int64_t n;        /* packets */
+  int64_t *pts;     /* each one's presentation time stamp (its dts where it has none) */
+  int64_t *dts;     /* decode time stamp, or INT64_MIN where it has none */
+  uint8_t *key;     /* 1: a keyframe (decoding can start there) */
+  int tb_num, tb_den; /* the time base of pts and dts */
+} es_video_index;
+/* ES_OK, or ES_ERR_INPUT with msg (no video stream, a packet with no time stamp at all),
+ * ES_ERR_NOMEM. es_video_index_free frees what it holds (a zeroed one too). */
+int es_video_index_read(const char *path, es_video_index *ix, char *msg, size_t len);
+void es_video_index_free(es_video_index *ix);
+
 /* path "-" = standard input (y4m recognised by its header, or raw with opts->raw). */
 int es_video_in_open(es_video_in **out, const char *path, const es_video_in_opts *opts,
                      es_video_info *info, char *msg, size_t len);

@@ -445,6 +445,21 @@ int es_video_in_open(es_video_in **out, const char *path, const es_video_in_opts
    * (H.264 in MPEG-TS whose size changes in its first seconds gave the second size, and its
    * first frame was refused as a size change). Raw frames and y4m have one format, from the
    * header. Where there is no frame (an error, the end), the first read says so. */
+  /* One share of a split video (--shard) starts at its keyframe: seeking backward to it,
+   * before the first frame is decoded, lands on it (or on an earlier keyframe where the
+   * container's index is coarser; the caller drops frames before its share either way). */
+  if (opts && opts->seek) {
+    if (raw || y4m || !strcmp(path, "-")) {
+      snprintf(msg, len, "cannot seek in standard input or raw frames");
+      rc = ES_ERR_USAGE;
+      goto end;
+    }
+    if ((err = av_seek_frame(v->fmt, v->stream, opts->seek_ts, AVSEEK_FLAG_BACKWARD)) < 0) {
+      es_vin_averr(msg, len, "cannot seek to the share's keyframe", err);
+      rc = ES_ERR_INPUT;
+      goto end;
+    }
+  }
   if (!raw && !y4m) {
     v->primed = next_frame(v, v->prime_msg, sizeof v->prime_msg);
     if (v->primed == ES_OK) {

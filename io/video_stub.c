@@ -2,6 +2,8 @@
  * video_stub.c - the es_video_* functions of a build without FFmpeg's libraries: every
  * open fails with a one-line reason, everything else is a harmless no-op.
  */
+#include <string.h>
+
 #include "es_io.h"
 
 int es_video_built(void) { return 0; }
@@ -117,4 +119,15 @@ int es_video_out_close(es_video_out **v, int commit, char *msg, size_t len) {
   (void)len;
   if (v) *v = NULL;
   return ES_OK;
+}
+
+int es_video_index_read(const char *path, es_video_index *ix, char *msg, size_t len) {
+  (void)path;
+  if (ix) memset(ix, 0, sizeof *ix);
+  if (msg && len) snprintf(msg, len, "built without FFmpeg");
+  return ES_ERR_INPUT;
+}
+
+void es_video_index_free(es_video_index *ix) {
+  if (ix) memset(ix, 0, sizeof *ix);
 }

@@ -258,6 +258,54 @@ void es_host_unpin(void *p);
  * threads. Returns the length written (like snprintf). */
 int es_version_info(char *buf, size_t len);
 
+/* ---- Shares: one process's part of work split across many (Slurm job arrays, srun;
+ * docs/cluster.md). Each rule depends on the inputs alone, never on timing or on which
+ * process starts first, so N processes started anywhere agree on who does what: together
+ * they do every item exactly once, whatever N. */
+#define ES_SHARD_MAX 100000
+typedef struct es_shard {
+  int index; /* this process's share, 0 <= index < count */
+  int count; /* shares in all, 1..ES_SHARD_MAX (1: the whole work) */
+} es_shard;
+/* Parses "I/N" (decimal, 0 <= I < N <= ES_SHARD_MAX) or "slurm": Slurm's variables of the
+ * calling process, a job array's task (SLURM_ARRAY_TASK_ID less SLURM_ARRAY_TASK_MIN, over
+ * SLURM_ARRAY_TASK_STEP, of SLURM_ARRAY_TASK_COUNT) and, inside an srun step (SLURM_STEP_ID
+ * set), its task (SLURM_PROCID of SLURM_STEP_NUM_TASKS, else SLURM_NTASKS); both: the array
+ * task's share cut again among the step's tasks. ES_OK, or ES_ERR_USAGE with msg (a bad
+ * form, or "slurm" outside a job array and an srun step, or an array of listed ids such as
+ * --array=1,5,9 whose task's place cannot be told). Reads the environment: not thread-safe
+ * against setenv. */
+int es_shard_parse(const char *spec, es_shard *out, char *msg, size_t len);
+/* The share of each of n files, in the order given (the caller's name order): share_of[i]
+ * for paths[i]. The shares are runs of consecutive files, balanced by pixel count (a PNG's
+ * size read from its header alone; a file whose header cannot be read weighs one pixel,
+ * and is reported by whichever share reads it): file i goes to share
+ * floor(count * (pixels of the files before it) / (pixels of all)). Shares may be empty
+ * (count > n). ES_OK, ES_ERR_USAGE for a count out of range, ES_ERR_NOMEM. */
+int es_shard_files(int count, const char *const *paths, size_t n, int *share_of);
+/* One share of a video file: N time ranges cut at keyframes of its packet index (read
+ * without decoding, io/video_index.c), each cut at the keyframe nearest to an N-th of the
+ * frames. Frame indices and time stamps are the whole video's. */
+typedef struct es_shard_range {
+  int64_t first;    /* the whole video's index of the share's first frame */
+  int64_t frames;   /* frames of the share (0: an empty share, a video of few keyframes) */
+  int64_t total;    /* frames of the whole video (its packets) */
+  int64_t start_ts; /* the share's frames: start_ts <= pts < end_ts (the stream's time base) */
+  int64_t end_ts;   /* INT64_MAX for the last share */
+  int seek;         /* 1: decoding starts by seeking to seek_ts (es_video_in_opts); 0 for
+                     * the first share, which decodes from the start as a whole run does */
+  int64_t seek_ts;  /* the share's first keyframe: its dts (its pts where it has none) */
+  int tb_num, tb_den; /* the stream's time base */
+} es_shard_range;
+/* Fills r for share sh of the video at path (a file: it is read twice). ES_OK, ES_ERR_INPUT
+ * with msg (no video stream, packets without time stamps, a build without FFmpeg),
+ * ES_ERR_NOMEM. */
+int es_shard_video(const es_shard *sh, const char *path, es_shard_range *r, char *msg,
+                   size_t len);
+/* Where a decoded frame of time stamp pts falls: -1 before the share (decoded from its
+ * keyframe, dropped), 0 in it, 1 past it (the share is done: stop reading). */
+int es_shard_frame(const es_shard_range *r, int64_t pts);
+
 /* Jobs that failed on a device (a GPU error, or an injected fault) and were computed again
  * on another GPU or the CPU, since the context was created (es_compute and streams). */
 int64_t es_context_retries(const es_context *ctx);

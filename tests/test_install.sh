@@ -20,6 +20,8 @@ cmake --install "$ES_BUILD" --prefix "$T/prefix" >"$T/install.log" 2>&1 || { cat
 [ -f "$T/prefix/include/entropy_stream.h" ] || fail "header not installed"
 # The man page (issue 32), where man looks for it under the prefix.
 [ -f "$T/prefix/share/man/man1/entropy-stream.1" ] || fail "man page not installed in share/man/man1"
+# The merge of --shard runs (issue 29), beside the program.
+[ -x "$T/prefix/bin/entropy-stream-merge" ] || fail "entropy-stream-merge not installed in bin"
 # One header: the public one, core/es_types.h written into it (no quoted include left over).
 hdrs=$(cd "$T/prefix/include" 2>/dev/null && find . -type f | sort | tr '\n' ' ')
 [ "$hdrs" = "./entropy_stream.h " ] || fail "installed under include/: $hdrs(want entropy_stream.h alone)"

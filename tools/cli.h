@@ -57,6 +57,8 @@ typedef struct cli_opts {
   int quiet;
   int verbose;
   int progress; /* -1 auto, 0 off, 1 on */
+  es_shard shard; /* --shard: this run's share of the work (0/1 without it) */
+  int shard_set;  /* --shard given */
   int stats_line; /* neither -o nor --stats: each image's or frame's statistics line on
                    * standard output (cli_stats_line), not a run that writes nothing */
   const char *mask_path; /* --mask FILE, read by cli_mask_load into: */
@@ -136,6 +138,14 @@ int cli_stats_open_inside(const cli_opts *o, const char *dir, es_stats_writer **
 int cli_mask_load(cli_opts *o);
 /* Sets the stream's mask for every frame to o's (nothing without --mask). */
 void cli_mask_to(const cli_opts *o, es_stream_config *sc);
+/* ---- cli_shard.c: --shard, the share of a batch or a video this run does (the rules are
+ * the library's, pipeline/shard.c). */
+/* The batch's n files (in name order) that are this run's share: keep[i] 1 or 0. Returns
+ * the exit code to end with (said), or -1 to go on. */
+int cli_shard_files(const cli_opts *o, const char *const *paths, size_t n, unsigned char *keep);
+/* A video's share: r filled and the reader's seek set in vio. Returns the exit code to end
+ * with (said; 0 for an empty share), or -1 to go on. */
+int cli_shard_video(const cli_opts *o, es_shard_range *r, es_video_in_opts *vio);
 
 /* ---- The runners: each returns the exit code (SPEC 3). */
 /* One PNG or a directory of them (cli_images.c). */

@@ -46,7 +46,7 @@ static void usage(FILE *f) {
     "      --codec NAME    video encoder [libx264, else mpeg4, else the container's]\n"
     "      --crf N         encoder quality, 0..63; --preset P [both: the encoder's]\n"
     "      --pix-fmt F     yuv420p|yuv444p: heat video chroma [yuv420p; y4m yuv444p]\n"
-    "      --max-pixels N  refuse larger inputs, 1..2^62 [2^31]\n"
+    "      --max-pixels N  refuse larger inputs, 1..2^62 [2^31]; --shard I/N|slurm\n"
     "  -r, --recursive     descend into subdirectories; --ext png,jpg: only those\n"
     "  -o, --output PATH   where to write; -y, -n: overwrite, skip existing [refuse]\n"
     "  -q, --quiet         no progress, no summary; -v, --verbose: devices, each file\n"
@@ -209,7 +209,7 @@ enum {
   OPT_SHAPE = 256, OPT_BORDER, OPT_BASE, OPT_FORMAT, OPT_COLORMAP, OPT_RANGE, OPT_OVERLAY,
   OPT_STATS, OPT_STATS_BINS, OPT_DEVICE, OPT_GPUS, OPT_CPU_BELOW, OPT_THREADS, OPT_QUEUE,
   OPT_RAW, OPT_CODEC, OPT_CRF, OPT_PRESET, OPT_PIX_FMT, OPT_MAX_PIXELS, OPT_PROGRESS, OPT_NO_PROGRESS,
-  OPT_VERSION, OPT_MASK, OPT_IN_RANGE, OPT_EXT
+  OPT_VERSION, OPT_MASK, OPT_IN_RANGE, OPT_EXT, OPT_SHARD
 };
 
 /* Returns 0 to go on, 1 for a usage error (message printed), or -2 after --help/--version
@@ -230,6 +230,7 @@ int cli_parse_args(int argc, char **argv, cli_opts *o) {
     {"crf", required_argument, 0, OPT_CRF},  {"preset", required_argument, 0, OPT_PRESET},
     {"pix-fmt", required_argument, 0, OPT_PIX_FMT},
     {"max-pixels", required_argument, 0, OPT_MAX_PIXELS},
+    {"shard", required_argument, 0, OPT_SHARD},
     {"recursive", no_argument, 0, 'r'},      {"output", required_argument, 0, 'o'},
     {"ext", required_argument, 0, OPT_EXT},
     {"quiet", no_argument, 0, 'q'},          {"verbose", no_argument, 0, 'v'},
@@ -461,6 +462,15 @@ int cli_parse_args(int argc, char **argv, cli_opts *o) {
         return 1;
       }
       o->ext = a;
+      break;
+    }
+    case OPT_SHARD: { /* the rules, Slurm's variables too, are the library's (shard.c) */
+      char msg[MSG_LEN];
+      if (es_shard_parse(a, &o->shard, msg, sizeof msg) != ES_OK) {
+        cli_err(NULL, "%s", msg);
+        return 1;
+      }
+      o->shard_set = 1;
       break;
     }
     case 'o':

@@ -36,6 +36,7 @@ typedef struct img_job {
   char *in;   /* input path (owned) */
   char *name; /* name in messages and stats: relative to the input directory (owned) */
   char *out;  /* output path or NULL (owned) */
+  size_t index; /* in the whole batch, all --shard shares together: the stats' index */
   int status; /* ES_OK, an es_status, or JOB_SKIPPED (-n); set by job_done */
   int keep;   /* -n and the output exists: computed for --stats only, the output kept */
   int failed;  /* set before the workers start: a failure already reported (not a regular file,
@@ -550,6 +551,38 @@ int cli_run_images(cli_opts *o, int in_kind, int out_kind) {
     if (n == 0 && !o->quiet)
       cli_err(o->input, "no image files%s%s%s", o->ext ? " (--ext " : "", o->ext ? o->ext : "",
               o->recursive ? (o->ext ? ")" : "") : (o->ext ? "; -r descends)" : " (-r descends)"));
+    /* --shard: this run's share of the files (all of them without it), each keeping its
+     * index in the whole batch; outputs were named and checked for clashes across all. */
+    {
+      const char **paths = malloc((n ? n : 1) * sizeof *paths);
+      unsigned char *keep = malloc(n ? n : 1);
+      size_t k = 0;
+      if (!paths || !keep) {
+        free(paths);
+        free(keep);
+        code = 4;
+        goto end;
+      }
+      for (size_t i = 0; i < n; i++) paths[i] = jobs[i].in;
+      rc = cli_shard_files(o, paths, n, keep);
+      free(paths);
+      for (size_t i = 0; i < n && rc < 0; i++) {
+        if (!keep[i]) {
+          free(jobs[i].in);
+          free(jobs[i].name);
+          free(jobs[i].out);
+          continue;
+        }
+        jobs[k] = jobs[i];
+        jobs[k++].index = i;
+      }
+      free(keep);
+      if (rc >= 0) {
+        code = rc;
+        goto end;
+      }
+      n = k;
+    }
   } else {
     jobs = calloc(1, sizeof *jobs);
     if (!jobs) {
@@ -812,8 +845,8 @@ int cli_run_images(cli_opts *o, int in_kind, int out_kind) {
         memcpy(&rec, j->stats, offsetof(es_stats, hist));
         memcpy(rec.hist, (const char *)j->stats + offsetof(es_stats, hist),
                (size_t)rec.bins * sizeof rec.hist[0]);
-        rc = es_stats_writer_add(sw, j->name, (int64_t)i, NAN, j->width, j->height, &rec, msg,
-                                 sizeof msg);
+        rc = es_stats_writer_add(sw, j->name, (int64_t)j->index, NAN, j->width, j->height, &rec,
+                                 msg, sizeof msg);
         if (rc != ES_OK) {
           cli_err(o->stats_path, "%s", *msg ? msg : es_strerror(rc));
           code = cli_worse(code, es_exit_code(rc));

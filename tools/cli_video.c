@@ -214,6 +214,7 @@ typedef struct vid_run {
   es_video_lent first;
   int64_t first_pts;
   double first_pts_seconds;
+  es_shard_range shard; /* --shard: the frames that are this run's (cli_shard_video) */
 } vid_run;
 
 static void *decode_thread(void *arg) {
@@ -262,6 +263,20 @@ static void *decode_thread(void *arg) {
       if (tr) t_read += es_trace_ms() - t0;
     }
     if (rc != ES_OK) break;
+    /* --shard: frames before the share (decoded from its keyframe) are dropped; the first
+     * one past it ends the read, as the input's end would. */
+    const int where = es_shard_frame(&v->shard, pts);
+    if (where != 0) {
+      if (lent.ref) es_video_in_unlend(lent.ref);
+      if (where > 0) {
+        rc = ES_ERR_EOF;
+        break;
+      }
+      es_stream_release(v->st, f);
+      f = NULL;
+      v->first_had = 0;
+      continue;
+    }
     if (lent.ref) { /* the decoded frame itself, until the stream gives it back */
       f->width = v->info.width;
       f->height = v->info.height;
@@ -441,6 +456,7 @@ int cli_run_video(cli_opts *o, int out_kind) {
   rc = cli_stats_file_check(o);
   if (rc == STATS_REFUSED) return 3;
   if (rc == STATS_SKIPPED && out_kind == OUT_NONE) return 0;
+  if ((rc = cli_shard_video(o, &v.shard, &vio)) >= 0) return rc;
 
   cth_started = pthread_create(&cth, NULL, ctx_open_main, &co) == 0;
   if (!strcmp(o->input, "-"))
@@ -476,6 +492,7 @@ int cli_run_video(cli_opts *o, int out_kind) {
     goto end;
   }
   es_trace("video: input open");
+  if (o->shard_set) v.info.frames = v.shard.frames; /* the progress line's count */
   ctx_expect(&co, (int64_t)v.info.width * v.info.height);
   if (o->verbose && !o->quiet) {
     char len_s[48] = "length unknown"; /* raw H.264, pipes: the container does not say */
@@ -698,7 +715,7 @@ int cli_run_video(cli_opts *o, int out_kind) {
           rc = es_npy_stream_write(ns, f->map, f->map_stride, msg, sizeof msg);
         } else {
           char name[64];
-          snprintf(name, sizeof name, "frame_%06" PRId64 ".%s", f->index,
+          snprintf(name, sizeof name, "frame_%06" PRId64 ".%s", f->index + v.shard.first,
                    o->format == FMT_F32 ? "npy" : "png");
           path = cli_join(o->output, name);
           what = path ? path : out_name;
@@ -748,8 +765,9 @@ int cli_run_video(cli_opts *o, int out_kind) {
           last = 0; /* drawn again below the record */
         }
         /* Named by the input ("-": standard input), so that joined files tell videos apart */
-        rc = es_stats_writer_add_frame(sw, in_name, f->index, f->pts_seconds, f->width,
-                                       f->height, f->damaged, &f->stats, msg, sizeof msg);
+        rc = es_stats_writer_add_frame(sw, in_name, f->index + v.shard.first, f->pts_seconds,
+                                       f->width, f->height, f->damaged, &f->stats, msg,
+                                       sizeof msg);
         if (rc == ES_OK) {
           took = 1;
         } else {
@@ -764,8 +782,8 @@ int cli_run_video(cli_opts *o, int out_kind) {
           cli_clear_progress();
           last = 0;
         }
-        cli_stats_line(in_name, f->index, f->pts_seconds, f->width, f->height, &f->stats,
-                       o->cfg.params.base);
+        cli_stats_line(in_name, f->index + v.shard.first, f->pts_seconds, f->width, f->height,
+                       &f->stats, o->cfg.params.base);
       }
       es_stream_release(v.st, f);
       if (took || !asked) {
@@ -842,7 +860,10 @@ int cli_run_video(cli_opts *o, int out_kind) {
     /* The heat video's last frame lasts as the input's does, where the input was read to
      * its end. */
     if (vo && v.read_status == ES_OK && !stopped && !g_stop)
-      es_video_out_end(vo, es_video_in_end_pts(v.vin));
+      /* (--shard: a share's last frame lasts until the next share's first, so that the
+       * shares' videos joined have the whole video's time stamps) */
+      es_video_out_end(vo, v.shard.end_ts != INT64_MAX ? v.shard.end_ts
+                                                       : es_video_in_end_pts(v.vin));
     const int commit_out = commit && !(code != 0 && out_frames == 0);
     if (vo) {
       rc = es_video_out_close(&vo, commit_out, msg, sizeof msg);

@@ -154,6 +154,11 @@ int main(int argc, char **argv) {
     cli_err(o.input, "--ext: only for a directory input");
     return 1;
   }
+  /* --shard splits a directory's files or a video file's frames: one image is one item. */
+  if (o.shard_set && in_kind == IN_STILL) {
+    cli_err(o.input, "--shard: only for a directory or a video file");
+    return 1;
+  }
   out_kind = cli_out_kind_of(o.output);
   /* A directory input writes a directory: a name like heat.v2 can only be that. */
   if (out_kind < 0 && in_kind == IN_DIR) out_kind = OUT_DIR;

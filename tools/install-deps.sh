@@ -13,7 +13,8 @@ pkgs=(build-essential cmake ninja-build pkg-config git
       man-db groff-base # man -l docs/entropy-stream.1; tests/test_docs.sh renders it
       valgrind # tests/test_valgrind.sh
       python3-dev python3-venv python3-pip python3-setuptools python3-wheel python3-pytest
-      python3-dask python3-distributed) # python/ and its tests
+      python3-dask python3-distributed # python/ and its tests
+      slurm-wlm munge) # tests/test_slurm.sh: a one-node Slurm of its own (docs/cluster.md)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
