@@ -78,6 +78,9 @@ int es_tiff_read_rows(es_tiff *t, int y0, int nrows, int band, void *dst, size_t
  * GeoKeyDirectory, GeoDoubleParams, GeoAsciiParams, GDAL_NODATA), copied into a new blob
  * (es_tiff_geo_free), or *geo NULL where the page has none. ES_ERR_NOMEM only. */
 int es_tiff_geo_get(es_tiff *t, es_tiff_geo **geo, char *msg, size_t len);
+/* The same for page of the file at path, opened for it (*geo NULL: none, or the file
+ * unreadable now: its reading reports that). */
+int es_tiff_geo_load(const char *path, int page, es_tiff_geo **geo, char *msg, size_t len);
 void es_tiff_geo_free(es_tiff_geo **geo); /* accepts NULL and *geo NULL */
 void es_tiff_close(es_tiff **t);          /* accepts NULL and *t NULL */
 

@@ -604,6 +604,17 @@ int es_tiff_geo_get(es_tiff *t, es_tiff_geo **geo, char *msg, size_t len) {
   return es_tiff_geo_read(t->tif, geo, msg, len);
 }
 
+int es_tiff_geo_load(const char *path, int page, es_tiff_geo **geo, char *msg, size_t len) {
+  es_tiff *t = NULL;
+  int rc;
+  *geo = NULL;
+  if (es_tiff_open(path, 0, &t, NULL, msg, len) != ES_OK) return ES_OK;
+  rc = page ? es_tiff_set_page(t, page, NULL, msg, len) : ES_OK;
+  rc = rc == ES_OK ? es_tiff_geo_get(t, geo, msg, len) : ES_OK;
+  es_tiff_close(&t);
+  return rc;
+}
+
 int es_tiff_version(char *buf, size_t len) {
   const char *v = TIFFGetVersion(); /* "LIBTIFF, Version 4.5.0\nCopyright ..." */
   const char *p = strstr(v, "Version ");
