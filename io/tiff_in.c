@@ -61,10 +61,14 @@ static void es_tiff_lower(char *s) {
 
 int es_tiff_capture(TIFF *tif, void *user, const char *module, const char *fmt, va_list ap) {
   char *err = user;
-  (void)tif;
   (void)module; /* names libtiff's function, which tells a user nothing */
   if (err && !err[0]) {
+    const char *name = tif ? TIFFFileName(tif) : NULL;
+    size_t n = name ? strlen(name) : 0;
     vsnprintf(err, ES_TIFF_ERR_LEN, fmt, ap);
+    /* "a.tif: Can not read TIFF directory": the caller names the file */
+    if (n && !strncmp(err, name, n) && err[n] == ':' && err[n + 1] == ' ')
+      memmove(err, err + n + 2, strlen(err + n + 2) + 1);
     es_tiff_lower(err);
     for (char *p = err; *p; p++) /* one line */
       if (*p == '\n' || *p == '\r') *p = ' ';
