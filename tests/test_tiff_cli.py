@@ -1,14 +1,15 @@
 #!/usr/bin/env python3
 """TIFF in and out through the CLI (issue 28). The same pixels stored as TIFF of every kind
 (8/16-bit grey, RGB, RGBA, palette, 1-bit, min-is-white, strips and tiles, BigTIFF, each
-compression libtiff has, a multi-page file, a band stack) must give maps byte-identical to
+compression libtiff has, a band stack) must give maps byte-identical to
 those of the same grey written as PNG (SPEC's luma rule computed here in numpy); the TIFF
 files are made by tifffile and by GDAL's gdal_translate, independent writers. Outputs are
 checked with libtiff's tiffinfo (tiled, compression, BigTIFF) and tiffcp (decoded to plain
 TIFF for tifffile, which lacks zstd here) against the .npy map; GeoTIFF with gdalinfo (same
 corner coordinates, CRS and no-data); bad inputs (truncated, corrupt, a header claiming
 10^6 x 10^6, unsupported samples, a float image) with exit code, one line and nothing left
-behind. The photograph is scikit-image's coffee where it is installed."""
+behind. A multi-page TIFF is a stack of frames: [T, H, W] .npy, multi-page .tif, a record
+a page, a directory of pictures; a bad page fails it whole. The photograph is scikit-image's coffee where it is installed."""
 import json
 import os
 import shutil
@@ -182,10 +183,54 @@ with tempfile.TemporaryDirectory() as tmp:
     gdal(T("jpg.tif"), T("jpg_rgb.tif"), "-co", "COMPRESS=NONE", "-co", "PHOTOMETRIC=RGB")
     dec = tifffile.imread(T("jpg_rgb.tif"))
     same_map([T("jpg.tif")], luma(dec).astype(np.uint8), "JPEG YCbCr", tmp, PARAMS[:1])
-    # multi-page: page 0 is the image
-    tifffile.imwrite(T("stack.tif"), np.stack([g8, 255 - g8, g8 // 2]), photometric="minisblack")
-    check(tifffile.TiffFile(T("stack.tif")).pages.__len__() == 3, "3 pages made")
-    same_map([T("stack.tif")], g8, "multi-page (page 0)", tmp, PARAMS[:1])
+    # a multi-page TIFF is a stack of frames: [T, H, W] in a .npy, a multi-page .tif, a
+    # record a page; each page's map is the PNG path's map of that page
+    pages = [g8, 255 - g8, g8 // 2]
+    tifffile.imwrite(T("stack.tif"), np.stack(pages), photometric="minisblack",
+                     compression="zlib", tile=(64, 64))
+    check(len(tifffile.TiffFile(T("stack.tif")).pages) == 3, "3 pages made")
+    maps = []
+    for i, pg in enumerate(pages):
+        png_write(T("page%d.png" % i), pg)
+        run([T("page%d.png" % i), "-o", T("page%d.npy" % i)])
+        maps.append(np.load(T("page%d.npy" % i)))
+    run([T("stack.tif"), "-o", T("stack.npy")])
+    st = np.load(T("stack.npy"))
+    check(st.shape == (3,) + g8.shape and all(np.array_equal(st[i], maps[i]) for i in range(3)),
+          "stack .npy = the pages' maps, in order")
+    run([T("stack.tif"), "-o", T("stack_map.tif")])
+    check(tiffinfo(T("stack_map.tif")).count("TIFF Directory at offset") == 3, "3 pages written")
+    plain = T("plain_stack_map.tif")
+    subprocess.run(["tiffcp", "-c", "none", T("stack_map.tif"), plain], check=True)
+    with tifffile.TiffFile(plain) as tf:
+        got = [pg.asarray() for pg in tf.pages]
+    check(len(got) == 3 and all(np.array_equal(got[i], maps[i]) for i in range(3)),
+          "multi-page .tif = the pages' maps")
+    run([T("stack.tif"), "--stats", T("stack.csv")])
+    rows = open(T("stack.csv")).read().strip().split("\n")
+    check(len(rows) == 4 and [r.split(",")[1] for r in rows[1:]] == ["0", "1", "2"],
+          "a record a page: %s" % rows)
+    run([T("stack.tif"), "-o", T("stack_dir"), "--format", "gray8"])
+    check(sorted(os.listdir(T("stack_dir"))) == ["frame_%06d.png" % i for i in range(3)],
+          "a directory of pages: %s" % os.listdir(T("stack_dir")))
+    # a stack whose page 2 is another size, or damaged: exit 2, no .npy or .tif left
+    with tifffile.TiffWriter(T("stack_bad.tif")) as tw:
+        tw.write(g8, photometric="minisblack")
+        tw.write(g8, photometric="minisblack")
+        tw.write(g8[:50], photometric="minisblack")
+    b = bytearray(open(T("stack.tif"), "rb").read())
+    off = tifffile.TiffFile(T("stack.tif")).pages[2].dataoffsets[1]
+    b[off:off + 2] = b"\xff\xff"
+    open(T("stack_dmg.tif"), "wb").write(bytes(b))
+    for name, want in (("stack_bad.tif", "page 2: is 271x50, page 0 271x197"),
+                       ("stack_dmg.tif", "page 2: tile")):
+        for out in ("s.npy", "s.tif"):
+            p = run([T(name), "-o", T(out)], ok=False)
+            check(p.returncode == 2 and want in p.stderr and p.stderr.count("\n") == 1,
+                  "%s -> %s: exit %d %r" % (name, out, p.returncode, p.stderr))
+            check(not os.path.exists(T(out)), "%s: %s left" % (name, out))
+    p = run([T("stack.tif"), "-o", T("stack.png")], ok=False)
+    check(p.returncode == 1 and "stack" in p.stderr, "a stack to one .png refused: %r" % p.stderr)
     # a band stack: --band picks the sample, contig and planar
     bands = np.stack([g16, 65535 - g16, g16 // 3], -1)
     tifffile.imwrite(T("bands.tif"), bands, photometric="minisblack", planarconfig="contig")

@@ -246,5 +246,7 @@ int main(int argc, char **argv) {
   }
   o.stats_line = !o.output && !o.stats_path;
   if (in_kind == IN_VIDEO) return cli_run_video(&o, out_kind);
+  if (es_path_is_tiff(o.input) && cli_tiff_pages(o.input, o.max_pixels) > 1)
+    return cli_run_stack(&o, out_kind); /* its pages are frames */
   return cli_run_images(&o, in_kind, out_kind);
 }
