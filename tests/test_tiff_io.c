@@ -352,7 +352,7 @@ static void atomic_out(void) {
   char path[512], msg[256];
   es_tiff_writer *w = NULL;
   es_tiff_writer_opts o;
-  uint8_t row[40] = {0};
+  uint8_t row[3 * 40] = {0}; /* up to three rows of 40 */
   int rc;
   snprintf(path, sizeof path, "%s/a.tif", g_dir);
   memset(&o, 0, sizeof o);

@@ -25,7 +25,7 @@ typedef struct stack_run {
   es_tiff_info first; /* page 0's, immutable */
   int same_size;      /* every page must be page 0's size (a .npy or .tif output) */
   int status;         /* the reader's failure (ES_OK: none); read after the join */
-  char msg[MSG_LEN];  /* its message, "page N: ..." */
+  char msg[MSG_LEN + 32]; /* its message, "page N: ..." */
 } stack_run;
 
 int cli_tiff_pages(const char *path, int64_t max_pixels) {
