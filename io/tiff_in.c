@@ -247,8 +247,10 @@ static int es_tiff_page_check(es_tiff *t, char *msg, size_t len) {
       snprintf(msg, len, "tiled image without a tile size");
       return ES_ERR_INPUT;
     }
-    if ((uint64_t)bw * bh > 4 * ((uint64_t)w + 16) * ((uint64_t)h + 16) || bw > (1u << 24) ||
-        bh > (1u << 24)) {
+    /* (a tile of up to 2^20 pixels is always taken: a small image in 256^2 tiles is common) */
+    if (((uint64_t)bw * bh > 4 * ((uint64_t)w + 16) * ((uint64_t)h + 16) &&
+         (uint64_t)bw * bh > (1u << 20)) ||
+        bw > (1u << 24) || bh > (1u << 24)) {
       snprintf(msg, len, "a tile of %" PRIu32 " x %" PRIu32 " is far larger than the image", bw, bh);
       return ES_ERR_INPUT;
     }

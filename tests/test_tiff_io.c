@@ -402,6 +402,7 @@ int main(void) {
     round_trip(kinds[k], 300, 517, 1, 0, 0);   /* across tile edges both ways */
     round_trip(kinds[k], 1, 1, 2, 16, 0);      /* a one-pixel stack, tiles of 16 */
     round_trip(kinds[k], 256, 256, 3, 0, 1);   /* exactly one tile, BigTIFF asked for */
+    round_trip(kinds[k], 10, 7, 1, 0, 0);      /* far smaller than its one 256^2 tile */
   }
   hand_made();
   atomic_out();
