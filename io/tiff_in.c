@@ -472,7 +472,8 @@ static void es_tiff_convert(const es_tiff *t, const uint8_t *const src[3], int n
     } else if (bits == 8 && step == 1 && !t->invert) {
       memcpy(dst, s, (size_t)n);
     } else {
-      /* 1, 2, 4 bits: v * 255 / (2^bits - 1), libpng's expansion (1-bit: 0 or 255) */
+      /* 1, 2, 4 bits: v * 255 / (2^bits - 1), libpng's expansion (1-bit: 0 or 255); 8 bits
+       * of a band stack or min-is-white come here too (scale 1) */
       uint8_t *d = dst;
       const uint32_t max = (1u << bits) - 1, scale = 255u / max;
       for (int x = 0; x < n; x++) {
