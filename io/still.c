@@ -10,11 +10,18 @@
 #include <sys/stat.h>
 
 #include "es_io.h"
+#include "es_tiff.h"
 
 /* es_png_read_to without its info, in the shape the table takes. */
 static int png_read(const char *path, int64_t max_pixels, es_png_dest_fn dest, void *user,
                     es_image *img, char *msg, size_t len) {
   return es_png_read_to(path, max_pixels, dest, user, img, NULL, msg, len);
+}
+
+/* es_tiff_read_to of page 0, band 0 (the CLI reads a band stack's --band itself). */
+static int tiff_read(const char *path, int64_t max_pixels, es_png_dest_fn dest, void *user,
+                     es_image *img, char *msg, size_t len) {
+  return es_tiff_read_to(path, 0, 0, max_pixels, dest, user, img, NULL, msg, len);
 }
 
 #ifndef ES_HAVE_FFMPEG
@@ -46,8 +53,8 @@ typedef struct still_format {
 static const still_format formats[] = {
     {"PNG", "\x89PNG\r\n\x1a\n", 8, "png", png_read, 0},
     {"JPEG", "\xff\xd8\xff", 3, "jpg jpeg jpe jfif", es_jpeg_read_to, 0},
-    /* TIFF (io/tiff.c, II*\0 or MM\0*, "tif tiff"): its line goes here, with the TIFF
-     * reader (issue 28, helper tiff28), before the libav line. */
+    /* TIFF by its little-endian magic; a big-endian or BigTIFF one by its name. */
+    {"TIFF", "II*\0", 4, "tif tiff", tiff_read, 0},
     /* Everything else libavcodec decodes as one picture, named by extension (image2's
      * table). GIF and APNG are left to the video reader: they are animations. */
     {"libav", NULL, 0,

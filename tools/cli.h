@@ -14,6 +14,7 @@
 
 #include "entropy_stream.h"
 #include "es_io.h"
+#include "es_tiff.h"
 #include "es_kernels.h"
 
 #define PROG "entropy-stream"
@@ -28,7 +29,8 @@ enum out_kind {
   OUT_NPY,      /* x.npy */
   OUT_VIDEO,    /* x.mp4, x.mkv, ... */
   OUT_DIR,      /* a directory */
-  OUT_STDOUT    /* "-" */
+  OUT_STDOUT,   /* "-" */
+  OUT_TIFF      /* x.tif, x.tiff: float32 [default], or heat/gray8/gray16 with --format */
 };
 enum in_kind { IN_STILL = 0, IN_DIR, IN_VIDEO }; /* IN_STILL: any format es_still_read_to reads */
 
@@ -50,6 +52,8 @@ typedef struct cli_opts {
   const char *preset;
   int pix_fmt; /* --pix-fmt: ES_PIX_YUV420P, ES_PIX_YUV444P, or ES_PIX_NONE (the default) */
   int64_t max_pixels;
+  int band;      /* --band: the sample of a TIFF band stack read as grey [0] */
+  int band_set;  /* --band given */
   int recursive;
   const char *ext; /* --ext: the extensions a directory batch takes ("png,tif"); NULL: all */
   int overwrite; /* -y */
@@ -150,6 +154,10 @@ int cli_shard_video(const cli_opts *o, es_shard_range *r, es_video_in_opts *vio)
 /* ---- The runners: each returns the exit code (SPEC 3). */
 /* One PNG or a directory of them (cli_images.c). */
 int cli_run_images(cli_opts *o, int in_kind, int out_kind);
+/* The pages of a multi-page TIFF as frames (cli_stack.c). */
+int cli_run_stack(cli_opts *o, int out_kind);
+/* Pages in the TIFF at path, 0 where it cannot be opened (its reading says why). */
+int cli_tiff_pages(const char *path, int64_t max_pixels);
 /* A video, a FIFO or standard input (cli_video.c). */
 int cli_run_video(cli_opts *o, int out_kind);
 

@@ -22,16 +22,16 @@ static void usage(FILE *f) {
   fprintf(f,
     "usage: " PROG " [OPTIONS] INPUT [-o OUTPUT]\n"
     "Local Shannon entropy heat maps of images and video, on CPUs and NVIDIA GPUs.\n"
-    "INPUT   an image (png, jpg, ...) | a directory of them | a video | - (stdin)\n"
-    "OUTPUT  x.png | x.npy | x.mp4, x.mkv, ... | a directory | - (stdout: y4m, or raw\n"
+    "INPUT   an image (png, jpg, tif, ...) | a directory of them | a video | -\n"
+    "OUTPUT  x.png | x.npy | x.tif | x.mp4, ... | a directory | - (stdout: y4m, raw\n"
     "        float32 with --format f32); with neither -o nor --stats: stats on stdout\n"
     "Options (default in brackets):\n"
     "  -w, --window K      window size, odd, 1..255 [5]\n"
     "      --shape S       square|disk [square]\n"
-    "      --border B      clip|reflect [clip]; --mask PNG: non-zero = inside\n"
+    "      --border B      clip|reflect [clip]; --mask IMG: non-zero = inside\n"
     "  -L, --levels L      levels, 2..65536 (8-bit input: L above 256 as 256) [16]\n"
     "      --base B        2|e: bits or nats [2]; --in-range LO:HI of float input\n"
-    "      --format F      heat|gray8|gray16|f32 [heat]\n"
+    "      --format F      heat|gray8|gray16|f32 [heat]; --band N: a TIFF's band [0]\n"
     "      --colormap C    inferno|viridis|magma|turbo|gray [inferno]\n"
     "      --range R       fixed|auto: scale by log2(min(|W|, L)) or min..max [fixed]\n"
     "      --overlay A     0..1: heat over the source grey; heat and gray8 only [off]\n"
@@ -209,7 +209,7 @@ enum {
   OPT_SHAPE = 256, OPT_BORDER, OPT_BASE, OPT_FORMAT, OPT_COLORMAP, OPT_RANGE, OPT_OVERLAY,
   OPT_STATS, OPT_STATS_BINS, OPT_DEVICE, OPT_GPUS, OPT_CPU_BELOW, OPT_THREADS, OPT_QUEUE,
   OPT_RAW, OPT_CODEC, OPT_CRF, OPT_PRESET, OPT_PIX_FMT, OPT_MAX_PIXELS, OPT_PROGRESS, OPT_NO_PROGRESS,
-  OPT_VERSION, OPT_MASK, OPT_IN_RANGE, OPT_EXT, OPT_SHARD
+  OPT_VERSION, OPT_MASK, OPT_IN_RANGE, OPT_EXT, OPT_SHARD, OPT_BAND
 };
 
 /* Returns 0 to go on, 1 for a usage error (message printed), or -2 after --help/--version
@@ -231,6 +231,7 @@ int cli_parse_args(int argc, char **argv, cli_opts *o) {
     {"pix-fmt", required_argument, 0, OPT_PIX_FMT},
     {"max-pixels", required_argument, 0, OPT_MAX_PIXELS},
     {"shard", required_argument, 0, OPT_SHARD},
+    {"band", required_argument, 0, OPT_BAND},
     {"recursive", no_argument, 0, 'r'},      {"output", required_argument, 0, 'o'},
     {"ext", required_argument, 0, OPT_EXT},
     {"quiet", no_argument, 0, 'q'},          {"verbose", no_argument, 0, 'v'},
@@ -453,6 +454,13 @@ int cli_parse_args(int argc, char **argv, cli_opts *o) {
         cli_err(NULL, "--in-range %s: must be LO:HI, decimal numbers with LO < HI (-1.5:2e3)", a);
         return 1;
       }
+      break;
+    case OPT_BAND:
+      if (parse_int(a, 0, 65535, &o->band)) {
+        cli_err(NULL, "--band %s: must be 0..65535", a);
+        return 1;
+      }
+      o->band_set = 1;
       break;
     case 'r': o->recursive = 1; break;
     case OPT_EXT: { /* the extensions a directory batch takes: each one this build reads */

@@ -46,6 +46,7 @@ typedef struct img_job {
                  * do not depend on --ext (mark_shared_stems), then dropped */
   int width, height;
   double t0;       /* when its decode began (-v) */
+  es_tiff_geo *geo; /* a TIFF output's GeoTIFF tags, the input's (owned; NULL: none) */
   void *stats;     /* when --stats: its frame's es_stats up to the bins used (owned; an
                     * es_stats whole has room for ES_STATS_MAX_BINS, 8 KB a file) */
 } img_job;
@@ -279,7 +280,8 @@ typedef struct frame_dest {
 static int frame_dest_fn(void *user, int width, int height, int depth, void **dst,
                          size_t *dst_stride, char *msg, size_t len) {
   frame_dest *d = user;
-  int rc = es_stream_reserve(d->st, d->f, width, height, depth);
+  int rc;
+  rc = es_stream_reserve(d->st, d->f, width, height, depth);
   if (rc == ES_ERR_NOMEM) {
     snprintf(msg, len, "out of memory for a %dx%d image", width, height);
     return rc;
@@ -318,7 +320,16 @@ static int decode_image(img_batch *b, img_job *j) {
   }
   rc = es_stream_acquire(b->st, &d.f);
   if (rc != ES_OK) return rc;
-  rc = es_still_read_to(j->in, o->max_pixels, frame_dest_fn, &d, &img, msg, sizeof msg);
+  if (es_path_is_tiff(j->in)) { /* its page 0, band --band; the georeferencing for x.tif */
+    es_tiff_info ti;
+    rc = es_tiff_read_to(j->in, 0, o->band, o->max_pixels, frame_dest_fn, &d, &img, &ti, msg,
+                         sizeof msg);
+    /* a map written as TIFF carries the input's georeferencing */
+    if (rc == ES_OK && ti.has_geo && b->out_kind == OUT_TIFF && !j->geo)
+      rc = es_tiff_geo_load(j->in, 0, &j->geo, msg, sizeof msg);
+  } else {
+    rc = es_still_read_to(j->in, o->max_pixels, frame_dest_fn, &d, &img, msg, sizeof msg);
+  }
   if (rc != ES_OK) {
     cli_err(j->in, "%s", *msg ? msg : es_strerror(rc));
   } else if ((rc = es_params_check(&o->cfg.params, img.depth, msg, sizeof msg)) != ES_OK) {
@@ -369,6 +380,29 @@ static int write_image(img_batch *b, img_job *j, const es_frame *f, char *msg, s
   case OUT_NPY:
     rc = es_npy_write(j->out, ow, f->width, f->height, f->map, f->map_stride, msg, len);
     break;
+  case OUT_TIFF: {
+    es_tiff_writer *tw = NULL;
+    es_tiff_writer_opts to;
+    memset(&to, 0, sizeof to);
+    to.width = f->width;
+    to.height = f->height;
+    to.pages = 1;
+    to.pixfmt = b->pixfmt; /* ES_PIX_NONE: the float32 map */
+    to.geo = j->geo;
+    rc = es_tiff_writer_open(j->out, ow, &to, &tw, msg, len);
+    if (rc == ES_OK && to.pixfmt == ES_PIX_NONE)
+      rc = es_tiff_writer_write_rows(tw, 0, f->height, f->map, f->map_stride * sizeof(float),
+                                     msg, len);
+    else if (rc == ES_OK)
+      rc = es_tiff_writer_write_rows(tw, 0, f->height, f->pix.plane[0], f->pix.stride[0], msg,
+                                     len);
+    if (tw) {
+      int crc = es_tiff_writer_close(&tw, rc == ES_OK, rc == ES_OK ? msg : NULL,
+                                     rc == ES_OK ? len : 0);
+      if (rc == ES_OK) rc = crc;
+    }
+    break;
+  }
   case OUT_STDOUT: {
     /* One frame of y4m (or raw float32), in the rendering the stream was opened with. */
     es_video_out *vo = NULL;
@@ -600,7 +634,7 @@ int cli_run_images(cli_opts *o, int in_kind, int out_kind) {
       jobs[0].out = r2 ? cli_join(o->output, r2) : NULL;
       free(r2);
       b.out_kind = o->format == FMT_F32 ? OUT_NPY : OUT_PNG;
-    } else if (out_kind == OUT_PNG || out_kind == OUT_NPY) {
+    } else if (out_kind == OUT_PNG || out_kind == OUT_NPY || out_kind == OUT_TIFF) {
       jobs[0].out = strdup(o->output);
       b.out_kind = out_kind;
       if (out_kind == OUT_PNG && o->format == FMT_F32) {
@@ -612,7 +646,7 @@ int cli_run_images(cli_opts *o, int in_kind, int out_kind) {
       jobs[0].out = strdup("-");
       b.out_kind = OUT_STDOUT;
     } else if (out_kind == OUT_VIDEO) {
-      cli_err(o->output, "an image input needs a .png, .npy, directory or - output");
+      cli_err(o->output, "an image input needs a .png, .npy, .tif, directory or - output");
       code = 1;
       goto end;
     } else {
@@ -759,11 +793,12 @@ int cli_run_images(cli_opts *o, int in_kind, int out_kind) {
       goto end;
     }
     memset(&sc, 0, sizeof sc); /* max_width 0: frames grow to each image */
-    if (b.out_kind == OUT_PNG)
+    if (b.out_kind == OUT_PNG || (b.out_kind == OUT_TIFF && o->format != FMT_F32))
       b.pixfmt = cli_png_pixfmt(o->format);
     else if (b.out_kind == OUT_STDOUT && o->format != FMT_F32)
       b.pixfmt = o->format == FMT_HEAT ? ES_PIX_YUV444P : cli_png_pixfmt(o->format);
-    sc.want_map = b.out_kind == OUT_NPY || (b.out_kind == OUT_STDOUT && o->format == FMT_F32);
+    sc.want_map = b.out_kind == OUT_NPY || (b.out_kind == OUT_STDOUT && o->format == FMT_F32) ||
+                  (b.out_kind == OUT_TIFF && o->format == FMT_F32);
     sc.want_stats = o->stats_path != NULL || o->stats_line;
     sc.render = o->render;
     sc.render.format = b.pixfmt;
@@ -910,6 +945,7 @@ end:
     free(jobs[i].name);
     free(jobs[i].out);
     free(jobs[i].stats);
+    es_tiff_geo_free(&jobs[i].geo);
   }
   free(jobs);
   free(th);

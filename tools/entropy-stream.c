@@ -183,7 +183,16 @@ int main(int argc, char **argv) {
     }
   }
   if (out_kind < 0) {
-    cli_err(o.output, "unknown output type (use .png, .npy, a video extension, a directory or -)");
+    cli_err(o.output, "unknown output type (use .png, .npy, .tif, a video extension, a directory or -)");
+    return 1;
+  }
+  if (out_kind == OUT_TIFF && !o.format_set) o.format = FMT_F32; /* a .tif holds the values */
+  if (out_kind == OUT_TIFF && in_kind != IN_STILL) {
+    cli_err(o.output, "a TIFF output is for an image input (a video's maps: .npy or a directory)");
+    return 1;
+  }
+  if (o.band_set && in_kind == IN_VIDEO) {
+    cli_err(o.input, "--band: only for TIFF input (a file or a directory)");
     return 1;
   }
   /* Rendering and encoder options without -o: nothing is rendered or encoded (--stats and
@@ -269,7 +278,12 @@ int main(int argc, char **argv) {
   }
   o.stats_line = !o.output && !o.stats_path;
   if (o.mask_path && (rc = cli_mask_load(&o)) != 0) return rc;
-  rc = in_kind == IN_VIDEO ? cli_run_video(&o, out_kind) : cli_run_images(&o, in_kind, out_kind);
+  if (in_kind == IN_VIDEO)
+    rc = cli_run_video(&o, out_kind);
+  else if (es_path_is_tiff(o.input) && cli_tiff_pages(o.input, o.max_pixels) > 1)
+    rc = cli_run_stack(&o, out_kind); /* its pages are frames */
+  else
+    rc = cli_run_images(&o, in_kind, out_kind);
   free(o.mask);
   return rc;
 }
