@@ -1,0 +1,413 @@
+/*
+ * bands.c - an image larger than memory, in row bands (es_compute_bands).
+ *
+ * Band k is output rows [y0, y1) = [k B, min(H, (k + 1) B)); it is computed as the
+ * sub-image of input rows [a, b) = [max(0, y0 - r), min(H, y1 + r)). A window around an
+ * output row reaches r rows up and down, so every row it reads is a real row of the
+ * sub-image, or lies past the image's own top or bottom, where the sub-image's edge is the
+ * image's and the border rule (clip, reflect) does what it does for the whole image (a
+ * reflection needs at most r rows, and the sub-image has at least r + 1). S is the exact
+ * integer sum on every engine, so the map rows are the whole image's, bit for bit.
+ *
+ * The statistics are not the engine's (it would count the halo rows): the writer reduces
+ * each band's output rows as the engines reduce a whole image, in the same order - per row,
+ * H and H^2 summed in x order in doubles, then the rows added in row order from 0.0 (see
+ * kernels/cpu.c, kernels/gpu_kernels.cuh) - with integer histograms, and es_stats_finish
+ * makes the same fields from the same numbers. So --stats of a band run equals the whole
+ * image's to the bit.
+ *
+ * Threads: one reader (reads band k into slot k % nslot), ncomp compute threads (es_compute
+ * on the band, any order) and the caller as writer (statistics, write, progress, in band
+ * order); nslot = ncomp + 2 slots, so reading k + 1, computing k and writing k - 1 overlap.
+ * The halo rows band k shares with band k - 1 are copied from k - 1's slot, which the
+ * reader alone overwrites (with band k - 1 + nslot, after k): every input row is read once,
+ * in order.
+ */
+#include <math.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "es_pipeline_internal.h"
+
+#define BANDS_DEFAULT_BUDGET ((int64_t)256 << 20)
+
+enum { SLOT_FREE = 0, SLOT_READY, SLOT_COMPUTING, SLOT_DONE };
+
+typedef struct band_slot {
+  int state; /* SLOT_*; guarded by bands_run.lock */
+  int band;  /* the band it holds (from the reader's fill on); guarded by the lock */
+  uint8_t *in;     /* input rows a..b-1; written by the reader, read by compute and writer */
+  float *map;      /* rows a..b-1 of the map, or NULL; written by compute, read by writer */
+  uint8_t *pix;    /* rows a..b-1 of the rendering, or NULL; as map */
+  int pin_in, pin_map, pin_pix; /* page-locked for the GPUs (es_host_pin) */
+} band_slot;
+
+typedef struct bands_run {
+  es_context *ctx;          /* immutable */
+  const es_bands_config *bc; /* immutable */
+  int W, H, B, r, nbands, nslot;
+  size_t in_stride, pix_stride; /* bytes */
+  int need_map;             /* the map is computed (want_map or stats) */
+  band_slot *slots;
+  pthread_mutex_t lock;
+  pthread_cond_t cond;      /* any slot changed state, or failed */
+  int next_compute;         /* next band a compute thread takes; guarded by lock */
+  int failed;               /* first error's status (guarded by lock); stops every thread */
+  char msg[ES_ERRLEN];      /* its message; guarded by lock */
+} bands_run;
+
+void es_bands_config_default(es_bands_config *bc) {
+  if (!bc) return;
+  memset(bc, 0, sizeof *bc);
+  bc->render.format = ES_PIX_NONE;
+}
+
+static int bands_pix_bytes(int fmt) {
+  return fmt == ES_PIX_RGB24 ? 3 : fmt == ES_PIX_GRAY16 ? 2 : fmt == ES_PIX_GRAY8 ? 1 : 0;
+}
+
+/* Bytes a row of a slot takes: input, map, rendering. */
+static int64_t bands_row_bytes(const es_bands_config *bc) {
+  int need_map = bc->want_map || bc->stats;
+  return (int64_t)bc->width * ((bc->depth == 16 ? 2 : 1) + (need_map ? 4 : 0) +
+                               bands_pix_bytes(bc->render.format));
+}
+
+static int bands_ncomp(const es_context *ctx) {
+  int g = es_context_gpu_count(ctx);
+  return g > 1 ? g : 1;
+}
+
+int es_bands_rows(const es_context *ctx, const es_bands_config *bc) {
+  if (!ctx || !bc || bc->width < 1 || bc->height < 1) return 1;
+  if (bc->band_rows > 0) return bc->band_rows < bc->height ? bc->band_rows : bc->height;
+  const int r = (es_context_config(ctx)->params.window - 1) / 2;
+  const int64_t budget = bc->mem_budget > 0 ? bc->mem_budget : BANDS_DEFAULT_BUDGET;
+  const int64_t per_slot = budget / (bands_ncomp(ctx) + 2);
+  int64_t rows = per_slot / bands_row_bytes(bc) - 2 * (int64_t)r;
+  if (rows < 1) rows = 1;
+  if (rows > bc->height) rows = bc->height;
+  return (int)rows;
+}
+
+/* Records the first failure and wakes everyone. Called with the lock held. */
+static void bands_fail_locked(bands_run *R, int status, const char *msg) {
+  if (!R->failed) {
+    R->failed = status;
+    snprintf(R->msg, sizeof R->msg, "%s", msg && *msg ? msg : es_strerror(status));
+  }
+  pthread_cond_broadcast(&R->cond);
+}
+static void bands_fail(bands_run *R, int status, const char *msg) {
+  pthread_mutex_lock(&R->lock);
+  bands_fail_locked(R, status, msg);
+  pthread_mutex_unlock(&R->lock);
+}
+
+static void band_rows_of(const bands_run *R, int k, int *y0, int *y1, int *a, int *b) {
+  *y0 = k * R->B;
+  *y1 = *y0 + R->B < R->H ? *y0 + R->B : R->H;
+  *a = *y0 - R->r > 0 ? *y0 - R->r : 0;
+  *b = *y1 + R->r < R->H ? *y1 + R->r : R->H;
+}
+
+static void *bands_reader_main(void *arg) {
+  bands_run *R = arg;
+  const es_bands_config *bc = R->bc;
+  char msg[ES_ERRLEN];
+  int prev_a = 0, prev_b = 0; /* input rows of the band before */
+  for (int k = 0; k < R->nbands; k++) {
+    band_slot *s = &R->slots[k % R->nslot];
+    pthread_mutex_lock(&R->lock);
+    while (!R->failed && s->state != SLOT_FREE) pthread_cond_wait(&R->cond, &R->lock);
+    int stop = R->failed;
+    pthread_mutex_unlock(&R->lock);
+    if (stop) break;
+    if (bc->stop && bc->stop(bc->stop_user)) {
+      bands_fail(R, ES_ERR_INTERRUPTED, "interrupted");
+      break;
+    }
+    int y0, y1, a, b;
+    band_rows_of(R, k, &y0, &y1, &a, &b);
+    int from = a;
+    if (k > 0 && prev_b > a) { /* the halo shared with band k - 1: from its slot */
+      const band_slot *p = &R->slots[(k - 1) % R->nslot];
+      memcpy(s->in, p->in + (size_t)(a - prev_a) * R->in_stride,
+             (size_t)(prev_b - a) * R->in_stride);
+      from = prev_b;
+    }
+    if (b > from) {
+      msg[0] = 0;
+      int rc = bc->read(bc->read_user, from, b - from, s->in + (size_t)(from - a) * R->in_stride,
+                        R->in_stride, msg, sizeof msg);
+      if (rc) {
+        bands_fail(R, rc, msg);
+        break;
+      }
+    }
+    prev_a = a;
+    prev_b = b;
+    pthread_mutex_lock(&R->lock);
+    s->band = k;
+    s->state = SLOT_READY;
+    pthread_cond_broadcast(&R->cond);
+    pthread_mutex_unlock(&R->lock);
+  }
+  return NULL;
+}
+
+static void *bands_compute_main(void *arg) {
+  bands_run *R = arg;
+  const es_bands_config *bc = R->bc;
+  for (;;) {
+    pthread_mutex_lock(&R->lock);
+    int k = R->next_compute;
+    if (R->failed || k >= R->nbands) {
+      pthread_mutex_unlock(&R->lock);
+      break;
+    }
+    R->next_compute++;
+    band_slot *s = &R->slots[k % R->nslot];
+    while (!R->failed && !(s->state == SLOT_READY && s->band == k))
+      pthread_cond_wait(&R->cond, &R->lock);
+    if (R->failed) {
+      pthread_mutex_unlock(&R->lock);
+      break;
+    }
+    s->state = SLOT_COMPUTING;
+    pthread_mutex_unlock(&R->lock);
+    int y0, y1, a, b;
+    band_rows_of(R, k, &y0, &y1, &a, &b);
+    es_image img = {s->in, R->W, b - a, R->in_stride, bc->depth};
+    es_planes pix;
+    memset(&pix, 0, sizeof pix);
+    pix.plane[0] = s->pix;
+    pix.stride[0] = R->pix_stride;
+    int rc = es_compute(R->ctx, &img, s->map, (size_t)R->W, NULL,
+                        bc->render.format != ES_PIX_NONE ? &bc->render : NULL,
+                        bc->render.format != ES_PIX_NONE ? &pix : NULL);
+    pthread_mutex_lock(&R->lock);
+    if (rc) {
+      char m[ES_ERRLEN];
+      snprintf(m, sizeof m, "rows %d..%d: %s", y0, y1 - 1, es_context_error(R->ctx));
+      bands_fail_locked(R, rc, m);
+    } else {
+      s->state = SLOT_DONE;
+      pthread_cond_broadcast(&R->cond);
+    }
+    pthread_mutex_unlock(&R->lock);
+    if (rc) break;
+  }
+  return NULL;
+}
+
+/* The whole image's statistics, reduced band by band in the engines' order (see the top). */
+typedef struct bands_stats {
+  es_params p;   /* as es_compute computes the depth with (es_params_for_depth) */
+  int bins;
+  double binscale;
+  es_stats_acc acc;
+  uint64_t *level_hist; /* L bins */
+  uint64_t *sample_hist; /* 2^depth bins, or NULL: the levels' are theirs */
+  uint64_t hist[ES_STATS_MAX_BINS];
+} bands_stats;
+
+static void bands_stats_rows(bands_stats *st, const bands_run *R, const float *map,
+                             const uint8_t *in, int nrows, int depth) {
+  const int W = R->W;
+  for (int y = 0; y < nrows; y++) {
+    const float *row = map + (size_t)y * W;
+    double rs = 0.0, rss = 0.0;
+    for (int x = 0; x < W; x++) {
+      const float hv = row[x];
+      if (hv < st->acc.min) st->acc.min = hv;
+      if (hv > st->acc.max) st->acc.max = hv;
+      rs += hv;
+      rss += (double)hv * (double)hv;
+      st->hist[es_stats_bin(hv, st->binscale, st->bins)]++;
+    }
+    st->acc.sum += rs;
+    st->acc.sumsq += rss;
+    const uint8_t *irow = in + (size_t)y * R->in_stride;
+    for (int x = 0; x < W; x++) {
+      uint32_t v;
+      if (depth == 16) {
+        uint16_t v16;
+        memcpy(&v16, irow + 2 * (size_t)x, 2);
+        v = v16;
+      } else {
+        v = irow[x];
+      }
+      st->level_hist[es_quantize(v, (uint32_t)st->p.levels, depth)]++;
+      if (st->sample_hist) st->sample_hist[v]++;
+    }
+  }
+}
+
+static int bands_check(es_context *ctx, const es_bands_config *bc) {
+  if (!bc || !bc->read || bc->width < 1 || bc->height < 1 ||
+      (bc->depth != 8 && bc->depth != 16) || bc->band_rows < 0 || bc->mem_budget < 0) {
+    es_ctx_set_error(ctx, "bands: an image of %d x %d, depth %d, band rows %d, and a reader",
+                     bc ? bc->width : 0, bc ? bc->height : 0, bc ? bc->depth : 0,
+                     bc ? bc->band_rows : 0);
+    return ES_ERR_USAGE;
+  }
+  int f = bc->render.format;
+  if (f != ES_PIX_NONE && (!bands_pix_bytes(f) || bc->render.range_auto)) {
+    es_ctx_set_error(ctx, "bands: a rendering in bands is RGB24, GRAY8 or GRAY16 of a fixed "
+                     "range (an auto range needs the whole map first)");
+    return ES_ERR_USAGE;
+  }
+  if ((bc->want_map || f != ES_PIX_NONE) && !bc->write) {
+    es_ctx_set_error(ctx, "bands: a map or rendering asked for without a writer");
+    return ES_ERR_USAGE;
+  }
+  return ES_OK;
+}
+
+int es_compute_bands(es_context *ctx, const es_bands_config *bc) {
+  bands_run R;
+  bands_stats bst;
+  pthread_t reader, comp[ES_MAX_GPUS];
+  int ncomp = 0, reader_started = 0, rc;
+  char msg[ES_ERRLEN];
+  if (!ctx) return ES_ERR_USAGE;
+  if ((rc = bands_check(ctx, bc)) != ES_OK) return rc;
+  memset(&R, 0, sizeof R);
+  memset(&bst, 0, sizeof bst);
+  pthread_mutex_init(&R.lock, NULL);
+  pthread_cond_init(&R.cond, NULL);
+  R.ctx = ctx;
+  R.bc = bc;
+  R.W = bc->width;
+  R.H = bc->height;
+  R.r = (es_context_config(ctx)->params.window - 1) / 2;
+  R.B = es_bands_rows(ctx, bc);
+  R.nbands = (int)(((int64_t)R.H + R.B - 1) / R.B);
+  const int want_ncomp = bands_ncomp(ctx);
+  R.nslot = want_ncomp + 2;
+  R.need_map = bc->want_map || bc->stats;
+  R.in_stride = (size_t)R.W * (bc->depth == 16 ? 2 : 1);
+  R.pix_stride = (size_t)R.W * (size_t)bands_pix_bytes(bc->render.format);
+  const int rows_max = (R.B + 2 * R.r < R.H ? R.B + 2 * R.r : R.H);
+  rc = ES_ERR_NOMEM;
+  snprintf(msg, sizeof msg, "out of memory for bands of %d rows of %d pixels", rows_max, R.W);
+  R.slots = calloc((size_t)R.nslot, sizeof *R.slots);
+  if (!R.slots) goto end;
+  for (int i = 0; i < R.nslot; i++) {
+    band_slot *s = &R.slots[i];
+    s->band = -1;
+    size_t nin = R.in_stride * (size_t)rows_max, nmap = sizeof(float) * R.W * (size_t)rows_max,
+           npix = R.pix_stride * (size_t)rows_max;
+    if (!(s->in = malloc(nin))) goto end;
+    s->pin_in = es_host_pin(s->in, nin);
+    if (R.need_map) {
+      if (!(s->map = malloc(nmap))) goto end;
+      s->pin_map = es_host_pin(s->map, nmap);
+    }
+    if (npix) {
+      if (!(s->pix = malloc(npix))) goto end;
+      s->pin_pix = es_host_pin(s->pix, npix);
+    }
+  }
+  if (bc->stats) {
+    bst.p = es_context_config(ctx)->params;
+    es_params_for_depth(&bst.p, bc->depth);
+    bst.bins = es_context_config(ctx)->stats_bins;
+    bst.binscale = es_stats_binscale(&bst.p, bst.bins);
+    bst.acc.min = INFINITY;
+    bst.acc.max = -INFINITY;
+    bst.acc.count = (int64_t)R.W * R.H;
+    bst.level_hist = calloc((size_t)bst.p.levels, sizeof *bst.level_hist);
+    if (!bst.level_hist) goto end;
+    if (es_stats_sample_hist_own(bst.p.levels, bc->depth) &&
+        !(bst.sample_hist = calloc((size_t)1 << bc->depth, sizeof *bst.sample_hist)))
+      goto end;
+  }
+  rc = ES_OK;
+  msg[0] = 0;
+  if (pthread_create(&reader, NULL, bands_reader_main, &R) != 0) {
+    rc = ES_ERR_NOMEM;
+    snprintf(msg, sizeof msg, "cannot start the band reader thread");
+    goto end;
+  }
+  reader_started = 1;
+  for (; ncomp < want_ncomp; ncomp++)
+    if (pthread_create(&comp[ncomp], NULL, bands_compute_main, &R) != 0) break;
+  if (ncomp == 0) {
+    bands_fail(&R, ES_ERR_NOMEM, "cannot start a band compute thread");
+    goto join;
+  }
+  /* The caller writes, in band order. */
+  for (int k = 0; k < R.nbands; k++) {
+    band_slot *s = &R.slots[k % R.nslot];
+    pthread_mutex_lock(&R.lock);
+    while (!R.failed && !(s->state == SLOT_DONE && s->band == k))
+      pthread_cond_wait(&R.cond, &R.lock);
+    int stop = R.failed;
+    pthread_mutex_unlock(&R.lock);
+    if (stop) break;
+    int y0, y1, a, b;
+    band_rows_of(&R, k, &y0, &y1, &a, &b);
+    const size_t off = (size_t)(y0 - a);
+    if (bc->stats)
+      bands_stats_rows(&bst, &R, s->map + off * R.W, s->in + off * R.in_stride, y1 - y0,
+                       bc->depth);
+    if (bc->write) {
+      es_planes pix;
+      memset(&pix, 0, sizeof pix);
+      pix.plane[0] = s->pix ? s->pix + off * R.pix_stride : NULL;
+      pix.stride[0] = R.pix_stride;
+      char wm[ES_ERRLEN] = "";
+      int wrc = bc->write(bc->write_user, y0, y1 - y0, bc->want_map ? s->map + off * R.W : NULL,
+                          (size_t)R.W, s->pix ? &pix : NULL, wm, sizeof wm);
+      if (wrc) {
+        bands_fail(&R, wrc, wm);
+        break;
+      }
+    }
+    if (bc->progress) bc->progress(bc->progress_user, y1, R.H);
+    pthread_mutex_lock(&R.lock);
+    s->state = SLOT_FREE;
+    pthread_cond_broadcast(&R.cond);
+    pthread_mutex_unlock(&R.lock);
+    if (bc->stop && bc->stop(bc->stop_user) && k + 1 < R.nbands) {
+      bands_fail(&R, ES_ERR_INTERRUPTED, "interrupted");
+      break;
+    }
+  }
+join:
+  if (reader_started) pthread_join(reader, NULL);
+  for (int i = 0; i < ncomp; i++) pthread_join(comp[i], NULL);
+  rc = R.failed;
+  if (rc) snprintf(msg, sizeof msg, "%s", R.msg);
+  if (!rc && bc->stats) {
+    es_stats *st = bc->stats;
+    memset(st->hist, 0, sizeof st->hist);
+    memcpy(st->hist, bst.hist, sizeof(uint64_t) * (size_t)bst.bins);
+    st->bins = bst.bins;
+    es_stats_finish(st, &bst.acc, bst.level_hist, bst.p.levels,
+                    bst.sample_hist ? bst.sample_hist : bst.level_hist, bc->depth);
+  }
+end:
+  if (R.slots) {
+    for (int i = 0; i < R.nslot; i++) {
+      band_slot *s = &R.slots[i];
+      if (s->pin_in) es_host_unpin(s->in);
+      if (s->pin_map) es_host_unpin(s->map);
+      if (s->pin_pix) es_host_unpin(s->pix);
+      free(s->in);
+      free(s->map);
+      free(s->pix);
+    }
+  }
+  free(R.slots);
+  free(bst.level_hist);
+  free(bst.sample_hist);
+  pthread_mutex_destroy(&R.lock);
+  pthread_cond_destroy(&R.cond);
+  if (rc) es_ctx_set_error(ctx, "%s", msg[0] ? msg : es_strerror(rc));
+  return rc;
+}
