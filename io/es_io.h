@@ -149,6 +149,16 @@ int es_npy_stream_open(es_npy_stream **out, const char *path, int overwrite, int
 int es_npy_stream_write(es_npy_stream *s, const float *map, size_t stride, char *msg,
                         size_t len);
 int es_npy_stream_close(es_npy_stream **s, int commit, char *msg, size_t len);
+/* A [H, W] map written in row order, band by band (es_compute_bands): the header first,
+ * rows appended, atomically renamed into place at close with commit (a temporary otherwise
+ * removed). es_npy_bands_write takes the next nrows rows; close with commit refuses a map
+ * short of H rows (ES_ERR_INTERNAL). */
+typedef struct es_npy_bands es_npy_bands;
+int es_npy_bands_open(es_npy_bands **out, const char *path, int overwrite, int width,
+                      int height, char *msg, size_t len);
+int es_npy_bands_write(es_npy_bands *s, const float *map, size_t stride, int nrows,
+                       char *msg, size_t len);
+int es_npy_bands_close(es_npy_bands **s, int commit, char *msg, size_t len);
 
 /* ---- Statistics records (CSV with a header line, or JSON lines). path "-" = stdout CSV. */
 typedef struct es_stats_writer es_stats_writer;
