@@ -160,6 +160,25 @@ int es_npy_bands_write(es_npy_bands *s, const float *map, size_t stride, int nro
                        char *msg, size_t len);
 int es_npy_bands_close(es_npy_bands **s, int commit, char *msg, size_t len);
 
+/* ---- Whole-slide images through OpenSlide (io/openslide.c; io/openslide_stub.c without it):
+ * one pyramid level (0 = full resolution) as 8-bit grey, rows at a time. Transparent pixels
+ * (nothing scanned there) are the slide's background colour, white unless the slide names
+ * another; colour becomes grey by SPEC section 1's luma rule. */
+typedef struct es_slide es_slide;
+/* 1 where OpenSlide is built in. */
+int es_slide_built(void);
+/* 1 when OpenSlide recognises path as a slide (a vendor format, or a tiled TIFF). */
+int es_slide_detect(const char *path);
+/* Opens level `level` of the slide: its width and height, checked against max_pixels.
+ * ES_ERR_USAGE for a level the slide does not have, ES_ERR_INPUT for a file OpenSlide does
+ * not read (msg says why), ES_ERR_NOMEM. */
+int es_slide_open(const char *path, int level, int64_t max_pixels, es_slide **s, int *width,
+                  int *height, char *msg, size_t len);
+/* Rows y0..y0 + nrows - 1 of the level, grey uint8, rows dst_stride bytes apart. */
+int es_slide_read_rows(es_slide *s, int y0, int nrows, void *dst, size_t dst_stride,
+                       char *msg, size_t len);
+void es_slide_close(es_slide **s); /* accepts NULL and *s NULL */
+
 /* ---- Statistics records (CSV with a header line, or JSON lines). path "-" = stdout CSV. */
 typedef struct es_stats_writer es_stats_writer;
 /* 1 when path names a statistics file es_stats_writer_open takes (.csv, .jsonl, .json, -). */

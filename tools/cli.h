@@ -30,7 +30,7 @@ enum out_kind {
   OUT_DIR,      /* a directory */
   OUT_STDOUT    /* "-" */
 };
-enum in_kind { IN_PNG = 0, IN_DIR, IN_VIDEO };
+enum in_kind { IN_PNG = 0, IN_DIR, IN_VIDEO, IN_SLIDE /* a whole-slide image (OpenSlide) */ };
 
 typedef struct cli_opts {
   const char *input;
@@ -56,6 +56,8 @@ typedef struct cli_opts {
   int quiet;
   int verbose;
   int progress; /* -1 auto, 0 off, 1 on */
+  int band_rows; /* --band-rows: -1 not given, 0 auto (a memory budget), N rows a band */
+  int level;     /* --level: -1 not given (0), else the slide's pyramid level */
   int stats_line; /* neither -o nor --stats: each image's or frame's statistics line on
                    * standard output (cli_stats_line), not a run that writes nothing */
 } cli_opts;
@@ -130,6 +132,13 @@ int cli_stats_open_inside(const cli_opts *o, const char *dir, es_stats_writer **
 /* ---- The runners: each returns the exit code (SPEC 3). */
 /* One PNG or a directory of them (cli_images.c). */
 int cli_run_images(cli_opts *o, int in_kind, int out_kind);
+/* One image in row bands: a slide, or --band-rows (cli_bands.c). cli_bands_wanted: 1 when
+ * the input and output go that way. */
+int cli_bands_wanted(const cli_opts *o, int in_kind, int out_kind);
+/* 1 for the extension of a whole-slide format (.svs, .ndpi, .mrxs, ...; a .tif is a slide
+ * only with --level). */
+int cli_is_slide_name(const char *path);
+int cli_run_bands(cli_opts *o, int in_kind, int out_kind);
 /* A video, a FIFO or standard input (cli_video.c). */
 int cli_run_video(cli_opts *o, int out_kind);
 

@@ -46,7 +46,7 @@ static void usage(FILE *f) {
     "      --codec NAME    video encoder [libx264, else mpeg4, else the container's]\n"
     "      --crf N         encoder quality, 0..63; --preset P [both: the encoder's]\n"
     "      --pix-fmt F     yuv420p|yuv444p: heat video chroma [yuv420p; y4m yuv444p]\n"
-    "      --max-pixels N  refuse larger inputs, 1..2^62 [2^31]\n"
+    "      --max-pixels N  refuse larger inputs, 1..2^62 [2^31]; --band-rows, --level\n"
     "  -r, --recursive     descend into subdirectories (a directory input)\n"
     "  -o, --output PATH   where to write; -y, -n: overwrite, skip existing [refuse]\n"
     "  -q, --quiet         no progress, no summary; -v, --verbose: devices, each file\n"
@@ -192,7 +192,7 @@ enum {
   OPT_SHAPE = 256, OPT_BORDER, OPT_BASE, OPT_FORMAT, OPT_COLORMAP, OPT_RANGE, OPT_OVERLAY,
   OPT_STATS, OPT_STATS_BINS, OPT_DEVICE, OPT_GPUS, OPT_CPU_BELOW, OPT_THREADS, OPT_QUEUE,
   OPT_RAW, OPT_CODEC, OPT_CRF, OPT_PRESET, OPT_PIX_FMT, OPT_MAX_PIXELS, OPT_PROGRESS, OPT_NO_PROGRESS,
-  OPT_VERSION
+  OPT_VERSION, OPT_BAND_ROWS, OPT_LEVEL
 };
 
 /* Returns 0 to go on, 1 for a usage error (message printed), or -2 after --help/--version
@@ -213,6 +213,7 @@ int cli_parse_args(int argc, char **argv, cli_opts *o) {
     {"crf", required_argument, 0, OPT_CRF},  {"preset", required_argument, 0, OPT_PRESET},
     {"pix-fmt", required_argument, 0, OPT_PIX_FMT},
     {"max-pixels", required_argument, 0, OPT_MAX_PIXELS},
+    {"band-rows", required_argument, 0, OPT_BAND_ROWS}, {"level", required_argument, 0, OPT_LEVEL},
     {"recursive", no_argument, 0, 'r'},      {"output", required_argument, 0, 'o'},
     {"quiet", no_argument, 0, 'q'},          {"verbose", no_argument, 0, 'v'},
     {"progress", no_argument, 0, OPT_PROGRESS},
@@ -418,6 +419,18 @@ int cli_parse_args(int argc, char **argv, cli_opts *o) {
     case OPT_MAX_PIXELS:
       if (parse_i64(a, 1, INT64_C(1) << 62, &o->max_pixels)) {
         cli_err(NULL, "--max-pixels %s: must be 1..%" PRId64, a, INT64_C(1) << 62);
+        return 1;
+      }
+      break;
+    case OPT_BAND_ROWS: /* an image in row bands (cli_bands.c); 0: from a memory budget */
+      if (parse_int(a, 0, 1 << 30, &o->band_rows)) {
+        cli_err(NULL, "--band-rows %s: must be 0..%d (0: from a 256 MiB budget)", a, 1 << 30);
+        return 1;
+      }
+      break;
+    case OPT_LEVEL: /* a whole-slide image's pyramid level */
+      if (parse_int(a, 0, 63, &o->level)) {
+        cli_err(NULL, "--level %s: must be 0..63", a);
         return 1;
       }
       break;

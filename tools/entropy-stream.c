@@ -75,6 +75,8 @@ int main(int argc, char **argv) {
   o.crf = -1;
   o.max_pixels = INT64_C(1) << 31;
   o.progress = -1;
+  o.band_rows = -1;
+  o.level = -1;
 
   rc = cli_parse_args(argc, argv, &o);
   if (rc == -2) { /* --help, --version: written, or a write error (a full disk, no stdout) */
@@ -109,6 +111,8 @@ int main(int argc, char **argv) {
     return 2;
   } else if (S_ISDIR(st.st_mode)) {
     in_kind = IN_DIR;
+  } else if (o.level >= 0 || cli_is_slide_name(o.input)) {
+    in_kind = IN_SLIDE; /* a whole-slide image (cli_bands.c), in bands through OpenSlide */
   } else if (!strcasecmp(cli_ext_of(o.input), "png")) {
     /* A FIFO, socket or device named *.png is refused, as in a directory: open() would block
      * a worker until a writer comes, beyond the reach of SIGINT, and a PNG is decoded whole,
@@ -236,6 +240,12 @@ int main(int argc, char **argv) {
     return 2;
   }
   o.stats_line = !o.output && !o.stats_path;
+  if (cli_bands_wanted(&o, in_kind, out_kind)) return cli_run_bands(&o, in_kind, out_kind);
+  if (in_kind == IN_SLIDE || o.band_rows >= 0) {
+    cli_err(o.output ? o.output : o.input, "%s: only for one image into a .npy, a .png or "
+            "--stats", in_kind == IN_SLIDE ? "a slide" : "--band-rows");
+    return 1;
+  }
   if (in_kind == IN_VIDEO) return cli_run_video(&o, out_kind);
   return cli_run_images(&o, in_kind, out_kind);
 }
