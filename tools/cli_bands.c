@@ -49,6 +49,7 @@ typedef struct band_sink {
   int show;
   int band_rows, nbands;
   double t0, last;
+  int drawn; /* a progress line was drawn */
 } band_sink;
 
 static int sink_write(void *user, int y0, int n, const float *map, size_t map_stride,
@@ -65,7 +66,9 @@ static int sink_write(void *user, int y0, int n, const float *map, size_t map_st
 static void on_progress(void *user, int done, int height) {
   band_sink *k = user;
   double now = cli_now_s();
-  if (!k->show || (done < height && now - k->last < 0.25)) return;
+  /* The first band at once, then four times a second, and the end. */
+  if (!k->show || (k->drawn && done < height && now - k->last < 0.25)) return;
+  k->drawn = 1;
   k->last = now;
   const double el = now - k->t0, px = (double)done * k->width;
   const double rate = el > 0 ? px / el : 0;
