@@ -20,6 +20,7 @@
 #include <zlib.h>
 
 #include "es_io.h"
+#include "es_luma.h"
 
 #ifdef ES_HAVE_FFMPEG
 #include <libavcodec/avcodec.h>
@@ -166,7 +167,7 @@ static void es_png_row_to_grey(const uint8_t *src, int ch, int depth, int width,
     } else {
       for (int x = 0; x < width; x++) {
         const uint8_t *p = src + (size_t)x * ch;
-        d[x] = (uint8_t)((299u * p[0] + 587u * p[1] + 114u * p[2] + 500u) / 1000u);
+        d[x] = (uint8_t)es_luma(p[0], p[1], p[2]);
       }
     }
   } else {
@@ -181,7 +182,7 @@ static void es_png_row_to_grey(const uint8_t *src, int ch, int depth, int width,
         const uint8_t *p = src + (size_t)x * ch * 2;
         uint32_t r = (uint32_t)p[0] << 8 | p[1], g = (uint32_t)p[2] << 8 | p[3],
                  b = (uint32_t)p[4] << 8 | p[5];
-        d[x] = (uint16_t)((299u * r + 587u * g + 114u * b + 500u) / 1000u);
+        d[x] = (uint16_t)es_luma(r, g, b);
       }
     }
   }

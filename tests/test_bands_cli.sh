@@ -2,7 +2,9 @@
 # test_bands_cli.sh - one image in row bands through the CLI (--band-rows, whole-slide
 # images through OpenSlide): the .npy, the rendered .png and the --stats record of a band
 # run equal a whole-image run's, byte for byte, for bands of 1, 2, r, an odd count and the
-# budget's, odd windows, disk, reflect, 8 and 16 bits; a generic tiled pyramidal TIFF made
+# budget's, odd windows, disk, reflect, 8 and 16 bits; .tif outputs (float32, heat, gray16)
+# equal the whole image's; tiled and striped TIFF inputs (always in bands) equal the PNG of
+# the same pixels; a generic tiled pyramidal TIFF made
 # here (tifffile) read through OpenSlide at levels 0, 1 and 2 equals the same pixels as an
 # RGB PNG (the same luma rule); bad uses (a missing level, a file OpenSlide cannot read,
 # --band-rows out of range or with a video) with SPEC 3's exit codes; progress on stderr;
@@ -49,6 +51,32 @@ for img in chelsea.png moon16.png camera.png; do
     done
   done
 done
+# TIFF out: a band run's file is the whole-image run's, byte for byte (float32 and heat).
+for fmt in f32 heat gray16; do
+  run 0 "tif $fmt whole" "$SRC/samples/moon16.png" -w 9 --format $fmt -o "$T/w.tif" -y -q
+  run 0 "tif $fmt bands" "$SRC/samples/moon16.png" -w 9 --format $fmt --band-rows 3 -o "$T/b.tif" -y -q
+  cmp -s "$T/w.tif" "$T/b.tif" || fail "tif $fmt: the band run's file differs from the whole image's"
+done
+# TIFF in (always in bands): tiled and striped, 16 bits, equal to the PNG of the same pixels.
+if "$PY" -c "import numpy, tifffile, PIL" 2>/dev/null; then
+  "$PY" - "$SRC/samples/moon16.png" "$T" <<'EOF' || fail "making the TIFFs"
+import sys, numpy as np, tifffile
+from PIL import Image
+a = np.asarray(Image.open(sys.argv[1])).astype(np.uint16)
+tifffile.imwrite(f"{sys.argv[2]}/tiled.tif", a, tile=(64, 64), compression="zlib")
+tifffile.imwrite(f"{sys.argv[2]}/striped.tif", a, rowsperstrip=5)
+EOF
+  run 0 "moon16 png" "$SRC/samples/moon16.png" -w 11 --shape disk -o "$T/w.npy" --stats "$T/w.csv" -y -q
+  for t in tiled striped; do
+    for br in 1 6 0; do
+      run 0 "$t tif --band-rows $br" "$T/$t.tif" -w 11 --shape disk --band-rows $br -o "$T/b.npy" --stats "$T/b.csv" -y -q
+      cmp -s "$T/w.npy" "$T/b.npy" || fail "$t tif --band-rows $br: .npy differs from the PNG's"
+      diff -q <(cut -d, -f2- "$T/w.csv") <(cut -d, -f2- "$T/b.csv") >/dev/null ||
+        fail "$t tif --band-rows $br: --stats differs from the PNG's"
+    done
+  done
+fi
+
 # The statistics line (neither -o nor --stats) is the whole image's too.
 run 0 "stats line whole" "$SRC/samples/chelsea.png" -w 7
 cp "$T/out" "$T/line.w"

@@ -170,8 +170,8 @@ fi
 mkdir -p "$T/none"
 "$BIN" --no-progress "$T/none" -o "$T/none_out" --stats "$T/none.csv" 2> "$T/none.err"; rc=$?
 [ $rc = 0 ] || fail "empty directory: exit $rc ($(cat "$T/none.err"))"
-grep -q "no \*.png files" "$T/none.err" || fail "empty directory: not said: $(cat "$T/none.err")"
-[ "$(grep -vc "no \*.png files" "$T/none.err")" = 0 ] || fail "empty directory: more than one line: $(cat "$T/none.err")"
+grep -q "no \*.png or \*.tif files" "$T/none.err" || fail "empty directory: not said: $(cat "$T/none.err")"
+[ "$(grep -vc "no \*.png or \*.tif files" "$T/none.err")" = 0 ] || fail "empty directory: more than one line: $(cat "$T/none.err")"
 [ "$(wc -l < "$T/none.csv")" = 1 ] || fail "empty directory: stats file not just a header: $(cat "$T/none.csv")"
 
 # An unreadable subdirectory under -r is one failure of the batch, not its end: the other

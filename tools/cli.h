@@ -14,6 +14,7 @@
 
 #include "entropy_stream.h"
 #include "es_io.h"
+#include "es_tiff.h"
 #include "es_kernels.h"
 
 #define PROG "entropy-stream"
@@ -28,7 +29,8 @@ enum out_kind {
   OUT_NPY,      /* x.npy */
   OUT_VIDEO,    /* x.mp4, x.mkv, ... */
   OUT_DIR,      /* a directory */
-  OUT_STDOUT    /* "-" */
+  OUT_STDOUT,   /* "-" */
+  OUT_TIFF      /* x.tif, x.tiff: float32 [default], or heat/gray8/gray16 with --format */
 };
 enum in_kind { IN_PNG = 0, IN_DIR, IN_VIDEO, IN_SLIDE /* a whole-slide image (OpenSlide) */ };
 
@@ -50,6 +52,8 @@ typedef struct cli_opts {
   const char *preset;
   int pix_fmt; /* --pix-fmt: ES_PIX_YUV420P, ES_PIX_YUV444P, or ES_PIX_NONE (the default) */
   int64_t max_pixels;
+  int band;      /* --band: the sample of a TIFF band stack read as grey [0] */
+  int band_set;  /* --band given */
   int recursive;
   int overwrite; /* -y */
   int skip;      /* -n */

@@ -22,8 +22,8 @@ static void usage(FILE *f) {
   fprintf(f,
     "usage: " PROG " [OPTIONS] INPUT [-o OUTPUT]\n"
     "Local Shannon entropy heat maps of images and video, on CPUs and NVIDIA GPUs.\n"
-    "INPUT   a.png | a directory of *.png | a video file | - (stdin: y4m, or --raw)\n"
-    "OUTPUT  x.png | x.npy | x.mp4, x.mkv, ... | a directory | - (stdout: y4m, or raw\n"
+    "INPUT   a.png, a.tif | a directory of them | a video | - (stdin: y4m, or --raw)\n"
+    "OUTPUT  x.png | x.npy | x.tif | x.mp4, ... | a directory | - (stdout: y4m, raw\n"
     "        float32 with --format f32); with neither -o nor --stats: stats on stdout\n"
     "Options (default in brackets):\n"
     "  -w, --window K      window size, odd, 1..255 [5]\n"
@@ -46,7 +46,7 @@ static void usage(FILE *f) {
     "      --codec NAME    video encoder [libx264, else mpeg4, else the container's]\n"
     "      --crf N         encoder quality, 0..63; --preset P [both: the encoder's]\n"
     "      --pix-fmt F     yuv420p|yuv444p: heat video chroma [yuv420p; y4m yuv444p]\n"
-    "      --max-pixels N  refuse larger inputs, 1..2^62 [2^31]; --band-rows, --level\n"
+    "      --max-pixels N  refuse larger inputs, 1..2^62 [2^31]; --band N: TIFF's [0]\n"
     "  -r, --recursive     descend into subdirectories (a directory input)\n"
     "  -o, --output PATH   where to write; -y, -n: overwrite, skip existing [refuse]\n"
     "  -q, --quiet         no progress, no summary; -v, --verbose: devices, each file\n"
@@ -192,7 +192,7 @@ enum {
   OPT_SHAPE = 256, OPT_BORDER, OPT_BASE, OPT_FORMAT, OPT_COLORMAP, OPT_RANGE, OPT_OVERLAY,
   OPT_STATS, OPT_STATS_BINS, OPT_DEVICE, OPT_GPUS, OPT_CPU_BELOW, OPT_THREADS, OPT_QUEUE,
   OPT_RAW, OPT_CODEC, OPT_CRF, OPT_PRESET, OPT_PIX_FMT, OPT_MAX_PIXELS, OPT_PROGRESS, OPT_NO_PROGRESS,
-  OPT_VERSION, OPT_BAND_ROWS, OPT_LEVEL
+  OPT_VERSION, OPT_BAND, OPT_BAND_ROWS, OPT_LEVEL
 };
 
 /* Returns 0 to go on, 1 for a usage error (message printed), or -2 after --help/--version
@@ -213,6 +213,7 @@ int cli_parse_args(int argc, char **argv, cli_opts *o) {
     {"crf", required_argument, 0, OPT_CRF},  {"preset", required_argument, 0, OPT_PRESET},
     {"pix-fmt", required_argument, 0, OPT_PIX_FMT},
     {"max-pixels", required_argument, 0, OPT_MAX_PIXELS},
+    {"band", required_argument, 0, OPT_BAND},
     {"band-rows", required_argument, 0, OPT_BAND_ROWS}, {"level", required_argument, 0, OPT_LEVEL},
     {"recursive", no_argument, 0, 'r'},      {"output", required_argument, 0, 'o'},
     {"quiet", no_argument, 0, 'q'},          {"verbose", no_argument, 0, 'v'},
@@ -433,6 +434,13 @@ int cli_parse_args(int argc, char **argv, cli_opts *o) {
         cli_err(NULL, "--level %s: must be 0..63", a);
         return 1;
       }
+      break;
+    case OPT_BAND:
+      if (parse_int(a, 0, 65535, &o->band)) {
+        cli_err(NULL, "--band %s: must be 0..65535", a);
+        return 1;
+      }
+      o->band_set = 1;
       break;
     case 'r': o->recursive = 1; break;
     case 'o':

@@ -1,6 +1,6 @@
 /*
  * cli_bands.c - one image computed in row bands (es_compute_bands): a whole-slide image
- * (OpenSlide), or any single image with --band-rows. The source delivers rows in order, the
+ * (OpenSlide), one TIFF, or a PNG with --band-rows. The source delivers rows in order, the
  * map goes out band by band (.npy in place, a tiled TIFF), or only to --stats; memory is a
  * few bands. A PNG output (and a PNG input) is whole by its format: the rendering is
  * gathered, then written. Progress: bands done, Mpixel/s, ETA. SIGINT stops between bands;
@@ -23,6 +23,9 @@ typedef struct band_src {
   es_image img;  /* a PNG read whole (img.data into data) */
   void *data;
   es_slide *slide; /* a whole-slide image, or NULL */
+  es_tiff *tiff;   /* a TIFF read band by band, or NULL */
+  int band;        /* a TIFF band stack's sample (--band) */
+  es_tiff_geo *geo; /* the TIFF's GeoTIFF tags, for a TIFF output (or NULL) */
   int width, height, depth;
 } band_src;
 
@@ -30,6 +33,7 @@ static int src_read(void *user, int y0, int n, void *dst, size_t dst_stride, cha
                     size_t len) {
   band_src *s = user;
   if (s->slide) return es_slide_read_rows(s->slide, y0, n, dst, dst_stride, msg, len);
+  if (s->tiff) return es_tiff_read_rows(s->tiff, y0, n, s->band, dst, dst_stride, msg, len);
   const size_t row = (size_t)s->width * (s->depth == 16 ? 2 : 1);
   for (int y = 0; y < n; y++)
     memcpy((uint8_t *)dst + (size_t)y * dst_stride,
@@ -39,8 +43,9 @@ static int src_read(void *user, int y0, int n, void *dst, size_t dst_stride, cha
 
 /* ---- The sink: the map or rendering band by band. */
 typedef struct band_sink {
-  int kind;         /* OUT_NPY, OUT_PNG or OUT_NONE */
+  int kind;         /* OUT_NPY, OUT_TIFF, OUT_PNG or OUT_NONE */
   es_npy_bands *npy;
+  es_tiff_writer *tif;
   uint8_t *png;     /* OUT_PNG: the rendering, gathered */
   size_t png_stride;
   int pixfmt;
@@ -56,6 +61,11 @@ static int sink_write(void *user, int y0, int n, const float *map, size_t map_st
                       const es_planes *pix, char *msg, size_t len) {
   band_sink *k = user;
   if (k->kind == OUT_NPY) return es_npy_bands_write(k->npy, map, map_stride, n, msg, len);
+  if (k->kind == OUT_TIFF)
+    return map ? es_tiff_writer_write_rows(k->tif, y0, n, map, map_stride * sizeof(float), msg,
+                                           len)
+               : es_tiff_writer_write_rows(k->tif, y0, n, pix->plane[0], pix->stride[0], msg,
+                                           len);
   if (k->kind == OUT_PNG)
     for (int y = 0; y < n; y++)
       memcpy(k->png + (size_t)(y0 + y) * k->png_stride, pix->plane[0] + (size_t)y * pix->stride[0],
@@ -92,10 +102,14 @@ int cli_is_slide_name(const char *path) {
   return 0;
 }
 
+/* Bands for a slide always; for one TIFF always (a TIFF is where images too large to hold
+ * are kept, and the band run's outputs are the whole image's, bit for bit, whatever the
+ * size); for one PNG with --band-rows. Into a .npy, a .tif, a .png or --stats alone. */
 int cli_bands_wanted(const cli_opts *o, int in_kind, int out_kind) {
-  if (out_kind != OUT_NPY && out_kind != OUT_PNG && out_kind != OUT_NONE) return 0;
+  if (out_kind != OUT_NPY && out_kind != OUT_TIFF && out_kind != OUT_PNG && out_kind != OUT_NONE)
+    return 0;
   if (in_kind == IN_SLIDE) return 1;
-  return in_kind == IN_PNG && o->band_rows >= 0;
+  return in_kind == IN_PNG && (o->band_rows >= 0 || es_path_is_tiff(o->input));
 }
 
 int cli_run_bands(cli_opts *o, int in_kind, int out_kind) {
@@ -112,7 +126,8 @@ int cli_run_bands(cli_opts *o, int in_kind, int out_kind) {
   /* A streamed image takes a few bands of memory, never the whole: the default
    * --max-pixels (2^31, which guards a whole image's buffers) does not apply; one given
    * does. A PNG is decoded whole by its format, so it keeps the default. */
-  const int64_t limit = o->max_pixels == (INT64_C(1) << 31) && in_kind == IN_SLIDE
+  const int64_t limit = o->max_pixels == (INT64_C(1) << 31) &&
+                                (in_kind == IN_SLIDE || es_path_is_tiff(in))
                             ? INT64_C(1) << 46
                             : o->max_pixels;
 
@@ -124,6 +139,24 @@ int cli_run_bands(cli_opts *o, int in_kind, int out_kind) {
     rc = es_slide_open(in, o->level < 0 ? 0 : o->level, limit, &src.slide, &src.width,
                        &src.height, msg, sizeof msg);
     src.depth = 8;
+  } else if (es_path_is_tiff(in)) {
+    es_tiff_info ti;
+    src.band = o->band;
+    rc = es_tiff_open(in, limit, &src.tiff, &ti, msg, sizeof msg);
+    if (rc == ES_OK && ti.depth == 32) { /* the engines take 8 and 16 bits */
+      rc = ES_ERR_INPUT;
+      snprintf(msg, sizeof msg, "float32 samples are not supported yet (8- or 16-bit images only)");
+    }
+    if (rc == ES_OK && (o->band < 0 || o->band >= ti.bands)) {
+      rc = ES_ERR_USAGE;
+      snprintf(msg, sizeof msg, "--band %d: the image has band%s 0..%d", o->band,
+               ti.bands > 1 ? "s" : "", ti.bands - 1);
+    }
+    if (rc == ES_OK && ti.has_geo && out_kind == OUT_TIFF)
+      rc = es_tiff_geo_get(src.tiff, &src.geo, msg, sizeof msg);
+    src.width = ti.width;
+    src.height = ti.height;
+    src.depth = ti.depth;
   } else {
     rc = es_png_read(in, limit, &src.img, &src.data, NULL, msg, sizeof msg);
     src.width = src.img.width;
@@ -188,6 +221,39 @@ int cli_run_bands(cli_opts *o, int in_kind, int out_kind) {
       bc.write = sink_write;
       bc.write_user = &sink;
     }
+  } else if (out_kind == OUT_TIFF) {
+    es_tiff_writer_opts to;
+    memset(&to, 0, sizeof to);
+    to.width = src.width;
+    to.height = src.height;
+    to.pages = 1;
+    to.pixfmt = o->format == FMT_F32 ? ES_PIX_NONE : cli_png_pixfmt(o->format);
+    to.geo = src.geo;
+    if (to.pixfmt != ES_PIX_NONE) {
+      bc.render = o->render;
+      bc.render.format = to.pixfmt;
+      if (bc.render.range_auto) {
+        cli_err(NULL, "--range auto: not with bands (it needs the whole map first; use fixed)");
+        code = 1;
+        goto end;
+      }
+    }
+    rc = es_tiff_writer_open(o->output, o->overwrite ? 1 : o->skip ? ES_WRITE_KEEP : 0, &to,
+                             &sink.tif, msg, sizeof msg);
+    if (rc == ES_WRITE_KEPT) {
+      if (!o->quiet) cli_err(o->output, "exists, skipped");
+      sink.kind = OUT_NONE;
+      bc.render.format = ES_PIX_NONE;
+      if (!st) goto end;
+    } else if (rc) {
+      cli_err(o->output, "%s", *msg ? msg : es_strerror(rc));
+      code = es_exit_code(rc);
+      goto end;
+    } else {
+      bc.want_map = to.pixfmt == ES_PIX_NONE;
+      bc.write = sink_write;
+      bc.write_user = &sink;
+    }
   } else if (out_kind == OUT_PNG) {
     es_render r = o->render;
     r.format = cli_png_pixfmt(o->format);
@@ -239,6 +305,13 @@ int cli_run_bands(cli_opts *o, int in_kind, int out_kind) {
       code = es_exit_code(rc);
       goto end;
     }
+  } else if (sink.tif) {
+    rc = es_tiff_writer_close(&sink.tif, 1, msg, sizeof msg);
+    if (rc && rc != ES_WRITE_KEPT) {
+      cli_err(o->output, "%s", *msg ? msg : es_strerror(rc));
+      code = es_exit_code(rc);
+      goto end;
+    }
   } else if (sink.png) {
     rc = es_png_write(o->output, o->overwrite ? 1 : o->skip ? ES_WRITE_KEEP : 0, src.width,
                       src.height, sink.pixfmt, sink.png, sink.png_stride, msg, sizeof msg);
@@ -274,10 +347,13 @@ int cli_run_bands(cli_opts *o, int in_kind, int out_kind) {
   }
 end:
   es_npy_bands_close(&sink.npy, 0, NULL, 0); /* not committed: its temporary removed */
+  es_tiff_writer_close(&sink.tif, 0, NULL, 0);
   if (sw) es_stats_writer_close(&sw, 0, NULL, 0);
   free(sink.png);
   free(st);
   es_slide_close(&src.slide);
+  es_tiff_close(&src.tiff);
+  es_tiff_geo_free(&src.geo);
   free(src.data);
   if (ctx) cli_exit_if_gpus_opening(ctx, code);
   es_context_destroy(&ctx);

@@ -42,6 +42,7 @@ typedef struct img_job {
                   no output directory), the job's status; it is counted, never opened */
   int width, height;
   double t0;       /* when its decode began (-v) */
+  es_tiff_geo *geo; /* a TIFF output's GeoTIFF tags, the input's (owned; NULL: none) */
   void *stats;     /* when --stats: its frame's es_stats up to the bins used (owned; an
                     * es_stats whole has room for ES_STATS_MAX_BINS, 8 KB a file) */
 } img_job;
@@ -114,7 +115,7 @@ static int collect_pngs(const char *root, const char *rel, int recursive, const 
       if (rc) goto end;
       continue;
     }
-    if (strcasecmp(cli_ext_of(e->d_name), "png")) {
+    if (strcasecmp(cli_ext_of(e->d_name), "png") && !es_path_is_tiff(e->d_name)) {
       free(relname);
       free(full);
       continue;
@@ -151,6 +152,19 @@ end:
   if (d) closedir(d);
   free(dirpath);
   return rc;
+}
+
+/* The name an input's map takes in an output directory (malloc'd; NULL: out of memory): a
+ * .png keeps its name, any other picture (a .tif) becomes .png, and float32 maps are .npy. */
+static char *out_name(const char *in, int format) {
+  const char *ext = cli_ext_of(in);
+  size_t stem = *ext ? (size_t)(ext - in) - 1 : strlen(in);
+  char *s;
+  if (format != FMT_F32 && !strcasecmp(ext, "png")) return strdup(in);
+  if (!(s = malloc(stem + 5))) return NULL;
+  memcpy(s, in, stem);
+  memcpy(s + stem, format == FMT_F32 ? ".npy" : ".png", 5);
+  return s;
 }
 
 static int job_cmp(const void *a, const void *b) {
@@ -224,7 +238,12 @@ typedef struct frame_dest {
 static int frame_dest_fn(void *user, int width, int height, int depth, void **dst,
                          size_t *dst_stride, char *msg, size_t len) {
   frame_dest *d = user;
-  int rc = es_stream_reserve(d->st, d->f, width, height, depth);
+  int rc;
+  if (depth == 32) { /* a float TIFF: the reader gives it, the engines take 8 and 16 bits */
+    snprintf(msg, len, "float32 samples are not supported yet (8- or 16-bit images only)");
+    return ES_ERR_INPUT;
+  }
+  rc = es_stream_reserve(d->st, d->f, width, height, depth);
   if (rc == ES_ERR_NOMEM) {
     snprintf(msg, len, "out of memory for a %dx%d image", width, height);
     return rc;
@@ -263,7 +282,16 @@ static int decode_image(img_batch *b, img_job *j) {
   }
   rc = es_stream_acquire(b->st, &d.f);
   if (rc != ES_OK) return rc;
-  rc = es_png_read_to(j->in, o->max_pixels, frame_dest_fn, &d, &img, NULL, msg, sizeof msg);
+  if (es_path_is_tiff(j->in)) {
+    es_tiff_info ti;
+    rc = es_tiff_read_to(j->in, 0, o->band, o->max_pixels, frame_dest_fn, &d, &img, &ti, msg,
+                         sizeof msg);
+    /* a map written as TIFF carries the input's georeferencing */
+    if (rc == ES_OK && ti.has_geo && b->out_kind == OUT_TIFF && !j->geo)
+      rc = es_tiff_geo_load(j->in, 0, &j->geo, msg, sizeof msg);
+  } else {
+    rc = es_png_read_to(j->in, o->max_pixels, frame_dest_fn, &d, &img, NULL, msg, sizeof msg);
+  }
   if (rc != ES_OK) {
     cli_err(j->in, "%s", *msg ? msg : es_strerror(rc));
   } else if ((rc = es_params_check(&o->cfg.params, img.depth, msg, sizeof msg)) != ES_OK) {
@@ -314,6 +342,29 @@ static int write_image(img_batch *b, img_job *j, const es_frame *f, char *msg, s
   case OUT_NPY:
     rc = es_npy_write(j->out, ow, f->width, f->height, f->map, f->map_stride, msg, len);
     break;
+  case OUT_TIFF: {
+    es_tiff_writer *tw = NULL;
+    es_tiff_writer_opts to;
+    memset(&to, 0, sizeof to);
+    to.width = f->width;
+    to.height = f->height;
+    to.pages = 1;
+    to.pixfmt = b->pixfmt; /* ES_PIX_NONE: the float32 map */
+    to.geo = j->geo;
+    rc = es_tiff_writer_open(j->out, ow, &to, &tw, msg, len);
+    if (rc == ES_OK && to.pixfmt == ES_PIX_NONE)
+      rc = es_tiff_writer_write_rows(tw, 0, f->height, f->map, f->map_stride * sizeof(float),
+                                     msg, len);
+    else if (rc == ES_OK)
+      rc = es_tiff_writer_write_rows(tw, 0, f->height, f->pix.plane[0], f->pix.stride[0], msg,
+                                     len);
+    if (tw) {
+      int crc = es_tiff_writer_close(&tw, rc == ES_OK, rc == ES_OK ? msg : NULL,
+                                     rc == ES_OK ? len : 0);
+      if (rc == ES_OK) rc = crc;
+    }
+    break;
+  }
   case OUT_STDOUT: {
     /* One frame of y4m (or raw float32), in the rendering the stream was opened with. */
     es_video_out *vo = NULL;
@@ -442,22 +493,13 @@ int cli_run_images(cli_opts *o, int in_kind, int out_kind) {
     }
     if (n) qsort(jobs, n, sizeof *jobs, job_cmp); /* jobs is NULL when n is 0 */
     for (size_t i = 0; i < n && o->output; i++) {
-      char *rel = jobs[i].name;
-      char *out;
-      if (o->format == FMT_F32) { /* float maps go to .npy under the same name */
-        size_t k = strlen(rel) - 3;
-        char *r2 = malloc(k + 4);
-        if (!r2) {
-          code = 4;
-          goto end;
-        }
-        memcpy(r2, rel, k);
-        memcpy(r2 + k, "npy", 4);
-        out = cli_join(o->output, r2);
-        free(r2);
-      } else {
-        out = cli_join(o->output, rel);
+      char *r2 = out_name(jobs[i].name, o->format), *out;
+      if (!r2) {
+        code = 4;
+        goto end;
       }
+      out = cli_join(o->output, r2);
+      free(r2);
       if (!out) {
         code = 4;
         goto end;
@@ -491,7 +533,7 @@ int cli_run_images(cli_opts *o, int in_kind, int out_kind) {
       free(by_out);
     }
     if (n == 0 && !o->quiet)
-      cli_err(o->input, "no *.png files%s", o->recursive ? "" : " (-r descends)");
+      cli_err(o->input, "no *.png or *.tif files%s", o->recursive ? "" : " (-r descends)");
   } else {
     jobs = calloc(1, sizeof *jobs);
     if (!jobs) {
@@ -503,17 +545,11 @@ int cli_run_images(cli_opts *o, int in_kind, int out_kind) {
     jobs[0].name = strdup(o->input);
     if (out_kind == OUT_DIR) {
       const char *base = strrchr(o->input, '/');
-      base = base ? base + 1 : o->input;
-      if (o->format == FMT_F32) {
-        char tmp[PATH_MAX];
-        snprintf(tmp, sizeof tmp, "%.*s.npy", (int)(strlen(base) - 4), base);
-        jobs[0].out = cli_join(o->output, tmp);
-        b.out_kind = OUT_NPY;
-      } else {
-        jobs[0].out = cli_join(o->output, base);
-        b.out_kind = OUT_PNG;
-      }
-    } else if (out_kind == OUT_PNG || out_kind == OUT_NPY) {
+      char *name = out_name(base ? base + 1 : o->input, o->format);
+      jobs[0].out = name ? cli_join(o->output, name) : NULL;
+      free(name);
+      b.out_kind = o->format == FMT_F32 ? OUT_NPY : OUT_PNG;
+    } else if (out_kind == OUT_PNG || out_kind == OUT_NPY || out_kind == OUT_TIFF) {
       jobs[0].out = strdup(o->output);
       b.out_kind = out_kind;
       if (out_kind == OUT_PNG && o->format == FMT_F32) {
@@ -525,7 +561,7 @@ int cli_run_images(cli_opts *o, int in_kind, int out_kind) {
       jobs[0].out = strdup("-");
       b.out_kind = OUT_STDOUT;
     } else if (out_kind == OUT_VIDEO) {
-      cli_err(o->output, "an image input needs a .png, .npy, directory or - output");
+      cli_err(o->output, "an image input needs a .png, .npy, .tif, directory or - output");
       code = 1;
       goto end;
     } else {
@@ -672,11 +708,12 @@ int cli_run_images(cli_opts *o, int in_kind, int out_kind) {
       goto end;
     }
     memset(&sc, 0, sizeof sc); /* max_width 0: frames grow to each image */
-    if (b.out_kind == OUT_PNG)
+    if (b.out_kind == OUT_PNG || (b.out_kind == OUT_TIFF && o->format != FMT_F32))
       b.pixfmt = cli_png_pixfmt(o->format);
     else if (b.out_kind == OUT_STDOUT && o->format != FMT_F32)
       b.pixfmt = o->format == FMT_HEAT ? ES_PIX_YUV444P : cli_png_pixfmt(o->format);
-    sc.want_map = b.out_kind == OUT_NPY || (b.out_kind == OUT_STDOUT && o->format == FMT_F32);
+    sc.want_map = b.out_kind == OUT_NPY || (b.out_kind == OUT_STDOUT && o->format == FMT_F32) ||
+                  (b.out_kind == OUT_TIFF && o->format == FMT_F32);
     sc.want_stats = o->stats_path != NULL || o->stats_line;
     sc.render = o->render;
     sc.render.format = b.pixfmt;
@@ -822,6 +859,7 @@ end:
     free(jobs[i].name);
     free(jobs[i].out);
     free(jobs[i].stats);
+    es_tiff_geo_free(&jobs[i].geo);
   }
   free(jobs);
   free(th);

@@ -64,6 +64,7 @@ int cli_out_kind_of(const char *out) {
   e = cli_ext_of(out);
   if (!strcasecmp(e, "png")) return OUT_PNG;
   if (!strcasecmp(e, "npy")) return OUT_NPY;
+  if (!strcasecmp(e, "tif") || !strcasecmp(e, "tiff")) return OUT_TIFF;
   if (is_video_ext(e)) return OUT_VIDEO;
   if (!*e) return OUT_DIR; /* a name without an extension is a directory to create */
   return -1;

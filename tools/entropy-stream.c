@@ -113,7 +113,7 @@ int main(int argc, char **argv) {
     in_kind = IN_DIR;
   } else if (o.level >= 0 || cli_is_slide_name(o.input)) {
     in_kind = IN_SLIDE; /* a whole-slide image (cli_bands.c), in bands through OpenSlide */
-  } else if (!strcasecmp(cli_ext_of(o.input), "png")) {
+  } else if (!strcasecmp(cli_ext_of(o.input), "png") || es_path_is_tiff(o.input)) {
     /* A FIFO, socket or device named *.png is refused, as in a directory: open() would block
      * a worker until a writer comes, beyond the reach of SIGINT, and a PNG is decoded whole,
      * so a pipe brings nothing a file does not. */
@@ -155,7 +155,16 @@ int main(int argc, char **argv) {
     }
   }
   if (out_kind < 0) {
-    cli_err(o.output, "unknown output type (use .png, .npy, a video extension, a directory or -)");
+    cli_err(o.output, "unknown output type (use .png, .npy, .tif, a video extension, a directory or -)");
+    return 1;
+  }
+  if (out_kind == OUT_TIFF && !o.format_set) o.format = FMT_F32; /* a .tif holds the values */
+  if (out_kind == OUT_TIFF && in_kind != IN_PNG && in_kind != IN_SLIDE) {
+    cli_err(o.output, "a TIFF output is for an image input (a video's maps: .npy or a directory)");
+    return 1;
+  }
+  if (o.band_set && in_kind == IN_VIDEO) {
+    cli_err(o.input, "--band: only for TIFF input (a file or a directory)");
     return 1;
   }
   /* Rendering and encoder options without -o: nothing is rendered or encoded (--stats and
