@@ -84,8 +84,10 @@ int es_bands_rows(const es_context *ctx, const es_bands_config *bc) {
   if (!ctx || !bc || bc->width < 1 || bc->height < 1) return 1;
   if (bc->band_rows > 0) return bc->band_rows < bc->height ? bc->band_rows : bc->height;
   const int r = (es_context_config(ctx)->params.window - 1) / 2;
-  const int64_t budget = bc->mem_budget > 0 ? bc->mem_budget : BANDS_DEFAULT_BUDGET;
-  const int64_t per_slot = budget / (bands_ncomp(ctx) + 2);
+  /* The default budget is per compute thread: each GPU keeps its own band in flight. */
+  const int ncomp = bands_ncomp(ctx);
+  const int64_t budget = bc->mem_budget > 0 ? bc->mem_budget : BANDS_DEFAULT_BUDGET * ncomp;
+  const int64_t per_slot = budget / (ncomp + 2);
   int64_t rows = per_slot / bands_row_bytes(bc) - 2 * (int64_t)r;
   if (rows < 1) rows = 1;
   if (rows > bc->height) rows = bc->height;

@@ -256,7 +256,8 @@ typedef int (*es_band_write_fn)(void *user, int y0, int nrows, const float *map,
 typedef struct es_bands_config {
   int width, height, depth;  /* the image: sides >= 1, depth 8 or 16 */
   int band_rows;             /* B >= 1; 0 (default): from mem_budget (es_bands_rows) */
-  int64_t mem_budget;        /* bytes the bands in flight may take; 0 (default): 256 MiB */
+  int64_t mem_budget;        /* bytes the bands in flight may take; 0 (default): 256 MiB,
+                              * 256 MiB a GPU where several compute */
   es_band_read_fn read;      /* required */
   void *read_user;
   es_band_write_fn write;    /* NULL: nothing written (statistics only) */

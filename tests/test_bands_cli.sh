@@ -8,7 +8,8 @@
 # here (tifffile) read through OpenSlide at levels 0, 1 and 2 equals the same pixels as an
 # RGB PNG (the same luma rule); bad uses (a missing level, a file OpenSlide cannot read,
 # --band-rows out of range or with a video) with SPEC 3's exit codes; progress on stderr;
-# SIGINT mid-image: exit 130, nothing under the output's name, no temporary left.
+# SIGINT mid-image: exit 130, nothing under the output's name, no temporary left;
+# samples/tissue_mask.py finds the tissue of a slide made here.
 set -u
 BIN=${ES_BIN:?ES_BIN not set}
 SRC=${ES_SRC:?ES_SRC not set}
@@ -148,6 +149,41 @@ EOF
   printf 'not a slide at all' >"$T/junk.svs"
   run 2 "not a slide" "$T/junk.svs" --stats "$T/x.csv"
   [ -e "$T/x.csv" ] && fail "not a slide: a --stats file was left"
+
+  # ---- samples/tissue_mask.py: glass (flat white with faint noise) and tissue (a textured
+  # disc), as a 3-level pyramid; the mask of its lowest level must find the disc.
+  "$PY" - "$T" <<'EOF' || fail "making the tissue slide"
+import sys, numpy as np, tifffile
+rng = np.random.default_rng(5)
+h, w = 1024, 1536
+y, x = np.mgrid[0:h, 0:w]
+disc = (y - 500) ** 2 + (x - 700) ** 2 < 380 ** 2
+img = np.full((h, w, 3), 236, np.uint8) + rng.integers(0, 3, (h, w, 1)).astype(np.uint8)
+tex = rng.integers(90, 230, (h, w, 3)).astype(np.uint8)
+img[disc] = tex[disc]
+with tifffile.TiffWriter(f"{sys.argv[1]}/tissue.tif") as tw:
+    lv = img
+    for i in range(3):
+        tw.write(lv, tile=(256, 256), compression="zlib", photometric="rgb",
+                 subfiletype=0 if i == 0 else 1, metadata=None)
+        lv = np.ascontiguousarray(lv[::2, ::2])
+np.save(f"{sys.argv[1]}/disc.npy", disc[::4, ::4])
+EOF
+  if "$PY" "$SRC/samples/tissue_mask.py" "$T/tissue.tif" -o "$T/mask.png" --entropy-stream "$BIN" \
+      >"$T/mask.out" 2>&1; then
+    grep -q "level 2, 384x256" "$T/mask.out" || fail "tissue_mask: not the lowest level: $(cat "$T/mask.out")"
+    "$PY" - "$T" <<'EOF' || fail "tissue_mask: the mask misses the tissue"
+import sys, numpy as np
+from PIL import Image
+m = np.asarray(Image.open(f"{sys.argv[1]}/mask.png")) > 0
+d = np.load(f"{sys.argv[1]}/disc.npy")
+inside, outside = m[d].mean(), m[~d].mean()
+print(f"tissue_mask: {100 * inside:.1f}% of the tissue, {100 * outside:.1f}% of the glass")
+sys.exit(0 if m.shape == d.shape and inside > 0.95 and outside < 0.05 else 1)
+EOF
+  else
+    fail "tissue_mask.py: $(cat "$T/mask.out")"
+  fi
 
   # ---- Progress, and SIGINT in the middle of a large image.
   "$PY" - "$T" <<'EOF' || fail "making the large TIFF"
