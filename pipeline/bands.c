@@ -9,12 +9,13 @@
  * reflection needs at most r rows, and the sub-image has at least r + 1). S is the exact
  * integer sum on every engine, so the map rows are the whole image's, bit for bit.
  *
- * The statistics are not the engine's (it would count the halo rows): the writer reduces
- * each band's output rows as the engines reduce a whole image, in the same order - per row,
- * H and H^2 summed in x order in doubles, then the rows added in row order from 0.0 (see
- * kernels/cpu.c, kernels/gpu_kernels.cuh) - with integer histograms, and es_stats_finish
- * makes the same fields from the same numbers. So --stats of a band run equals the whole
- * image's to the bit.
+ * The statistics are not the engine's (it would count the halo rows): each band's output
+ * rows are reduced as the engines reduce a whole image, in the same order - per row, H and
+ * H^2 summed in x order in doubles (the compute thread, rows on OpenMP threads), then the
+ * rows added in row order from 0.0 (the writer; see kernels/cpu.c, kernels/gpu_kernels.cuh)
+ * - with integer histograms (the levels' folded from the samples' at the end), and
+ * es_stats_finish makes the same fields from the same numbers. So --stats of a band run
+ * equals the whole image's to the bit.
  *
  * Threads: one reader (reads band k into slot k % nslot), ncomp compute threads (es_compute
  * on the band, any order) and the caller as writer (statistics, write, progress, in band
@@ -28,6 +29,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#ifdef ES_HAVE_OPENMP
+#include <omp.h>
+#endif
 
 #include "es_pipeline_internal.h"
 
@@ -42,6 +46,12 @@ typedef struct band_slot {
   float *map;      /* rows a..b-1 of the map, or NULL; written by compute, read by writer */
   uint8_t *pix;    /* rows a..b-1 of the rendering, or NULL; as map */
   int pin_in, pin_map, pin_pix; /* page-locked for the GPUs (es_host_pin) */
+  /* The band's statistics partials (with stats): written by the compute thread that took
+   * the band, after es_compute; read by the writer. */
+  double *rowsum, *rowsumsq; /* per output row, H and H^2 summed in x order */
+  uint64_t *part;            /* nchunk x (bins + 2^depth): histograms of H and of the raw
+                              * samples, one set a chunk of rows; merged into chunk 0 */
+  float min, max;
 } band_slot;
 
 typedef struct bands_run {
@@ -50,6 +60,11 @@ typedef struct bands_run {
   int W, H, B, r, nbands, nslot;
   size_t in_stride, pix_stride; /* bytes */
   int need_map;             /* the map is computed (want_map or stats) */
+  /* Statistics (immutable once running): the parameters es_compute computes the depth
+   * with, bins, their scale, and the threads a band's reduction takes. */
+  es_params sp;
+  int bins, nsample, nchunk;
+  double binscale;
   band_slot *slots;
   pthread_mutex_t lock;
   pthread_cond_t cond;      /* any slot changed state, or failed */
@@ -160,6 +175,58 @@ static void *bands_reader_main(void *arg) {
   return NULL;
 }
 
+/* A band's statistics partials into its slot (a compute thread, after es_compute): rows
+ * split in nchunk chunks on OpenMP threads, each row's sums in x order (independent of the
+ * split), integer histograms merged. */
+static void bands_stats_band(const bands_run *R, band_slot *s, int off, int nrows, int depth) {
+  const int W = R->W, nchunk = nrows < R->nchunk ? nrows : R->nchunk;
+  const size_t per = (size_t)R->bins + (size_t)R->nsample;
+  float cmin[ES_MAX_GPUS * 8], cmax[ES_MAX_GPUS * 8];
+  memset(s->part, 0, sizeof *s->part * per * (size_t)R->nchunk);
+#ifdef ES_HAVE_OPENMP
+#pragma omp parallel for num_threads(nchunk) schedule(static, 1)
+#endif
+  for (int c = 0; c < nchunk; c++) {
+    const int r0 = (int)((int64_t)nrows * c / nchunk), r1 = (int)((int64_t)nrows * (c + 1) / nchunk);
+    uint64_t *hist = s->part + per * (size_t)c, *sh = hist + R->bins;
+    float mn = INFINITY, mx = -INFINITY;
+    for (int y = r0; y < r1; y++) {
+      const float *row = s->map + (size_t)(off + y) * W;
+      double rs = 0.0, rss = 0.0;
+      for (int x = 0; x < W; x++) {
+        const float hv = row[x];
+        if (hv < mn) mn = hv;
+        if (hv > mx) mx = hv;
+        rs += hv;
+        rss += (double)hv * (double)hv;
+        hist[es_stats_bin(hv, R->binscale, R->bins)]++;
+      }
+      s->rowsum[y] = rs;
+      s->rowsumsq[y] = rss;
+      const uint8_t *irow = s->in + (size_t)(off + y) * R->in_stride;
+      if (depth == 16) {
+        for (int x = 0; x < W; x++) { /* rows need not be aligned */
+          uint16_t v;
+          memcpy(&v, irow + 2 * (size_t)x, 2);
+          sh[v]++;
+        }
+      } else {
+        for (int x = 0; x < W; x++) sh[irow[x]]++;
+      }
+    }
+    cmin[c] = mn;
+    cmax[c] = mx;
+  }
+  s->min = INFINITY;
+  s->max = -INFINITY;
+  for (int c = 0; c < nchunk; c++) {
+    if (cmin[c] < s->min) s->min = cmin[c];
+    if (cmax[c] > s->max) s->max = cmax[c];
+    if (c > 0)
+      for (size_t k = 0; k < per; k++) s->part[k] += s->part[per * (size_t)c + k];
+  }
+}
+
 static void *bands_compute_main(void *arg) {
   bands_run *R = arg;
   const es_bands_config *bc = R->bc;
@@ -190,6 +257,7 @@ static void *bands_compute_main(void *arg) {
     int rc = es_compute(R->ctx, &img, s->map, (size_t)R->W, NULL,
                         bc->render.format != ES_PIX_NONE ? &bc->render : NULL,
                         bc->render.format != ES_PIX_NONE ? &pix : NULL);
+    if (!rc && bc->stats) bands_stats_band(R, s, y0 - a, y1 - y0, bc->depth);
     pthread_mutex_lock(&R->lock);
     if (rc) {
       char m[ES_ERRLEN];
@@ -203,49 +271,6 @@ static void *bands_compute_main(void *arg) {
     if (rc) break;
   }
   return NULL;
-}
-
-/* The whole image's statistics, reduced band by band in the engines' order (see the top). */
-typedef struct bands_stats {
-  es_params p;   /* as es_compute computes the depth with (es_params_for_depth) */
-  int bins;
-  double binscale;
-  es_stats_acc acc;
-  uint64_t *level_hist; /* L bins */
-  uint64_t *sample_hist; /* 2^depth bins, or NULL: the levels' are theirs */
-  uint64_t hist[ES_STATS_MAX_BINS];
-} bands_stats;
-
-static void bands_stats_rows(bands_stats *st, const bands_run *R, const float *map,
-                             const uint8_t *in, int nrows, int depth) {
-  const int W = R->W;
-  for (int y = 0; y < nrows; y++) {
-    const float *row = map + (size_t)y * W;
-    double rs = 0.0, rss = 0.0;
-    for (int x = 0; x < W; x++) {
-      const float hv = row[x];
-      if (hv < st->acc.min) st->acc.min = hv;
-      if (hv > st->acc.max) st->acc.max = hv;
-      rs += hv;
-      rss += (double)hv * (double)hv;
-      st->hist[es_stats_bin(hv, st->binscale, st->bins)]++;
-    }
-    st->acc.sum += rs;
-    st->acc.sumsq += rss;
-    const uint8_t *irow = in + (size_t)y * R->in_stride;
-    for (int x = 0; x < W; x++) {
-      uint32_t v;
-      if (depth == 16) {
-        uint16_t v16;
-        memcpy(&v16, irow + 2 * (size_t)x, 2);
-        v = v16;
-      } else {
-        v = irow[x];
-      }
-      st->level_hist[es_quantize(v, (uint32_t)st->p.levels, depth)]++;
-      if (st->sample_hist) st->sample_hist[v]++;
-    }
-  }
 }
 
 static int bands_check(es_context *ctx, const es_bands_config *bc) {
@@ -271,14 +296,14 @@ static int bands_check(es_context *ctx, const es_bands_config *bc) {
 
 int es_compute_bands(es_context *ctx, const es_bands_config *bc) {
   bands_run R;
-  bands_stats bst;
+  es_stats_acc acc = {0.0, 0.0, INFINITY, -INFINITY, 0};
+  uint64_t *hist = NULL, *sample_hist = NULL, *level_hist = NULL; /* the whole image's */
   pthread_t reader, comp[ES_MAX_GPUS];
   int ncomp = 0, reader_started = 0, rc;
   char msg[ES_ERRLEN];
   if (!ctx) return ES_ERR_USAGE;
   if ((rc = bands_check(ctx, bc)) != ES_OK) return rc;
   memset(&R, 0, sizeof R);
-  memset(&bst, 0, sizeof bst);
   pthread_mutex_init(&R.lock, NULL);
   pthread_cond_init(&R.cond, NULL);
   R.ctx = ctx;
@@ -293,6 +318,19 @@ int es_compute_bands(es_context *ctx, const es_bands_config *bc) {
   R.need_map = bc->want_map || bc->stats;
   R.in_stride = (size_t)R.W * (bc->depth == 16 ? 2 : 1);
   R.pix_stride = (size_t)R.W * (size_t)bands_pix_bytes(bc->render.format);
+  R.sp = es_context_config(ctx)->params;
+  es_params_for_depth(&R.sp, bc->depth);
+  R.bins = es_context_config(ctx)->stats_bins;
+  R.binscale = es_stats_binscale(&R.sp, R.bins);
+  R.nsample = 1 << bc->depth;
+  /* A band's reduction runs on the cores a compute thread may take (all of them over the
+   * GPUs' threads), at most ES_MAX_GPUS * 8 chunks. */
+  R.nchunk = 1;
+#ifdef ES_HAVE_OPENMP
+  R.nchunk = omp_get_num_procs() / want_ncomp;
+#endif
+  if (R.nchunk < 1) R.nchunk = 1;
+  if (R.nchunk > ES_MAX_GPUS * 8) R.nchunk = ES_MAX_GPUS * 8;
   const int rows_max = (R.B + 2 * R.r < R.H ? R.B + 2 * R.r : R.H);
   rc = ES_ERR_NOMEM;
   snprintf(msg, sizeof msg, "out of memory for bands of %d rows of %d pixels", rows_max, R.W);
@@ -315,18 +353,18 @@ int es_compute_bands(es_context *ctx, const es_bands_config *bc) {
     }
   }
   if (bc->stats) {
-    bst.p = es_context_config(ctx)->params;
-    es_params_for_depth(&bst.p, bc->depth);
-    bst.bins = es_context_config(ctx)->stats_bins;
-    bst.binscale = es_stats_binscale(&bst.p, bst.bins);
-    bst.acc.min = INFINITY;
-    bst.acc.max = -INFINITY;
-    bst.acc.count = (int64_t)R.W * R.H;
-    bst.level_hist = calloc((size_t)bst.p.levels, sizeof *bst.level_hist);
-    if (!bst.level_hist) goto end;
-    if (es_stats_sample_hist_own(bst.p.levels, bc->depth) &&
-        !(bst.sample_hist = calloc((size_t)1 << bc->depth, sizeof *bst.sample_hist)))
-      goto end;
+    for (int i = 0; i < R.nslot; i++) {
+      band_slot *s = &R.slots[i];
+      s->rowsum = malloc(sizeof *s->rowsum * (size_t)R.B);
+      s->rowsumsq = malloc(sizeof *s->rowsumsq * (size_t)R.B);
+      s->part = malloc(sizeof *s->part * ((size_t)R.bins + R.nsample) * (size_t)R.nchunk);
+      if (!s->rowsum || !s->rowsumsq || !s->part) goto end;
+    }
+    hist = calloc((size_t)R.bins, sizeof *hist);
+    sample_hist = calloc((size_t)R.nsample, sizeof *sample_hist);
+    level_hist = calloc((size_t)R.sp.levels, sizeof *level_hist);
+    if (!hist || !sample_hist || !level_hist) goto end;
+    acc.count = (int64_t)R.W * R.H;
   }
   rc = ES_OK;
   msg[0] = 0;
@@ -354,9 +392,16 @@ int es_compute_bands(es_context *ctx, const es_bands_config *bc) {
     int y0, y1, a, b;
     band_rows_of(&R, k, &y0, &y1, &a, &b);
     const size_t off = (size_t)(y0 - a);
-    if (bc->stats)
-      bands_stats_rows(&bst, &R, s->map + off * R.W, s->in + off * R.in_stride, y1 - y0,
-                       bc->depth);
+    if (bc->stats) { /* rows in order, from 0.0, as the engines add them */
+      for (int y = 0; y < y1 - y0; y++) {
+        acc.sum += s->rowsum[y];
+        acc.sumsq += s->rowsumsq[y];
+      }
+      if (s->min < acc.min) acc.min = s->min;
+      if (s->max > acc.max) acc.max = s->max;
+      for (int k = 0; k < R.bins; k++) hist[k] += s->part[k];
+      for (int k = 0; k < R.nsample; k++) sample_hist[k] += s->part[R.bins + k];
+    }
     if (bc->write) {
       es_planes pix;
       memset(&pix, 0, sizeof pix);
@@ -387,11 +432,14 @@ join:
   if (rc) snprintf(msg, sizeof msg, "%s", R.msg);
   if (!rc && bc->stats) {
     es_stats *st = bc->stats;
+    /* The levels' histogram from the samples' (es_quantize maps each sample to one level:
+     * the same integer counts the engines make). */
+    for (int v = 0; v < R.nsample; v++)
+      level_hist[es_quantize((uint32_t)v, (uint32_t)R.sp.levels, bc->depth)] += sample_hist[v];
     memset(st->hist, 0, sizeof st->hist);
-    memcpy(st->hist, bst.hist, sizeof(uint64_t) * (size_t)bst.bins);
-    st->bins = bst.bins;
-    es_stats_finish(st, &bst.acc, bst.level_hist, bst.p.levels,
-                    bst.sample_hist ? bst.sample_hist : bst.level_hist, bc->depth);
+    memcpy(st->hist, hist, sizeof *hist * (size_t)R.bins);
+    st->bins = R.bins;
+    es_stats_finish(st, &acc, level_hist, R.sp.levels, sample_hist, bc->depth);
   }
 end:
   if (R.slots) {
@@ -403,11 +451,15 @@ end:
       free(s->in);
       free(s->map);
       free(s->pix);
+      free(s->rowsum);
+      free(s->rowsumsq);
+      free(s->part);
     }
   }
   free(R.slots);
-  free(bst.level_hist);
-  free(bst.sample_hist);
+  free(hist);
+  free(sample_hist);
+  free(level_hist);
   pthread_mutex_destroy(&R.lock);
   pthread_cond_destroy(&R.cond);
   if (rc) es_ctx_set_error(ctx, "%s", msg[0] ? msg : es_strerror(rc));
