@@ -215,6 +215,23 @@ EOF
   [ -z "$(ls -A "$T/sig")" ] || fail "SIGINT: left $(ls -A "$T/sig")"
   tr '\r' '\n' <"$T/sig.err" | grep -q "band [0-9]*/768, [0-9.]* Mpixel/s, ETA [0-9?]" ||
     fail "progress: no 'band i/768, Mpixel/s, ETA' line: $(tr '\r' '\n' <"$T/sig.err" | head -3)"
+  # The same into a .tif (the tiled writer's temporary): stopped after a few bands drawn.
+  "$BIN" "$T/large.tif" --level 0 -w 63 --band-rows 8 --threads 1 --device cpu --progress \
+    -o "$T/sig/large.tif" 2>"$T/sig2.err" &
+  BPID=$!
+  for _ in $(seq 1 200); do
+    n=$(tr '\r' '\n' <"$T/sig2.err" | grep -c "entropy-stream: band")
+    [ "$n" -ge 3 ] && break
+    kill -0 "$BPID" 2>/dev/null || break
+    sleep 0.05
+  done
+  [ "$n" -ge 3 ] || fail "SIGINT .tif: no progress in 10 s"
+  kill -INT "$BPID"
+  wait "$BPID"
+  rc=$?
+  BPID=
+  [ "$rc" = 130 ] || fail "SIGINT .tif: exit $rc, want 130 ($(tr '\r' '\n' <"$T/sig2.err" | tail -3))"
+  [ -z "$(ls -A "$T/sig")" ] || fail "SIGINT .tif: left $(ls -A "$T/sig")"
 fi
 
 [ "$FAIL" = 0 ] && echo "test_bands_cli: all checks passed" && exit 0
