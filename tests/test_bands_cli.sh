@@ -6,7 +6,7 @@
 # equal the whole image's; tiled and striped TIFF inputs (always in bands) equal the PNG of
 # the same pixels; a generic tiled pyramidal TIFF made
 # here (tifffile) read through OpenSlide at levels 0, 1 and 2 equals the same pixels as an
-# RGB PNG (the same luma rule); bad uses (a missing level, a file OpenSlide cannot read,
+# RGB PNG and as a striped RGB TIFF (the same luma rule, io/es_luma.h); bad uses (a missing level, a file OpenSlide cannot read,
 # --band-rows out of range or with a video) with SPEC 3's exit codes; progress on stderr;
 # SIGINT mid-image: exit 130, nothing under the output's name, no temporary left;
 # samples/tissue_mask.py finds the tissue of a slide made here.
@@ -119,6 +119,7 @@ with tifffile.TiffWriter(f"{t}/slide.tif") as tw:
         tw.write(lv, tile=(256, 256), compression="zlib", photometric="rgb",
                  subfiletype=0 if i == 0 else 1, metadata=None)
         Image.fromarray(lv).save(f"{t}/level{i}.png")
+        tifffile.imwrite(f"{t}/level{i}.tif", lv, photometric="rgb", rowsperstrip=17)
         # OpenSlide's generic TIFF takes the next level as stored (here a 2x decimation).
         # Sides that do not divide give a downsample that is no integer, where OpenSlide
         # resamples a region by a fraction of a pixel (docs/behaviour.md, Bands). And every
@@ -134,6 +135,9 @@ EOF
       # shellcheck disable=SC2086
       run 0 "$label" "$T/slide.tif" --level $lv $opts --band-rows 37 -o "$T/s.npy" --stats "$T/s.csv" -y -q
       cmp -s "$T/p.npy" "$T/s.npy" || fail "$label: .npy differs from the PNG of the same pixels"
+      # shellcheck disable=SC2086
+      run 0 "$label tif" "$T/level$lv.tif" $opts -o "$T/t.npy" -y -q
+      cmp -s "$T/t.npy" "$T/s.npy" || fail "$label: .npy differs from the TIFF of the same pixels"
       diff -q <(cut -d, -f2- "$T/p.csv") <(cut -d, -f2- "$T/s.csv") >/dev/null ||
         fail "$label: --stats differs from the PNG's"
     done

@@ -72,7 +72,7 @@ int main(void) {
   }
   /* Without commit, short of its rows, or refused: nothing of its own left. */
   unlink(rows);
-  float row[8] = {0};
+  float row[32] = {0}; /* up to 4 rows of 8 */
   es_npy_bands *nr = NULL;
   CHECK(es_npy_bands_open(&nr, rows, 0, 8, 4, msg, sizeof msg) == ES_OK, "open: %s", msg);
   CHECK(es_npy_bands_write(nr, row, 8, 1, msg, sizeof msg) == ES_OK, "write: %s", msg);
