@@ -21,6 +21,7 @@
 
 #include "es_io.h"
 #include "es_luma.h"
+#include "es_tiff.h"
 
 #ifdef ES_HAVE_FFMPEG
 #include <libavcodec/avcodec.h>
@@ -515,8 +516,10 @@ end:
 /* ---------------------------------------------------------------- versions */
 
 int es_io_versions(char *buf, size_t len) {
-  int n = snprintf(buf, len, "libpng %s (built with %s), zlib %s", png_get_libpng_ver(NULL),
-                   PNG_LIBPNG_VER_STRING, zlibVersion());
+  char tiff[64];
+  es_tiff_version(tiff, sizeof tiff);
+  int n = snprintf(buf, len, "libpng %s (built with %s), zlib %s, %s", png_get_libpng_ver(NULL),
+                   PNG_LIBPNG_VER_STRING, zlibVersion(), tiff);
 #ifdef ES_HAVE_FFMPEG
   /* run-time versions; the compile-time one follows where it differs (a library upgraded
    * under the binary) */

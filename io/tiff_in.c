@@ -61,10 +61,14 @@ static void es_tiff_lower(char *s) {
 
 int es_tiff_capture(TIFF *tif, void *user, const char *module, const char *fmt, va_list ap) {
   char *err = user;
-  (void)tif;
   (void)module; /* names libtiff's function, which tells a user nothing */
   if (err && !err[0]) {
+    const char *name = tif ? TIFFFileName(tif) : NULL;
+    size_t n = name ? strlen(name) : 0;
     vsnprintf(err, ES_TIFF_ERR_LEN, fmt, ap);
+    /* "a.tif: Can not read TIFF directory": the caller names the file */
+    if (n && !strncmp(err, name, n) && err[n] == ':' && err[n + 1] == ' ')
+      memmove(err, err + n + 2, strlen(err + n + 2) + 1);
     es_tiff_lower(err);
     for (char *p = err; *p; p++) /* one line */
       if (*p == '\n' || *p == '\r') *p = ' ';
@@ -243,8 +247,10 @@ static int es_tiff_page_check(es_tiff *t, char *msg, size_t len) {
       snprintf(msg, len, "tiled image without a tile size");
       return ES_ERR_INPUT;
     }
-    if ((uint64_t)bw * bh > 4 * ((uint64_t)w + 16) * ((uint64_t)h + 16) || bw > (1u << 24) ||
-        bh > (1u << 24)) {
+    /* (a tile of up to 2^20 pixels is always taken: a small image in 256^2 tiles is common) */
+    if (((uint64_t)bw * bh > 4 * ((uint64_t)w + 16) * ((uint64_t)h + 16) &&
+         (uint64_t)bw * bh > (1u << 20)) ||
+        bw > (1u << 24) || bh > (1u << 24)) {
       snprintf(msg, len, "a tile of %" PRIu32 " x %" PRIu32 " is far larger than the image", bw, bh);
       return ES_ERR_INPUT;
     }

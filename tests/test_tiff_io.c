@@ -352,7 +352,7 @@ static void atomic_out(void) {
   char path[512], msg[256];
   es_tiff_writer *w = NULL;
   es_tiff_writer_opts o;
-  uint8_t row[40] = {0};
+  uint8_t row[3 * 40] = {0}; /* up to three rows of 40 */
   int rc;
   snprintf(path, sizeof path, "%s/a.tif", g_dir);
   memset(&o, 0, sizeof o);
@@ -402,6 +402,7 @@ int main(void) {
     round_trip(kinds[k], 300, 517, 1, 0, 0);   /* across tile edges both ways */
     round_trip(kinds[k], 1, 1, 2, 16, 0);      /* a one-pixel stack, tiles of 16 */
     round_trip(kinds[k], 256, 256, 3, 0, 1);   /* exactly one tile, BigTIFF asked for */
+    round_trip(kinds[k], 10, 7, 1, 0, 0);      /* far smaller than its one 256^2 tile */
   }
   hand_made();
   atomic_out();

@@ -80,7 +80,8 @@ def main():
         print(f"input: {n} x {n} 8-bit ({px / 1e9:.2f} Gpixel), tiles {T}, deflate, "
               f"{os.path.getsize(src) / 1e6:.0f} MB, made in {time.time() - t0:.1f} s")
         subprocess.run(["tiffinfo", "-D", src], capture_output=True)  # page cache
-        es = [a.bin, src, "-w", "15", "-L", "256", "-q"] + a.extra
+        es = [a.bin, src, "-w", "15", "-L", "256", "--max-pixels", str(max(px, 1 << 31)),
+              "-q"] + a.extra
         out = os.path.join(tmp, "out.tif")
         rows = [
             ("read alone (tiffinfo -D)", ["tiffinfo", "-D", src], None),

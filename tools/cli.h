@@ -136,6 +136,10 @@ int cli_stats_open_inside(const cli_opts *o, const char *dir, es_stats_writer **
 /* ---- The runners: each returns the exit code (SPEC 3). */
 /* One PNG or a directory of them (cli_images.c). */
 int cli_run_images(cli_opts *o, int in_kind, int out_kind);
+/* The pages of a multi-page TIFF as frames (cli_stack.c). */
+int cli_run_stack(cli_opts *o, int out_kind);
+/* Pages in the TIFF at path, 0 where it cannot be opened (its reading says why). */
+int cli_tiff_pages(const char *path, int64_t max_pixels);
 /* One image in row bands: a slide, or --band-rows (cli_bands.c). cli_bands_wanted: 1 when
  * the input and output go that way. */
 int cli_bands_wanted(const cli_opts *o, int in_kind, int out_kind);

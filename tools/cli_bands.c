@@ -123,11 +123,11 @@ int cli_run_bands(cli_opts *o, int in_kind, int out_kind) {
   const char *in = o->input;
   memset(&src, 0, sizeof src);
   memset(&sink, 0, sizeof sink);
-  /* A streamed image takes a few bands of memory, never the whole: the default
-   * --max-pixels (2^31, which guards a whole image's buffers) does not apply; one given
-   * does. A PNG is decoded whole by its format, so it keeps the default. */
-  const int64_t limit = o->max_pixels == (INT64_C(1) << 31) &&
-                                (in_kind == IN_SLIDE || es_path_is_tiff(in))
+  /* A slide takes a few bands of memory, never the whole, and slides of 10^10 pixels are
+   * common: the default --max-pixels (2^31, which guards a whole image's buffers and a
+   * header's claims) does not apply to it; one given does. A TIFF keeps the SPEC's rule
+   * (a larger one takes --max-pixels), as its header may claim any size. */
+  const int64_t limit = o->max_pixels == (INT64_C(1) << 31) && in_kind == IN_SLIDE
                             ? INT64_C(1) << 46
                             : o->max_pixels;
 
@@ -149,8 +149,11 @@ int cli_run_bands(cli_opts *o, int in_kind, int out_kind) {
     }
     if (rc == ES_OK && (o->band < 0 || o->band >= ti.bands)) {
       rc = ES_ERR_USAGE;
-      snprintf(msg, sizeof msg, "--band %d: the image has band%s 0..%d", o->band,
-               ti.bands > 1 ? "s" : "", ti.bands - 1);
+      if (ti.bands > 1) /* the reader's own words (es_tiff_read_rows would say them later) */
+        snprintf(msg, sizeof msg, "no band %d: the image has %d (--band 0..%d)", o->band,
+                 ti.bands, ti.bands - 1);
+      else
+        snprintf(msg, sizeof msg, "no band %d: the image has one", o->band);
     }
     if (rc == ES_OK && ti.has_geo && out_kind == OUT_TIFF)
       rc = es_tiff_geo_get(src.tiff, &src.geo, msg, sizeof msg);

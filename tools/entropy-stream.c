@@ -249,12 +249,17 @@ int main(int argc, char **argv) {
     return 2;
   }
   o.stats_line = !o.output && !o.stats_path;
-  if (cli_bands_wanted(&o, in_kind, out_kind)) return cli_run_bands(&o, in_kind, out_kind);
+  /* A multi-page TIFF is a stack (its pages are frames); one page goes in bands below. */
+  const int stack = in_kind == IN_PNG && es_path_is_tiff(o.input) &&
+                    cli_tiff_pages(o.input, o.max_pixels) > 1;
+  if (!stack && cli_bands_wanted(&o, in_kind, out_kind))
+    return cli_run_bands(&o, in_kind, out_kind);
   if (in_kind == IN_SLIDE || o.band_rows >= 0) {
-    cli_err(o.output ? o.output : o.input, "%s: only for one image into a .npy, a .png or "
-            "--stats", in_kind == IN_SLIDE ? "a slide" : "--band-rows");
+    cli_err(o.output ? o.output : o.input, "%s: only for one image into a .npy, a .tif, a .png "
+            "or --stats", in_kind == IN_SLIDE ? "a slide" : "--band-rows");
     return 1;
   }
   if (in_kind == IN_VIDEO) return cli_run_video(&o, out_kind);
+  if (stack) return cli_run_stack(&o, out_kind); /* its pages are frames */
   return cli_run_images(&o, in_kind, out_kind);
 }
