@@ -10,9 +10,10 @@ recomputed here from the tiles' exact histograms.
 
 The input is four distinct 256 x 256 tiles, tile (ty, tx) being tile (ty + tx) % 4, so any
 row of it is computed here in closed form; tifffile writes their deflate bytes, encoded once,
-24,649 times (70 MB on disk). The map compresses as well (zstd). It takes 1-3 minutes on the
-2-core build machine, so it runs in the full suite only (ES_TEST_FULL=1), and not under the
-sanitizers (ASan's shadow memory is no measure of the program's).
+24,649 times (93 MB on disk); the map takes 741 MB (zstd). It takes 1-3 minutes on the
+2-core build machine (57 s at a load average of 6, 161 s at 10-20), so it runs in the full
+suite only (ES_TEST_FULL=1), and not under the sanitizers (ASan's shadow memory is no measure
+of the program's).
 """
 import os
 import subprocess
