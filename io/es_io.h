@@ -190,6 +190,35 @@ int es_npy_stream_open(es_npy_stream **out, const char *path, int overwrite, int
 int es_npy_stream_write(es_npy_stream *s, const float *map, size_t stride, char *msg,
                         size_t len);
 int es_npy_stream_close(es_npy_stream **s, int commit, char *msg, size_t len);
+/* A [H, W] map written in row order, band by band (es_compute_bands): the header first,
+ * rows appended, atomically renamed into place at close with commit (a temporary otherwise
+ * removed). es_npy_bands_write takes the next nrows rows; close with commit refuses a map
+ * short of H rows (ES_ERR_INTERNAL). */
+typedef struct es_npy_bands es_npy_bands;
+int es_npy_bands_open(es_npy_bands **out, const char *path, int overwrite, int width,
+                      int height, char *msg, size_t len);
+int es_npy_bands_write(es_npy_bands *s, const float *map, size_t stride, int nrows,
+                       char *msg, size_t len);
+int es_npy_bands_close(es_npy_bands **s, int commit, char *msg, size_t len);
+
+/* ---- Whole-slide images through OpenSlide (io/openslide.c; io/openslide_stub.c without it):
+ * one pyramid level (0 = full resolution) as 8-bit grey, rows at a time. Transparent pixels
+ * (nothing scanned there) are the slide's background colour, white unless the slide names
+ * another; colour becomes grey by SPEC section 1's luma rule. */
+typedef struct es_slide es_slide;
+/* 1 where OpenSlide is built in. */
+int es_slide_built(void);
+/* 1 when OpenSlide recognises path as a slide (a vendor format, or a tiled TIFF). */
+int es_slide_detect(const char *path);
+/* Opens level `level` of the slide: its width and height, checked against max_pixels.
+ * ES_ERR_USAGE for a level the slide does not have, ES_ERR_INPUT for a file OpenSlide does
+ * not read (msg says why), ES_ERR_NOMEM. */
+int es_slide_open(const char *path, int level, int64_t max_pixels, es_slide **s, int *width,
+                  int *height, char *msg, size_t len);
+/* Rows y0..y0 + nrows - 1 of the level, grey uint8, rows dst_stride bytes apart. */
+int es_slide_read_rows(es_slide *s, int y0, int nrows, void *dst, size_t dst_stride,
+                       char *msg, size_t len);
+void es_slide_close(es_slide **s); /* accepts NULL and *s NULL */
 
 /* ---- Statistics records (CSV with a header line, or JSON lines). path "-" = stdout CSV. */
 typedef struct es_stats_writer es_stats_writer;

@@ -197,3 +197,79 @@ end:
   free(s);
   return status;
 }
+
+struct es_npy_bands {
+  es_atomic at;
+  int width, height;
+  int rows;   /* rows written so far */
+  int failed; /* a write failed: close cannot commit */
+};
+
+int es_npy_bands_open(es_npy_bands **out, const char *path, int overwrite, int width,
+                      int height, char *msg, size_t len) {
+  char hdr[256], shape[64];
+  int status;
+  *out = NULL;
+  if (width <= 0 || height <= 0) {
+    snprintf(msg, len, "cannot write an empty %d x %d map", width, height);
+    return ES_ERR_INTERNAL;
+  }
+  es_npy_bands *s = calloc(1, sizeof *s);
+  if (!s) {
+    snprintf(msg, len, "out of memory");
+    return ES_ERR_NOMEM;
+  }
+  s->width = width;
+  s->height = height;
+  snprintf(shape, sizeof shape, "(%d, %d)", height, width);
+  size_t hl = es_npy_header(hdr, sizeof hdr, 0, shape);
+  if ((status = es_atomic_open(&s->at, path, overwrite, msg, len)) != ES_OK) goto end;
+  if (fwrite(hdr, 1, hl, s->at.fp) != hl) {
+    snprintf(msg, len, "cannot write: %s", strerror(errno));
+    status = ES_ERR_OUTPUT;
+    goto end;
+  }
+  *out = s;
+  return ES_OK;
+end:
+  es_atomic_abort(&s->at);
+  free(s);
+  return status;
+}
+
+int es_npy_bands_write(es_npy_bands *s, const float *map, size_t stride, int nrows,
+                       char *msg, size_t len) {
+  if (!s || !map || s->failed || nrows < 0 || nrows > s->height - s->rows) {
+    snprintf(msg, len, "output is closed or full");
+    return ES_ERR_INTERNAL;
+  }
+  int status = es_npy_rows(s->at.fp, s->width, nrows, map, stride ? stride : (size_t)s->width,
+                           msg, len);
+  if (status) {
+    s->failed = 1;
+    return status;
+  }
+  s->rows += nrows;
+  return ES_OK;
+}
+
+int es_npy_bands_close(es_npy_bands **ps, int commit, char *msg, size_t len) {
+  es_npy_bands *s = ps ? *ps : NULL;
+  int status = ES_OK;
+  if (!s) return ES_OK;
+  *ps = NULL;
+  if (!commit) goto end;
+  if (s->failed || s->rows != s->height) {
+    if (s->failed)
+      snprintf(msg, len, "an earlier write failed");
+    else
+      snprintf(msg, len, "%d rows of %d written", s->rows, s->height);
+    status = s->failed ? ES_ERR_OUTPUT : ES_ERR_INTERNAL;
+    goto end;
+  }
+  status = es_atomic_commit(&s->at, msg, len);
+end:
+  es_atomic_abort(&s->at); /* no-op after a commit */
+  free(s);
+  return status;
+}

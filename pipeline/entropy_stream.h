@@ -249,6 +249,52 @@ void es_stream_abort(es_stream *s);
  * es_stream_abort, join them, then destroy. */
 void es_stream_destroy(es_stream **s);
 
+/* ---- Bands: an image larger than memory (docs/library.md, "Bands"). ----
+ * The image is read through `read` in row order, computed in bands of band_rows rows, each
+ * with r = window / 2 rows of halo above and below (at the image's top and bottom the
+ * border rule applies, as for the whole image), by es_compute on the context (every GPU,
+ * the CPU), and handed to `write` in row order. Reading band k + 1, computing band k and
+ * writing band k - 1 overlap: memory is a few bands, never the image. The map, rendering
+ * and statistics are exactly, bit for bit, those es_compute gives for the whole image.
+ * Callbacks run on the library's threads (read on one, write and progress on the caller's),
+ * never two of the same kind at once; each returns ES_OK or an es_status with a one-line
+ * message in msg, which es_compute_bands returns and es_context_error then says. */
+typedef int (*es_band_read_fn)(void *user, int y0, int nrows, void *dst, size_t dst_stride,
+                               char *msg, size_t msglen);
+/* Rows y0..y0 + nrows - 1 of the results: map (NULL without want_map), planes of the
+ * rendering (plane 0 only: RGB24, GRAY8 or GRAY16; NULL without one). */
+typedef int (*es_band_write_fn)(void *user, int y0, int nrows, const float *map,
+                                size_t map_stride, const es_planes *pix, char *msg,
+                                size_t msglen);
+typedef struct es_bands_config {
+  int width, height, depth;  /* the image: sides >= 1, depth 8 or 16 */
+  int band_rows;             /* B >= 1; 0 (default): from mem_budget (es_bands_rows) */
+  int64_t mem_budget;        /* bytes the bands in flight may take; 0 (default): 256 MiB,
+                              * 256 MiB a GPU where several compute */
+  es_band_read_fn read;      /* required */
+  void *read_user;
+  es_band_write_fn write;    /* NULL: nothing written (statistics only) */
+  void *write_user;
+  int want_map;              /* hand the float32 map to write */
+  es_render render;          /* ES_PIX_NONE (default), or RGB24/GRAY8/GRAY16 of a fixed range */
+  es_stats *stats;           /* the whole image's statistics, or NULL */
+  /* After each band written: rows done of height (the caller's thread). May be NULL. */
+  void (*progress)(void *user, int rows_done, int height);
+  void *progress_user;
+  /* Polled between bands; nonzero stops the run with ES_ERR_INTERRUPTED. May be NULL. */
+  int (*stop)(void *user);
+  void *stop_user;
+} es_bands_config;
+/* Fills the defaults (zero band_rows and budget, no output, render ES_PIX_NONE). */
+void es_bands_config_default(es_bands_config *bc);
+/* The band rows a run of bc on ctx uses: bc->band_rows, or the most that keep the bands in
+ * flight within the budget (at least 1, at most the height). */
+int es_bands_rows(const es_context *ctx, const es_bands_config *bc);
+/* Runs bc on ctx. ES_ERR_USAGE for a bad bc (sizes, no read, a rendering of an auto range
+ * or YUV planes), the callbacks' own statuses, es_compute's, ES_ERR_INTERRUPTED from stop.
+ * Safe from several threads at once on one context (each its own bc). */
+int es_compute_bands(es_context *ctx, const es_bands_config *bc);
+
 /* Page-locks host memory for the GPUs (cudaHostRegister, portable): 1 if done, 0 if not
  * (no GPU, or the driver refused). es_host_unpin undoes it before the memory is freed. */
 int es_host_pin(void *p, size_t bytes);

@@ -32,7 +32,9 @@ enum out_kind {
   OUT_STDOUT,   /* "-" */
   OUT_TIFF      /* x.tif, x.tiff: float32 [default], or heat/gray8/gray16 with --format */
 };
-enum in_kind { IN_STILL = 0, IN_DIR, IN_VIDEO }; /* IN_STILL: any format es_still_read_to reads */
+enum in_kind { IN_STILL = 0, IN_DIR, IN_VIDEO, IN_SLIDE }; /* IN_STILL: any format es_still_read_to
+                                                        * reads; IN_SLIDE: a whole-slide image
+                                                        * (OpenSlide) */
 
 typedef struct cli_opts {
   const char *input;
@@ -63,6 +65,8 @@ typedef struct cli_opts {
   int progress; /* -1 auto, 0 off, 1 on */
   es_shard shard; /* --shard: this run's share of the work (0/1 without it) */
   int shard_set;  /* --shard given */
+  int band_rows; /* --band-rows: -1 not given, 0 auto (a memory budget), N rows a band */
+  int level;     /* --level: -1 not given (0), else the slide's pyramid level */
   int stats_line; /* neither -o nor --stats: each image's or frame's statistics line on
                    * standard output (cli_stats_line), not a run that writes nothing */
   const char *mask_path; /* --mask FILE, read by cli_mask_load into: */
@@ -158,6 +162,13 @@ int cli_run_images(cli_opts *o, int in_kind, int out_kind);
 int cli_run_stack(cli_opts *o, int out_kind);
 /* Pages in the TIFF at path, 0 where it cannot be opened (its reading says why). */
 int cli_tiff_pages(const char *path, int64_t max_pixels);
+/* One image in row bands: a slide, or --band-rows (cli_bands.c). cli_bands_wanted: 1 when
+ * the input and output go that way. */
+int cli_bands_wanted(const cli_opts *o, int in_kind, int out_kind);
+/* 1 for the extension of a whole-slide format (.svs, .ndpi, .mrxs, ...; a .tif is a slide
+ * only with --level). */
+int cli_is_slide_name(const char *path);
+int cli_run_bands(cli_opts *o, int in_kind, int out_kind);
 /* A video, a FIFO or standard input (cli_video.c). */
 int cli_run_video(cli_opts *o, int out_kind);
 

@@ -209,7 +209,7 @@ enum {
   OPT_SHAPE = 256, OPT_BORDER, OPT_BASE, OPT_FORMAT, OPT_COLORMAP, OPT_RANGE, OPT_OVERLAY,
   OPT_STATS, OPT_STATS_BINS, OPT_DEVICE, OPT_GPUS, OPT_CPU_BELOW, OPT_THREADS, OPT_QUEUE,
   OPT_RAW, OPT_CODEC, OPT_CRF, OPT_PRESET, OPT_PIX_FMT, OPT_MAX_PIXELS, OPT_PROGRESS, OPT_NO_PROGRESS,
-  OPT_VERSION, OPT_MASK, OPT_IN_RANGE, OPT_EXT, OPT_SHARD, OPT_BAND
+  OPT_VERSION, OPT_MASK, OPT_IN_RANGE, OPT_EXT, OPT_SHARD, OPT_BAND, OPT_BAND_ROWS, OPT_LEVEL
 };
 
 /* Returns 0 to go on, 1 for a usage error (message printed), or -2 after --help/--version
@@ -232,6 +232,7 @@ int cli_parse_args(int argc, char **argv, cli_opts *o) {
     {"max-pixels", required_argument, 0, OPT_MAX_PIXELS},
     {"shard", required_argument, 0, OPT_SHARD},
     {"band", required_argument, 0, OPT_BAND},
+    {"band-rows", required_argument, 0, OPT_BAND_ROWS}, {"level", required_argument, 0, OPT_LEVEL},
     {"recursive", no_argument, 0, 'r'},      {"output", required_argument, 0, 'o'},
     {"ext", required_argument, 0, OPT_EXT},
     {"quiet", no_argument, 0, 'q'},          {"verbose", no_argument, 0, 'v'},
@@ -452,6 +453,18 @@ int cli_parse_args(int argc, char **argv, cli_opts *o) {
     case OPT_IN_RANGE:
       if (parse_in_range(a, &o->cfg.params.in_lo, &o->cfg.params.in_hi)) {
         cli_err(NULL, "--in-range %s: must be LO:HI, decimal numbers with LO < HI (-1.5:2e3)", a);
+        return 1;
+      }
+      break;
+    case OPT_BAND_ROWS: /* an image in row bands (cli_bands.c); 0: from a memory budget */
+      if (parse_int(a, 0, 1 << 30, &o->band_rows)) {
+        cli_err(NULL, "--band-rows %s: must be 0..%d (0: from a 256 MiB budget)", a, 1 << 30);
+        return 1;
+      }
+      break;
+    case OPT_LEVEL: /* a whole-slide image's pyramid level */
+      if (parse_int(a, 0, 63, &o->level)) {
+        cli_err(NULL, "--level %s: must be 0..63", a);
         return 1;
       }
       break;

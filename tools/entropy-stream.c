@@ -93,6 +93,8 @@ int main(int argc, char **argv) {
   o.crf = -1;
   o.max_pixels = INT64_C(1) << 31;
   o.progress = -1;
+  o.band_rows = -1;
+  o.level = -1;
 
   rc = cli_parse_args(argc, argv, &o);
   if (rc == -2) { /* --help, --version: written, or a write error (a full disk, no stdout) */
@@ -127,6 +129,8 @@ int main(int argc, char **argv) {
     return 2;
   } else if (S_ISDIR(st.st_mode)) {
     in_kind = IN_DIR;
+  } else if (o.level >= 0 || cli_is_slide_name(o.input)) {
+    in_kind = IN_SLIDE; /* a whole-slide image (cli_bands.c), in bands through OpenSlide */
   } else if (es_still_ext_ok(o.input, NULL) ||
              (cli_out_kind_of(o.input) != OUT_VIDEO && strcasecmp(cli_ext_of(o.input), "mjpeg") &&
               strcasecmp(cli_ext_of(o.input), "mjpg") && es_still_is(o.input))) {
@@ -187,7 +191,7 @@ int main(int argc, char **argv) {
     return 1;
   }
   if (out_kind == OUT_TIFF && !o.format_set) o.format = FMT_F32; /* a .tif holds the values */
-  if (out_kind == OUT_TIFF && in_kind != IN_STILL) {
+  if (out_kind == OUT_TIFF && in_kind != IN_STILL && in_kind != IN_SLIDE) {
     cli_err(o.output, "a TIFF output is for an image input (a video's maps: .npy or a directory)");
     return 1;
   }
@@ -278,12 +282,25 @@ int main(int argc, char **argv) {
   }
   o.stats_line = !o.output && !o.stats_path;
   if (o.mask_path && (rc = cli_mask_load(&o)) != 0) return rc;
-  if (in_kind == IN_VIDEO)
+  /* A multi-page TIFF is a stack (its pages are frames); one page goes in bands below. */
+  const int stack = in_kind == IN_STILL && es_path_is_tiff(o.input) &&
+                    cli_tiff_pages(o.input, o.max_pixels) > 1;
+  if (o.mask && (in_kind == IN_SLIDE || o.band_rows >= 0)) {
+    cli_err(o.mask_path, "--mask: not yet for an image in bands (a slide, --band-rows)");
+    rc = 1;
+  } else if (!stack && cli_bands_wanted(&o, in_kind, out_kind)) {
+    rc = cli_run_bands(&o, in_kind, out_kind);
+  } else if (in_kind == IN_SLIDE || o.band_rows >= 0) {
+    cli_err(o.output ? o.output : o.input, "%s: only for one image into a .npy, a .tif, a .png "
+            "or --stats", in_kind == IN_SLIDE ? "a slide" : "--band-rows");
+    rc = 1;
+  } else if (in_kind == IN_VIDEO) {
     rc = cli_run_video(&o, out_kind);
-  else if (es_path_is_tiff(o.input) && cli_tiff_pages(o.input, o.max_pixels) > 1)
+  } else if (stack) {
     rc = cli_run_stack(&o, out_kind); /* its pages are frames */
-  else
+  } else {
     rc = cli_run_images(&o, in_kind, out_kind);
+  }
   free(o.mask);
   return rc;
 }
