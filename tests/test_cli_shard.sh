@@ -108,11 +108,18 @@ else
   cmp -s vmerged.jsonl whole.jsonl || fail "the merged video stats differ from one run's"
   # The heat videos joined: the whole run's frames (lossless: the same pictures) and time
   # stamps, .mkv through the merge, .ts also through ffmpeg's concat as documented.
-  "${MERGE[@]}" video joined.mkv h3.mkv h1.mkv h0.mkv h2.mkv --count 200 2> /dev/null ||
-    fail "merge of the .mkv segments"
-  [ "$(frames joined.mkv)" = 200 ] || fail "joined.mkv has $(frames joined.mkv) frames"
-  cmp -s <(ffmpeg -v error -i whole.mkv -f framemd5 -) <(ffmpeg -v error -i joined.mkv -f framemd5 -) ||
-    fail "joined.mkv: frames or time stamps differ from the whole run's"
+  # (the merge remuxes with the ffmpeg program: a minimal one, as the GPU machine's, may lack
+  # the Matroska muxer or framemd5)
+  if ffmpeg -hide_banner -muxers 2> /dev/null | grep -qw matroska &&
+    ffmpeg -hide_banner -muxers 2> /dev/null | grep -qw framemd5; then
+    "${MERGE[@]}" video joined.mkv h3.mkv h1.mkv h0.mkv h2.mkv --count 200 2> /dev/null ||
+      fail "merge of the .mkv segments"
+    [ "$(frames joined.mkv)" = 200 ] || fail "joined.mkv has $(frames joined.mkv) frames"
+    cmp -s <(ffmpeg -v error -i whole.mkv -f framemd5 -) <(ffmpeg -v error -i joined.mkv -f framemd5 -) ||
+      fail "joined.mkv: frames or time stamps differ from the whole run's"
+  else
+    echo "test_cli_shard: the ffmpeg program lacks the Matroska or framemd5 muxer: .mkv join skipped"
+  fi
   printf "file 'h%d.ts'\n" 0 1 2 3 > list.txt
   ffmpeg -v error -f concat -safe 0 -i list.txt -c copy -muxdelay 0 -muxpreload 0 joined.ts ||
     fail "ffmpeg's concat of the .ts segments"

@@ -166,6 +166,11 @@ static void test_pnm16(const char *dir) {
     memset(&d, 0, sizeof d);
     d.offset = 1;
     int rc = es_still_read_to(path, 0, dest_fn, &d, &img, msg, sizeof msg);
+    if (rc != ES_OK && strstr(msg, "has no") && strstr(msg, "decoder")) {
+      /* a minimal libavcodec (the GPU machine's) without the PNM decoders */
+      printf("test_stills_io: %s: skipped (%s)\n", path, msg);
+      continue;
+    }
     CHECK(rc == ES_OK && d.depth == 16 && img.depth == 16 && img.width == W && img.height == H,
           "%s: %d %s depth %d", path, rc, msg, d.depth);
     int bad = 0;
