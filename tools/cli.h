@@ -63,8 +63,6 @@ typedef struct cli_opts {
 /* ---- cli_msg.c: signals, messages, progress, the end of a run. */
 /* Set (to 1) by the first SIGINT/SIGTERM; every loop of the run looks at it. Lock-free. */
 extern atomic_int g_stop;
-/* Set by the main thread on a fatal output error: readers stop as for a signal. */
-extern atomic_int g_abort;
 /* Installs the SIGINT/SIGTERM handler (and the outputs' stop), ignores SIGPIPE and SIGXFSZ. */
 void cli_install_signals(void);
 /* Blocks (begin 1) or unblocks (0) SIGINT and SIGTERM on the calling (main) thread. */
