@@ -298,9 +298,11 @@ typedef struct es_run_config {
   void *user;
 } es_run_config;
 void es_run_config_default(es_run_config *c);
-/* A run of src (the run owns it from here, closing it at es_run_destroy). */
+/* A run of src. The run owns src from the call on, also where it fails (src is closed
+ * then), and closes it at es_run_destroy. */
 int es_run_create(es_run **out, const es_run_config *c, const es_source *src);
-/* Adds a sink (owned by the run from here); at most ES_RUN_MAX_SINKS. Written and closed in
+/* Adds a sink, owned by the run from the call on (where the call fails, ES_ERR_USAGE past
+ * ES_RUN_MAX_SINKS or after es_run_execute, it is closed uncommitted). Written and closed in
  * the order added; opened so too, ES_SINK_OPEN_FIRST ones first. */
 int es_run_add_sink(es_run *r, const es_sink *k);
 /* Runs to the end: ES_OK, or the worst status of the run (what failed was said); the exit

@@ -71,9 +71,19 @@ void es_run_config_default(es_run_config *c) {
 int es_run_create(es_run **out, const es_run_config *c, const es_source *src) {
   es_run *r;
   *out = NULL;
-  if (!c || !src || !src->open || !src->read || !src->close) return ES_ERR_USAGE;
+  if (!c || !src || !src->open || !src->read || !src->close) {
+    if (src && src->close) {
+      es_source s = *src;
+      s.close(&s);
+    }
+    return ES_ERR_USAGE;
+  }
   r = calloc(1, sizeof *r);
-  if (!r) return ES_ERR_NOMEM;
+  if (!r) {
+    es_source s = *src;
+    s.close(&s);
+    return ES_ERR_NOMEM;
+  }
   r->c = *c;
   r->src = *src;
   pthread_mutex_init(&r->co.lock, NULL);
@@ -90,8 +100,12 @@ int es_run_create(es_run **out, const es_run_config *c, const es_source *src) {
 }
 
 int es_run_add_sink(es_run *r, const es_sink *k) {
-  if (!r || !k || !k->open || !k->write || !k->close || r->executed) return ES_ERR_USAGE;
-  if (r->nsinks == ES_RUN_MAX_SINKS) return ES_ERR_USAGE;
+  if (!k || !k->close) return ES_ERR_USAGE;
+  if (!r || !k->open || !k->write || r->executed || r->nsinks == ES_RUN_MAX_SINKS) {
+    es_sink s = *k; /* owned from the call on: closed, nothing written */
+    s.close(&s, 0, NULL, 0);
+    return ES_ERR_USAGE;
+  }
   memset(&r->sinks[r->nsinks], 0, sizeof r->sinks[0]);
   r->sinks[r->nsinks].k = *k;
   r->sinks[r->nsinks].failed_at = ES_RUN_SINK_LIVE;

@@ -14,6 +14,7 @@
 
 #include "entropy_stream.h"
 #include "es_io.h"
+#include "es_paths.h"
 #include "es_kernels.h"
 
 #define PROG "entropy-stream"
@@ -22,13 +23,13 @@
 /* ---- Output formats and kinds. */
 enum fmt { FMT_HEAT = 0, FMT_GRAY8, FMT_GRAY16, FMT_F32 };
 extern const char *const cli_fmt_names[]; /* by enum fmt (cli_args.c) */
-enum out_kind {
-  OUT_NONE = 0, /* no -o: only --stats */
-  OUT_PNG,      /* x.png */
-  OUT_NPY,      /* x.npy */
-  OUT_VIDEO,    /* x.mp4, x.mkv, ... */
-  OUT_DIR,      /* a directory */
-  OUT_STDOUT    /* "-" */
+enum out_kind { /* es_out_kind_of's (io/registry.c) */
+  OUT_NONE = ES_OUTK_NONE,    /* no -o: only --stats */
+  OUT_PNG = ES_OUTK_PNG,      /* x.png */
+  OUT_NPY = ES_OUTK_NPY,      /* x.npy */
+  OUT_VIDEO = ES_OUTK_VIDEO,  /* x.mp4, x.mkv, ... */
+  OUT_DIR = ES_OUTK_DIR,      /* a directory */
+  OUT_STDOUT = ES_OUTK_STDOUT /* "-" */
 };
 enum in_kind { IN_PNG = 0, IN_DIR, IN_VIDEO };
 
@@ -96,24 +97,12 @@ int cli_parse_args(int argc, char **argv, cli_opts *o);
 /* ---- cli_paths.c: output kinds, directories, the --stats file. */
 /* The extension of path's last component ("" where none). */
 const char *cli_ext_of(const char *path);
-/* 1 when out exists and is the file in ("-": standard input's). */
-int cli_same_file(const char *in, const char *out);
 /* 1 when standard output is a regular file and the file in ("-": standard input's). */
 int cli_stdout_is(const char *in);
-/* The enum out_kind of an -o path (OUT_NONE for NULL), or -1 for an unknown type. */
-int cli_out_kind_of(const char *out);
-/* mkdir -p; ES_OK or ES_ERR_OUTPUT, msg the reason, *bad and *why what failed. */
-int cli_make_dirs(const char *path, size_t *bad, int *why, char *msg, size_t len);
-/* cli_make_dirs for an output directory; a failure is said. */
+/* es_make_dirs for an output directory; a failure is said. */
 int cli_make_out_dir(const char *path);
-/* The length of the leading part of path from which cli_make_dirs would create (0: none). */
-size_t cli_first_missing(const char *path);
-/* Removes the empty directories of path made from its leading part of length from on. */
-void cli_remove_made_dirs(const char *path, size_t from);
 /* 1 when path names something under the directory dir. */
 int cli_path_inside(const char *dir, const char *path);
-/* "a/b" (malloc'd; NULL when out of memory). */
-char *cli_join(const char *a, const char *b);
 /* The ES_PIX_ rendering of a --format for a picture output. */
 int cli_png_pixfmt(int format);
 /* What cli_stats_file_check found. */

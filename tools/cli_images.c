@@ -74,7 +74,7 @@ typedef struct img_batch {
 static int collect_pngs(const char *root, const char *rel, int recursive, const char *skip_dir,
                         img_job **jobs, size_t *n, size_t *cap, size_t *unreadable, char *msg,
                         size_t len) {
-  char *dirpath = *rel ? cli_join(root, rel) : strdup(root);
+  char *dirpath = *rel ? es_join_path(root, rel) : strdup(root);
   DIR *d = NULL;
   struct dirent *e;
   int rc = ES_OK;
@@ -95,8 +95,8 @@ static int collect_pngs(const char *root, const char *rel, int recursive, const 
     struct stat st;
     int not_regular;
     if (e->d_name[0] == '.') continue; /* ., .., hidden files and our temporaries */
-    relname = *rel ? cli_join(rel, e->d_name) : strdup(e->d_name);
-    full = relname ? cli_join(root, relname) : NULL;
+    relname = *rel ? es_join_path(rel, e->d_name) : strdup(e->d_name);
+    full = relname ? es_join_path(root, relname) : NULL;
     if (!relname || !full) {
       free(relname);
       free(full);
@@ -453,10 +453,10 @@ int cli_run_images(cli_opts *o, int in_kind, int out_kind) {
         }
         memcpy(r2, rel, k);
         memcpy(r2 + k, "npy", 4);
-        out = cli_join(o->output, r2);
+        out = es_join_path(o->output, r2);
         free(r2);
       } else {
-        out = cli_join(o->output, rel);
+        out = es_join_path(o->output, rel);
       }
       if (!out) {
         code = 4;
@@ -507,10 +507,10 @@ int cli_run_images(cli_opts *o, int in_kind, int out_kind) {
       if (o->format == FMT_F32) {
         char tmp[PATH_MAX];
         snprintf(tmp, sizeof tmp, "%.*s.npy", (int)(strlen(base) - 4), base);
-        jobs[0].out = cli_join(o->output, tmp);
+        jobs[0].out = es_join_path(o->output, tmp);
         b.out_kind = OUT_NPY;
       } else {
-        jobs[0].out = cli_join(o->output, base);
+        jobs[0].out = es_join_path(o->output, base);
         b.out_kind = OUT_PNG;
       }
     } else if (out_kind == OUT_PNG || out_kind == OUT_NPY) {
@@ -592,7 +592,7 @@ int cli_run_images(cli_opts *o, int in_kind, int out_kind) {
   if (rc == STATS_SKIPPED && !o->output) goto end;
   /* One image into a directory the run makes: if nothing is written into it (a bad input,
    * an interrupt), the directory goes again at the end, as a failure leaves no file. */
-  if (in_kind != IN_DIR && o->output && out_kind == OUT_DIR) made = cli_first_missing(o->output);
+  if (in_kind != IN_DIR && o->output && out_kind == OUT_DIR) made = es_first_missing(o->output);
   if (o->stats_path) {
     if (o->output && (out_kind == OUT_DIR || in_kind == IN_DIR) &&
         cli_path_inside(o->output, o->stats_path))
@@ -637,7 +637,7 @@ int cli_run_images(cli_opts *o, int in_kind, int out_kind) {
           continue;
         }
         *slash = 0;
-        rc = cli_make_dirs(jobs[i].out, &at, NULL, msg, sizeof msg);
+        rc = es_make_dirs(jobs[i].out, &at, NULL, msg, sizeof msg);
         if (rc != ES_OK) {
           char save = jobs[i].out[at];
           bad_dir *nb = realloc(bad, (nbad + 1) * sizeof *bad);
@@ -813,7 +813,7 @@ end:
   if (sw) es_stats_writer_close(&sw, 0, NULL, 0);
   cli_main_writes(0);
   /* (the image's writer has finished: its threads are joined) */
-  if (made) cli_remove_made_dirs(o->output, made); /* only those left empty */
+  if (made) es_remove_made_dirs(o->output, made); /* only those left empty */
   cli_exit_if_gpus_opening(b.ctx, code);
   es_stream_destroy(&b.st);
   es_context_destroy(&b.ctx);

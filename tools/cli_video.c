@@ -179,7 +179,7 @@ int cli_run_video(cli_opts *o, int out_kind) {
       return 3;
     }
   }
-  if (o->stats_path && strcmp(o->stats_path, "-") && cli_same_file(o->input, o->stats_path)) {
+  if (o->stats_path && strcmp(o->stats_path, "-") && es_same_file(o->input, o->stats_path)) {
     cli_err(o->stats_path, "is the input itself (choose another output)");
     return 1;
   }
@@ -195,17 +195,16 @@ int cli_run_video(cli_opts *o, int out_kind) {
   rc_cfg.writing = run_writing;
   rc_cfg.user = &ui;
   if ((rc = es_source_video(&src, o->input, &vso)) != ES_OK ||
-      (rc = es_run_create(&run, &rc_cfg, &src)) != ES_OK) {
-    if (src.close) src.close(&src);
+      (rc = es_run_create(&run, &rc_cfg, &src)) != ES_OK) { /* src closed by it */
     cli_err(NULL, "%s", es_strerror(rc));
     return es_exit_code(rc);
   }
   /* -o first (written and closed first), then --stats, which opens first (one that cannot
    * be written leaves no other output behind), unless it lies inside the frame directory. */
   if (out_kind != OUT_NONE) {
-    rc = es_sink_for_video(&k, o->output, &so);
-    if (rc == ES_OK && (rc = es_run_add_sink(run, &k)) != ES_OK) k.close(&k, 0, NULL, 0);
-    if (rc != ES_OK) goto fail;
+    if ((rc = es_sink_for_video(&k, o->output, &so)) != ES_OK ||
+        (rc = es_run_add_sink(run, &k)) != ES_OK)
+      goto fail;
     out_sink = 0;
   }
   if (o->stats_path) {
@@ -221,10 +220,7 @@ int cli_run_video(cli_opts *o, int out_kind) {
       k.end = NULL;
       k.close = tty_close;
     }
-    if ((rc = es_run_add_sink(run, &k)) != ES_OK) {
-      k.close(&k, 0, NULL, 0);
-      goto fail;
-    }
+    if ((rc = es_run_add_sink(run, &k)) != ES_OK) goto fail;
     stats_sink = out_sink + 1;
   }
   if (o->stats_line) {

@@ -127,7 +127,7 @@ int main(int argc, char **argv) {
     cli_err(o.input, "-r: only for a directory input");
     return 1;
   }
-  out_kind = cli_out_kind_of(o.output);
+  out_kind = es_out_kind_of(o.output);
   /* A directory input writes a directory: a name like heat.v2 can only be that. */
   if (out_kind < 0 && in_kind == IN_DIR) out_kind = OUT_DIR;
   /* A name without an extension is a directory to make; but an existing device or FIFO
@@ -214,7 +214,7 @@ int main(int argc, char **argv) {
   }
   /* Never let an output replace its own input (-y would destroy it), standard input's file
    * included. */
-  if (o.output && strcmp(o.output, "-") && cli_same_file(o.input, o.output)) {
+  if (o.output && strcmp(o.output, "-") && es_same_file(o.input, o.output)) {
     cli_err(o.output, "is the input itself (choose another output)");
     return 1;
   }
