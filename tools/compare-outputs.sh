@@ -4,7 +4,8 @@
 # directory, samples/clip.mp4), the README's examples, and the inputs of the tests (clip.mp4
 # to .mp4, .mkv, .npy, a frame directory, y4m and float32 on standard output, --stats CSV and
 # JSON lines, the statistics lines, y4m and raw frames on standard input), plus a few bad
-# inputs, whose messages (under -q: no timings) and exit codes are compared too.
+# inputs, whose messages (under -q: no timings) and exit codes are compared too, and the
+# directories each run leaves.
 # Each case runs in a directory of its own per binary, with the same relative names, so that
 # paths in messages and records match. A video container whose bytes differ is compared again
 # with `ffmpeg -f framemd5` (the decoded frames), and the line says so; any other difference
@@ -68,6 +69,11 @@ compare() {
     rel=${f#"$T/new/$name/"}
     [ -e "$T/old/$name/$rel" ] || { echo "DIFF $name: $rel only from the new binary"; ok=0; }
   done < <(find "$T/new/$name" -type f | sort)
+  # Directories too: a run that fails leaves none of those it made, even empty.
+  if [ "$(cd "$T/old/$name" && find . -type d | sort)" != "$(cd "$T/new/$name" && find . -type d | sort)" ]; then
+    echo "DIFF $name: directories: $(cd "$T/old/$name" && find . -type d | sort | tr '\n' ' ')against $(cd "$T/new/$name" && find . -type d | sort | tr '\n' ' ')"
+    ok=0
+  fi
   if [ $ok = 1 ]; then
     echo "same $name: $(cd "$T/old/$name" && find . -type f | wc -l) files (exit $(cat "$T/old/$name/.rc"))"
   else
@@ -113,6 +119,12 @@ run bad-empty-stdin $N -q - -o x.mkv
 run bad-raw-short "$T/in/clip.raw" -q - --raw gray8:333x240 -o x.npy
 run bad-ext $N -q samples/clip.mp4 -o x.xyz
 run bad-exists-y $N -q samples/clip.mp4 -o samples/clip.mp4
+run bad-stats-dir $N -q samples/clip.mp4 -o heat.mp4 --stats nodir/s.csv
+run bad-stats-inside $N -q samples/clip.mp4 -o fr/ --stats fr/sub/s.csv
+run bad-dir-blocked $N -q samples/clip.mp4 -o samples/clip.mp4/x/
+run bad-stats-input $N -q samples/clip.mp4 --stats samples/clip.mp4
+run bad-window $N -q samples/clip.mp4 -o x.npy -w 4
+run bad-raw-file $N -q samples/clip.mp4 --raw gray8:2x2 -o x.npy
 
 echo "compare-outputs: $n cases, $((n - bad)) the same ($framemd5 video files by framemd5), $bad different"
 [ $bad = 0 ]

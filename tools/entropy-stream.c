@@ -1,15 +1,15 @@
 /*
  * entropy-stream.c - the command-line program: parses SPEC.md section 2's options and drives
- * the library. Everything goes through es_stream: images (one PNG, or a directory of them)
- * with decode worker threads reading PNGs into frames and encode worker threads writing the
- * results; video and stdin with a decode thread feeding it and the main thread writing
- * results in order. Everything computed or encoded lives in the library; these files only
+ * the library. Video, FIFOs and stdin go through the library's run (es_run: its source, the
+ * compute and its sinks, pipeline/run.c); images (one PNG, or a directory of them) through an
+ * es_stream with decode worker threads reading PNGs into frames and encode worker threads
+ * writing the results. Everything computed or encoded lives in the library; these files only
  * decide what to call.
  * This file is main: what the input and the output are, the options a run would ignore
  * refused, then the runner. The others (cli.h says what crosses them): cli_msg.c (signals,
  * messages, progress), cli_args.c (--help, cli_parse_args), cli_paths.c (output kinds,
  * directories, the --stats file), cli_images.c (PNGs and directories of them), cli_video.c
- * (video, FIFOs and standard input).
+ * (video, FIFOs and standard input: the run's source and sinks chosen, progress, summary).
  */
 #include <errno.h>
 #include <fcntl.h>
