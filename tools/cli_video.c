@@ -35,9 +35,10 @@ typedef struct vid_ui {
 } vid_ui;
 
 static int run_stopped(void) { return atomic_load(&g_stop) != 0; }
+/* Signals stay blocked on this thread until the summary is written (cli_run_video's end). */
 static void run_writing(void *user, int begin) {
   (void)user;
-  cli_main_writes(begin);
+  if (begin) cli_main_writes(1);
 }
 
 static void run_progress(void *user, const es_run_counts *c) {
@@ -235,6 +236,7 @@ int cli_run_video(cli_opts *o, int out_kind) {
     code = c.exit_code;
     if (c.started) summary(o, run, code, out_sink, stats_sink);
   }
+  cli_main_writes(0);
   cli_exit_if_gpus_opening(es_run_context(run), code);
   es_run_destroy(&run);
   return code;
