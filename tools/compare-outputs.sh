@@ -3,9 +3,11 @@
 # inputs and compares what they leave, byte for byte: the samples (PNGs one by one and as a
 # directory, samples/clip.mp4), the README's examples, and the inputs of the tests (clip.mp4
 # to .mp4, .mkv, .npy, a frame directory, y4m and float32 on standard output, --stats CSV and
-# JSON lines, the statistics lines, y4m and raw frames on standard input), plus a few bad
-# inputs, whose messages (under -q: no timings) and exit codes are compared too, and the
-# directories each run leaves.
+# JSON lines, the statistics lines, y4m and raw frames on standard input), masks (a video's
+# and an image's), a JPEG still, the shares of a video (--shard: each share's heat video,
+# records and frame names, an empty share, a share with a mask), plus a few bad inputs, whose
+# messages (under -q: no timings) and exit codes are compared too, and the directories each
+# run leaves.
 # Each case runs in a directory of its own per binary, with the same relative names, so that
 # paths in messages and records match. A video container whose bytes differ is compared again
 # with `ffmpeg -f framemd5` (the decoded frames), and the line says so; any other difference
@@ -26,6 +28,15 @@ cp "$SAM"/camera.png "$SAM"/chelsea.png "$SAM"/coffee_rgba.png "$T/in/photos/"
 cp "$SAM"/moon16.png "$SAM"/chelsea_palette_adam7.png "$T/in/photos/sub/"
 ffmpeg -nostdin -v error -i "$SAM/clip.mp4" -frames:v 20 -f yuv4mpegpipe -pix_fmt yuv420p "$T/in/clip.y4m"
 ffmpeg -nostdin -v error -i "$SAM/clip.mp4" -frames:v 20 -f rawvideo -pix_fmt gray "$T/in/clip.raw"
+# Masks (a box inside, for clip.mp4 and camera.png), a JPEG still, and an H.264 video of a
+# keyframe every 12 frames and B-frames, for --shard (the size of clip.mp4, for the mask).
+ffmpeg -nostdin -v error -f lavfi -i "color=black:s=320x240,drawbox=x=40:y=30:w=200:h=150:color=white:t=fill" \
+  -frames:v 1 -pix_fmt gray "$T/in/mask.png"
+ffmpeg -nostdin -v error -f lavfi -i "color=black:s=512x512,drawbox=x=100:y=60:w=300:h=200:color=white:t=fill" \
+  -frames:v 1 -pix_fmt gray "$T/in/mask512.png"
+ffmpeg -nostdin -v error -i "$SAM/camera.png" -q:v 3 "$T/in/camera.jpg"
+ffmpeg -nostdin -v error -f lavfi -i testsrc2=s=320x240:r=25 -frames:v 60 -c:v libx264 -g 12 \
+  -bf 2 -pix_fmt yuv420p "$T/in/gop.mp4"
 
 # run NAME STDIN ARGS...: each binary in $T/old/NAME and $T/new/NAME, the inputs linked in;
 # stdout, stderr (under -q) and the exit code kept beside the outputs, then compared.
@@ -112,6 +123,18 @@ run clip-lines $N samples/clip.mp4
 run clip-stats-stdout $N samples/clip.mp4 --stats -
 run y4m-stdin "$T/in/clip.y4m" - -o heat.mkv --stats s.csv
 run raw-stdin "$T/in/clip.raw" - --raw gray8:320x240 -o frames/ -w 7
+# Masks, stills, and shares of a video (each share's heat video, records and frame names).
+run mask-clip $N samples/clip.mp4 --mask in/mask.png -o heat.mkv --stats s.csv
+run mask-clip-dir $N samples/clip.mp4 --mask in/mask.png -o frames --format f32
+run mask-png $N samples/camera.png --mask in/mask512.png -o h.png --stats s.csv
+run jpeg-still $N in/camera.jpg -o h.png --stats s.csv
+for i in 0 1 2; do
+  run shard-$i-of-3 $N in/gop.mp4 --shard $i/3 -o heat.mkv --stats s.csv
+  run shard-$i-of-3-dir $N in/gop.mp4 --shard $i/3 -o frames --stats frames/s.jsonl
+done
+run shard-empty $N -q in/gop.mp4 --shard 1/8 -o heat.mkv --stats s.csv
+run shard-last-of-8 $N in/gop.mp4 --shard 7/8 -o heat.mkv --stats s.csv
+run shard-mask $N in/gop.mp4 --shard 1/2 --mask in/mask.png -o m.npy
 # Bad inputs and refusals: messages (-q) and exit codes.
 run bad-missing $N -q in/nothing.mp4 -o x.mp4
 run bad-png-out $N -q samples/clip.mp4 -o x.png
@@ -125,6 +148,10 @@ run bad-dir-blocked $N -q samples/clip.mp4 -o samples/clip.mp4/x/
 run bad-stats-input $N -q samples/clip.mp4 --stats samples/clip.mp4
 run bad-window $N -q samples/clip.mp4 -o x.npy -w 4
 run bad-raw-file $N -q samples/clip.mp4 --raw gray8:2x2 -o x.npy
+run bad-mask-size $N -q samples/clip.mp4 --mask in/mask512.png -o x.mkv --stats s.csv
+run bad-mask-missing $N -q samples/clip.mp4 --mask in/none.png -o x.mkv
+run bad-shard-stdin "$T/in/clip.y4m" -q - --shard 1/2 -o x.mkv
+run bad-shard-still $N -q samples/camera.png --shard 1/2 -o x.png
 
 echo "compare-outputs: $n cases, $((n - bad)) the same ($framemd5 video files by framemd5), $bad different"
 [ $bad = 0 ]
