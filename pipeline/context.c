@@ -634,3 +634,21 @@ int es_version_info(char *buf, size_t len) {
 #endif
   return n;
 }
+
+/* What computes: never waits for GPUs still opening (those have computed nothing yet). */
+const char *es_context_describe(es_context *ctx, char *buf, size_t len) {
+  if (!es_context_gpus_open(ctx)) {
+    /* GPUs never asked for (no frame a GPU could take): CUDA was not started at all. */
+    snprintf(buf, len, es_context_gpus_asked(ctx) ? "CPU (GPUs still opening)" : "CPU");
+    return buf;
+  }
+  int n = es_context_gpu_count(ctx);
+  const es_config *c = es_context_config(ctx);
+  if (n <= 0)
+    snprintf(buf, len, "CPU");
+  else if (c && c->device == ES_DEVICE_AUTO)
+    snprintf(buf, len, "GPU x%d + CPU", n);
+  else
+    snprintf(buf, len, "GPU x%d", n);
+  return buf;
+}

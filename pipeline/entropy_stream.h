@@ -16,6 +16,8 @@
 
 /* The shared types and status codes (core/es_types.h; written in here in the installed copy). */
 #include "es_types.h"
+/* The sources and sinks of a run (core/es_stage.h; written in here as es_types.h is). */
+#include "es_stage.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -355,6 +357,85 @@ int es_shard_frame(const es_shard_range *r, int64_t pts);
 /* Jobs that failed on a device (a GPU error, or an injected fault) and were computed again
  * on another GPU or the CPU, since the context was created (es_compute and streams). */
 int64_t es_context_retries(const es_context *ctx);
+
+/* What computes ("CPU", "GPU x2 + CPU", "CPU (GPUs still opening)") into buf, without
+ * waiting for GPUs still opening (those computed nothing yet); returns buf. */
+const char *es_context_describe(es_context *ctx, char *buf, size_t len);
+
+/* ---- Runs: a source, the compute, and the sinks each result goes to, in input order.
+ * The run reads the source on a thread of its own into an es_stream, opens the sinks on the
+ * first frame's geometry, and writes each result to every sink on the calling thread. Its
+ * failure policy is SPEC section 3's: a sink that fails is said once, closed uncommitted
+ * (its temporary removed) and dropped, and the others go on; the run stops early only when
+ * none is left. A frame no device could compute, or the stream failing, ends the run and
+ * nothing is committed. A stop (es_run_stop, a first SIGINT) finishes the frames already
+ * read and commits what was written. Its lines go through the context's es_config.message
+ * ("NAME: reason", as the library's others), the verbose ones with verbose 2, none but
+ * errors with verbose 0. */
+typedef struct es_run es_run;
+#define ES_RUN_MAX_SINKS 8
+/* Where a sink failed (es_run_sink_failed_at): a frame index (>= 0), or one of these. */
+enum {
+  ES_RUN_SINK_LIVE = -1,      /* did not fail */
+  ES_RUN_SINK_AT_CLOSE = -2,  /* its commit failed */
+  ES_RUN_SINK_GIVEN_UP = -3   /* a write a stop ended (a FIFO with no reader): not failed */
+};
+typedef struct es_run_counts {
+  int64_t frames;    /* frames that reached a sink (kept ones, -n, included) */
+  int64_t skipped;   /* frames a sink kept as they were (ES_SINK_KEPT) */
+  int64_t pushed;    /* frames read into the compute */
+  int64_t expected;  /* the source's estimate of its frames (0: unknown) */
+  int width, height, depth; /* the source's */
+  double elapsed_s;  /* since the first frame was read into the compute */
+  es_source_counts source; /* the source's damage */
+  int started;       /* the frames began to flow (the outputs opened): a summary applies */
+  int exit_code;     /* SPEC 3's, once es_run_execute returned */
+} es_run_counts;
+typedef struct es_run_config {
+  es_config cfg;      /* the context the run creates (on a thread of its own, while the
+                       * source opens) */
+  es_render render;   /* colormap, range, overlay of a rendering (its format: a sink's) */
+  /* Polled besides es_run_stop (may be NULL): nonzero stops the run as es_run_stop does. */
+  int (*stopped)(void);
+  /* After each frame, on the writing thread (may be NULL). */
+  void (*progress)(void *user, const es_run_counts *c);
+  /* The writing thread begins (1) and ends (0) writing, the run's own threads started (a
+   * program blocks its signals there, so that they land on a thread not inside a write). */
+  void (*writing)(void *user, int begin);
+  void *user;
+  /* Every frame's mask (es_stream_config.mask's rules: width x height bytes, rows
+   * mask_stride apart, non-zero = inside), kept by the caller until es_run_destroy; or
+   * NULL. A source whose frames are of another size is refused before any sink opens (exit
+   * 2), its message naming the mask by mask_name where set. */
+  const uint8_t *mask;
+  size_t mask_stride;
+  int mask_width, mask_height;
+  const char *mask_name;
+  /* Added to every frame's index in what the sinks get and in the run's messages: a share
+   * of a video (es_shard_range.first) numbers its records and frame files as the whole
+   * video does. */
+  int64_t index_base;
+} es_run_config;
+void es_run_config_default(es_run_config *c);
+/* A run of src. The run owns src from the call on, also where it fails (src is closed
+ * then), and closes it at es_run_destroy. */
+int es_run_create(es_run **out, const es_run_config *c, const es_source *src);
+/* Adds a sink, owned by the run from the call on (where the call fails, ES_ERR_USAGE past
+ * ES_RUN_MAX_SINKS or after es_run_execute, it is closed uncommitted). Written and closed in
+ * the order added; opened so too, ES_SINK_OPEN_FIRST ones first. */
+int es_run_add_sink(es_run *r, const es_sink *k);
+/* Runs to the end: ES_OK, or the worst status of the run (what failed was said); the exit
+ * code of SPEC 3 in es_run_get_counts. Once per run. */
+int es_run_execute(es_run *r);
+/* Stops the run as a first SIGINT does. Async-signal-safe (one lock-free atomic store). */
+void es_run_stop(es_run *r);
+void es_run_get_counts(const es_run *r, es_run_counts *c);
+/* Where sink i (in the order added) failed: an ES_RUN_SINK_* or a frame index. */
+int64_t es_run_sink_failed_at(const es_run *r, int i);
+/* The run's context (NULL before es_run_execute created it, or where that failed). */
+es_context *es_run_context(const es_run *r);
+/* Frees the stream, the source and the context; NULL is ignored. */
+void es_run_destroy(es_run **r);
 
 #ifdef __cplusplus
 }

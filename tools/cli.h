@@ -15,6 +15,7 @@
 #include "entropy_stream.h"
 #include "es_io.h"
 #include "es_tiff.h"
+#include "es_paths.h"
 #include "es_kernels.h"
 
 #define PROG "entropy-stream"
@@ -23,14 +24,14 @@
 /* ---- Output formats and kinds. */
 enum fmt { FMT_HEAT = 0, FMT_GRAY8, FMT_GRAY16, FMT_F32 };
 extern const char *const cli_fmt_names[]; /* by enum fmt (cli_args.c) */
-enum out_kind {
-  OUT_NONE = 0, /* no -o: only --stats */
-  OUT_PNG,      /* x.png */
-  OUT_NPY,      /* x.npy */
-  OUT_VIDEO,    /* x.mp4, x.mkv, ... */
-  OUT_DIR,      /* a directory */
-  OUT_STDOUT,   /* "-" */
-  OUT_TIFF      /* x.tif, x.tiff: float32 [default], or heat/gray8/gray16 with --format */
+enum out_kind { /* es_out_kind_of's (io/registry.c) */
+  OUT_NONE = ES_OUTK_NONE,    /* no -o: only --stats */
+  OUT_PNG = ES_OUTK_PNG,      /* x.png */
+  OUT_NPY = ES_OUTK_NPY,      /* x.npy */
+  OUT_VIDEO = ES_OUTK_VIDEO,  /* x.mp4, x.mkv, ... */
+  OUT_DIR = ES_OUTK_DIR,      /* a directory */
+  OUT_STDOUT = ES_OUTK_STDOUT, /* "-" */
+  OUT_TIFF = ES_OUTK_TIFF      /* x.tif, x.tiff: float32 [default], or heat/gray8/gray16 with --format */
 };
 enum in_kind { IN_STILL = 0, IN_DIR, IN_VIDEO, IN_SLIDE }; /* IN_STILL: any format es_still_read_to
                                                         * reads; IN_SLIDE: a whole-slide image
@@ -77,8 +78,6 @@ typedef struct cli_opts {
 /* ---- cli_msg.c: signals, messages, progress, the end of a run. */
 /* Set (to 1) by the first SIGINT/SIGTERM; every loop of the run looks at it. Lock-free. */
 extern atomic_int g_stop;
-/* Set by the main thread on a fatal output error: readers stop as for a signal. */
-extern atomic_int g_abort;
 /* Installs the SIGINT/SIGTERM handler (and the outputs' stop), ignores SIGPIPE and SIGXFSZ. */
 void cli_install_signals(void);
 /* Blocks (begin 1) or unblocks (0) SIGINT and SIGTERM on the calling (main) thread. */
@@ -112,24 +111,12 @@ int cli_parse_args(int argc, char **argv, cli_opts *o);
 /* ---- cli_paths.c: output kinds, directories, the --stats file. */
 /* The extension of path's last component ("" where none). */
 const char *cli_ext_of(const char *path);
-/* 1 when out exists and is the file in ("-": standard input's). */
-int cli_same_file(const char *in, const char *out);
 /* 1 when standard output is a regular file and the file in ("-": standard input's). */
 int cli_stdout_is(const char *in);
-/* The enum out_kind of an -o path (OUT_NONE for NULL), or -1 for an unknown type. */
-int cli_out_kind_of(const char *out);
-/* mkdir -p; ES_OK or ES_ERR_OUTPUT, msg the reason, *bad and *why what failed. */
-int cli_make_dirs(const char *path, size_t *bad, int *why, char *msg, size_t len);
-/* cli_make_dirs for an output directory; a failure is said. */
+/* es_make_dirs for an output directory; a failure is said. */
 int cli_make_out_dir(const char *path);
-/* The length of the leading part of path from which cli_make_dirs would create (0: none). */
-size_t cli_first_missing(const char *path);
-/* Removes the empty directories of path made from its leading part of length from on. */
-void cli_remove_made_dirs(const char *path, size_t from);
 /* 1 when path names something under the directory dir. */
 int cli_path_inside(const char *dir, const char *path);
-/* "a/b" (malloc'd; NULL when out of memory). */
-char *cli_join(const char *a, const char *b);
 /* The ES_PIX_ rendering of a --format for a picture output. */
 int cli_png_pixfmt(int format);
 /* What cli_stats_file_check found. */
@@ -151,9 +138,10 @@ void cli_mask_to(const cli_opts *o, es_stream_config *sc);
 /* The batch's n files (in name order) that are this run's share: keep[i] 1 or 0. Returns
  * the exit code to end with (said), or -1 to go on. */
 int cli_shard_files(const cli_opts *o, const char *const *paths, size_t n, unsigned char *keep);
-/* A video's share: r filled and the reader's seek set in vio. Returns the exit code to end
- * with (said; 0 for an empty share), or -1 to go on. */
-int cli_shard_video(const cli_opts *o, es_shard_range *r, es_video_in_opts *vio);
+/* A video's share: r filled, and in vso the source's seek, the time stamps it keeps and
+ * their frame count. Returns the exit code to end with (said; 0 for an empty share), or -1
+ * to go on. */
+int cli_shard_video(const cli_opts *o, es_shard_range *r, es_video_source_opts *vso);
 
 /* ---- The runners: each returns the exit code (SPEC 3). */
 /* One PNG or a directory of them (cli_images.c). */

@@ -81,7 +81,7 @@ typedef struct img_batch {
 static int collect_stills(const char *root, const char *rel, int recursive, const char *ext,
                           const char *skip_dir, img_job **jobs, size_t *n, size_t *cap,
                           size_t *unreadable, char *msg, size_t len) {
-  char *dirpath = *rel ? cli_join(root, rel) : strdup(root);
+  char *dirpath = *rel ? es_join_path(root, rel) : strdup(root);
   DIR *d = NULL;
   struct dirent *e;
   int rc = ES_OK;
@@ -102,8 +102,8 @@ static int collect_stills(const char *root, const char *rel, int recursive, cons
     struct stat st;
     int not_regular;
     if (e->d_name[0] == '.') continue; /* ., .., hidden files and our temporaries */
-    relname = *rel ? cli_join(rel, e->d_name) : strdup(e->d_name);
-    full = relname ? cli_join(root, relname) : NULL;
+    relname = *rel ? es_join_path(rel, e->d_name) : strdup(e->d_name);
+    full = relname ? es_join_path(root, relname) : NULL;
     if (!relname || !full) {
       free(relname);
       free(full);
@@ -548,7 +548,7 @@ int cli_run_images(cli_opts *o, int in_kind, int out_kind) {
     }
     for (size_t i = 0; i < n && o->output; i++) {
       char *r2 = out_name(jobs[i].name, jobs[i].keep_ext, o->format == FMT_F32);
-      char *out = r2 ? cli_join(o->output, r2) : NULL;
+      char *out = r2 ? es_join_path(o->output, r2) : NULL;
       free(r2);
       if (!out) {
         code = 4;
@@ -631,7 +631,7 @@ int cli_run_images(cli_opts *o, int in_kind, int out_kind) {
       char *r2;
       base = base ? base + 1 : o->input;
       r2 = out_name(base, 0, o->format == FMT_F32);
-      jobs[0].out = r2 ? cli_join(o->output, r2) : NULL;
+      jobs[0].out = r2 ? es_join_path(o->output, r2) : NULL;
       free(r2);
       b.out_kind = o->format == FMT_F32 ? OUT_NPY : OUT_PNG;
     } else if (out_kind == OUT_PNG || out_kind == OUT_NPY || out_kind == OUT_TIFF) {
@@ -713,7 +713,7 @@ int cli_run_images(cli_opts *o, int in_kind, int out_kind) {
   if (rc == STATS_SKIPPED && !o->output) goto end;
   /* One image into a directory the run makes: if nothing is written into it (a bad input,
    * an interrupt), the directory goes again at the end, as a failure leaves no file. */
-  if (in_kind != IN_DIR && o->output && out_kind == OUT_DIR) made = cli_first_missing(o->output);
+  if (in_kind != IN_DIR && o->output && out_kind == OUT_DIR) made = es_first_missing(o->output);
   if (o->stats_path) {
     if (o->output && (out_kind == OUT_DIR || in_kind == IN_DIR) &&
         cli_path_inside(o->output, o->stats_path))
@@ -758,7 +758,7 @@ int cli_run_images(cli_opts *o, int in_kind, int out_kind) {
           continue;
         }
         *slash = 0;
-        rc = cli_make_dirs(jobs[i].out, &at, NULL, msg, sizeof msg);
+        rc = es_make_dirs(jobs[i].out, &at, NULL, msg, sizeof msg);
         if (rc != ES_OK) {
           char save = jobs[i].out[at];
           bad_dir *nb = realloc(bad, (nbad + 1) * sizeof *bad);
@@ -936,7 +936,7 @@ end:
   if (sw) es_stats_writer_close(&sw, 0, NULL, 0);
   cli_main_writes(0);
   /* (the image's writer has finished: its threads are joined) */
-  if (made) cli_remove_made_dirs(o->output, made); /* only those left empty */
+  if (made) es_remove_made_dirs(o->output, made); /* only those left empty */
   cli_exit_if_gpus_opening(b.ctx, code);
   es_stream_destroy(&b.st);
   es_context_destroy(&b.ctx);

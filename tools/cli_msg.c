@@ -34,9 +34,6 @@ _Static_assert(ATOMIC_LLONG_LOCK_FREE == 2, "the signal time must be lock-free")
 atomic_int g_stop;
 static atomic_int g_stop_pid;     /* the first signal's sending process (0: the kernel, a tty) */
 static atomic_llong g_stop_ns;    /* when it came (CLOCK_MONOTONIC) */
-/* Set by the main thread on a fatal output error: readers stop as for a signal, but the exit
- * code stays the error's. */
-atomic_int g_abort;
 /* A progress line is on the screen, not ended by a newline (set while it is drawn, cleared
  * once it is wiped; written under g_err_lock, read by the handler without it). */
 static atomic_int g_progress_shown;
@@ -212,22 +209,9 @@ void cli_exit_if_gpus_opening(es_context *ctx, int code) {
   _exit(code);
 }
 
-/* What computes: never waits for GPUs still opening (those have computed nothing yet). */
+/* What computes (es_context_describe). */
 const char *cli_device_desc(es_context *ctx, char *buf, size_t len) {
-  if (!es_context_gpus_open(ctx)) {
-    /* GPUs never asked for (no frame a GPU could take): CUDA was not started at all. */
-    snprintf(buf, len, es_context_gpus_asked(ctx) ? "CPU (GPUs still opening)" : "CPU");
-    return buf;
-  }
-  int n = es_context_gpu_count(ctx);
-  const es_config *c = es_context_config(ctx);
-  if (n <= 0)
-    snprintf(buf, len, "CPU");
-  else if (c && c->device == ES_DEVICE_AUTO)
-    snprintf(buf, len, "GPU x%d + CPU", n);
-  else
-    snprintf(buf, len, "GPU x%d", n);
-  return buf;
+  return es_context_describe(ctx, buf, len);
 }
 
 void cli_fmt_eta(char *buf, size_t len, double s) {

@@ -44,7 +44,7 @@ int cli_shard_files(const cli_opts *o, const char *const *paths, size_t n, unsig
   return -1;
 }
 
-int cli_shard_video(const cli_opts *o, es_shard_range *r, es_video_in_opts *vio) {
+int cli_shard_video(const cli_opts *o, es_shard_range *r, es_video_source_opts *vso) {
   char msg[MSG_LEN] = "";
   struct stat st;
   int rc;
@@ -69,8 +69,14 @@ int cli_shard_video(const cli_opts *o, es_shard_range *r, es_video_in_opts *vio)
               o->shard.count);
     return 0;
   }
-  vio->seek = r->seek;
-  vio->seek_ts = r->seek_ts;
+  /* The source seeks to the share's keyframe, drops the frames before the share and ends
+   * at the first one past it (es_shard_frame's rule), and counts the share's frames. */
+  vso->seek = r->seek;
+  vso->seek_ts = r->seek_ts;
+  vso->keep = 1;
+  vso->keep_from = r->start_ts;
+  vso->keep_to = r->end_ts;
+  vso->frames = r->frames;
   if (o->verbose && !o->quiet)
     cli_err(o->input, "share %d/%d: frames %" PRId64 "..%" PRId64 " of %" PRId64,
             o->shard.index, o->shard.count, r->first, r->first + r->frames - 1, r->total);

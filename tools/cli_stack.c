@@ -157,7 +157,7 @@ int cli_run_stack(cli_opts *o, int out_kind) {
                                sizeof msg);
     sc.want_map = pixfmt == ES_PIX_NONE;
   } else if (out_kind == OUT_DIR) {
-    made = cli_first_missing(o->output);
+    made = es_first_missing(o->output);
     if (o->stats_path && cli_path_inside(o->output, o->stats_path))
       rc = cli_stats_open_inside(o, o->output, &sw);
     else
@@ -211,7 +211,7 @@ int cli_run_stack(cli_opts *o, int out_kind) {
       if (out_kind == OUT_DIR && out) {
         char name[32], *path;
         snprintf(name, sizeof name, "frame_%06d.png", p);
-        path = cli_join(o->output, name);
+        path = es_join_path(o->output, name);
         rc = !path ? ES_ERR_NOMEM : stack_out_check(o, path);
         if (rc == ES_OK)
           rc = es_png_write(path, o->skip ? ES_WRITE_KEEP : o->overwrite, f->width, f->height,
@@ -279,7 +279,7 @@ end:
   if (ns) es_npy_stream_close(&ns, 0, NULL, 0);
   if (tw) es_tiff_writer_close(&tw, 0, NULL, 0);
   if (sw) es_stats_writer_close(&sw, 0, NULL, 0);
-  if (made && code) cli_remove_made_dirs(o->output, made);
+  if (made && code) es_remove_made_dirs(o->output, made);
   es_tiff_geo_free(&geo);
   es_tiff_close(&r.t);
   if (r.ctx) cli_exit_if_gpus_opening(r.ctx, code);

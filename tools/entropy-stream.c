@@ -1,15 +1,15 @@
 /*
  * entropy-stream.c - the command-line program: parses SPEC.md section 2's options and drives
- * the library. Everything goes through es_stream: images (one PNG, or a directory of them)
- * with decode worker threads reading PNGs into frames and encode worker threads writing the
- * results; video and stdin with a decode thread feeding it and the main thread writing
- * results in order. Everything computed or encoded lives in the library; these files only
+ * the library. Video, FIFOs and stdin go through the library's run (es_run: its source, the
+ * compute and its sinks, pipeline/run.c); images (one PNG, or a directory of them) through an
+ * es_stream with decode worker threads reading PNGs into frames and encode worker threads
+ * writing the results. Everything computed or encoded lives in the library; these files only
  * decide what to call.
  * This file is main: what the input and the output are, the options a run would ignore
  * refused, then the runner. The others (cli.h says what crosses them): cli_msg.c (signals,
  * messages, progress), cli_args.c (--help, cli_parse_args), cli_paths.c (output kinds,
  * directories, the --stats file), cli_images.c (PNGs and directories of them), cli_video.c
- * (video, FIFOs and standard input).
+ * (video, FIFOs and standard input: the run's source and sinks chosen, progress, summary).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -132,7 +132,7 @@ int main(int argc, char **argv) {
   } else if (o.level >= 0 || cli_is_slide_name(o.input)) {
     in_kind = IN_SLIDE; /* a whole-slide image (cli_bands.c), in bands through OpenSlide */
   } else if (es_still_ext_ok(o.input, NULL) ||
-             (cli_out_kind_of(o.input) != OUT_VIDEO && strcasecmp(cli_ext_of(o.input), "mjpeg") &&
+             (es_out_kind_of(o.input) != OUT_VIDEO && strcasecmp(cli_ext_of(o.input), "mjpeg") &&
               strcasecmp(cli_ext_of(o.input), "mjpg") && es_still_is(o.input))) {
     /* A still: by its extension (any format the build reads), or by its first bytes (PNG's
      * or JPEG's signature) where the name is not a video's: x.mjpeg starts as a JPEG but is
@@ -163,7 +163,7 @@ int main(int argc, char **argv) {
     cli_err(o.input, "--shard: only for a directory or a video file");
     return 1;
   }
-  out_kind = cli_out_kind_of(o.output);
+  out_kind = es_out_kind_of(o.output);
   /* A directory input writes a directory: a name like heat.v2 can only be that. */
   if (out_kind < 0 && in_kind == IN_DIR) out_kind = OUT_DIR;
   /* A name without an extension is a directory to make; but an existing device or FIFO
@@ -259,7 +259,7 @@ int main(int argc, char **argv) {
   }
   /* Never let an output replace its own input (-y would destroy it), standard input's file
    * included. */
-  if (o.output && strcmp(o.output, "-") && cli_same_file(o.input, o.output)) {
+  if (o.output && strcmp(o.output, "-") && es_same_file(o.input, o.output)) {
     cli_err(o.output, "is the input itself (choose another output)");
     return 1;
   }

@@ -1,0 +1,215 @@
+/*
+ * es_stage.h - the two ends of a run (pipeline/run.c): a source of frames and the sinks that
+ * take each result. io/ implements them (one file each: io/src_*.c, io/sink_*.c), pipeline/
+ * drives them, a program may write its own. Kept in core/ because io/ may include only core/;
+ * written into the installed entropy_stream.h as es_types.h is.
+ *
+ * Life of a source: open (its header read: the frames' geometry in es_source_info), read one
+ * frame at a time in order, close. Life of a sink: open on the source's geometry (after the
+ * first frame was read, so that a header alone never costs a frame's memory), write each
+ * result in input order, close with commit (renamed into place) or without (its temporary
+ * removed). Every call returns an es_status and, on failure, a one-line reason in msg
+ * without the file's name: the run prefixes it ("NAME: reason").
+ */
+#ifndef ES_STAGE_H
+#define ES_STAGE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "es_types.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* What a source's header says of its frames, and what a sink writes its own header from. */
+typedef struct es_source_info {
+  int width, height, depth;       /* depth 8 or 16 */
+  int fps_num, fps_den;           /* average frame rate (25/1 where unknown) */
+  int tb_num, tb_den;             /* time base of pts */
+  int base_num, base_den;         /* the rate every time stamp falls on (0: fps) */
+  int64_t frames;                 /* estimate, 0 if unknown */
+  int has_display_matrix;         /* rotation metadata a video sink carries on */
+  int32_t display_matrix[9];
+  int sar_num, sar_den;           /* sample aspect ratio (0/1: unknown) */
+  int field_order;                /* an AVFieldOrder (0: unknown) */
+  int ts_discont;                 /* the container's clock may jump */
+} es_source_info;
+
+/* What the run lends its sources: a stop to look at where a read may block, page-locking
+ * for the buffers a source lends (once the GPUs are open), and a line sink for a decoder's
+ * own error lines. Each function may be NULL. */
+typedef struct es_stage_env {
+  int (*stopped)(void *arg);      /* nonzero once the run is stopping (a signal, or every
+                                   * output failed); called from any thread */
+  void *stopped_arg;
+  int (*pin)(void *p, size_t bytes); /* es_host_pin, once GPUs are open: 1 if done */
+  void (*unpin)(void *p);
+  void (*log)(void *arg, const char *line); /* thread-safe; NULL: counted only */
+  void *log_arg;
+} es_stage_env;
+
+/* One frame as a source read it. */
+typedef struct es_source_frame {
+  int64_t pts;        /* in the time base, or INT64_MIN */
+  double pts_seconds; /* or NAN */
+  int damaged;        /* decoded with errors (concealed) */
+  /* Where the source lent its own buffer instead of writing dst: data, its stride, and the
+   * reference to give back with es_source.unlend (ref NULL: dst was written). */
+  const void *lend;
+  size_t lend_stride;
+  void *lend_ref;
+} es_source_frame;
+
+/* What a source counts of its input's damage, for the run's summary. */
+typedef struct es_source_counts {
+  int64_t corrupt; /* packets refused and skipped */
+  int64_t flagged; /* packets the demuxer flagged corrupt, decoded all the same */
+  int64_t prekey;  /* packets before the first keyframe dropped */
+  int64_t dropped; /* packets the decoder gave no frame for, with no error */
+  int64_t damaged; /* frames decoded with errors */
+  int64_t logged;  /* the decoder's own error lines */
+  int empty;       /* the input had no byte at all (standard input) */
+  double copy_ms;  /* under ES_TRACE: time spent copying planes out */
+} es_source_counts;
+
+/* A sequential source (a video, a FIFO, standard input). self is the source's own state;
+ * name names it in messages and statistics records ("-": standard input). */
+typedef struct es_source es_source;
+struct es_source {
+  const char *name;
+  void *self;
+  /* Opens the input and reads its header. The env is kept until close. */
+  int (*open)(es_source *s, const es_stage_env *env, es_source_info *info, char *msg,
+              size_t len);
+  /* Reads the next frame into dst (rows dst_stride bytes apart, info's geometry), or lends
+   * its own buffer (fr->lend_ref set). dst NULL: lends where it can, else ES_ERR_AGAIN says
+   * the frame exists and is held for the next call, which needs a dst. ES_ERR_EOF at the
+   * end; ES_ERR_INPUT for a fatal input error. */
+  int (*read)(es_source *s, void *dst, size_t dst_stride, es_source_frame *fr, char *msg,
+              size_t len);
+  void (*unlend)(void *ref);              /* gives a lent buffer back; after close too */
+  void (*counts)(const es_source *s, es_source_counts *c);
+  int64_t (*end_pts)(const es_source *s); /* end of the last frame read, or INT64_MIN */
+  void (*close)(es_source *s);            /* frees self; the struct is the caller's */
+};
+
+/* One result handed to a sink: the frame's identity and what the compute made of it. */
+typedef struct es_item {
+  const char *name;    /* the source's */
+  int64_t index;       /* frame number */
+  int64_t pts;         /* as read */
+  double pts_seconds;
+  int damaged;
+  int width, height;
+  const float *map;    /* when a sink asked for it */
+  size_t map_stride;   /* floats */
+  const es_planes *pix; /* the rendering a sink asked for */
+  const es_stats *stats; /* when a sink asked for them */
+} es_item;
+
+/* What a sink asks the compute to make: one rendering (ES_PIX_NONE: none), the float map,
+ * the statistics. Filled by open. */
+typedef struct es_sink_needs {
+  int pixfmt;
+  int want_map;
+  int want_stats;
+} es_sink_needs;
+
+/* write's answer for an item whose output existed and was kept (-n): skipped, not failed. */
+#define ES_SINK_KEPT 1
+/* es_sink.flags: committed also where it took no frame in a failed run (a statistics file
+ * keeps its header); other sinks of a failed run that took nothing leave nothing. */
+#define ES_SINK_KEEP_EMPTY 1
+/* es_sink.flags: opened before the sinks without it (a statistics file: one that cannot be
+ * written leaves no other output behind); written and closed in the run's order all the
+ * same. */
+#define ES_SINK_OPEN_FIRST 2
+
+typedef struct es_sink es_sink;
+struct es_sink {
+  const char *name;    /* in messages ("-": standard output) */
+  const char *what;    /* set by a failing call where another name is at fault (a directory
+                        * that could not be made, a frame file); NULL: name */
+  int flags;
+  void *self;
+  int (*open)(es_sink *k, const es_source_info *info, es_sink_needs *needs, char *msg,
+              size_t len);
+  /* ES_OK, ES_SINK_KEPT, or an error (the sink is then closed uncommitted and dropped). */
+  int (*write)(es_sink *k, const es_item *it, char *msg, size_t len);
+  void (*end)(es_sink *k, int64_t end_pts); /* the input's end, where read to it; may be NULL */
+  /* Commits or removes, and frees self. Called once, also for a sink never opened. */
+  int (*close)(es_sink *k, int commit, char *msg, size_t len);
+};
+
+/* ---- The sources and sinks of io/, and the table that matches names to them
+ * (io/registry.c). Each constructor fills a caller's struct; nothing is opened until the
+ * run calls open. ES_OK or ES_ERR_NOMEM. */
+
+/* Options of every sink a name may choose (each takes what it needs). */
+typedef struct es_sink_opts {
+  int pixfmt;          /* the rendering written: ES_PIX_RGB24 (heat), ES_PIX_GRAY8, GRAY16 */
+  int f32;             /* float32 maps instead (a .npy frame directory, raw f32 on stdout) */
+  const char *codec;   /* video: NULL for the container's default */
+  int crf;             /* video: <0 for the encoder's default */
+  const char *preset;  /* video: NULL for the encoder's default */
+  int pix_fmt;         /* video: heat's chroma, ES_PIX_NONE for the default */
+  int overwrite;       /* replace existing files (-y) */
+  int skip;            /* frame directory: keep existing frame files (-n) */
+  const char *input;   /* the input's path ("-": standard input), never to be replaced */
+  int bins;            /* statistics: histogram bins */
+} es_sink_opts;
+
+/* A video of frames (libav*: a file, a FIFO, "-" standard input: y4m, or raw with raw
+ * "gray8:WxH[@fps]"). Standard input and FIFOs are read through a pump thread, so that a
+ * stop is seen where a read would block (and "-" then stands for the pump's pipe on fd 0). */
+typedef struct es_video_source_opts {
+  const char *raw;
+  int64_t max_pixels;  /* frames larger are an input error */
+  int verbose_log;     /* hand libav*'s error lines to the env's log */
+  /* One share of a video file (entropy_stream.h's es_shard_video gives the numbers; all 0:
+   * the whole input). seek 1: decoding starts at the keyframe at or before seek_ts (the
+   * stream's time base; a file only). keep 1: only frames of keep_from <= pts < keep_to are
+   * read; those before are dropped (decoded from the keyframe), and the first one past
+   * ends the read as the input's end would, its pts the source's end_pts (so that a video
+   * sink's last frame lasts until the next share's first). */
+  int seek;
+  int64_t seek_ts;
+  int keep;
+  int64_t keep_from, keep_to;
+  int64_t frames;      /* the frames the source will give, for progress (0: the header's) */
+} es_video_source_opts;
+int es_source_video(es_source *s, const char *path, const es_video_source_opts *o);
+
+/* A video file (x.mp4, x.mkv, ...) or, path "-", y4m (raw float32 with f32) on stdout. */
+int es_sink_video(es_sink *k, const char *path, const es_sink_opts *o);
+/* One .npy of shape (frames, height, width), float32. */
+int es_sink_npy_stack(es_sink *k, const char *path, const es_sink_opts *o);
+/* A directory of frame_NNNNNN.png (or .npy with f32), made where missing. */
+int es_sink_frame_dir(es_sink *k, const char *path, const es_sink_opts *o);
+/* The statistics records (CSV, JSON lines; "-": CSV on stdout), one a frame. Flags
+ * ES_SINK_KEEP_EMPTY and ES_SINK_OPEN_FIRST (clear the latter where the file lies in a
+ * directory another sink makes). */
+int es_sink_stats(es_sink *k, const char *path, const es_sink_opts *o);
+
+/* What an output name is, by the table of io/registry.c: */
+enum es_out_kind {
+  ES_OUTK_NONE = 0, /* no name */
+  ES_OUTK_PNG,      /* x.png: one picture */
+  ES_OUTK_NPY,      /* x.npy */
+  ES_OUTK_VIDEO,    /* x.mp4, x.mkv, ... */
+  ES_OUTK_DIR,      /* a directory (existing, ending in '/', or without an extension) */
+  ES_OUTK_STDOUT,   /* "-" */
+  ES_OUTK_TIFF      /* x.tif, x.tiff: one picture or a stack's pages (no video run writes it) */
+};
+/* The kind of an output name, or -1 for an extension no sink takes. */
+int es_out_kind_of(const char *path);
+/* The sink of a video run's output name (es_out_kind_of: video, .npy, directory, "-"), or
+ * ES_ERR_USAGE for a kind a video run cannot write (a .png). */
+int es_sink_for_video(es_sink *k, const char *path, const es_sink_opts *o);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* ES_STAGE_H */

@@ -1,0 +1,80 @@
+/*
+ * registry.c - where output names are matched to what writes them: one line a name. A new
+ * output is a sink file of its own and one line in the table below.
+ */
+#include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
+
+#include "es_stage.h"
+
+/* By extension (any case). sink: what a video run writes there (NULL: nothing, e.g. a .png,
+ * one picture). The rows "/" (a directory) and "-" (standard output) are matched by
+ * es_out_kind_of's own rules, not by extension. */
+static const struct {
+  const char *ext;
+  int kind;
+  int (*sink)(es_sink *k, const char *path, const es_sink_opts *o);
+} outputs[] = {
+    {"png", ES_OUTK_PNG, NULL},
+    {"npy", ES_OUTK_NPY, es_sink_npy_stack},
+    {"tif", ES_OUTK_TIFF, NULL},
+    {"tiff", ES_OUTK_TIFF, NULL},
+    {"mp4", ES_OUTK_VIDEO, es_sink_video},
+    {"mkv", ES_OUTK_VIDEO, es_sink_video},
+    {"avi", ES_OUTK_VIDEO, es_sink_video},
+    {"mov", ES_OUTK_VIDEO, es_sink_video},
+    {"nut", ES_OUTK_VIDEO, es_sink_video},
+    {"y4m", ES_OUTK_VIDEO, es_sink_video},
+    {"webm", ES_OUTK_VIDEO, es_sink_video},
+    {"m4v", ES_OUTK_VIDEO, es_sink_video},
+    {"ts", ES_OUTK_VIDEO, es_sink_video},
+    {"flv", ES_OUTK_VIDEO, es_sink_video},
+    {"mpg", ES_OUTK_VIDEO, es_sink_video},
+    {"mpeg", ES_OUTK_VIDEO, es_sink_video},
+    {"ogv", ES_OUTK_VIDEO, es_sink_video},
+    {"wmv", ES_OUTK_VIDEO, es_sink_video},
+    {"gif", ES_OUTK_VIDEO, es_sink_video},
+    {"apng", ES_OUTK_VIDEO, es_sink_video},
+    {"/", ES_OUTK_DIR, es_sink_frame_dir},
+    {"-", ES_OUTK_STDOUT, es_sink_video},
+};
+enum { NOUT = sizeof outputs / sizeof outputs[0] };
+
+/* The extension of path's last component ("" where none). */
+static const char *ext_of(const char *path) {
+  const char *slash = strrchr(path, '/');
+  const char *dot = strrchr(path, '.');
+  if (!dot || (slash && dot < slash) || dot == (slash ? slash + 1 : path)) return "";
+  return dot + 1;
+}
+
+static int is_dir(const char *path) {
+  struct stat st;
+  return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+int es_out_kind_of(const char *path) {
+  const char *e;
+  size_t n;
+  if (!path) return ES_OUTK_NONE;
+  if (!strcmp(path, "-")) return ES_OUTK_STDOUT;
+  n = strlen(path);
+  if (is_dir(path) || path[n - 1] == '/') return ES_OUTK_DIR;
+  e = ext_of(path);
+  for (int i = 0; i < NOUT; i++)
+    if (outputs[i].kind != ES_OUTK_DIR && outputs[i].kind != ES_OUTK_STDOUT &&
+        !strcasecmp(e, outputs[i].ext))
+      return outputs[i].kind;
+  if (!*e) return ES_OUTK_DIR; /* a name without an extension is a directory to create */
+  return -1;
+}
+
+int es_sink_for_video(es_sink *k, const char *path, const es_sink_opts *o) {
+  const int kind = es_out_kind_of(path);
+  const char *e = kind == ES_OUTK_DIR ? "/" : kind == ES_OUTK_STDOUT ? "-" : ext_of(path);
+  for (int i = 0; i < NOUT; i++)
+    if (outputs[i].kind == kind && !strcasecmp(e, outputs[i].ext))
+      return outputs[i].sink ? outputs[i].sink(k, path, o) : ES_ERR_USAGE;
+  return ES_ERR_USAGE;
+}
