@@ -365,3 +365,18 @@ def test_help_is_enough():
     assert "seconds" in es.Frame.pts.__doc__ and "float32" in es.Frame.map.__doc__
     f = next(iter(es.open(CLIP)))
     assert (f.index, f.pts, f.name) == f[:3]
+
+
+def test_device_gpu_without_one_or_with():
+    """device='gpu': RuntimeError from next() where no GPU is usable (the run's context
+    fails: exit 4), else the CPU's bits."""
+    want = [f.map for f in es.open(CLIP, window=9, device="cpu", stats=False)]
+    try:
+        got = [f.map for f in es.open(CLIP, window=9, device="gpu", stats=False)]
+    except RuntimeError as e:
+        assert "GPU" in str(e) or "gpu" in str(e), str(e)
+        assert str(e).startswith("entropy-stream: ")
+    else:
+        assert "GPU" in es.version_info()
+        for g, w in zip(got, want):
+            np.testing.assert_array_equal(g, w)
