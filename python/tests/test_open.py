@@ -254,7 +254,7 @@ def test_close_a_blocked_pipe_and_ctrl_c():
     assert wait_tasks(base) == base
 
 
-def test_close_a_named_fifo_without_writer():
+def test_named_fifo():
     list(es.open(CLIP, map=False))
     base = tasks()
     with tempfile.TemporaryDirectory() as tmp:
@@ -266,6 +266,22 @@ def test_close_a_named_fifo_without_writer():
         frames.close()
         assert time.monotonic() - t0 < 2.0
         assert next(frames, None) is None
+        assert wait_tasks(base) == base
+        # With a writer: the frames it writes, named by the FIFO's path
+        data = b"YUV4MPEG2 W32 H16 F10:1 Cmono\n" + (b"FRAME\n" + bytes(range(256)) * 2) * 5
+
+        def writer():
+            with open(fifo, "wb") as f:
+                f.write(data)
+
+        t = threading.Thread(target=writer, daemon=True)
+        t.start()
+        got = list(es.open(fifo, window=3))
+        t.join(10)
+        assert [(f.index, f.pts, f.name) for f in got] == [(i, i / 10, fifo) for i in range(5)]
+        want = es.entropy(np.frombuffer(bytes(range(256)) * 2, np.uint8).reshape(16, 32),
+                          window=3)
+        np.testing.assert_array_equal(got[4].map, want)
     assert wait_tasks(base) == base
 
 
