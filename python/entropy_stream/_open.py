@@ -48,7 +48,8 @@ def open(path_or_file, window=5, shape="square", border="clip", levels=16, base=
     The library's run reads and decodes the input on threads of its own, computes each
     frame on the device chosen, and hands every result, in order, to a queue of at most
     `queue` frames that this iterator takes from: memory stays bounded by the queue and
-    the frames in flight, whatever the length of the video (the CLI's rule). Maps and
+    the run's own frames in flight (the CLI's default pool), whatever the length of the
+    video (the CLI's rule). Maps and
     statistics are bit-identical to ``entropy-stream IN -o x.npy --stats x.csv``.
 
     Parameters
@@ -77,8 +78,9 @@ def open(path_or_file, window=5, shape="square", border="clip", levels=16, base=
         Raw grey frames instead of a container or YUV4MPEG2: ``"gray8:WxH"`` or
         ``"gray16le:WxH"``, ``"@FPS"`` optional (the CLI's ``--raw``).
     queue : int, optional
-        Frames the iterator holds before the run waits for the caller, and the run's frames
-        in flight per stage (the CLI's ``--queue``), 1..4096. Default 4.
+        Computed frames held for the caller, 1..4096; the run waits while they are all
+        there. Default 4. (The run's own frames in flight are the library's default, as
+        the CLI's without ``--queue``.)
     bins : int, optional
         Histogram bins of the statistics, 1..1024. Default 16.
     threads : int, optional

@@ -7,7 +7,7 @@
  * blocked so that Ctrl-C lands on the interpreter's thread (the run's own threads inherit
  * the mask). The run writes each result, in input order, on that thread, to our sink: it
  * waits while the queue holds `queue` frames, so memory stays bounded by the queue and the
- * run's frames in flight, as in the CLI, whatever the length of the video and however slow
+ * run's own frames in flight (a fixed pool), as in the CLI, whatever the length of the video and however slow
  * the caller. __next__ waits on the queue with the GIL released, in slices of 100 ms with
  * PyErr_CheckSignals between them. close (or the iterator's deallocation) tells the sink
  * the caller is gone (it then drops what it is given), stops the run (es_run_stop), waits
@@ -478,7 +478,7 @@ static PyObject *py_open_run(PyObject *self, PyObject *args, PyObject *kw) {
     goto fail;
   }
   if (queue < 1 || queue > 4096) {
-    PyErr_Format(PyExc_ValueError, "queue=%d: must be 1..4096 (frames in flight)", queue);
+    PyErr_Format(PyExc_ValueError, "queue=%d: must be 1..4096 (frames waiting for the caller)", queue);
     goto fail;
   }
   if (raw != Py_None && !PyUnicode_Check(raw)) {
@@ -525,7 +525,9 @@ static PyObject *py_open_run(PyObject *self, PyObject *args, PyObject *kw) {
   rc.cfg.device = a.key.device;
   rc.cfg.threads = a.key.threads;
   rc.cfg.stats_bins = a.key.stats_bins;
-  rc.cfg.queue = queue;
+  /* The run's own frames in flight: the library's default, as the CLI's without --queue (8,
+   * or 4 a GPU where more than two are used); `queue` bounds only what waits for the caller,
+   * so that a small one does not starve the GPUs. */
   rc.cfg.verbose = 0; /* errors only: they become the exception */
   rc.cfg.message = on_message;
   rc.cfg.message_user = &o->q;
