@@ -324,7 +324,10 @@ def test_memory_bounded_on_a_long_pipe():
         tracemalloc.stop()
         t.join(10)
     assert seen == n
-    assert max(rss) - base_rss < 40, (base_rss, rss)
+    # AddressSanitizer keeps freed blocks in its quarantine (256 MB by default): the RSS of a
+    # sanitizer build grows with what was freed. The traced memory below still counts.
+    if "libasan" not in os.environ.get("LD_PRELOAD", ""):
+        assert max(rss) - base_rss < 40, (base_rss, rss)
     assert max(traced) - base_traced < 8 * 2**20, (base_traced, traced)
     assert peak < 40 * 2**20, peak  # the maps given are traced: a few at a time
 
