@@ -28,7 +28,8 @@ if not os.path.exists(os.path.join(libdir, "libentropy-stream.so")):
 
 ext = Extension(
     "entropy_stream._core",
-    sources=[os.path.join("src", "core.c")],
+    sources=[os.path.join("src", "core.c"), os.path.join("src", "open.c")],
+    depends=[os.path.join("src", "es_py.h")],
     include_dirs=[os.path.join(root, "pipeline"), os.path.join(root, "core"), numpy.get_include()],
     library_dirs=[libdir],
     libraries=["entropy-stream"],

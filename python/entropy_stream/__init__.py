@@ -13,9 +13,9 @@ Submodules: ``entropy_stream.skimage`` (a drop-in for ``skimage.filters.rank.ent
 ``entropy_stream.dask`` (Dask arrays, chunk by chunk with an overlap of the window's radius).
 """
 from . import _core, _cuda
-from ._open import Frame, open  # noqa: A004 - es.open, as the issue names it
+from ._open import Frame, Frames, open  # noqa: A004 - es.open, as the issue names it
 
-__all__ = ["entropy", "stats", "open", "Frame", "version_info", "skimage", "dask"]
+__all__ = ["entropy", "stats", "open", "Frame", "Frames", "version_info", "skimage", "dask"]
 __version__ = _core.LIBRARY_VERSION
 WINDOW_MAX = _core.WINDOW_MAX
 

@@ -15,6 +15,7 @@
  * taken back between them to run PyErr_CheckSignals.
  */
 #define PY_SSIZE_T_CLEAN
+#define PY_ARRAY_UNIQUE_SYMBOL es_py_ARRAY_API /* open.c uses the NumPy API too */
 #include <Python.h>
 #include <pythread.h>
 
@@ -24,16 +25,9 @@
 
 #include <numpy/arrayobject.h>
 
-#include "entropy_stream.h"
+#include "es_py.h"
 
 /* ---- Contexts, one for each configuration asked for. ---- */
-
-typedef struct ctx_key {
-  es_params params;
-  int device;     /* enum es_device */
-  int threads;    /* 0: all cores */
-  int stats_bins; /* 1..ES_STATS_MAX_BINS */
-} ctx_key;
 
 #define CTX_CACHE_MAX 64
 static struct {
@@ -96,7 +90,7 @@ end:
 /* ---- Errors. ---- */
 
 /* Raises the Python exception of a library status (the GIL held). */
-static void raise_status(int rc, const char *what) {
+void raise_status(int rc, const char *what) {
   PyObject *type = PyExc_RuntimeError;
   switch (rc) {
   case ES_ERR_USAGE:
@@ -111,11 +105,6 @@ static void raise_status(int rc, const char *what) {
 }
 
 /* ---- Arguments. ---- */
-
-typedef struct call_args {
-  ctx_key key;
-  PyObject *mask; /* None, or a uint8 array (entropy_stream's wrapper made it 0/1) */
-} call_args;
 
 /* A keyword argument that names one of n choices: its index into values in *v, or a
  * ValueError naming the argument and the allowed names ("must be 'square' or 'disk'"). */
@@ -169,8 +158,8 @@ static int parse_device(PyObject *o, int *v) {
 /* The keyword arguments common to entropy and stats; everything checked that does not
  * depend on the image. shape, border, base or device NULL (not given): the default, square,
  * clip, 2 and auto (es_params_default; ES_DEVICE_AUTO is 0). */
-static int parse_common(PyObject *shape, PyObject *border, PyObject *base, PyObject *device,
-                        int window, int levels, int threads, int bins, call_args *a) {
+int parse_common(PyObject *shape, PyObject *border, PyObject *base, PyObject *device,
+                 int window, int levels, int threads, int bins, call_args *a) {
   memset(a, 0, sizeof *a);
   es_params_default(&a->key.params);
   if (window < 1 || window > ES_WINDOW_MAX || window % 2 == 0) {
@@ -401,7 +390,7 @@ static int compute_map(es_context *ctx, const es_image *img, float *out, int rad
 }
 
 /* A dict of one frame's statistics. */
-static PyObject *stats_dict(const es_stats *s, double hmax) {
+PyObject *stats_dict(const es_stats *s, double hmax) {
   npy_intp n = s->bins;
   PyObject *hist = PyArray_SimpleNew(1, &n, NPY_UINT64);
   if (!hist) return NULL;
@@ -759,7 +748,7 @@ PyMODINIT_FUNC PyInit__core(void) {
   PyObject *m = PyModule_Create(&module);
   if (!m) return NULL;
   if (PyModule_AddStringConstant(m, "LIBRARY_VERSION", ES_VERSION_STRING) < 0 ||
-      PyModule_AddIntConstant(m, "WINDOW_MAX", ES_WINDOW_MAX) < 0) {
+      PyModule_AddIntConstant(m, "WINDOW_MAX", ES_WINDOW_MAX) < 0 || es_py_open_init(m) < 0) {
     Py_DECREF(m);
     return NULL;
   }
