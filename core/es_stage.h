@@ -60,6 +60,9 @@ typedef struct es_source_frame {
   const void *lend;
   size_t lend_stride;
   void *lend_ref;
+  /* A lent frame's geometry where it is not the header's (a stack's page of another size);
+   * 0: es_source_info's. */
+  int width, height, depth;
 } es_source_frame;
 
 /* What a source counts of its input's damage, for the run's summary. */
@@ -93,7 +96,14 @@ struct es_source {
   void (*counts)(const es_source *s, es_source_counts *c);
   int64_t (*end_pts)(const es_source *s); /* end of the last frame read, or INT64_MIN */
   void (*close)(es_source *s);            /* frees self; the struct is the caller's */
+  int flags;                              /* ES_SOURCE_* */
 };
+/* es_source.flags: the input is one whole (a stack's pages): a run cut short (an input error,
+ * a stop) leaves no output that would hold part of it (a .npy, a .tif are closed
+ * uncommitted), where a video keeps the frames before a damaged one. Statistics keep the
+ * records computed (ES_SINK_KEEP_EMPTY); a frame directory keeps the frame files written
+ * (its uncommitted close removes only the directories it made and left empty). */
+#define ES_SOURCE_WHOLE 1
 
 /* One result handed to a sink: the frame's identity and what the compute made of it. */
 typedef struct es_item {
@@ -182,10 +192,24 @@ typedef struct es_video_source_opts {
 } es_video_source_opts;
 int es_source_video(es_source *s, const char *path, const es_video_source_opts *o);
 
+/* A multi-page TIFF as a stack of frames, page after page (es_tiff.h; name: the path). Every
+ * page is read as grey (band: the sample of a band stack); same_size: a page of another size
+ * than page 0's is an input error ("page N: is WxH, page 0 WxH"), else it is lent in a
+ * buffer of its own size. Flag ES_SOURCE_WHOLE. */
+typedef struct es_tiff_source_opts {
+  int64_t max_pixels;  /* pages larger are an input error */
+  int band;
+  int same_size;
+} es_tiff_source_opts;
+int es_source_tiff(es_source *s, const char *path, const es_tiff_source_opts *o);
+
 /* A video file (x.mp4, x.mkv, ...) or, path "-", y4m (raw float32 with f32) on stdout. */
 int es_sink_video(es_sink *k, const char *path, const es_sink_opts *o);
 /* One .npy of shape (frames, height, width), float32. */
 int es_sink_npy_stack(es_sink *k, const char *path, const es_sink_opts *o);
+/* A multi-page TIFF, a page a frame: the rendering, or float32 maps with f32; the GeoTIFF
+ * tags of the input's page 0 (o->input, where it is a TIFF that has them) on every page. */
+int es_sink_tiff(es_sink *k, const char *path, const es_sink_opts *o);
 /* A directory of frame_NNNNNN.png (or .npy with f32), made where missing. */
 int es_sink_frame_dir(es_sink *k, const char *path, const es_sink_opts *o);
 /* The statistics records (CSV, JSON lines; "-": CSV on stdout), one a frame. Flags
@@ -208,6 +232,9 @@ int es_out_kind_of(const char *path);
 /* The sink of a video run's output name (es_out_kind_of: video, .npy, directory, "-"), or
  * ES_ERR_USAGE for a kind a video run cannot write (a .png). */
 int es_sink_for_video(es_sink *k, const char *path, const es_sink_opts *o);
+/* The same for a stack's pages (es_source_tiff): .npy, .tif, directory; ES_ERR_USAGE for
+ * the others. */
+int es_sink_for_stack(es_sink *k, const char *path, const es_sink_opts *o);
 
 #ifdef __cplusplus
 }

@@ -9,17 +9,18 @@
 #include "es_stage.h"
 
 /* By extension (any case). sink: what a video run writes there (NULL: nothing, e.g. a .png,
- * one picture). The rows "/" (a directory) and "-" (standard output) are matched by
+ * one picture); stack: what a stack's pages are written to (es_source_tiff). The rows "/" (a directory) and "-" (standard output) are matched by
  * es_out_kind_of's own rules, not by extension. */
 static const struct {
   const char *ext;
   int kind;
   int (*sink)(es_sink *k, const char *path, const es_sink_opts *o);
+  int (*stack)(es_sink *k, const char *path, const es_sink_opts *o);
 } outputs[] = {
     {"png", ES_OUTK_PNG, NULL},
-    {"npy", ES_OUTK_NPY, es_sink_npy_stack},
-    {"tif", ES_OUTK_TIFF, NULL},
-    {"tiff", ES_OUTK_TIFF, NULL},
+    {"npy", ES_OUTK_NPY, es_sink_npy_stack, es_sink_npy_stack},
+    {"tif", ES_OUTK_TIFF, NULL, es_sink_tiff},
+    {"tiff", ES_OUTK_TIFF, NULL, es_sink_tiff},
     {"mp4", ES_OUTK_VIDEO, es_sink_video},
     {"mkv", ES_OUTK_VIDEO, es_sink_video},
     {"avi", ES_OUTK_VIDEO, es_sink_video},
@@ -36,7 +37,7 @@ static const struct {
     {"wmv", ES_OUTK_VIDEO, es_sink_video},
     {"gif", ES_OUTK_VIDEO, es_sink_video},
     {"apng", ES_OUTK_VIDEO, es_sink_video},
-    {"/", ES_OUTK_DIR, es_sink_frame_dir},
+    {"/", ES_OUTK_DIR, es_sink_frame_dir, es_sink_frame_dir},
     {"-", ES_OUTK_STDOUT, es_sink_video},
 };
 enum { NOUT = sizeof outputs / sizeof outputs[0] };
@@ -70,11 +71,21 @@ int es_out_kind_of(const char *path) {
   return -1;
 }
 
-int es_sink_for_video(es_sink *k, const char *path, const es_sink_opts *o) {
+/* The row of path's kind and extension, or -1. */
+static int row_of(const char *path) {
   const int kind = es_out_kind_of(path);
   const char *e = kind == ES_OUTK_DIR ? "/" : kind == ES_OUTK_STDOUT ? "-" : ext_of(path);
   for (int i = 0; i < NOUT; i++)
-    if (outputs[i].kind == kind && !strcasecmp(e, outputs[i].ext))
-      return outputs[i].sink ? outputs[i].sink(k, path, o) : ES_ERR_USAGE;
-  return ES_ERR_USAGE;
+    if (outputs[i].kind == kind && !strcasecmp(e, outputs[i].ext)) return i;
+  return -1;
+}
+
+int es_sink_for_video(es_sink *k, const char *path, const es_sink_opts *o) {
+  const int i = row_of(path);
+  return i >= 0 && outputs[i].sink ? outputs[i].sink(k, path, o) : ES_ERR_USAGE;
+}
+
+int es_sink_for_stack(es_sink *k, const char *path, const es_sink_opts *o) {
+  const int i = row_of(path);
+  return i >= 0 && outputs[i].stack ? outputs[i].stack(k, path, o) : ES_ERR_USAGE;
 }

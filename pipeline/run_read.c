@@ -84,13 +84,23 @@ void *es_run_read_main(void *arg) {
     }
     if (rc != ES_OK) break;
     if (fr.lend_ref) { /* the source's own buffer, until the stream gives it back */
-      f->width = r->info.width;
-      f->height = r->info.height;
-      f->depth = r->info.depth;
+      f->width = fr.width > 0 ? fr.width : r->info.width; /* a stack's page: its own size */
+      f->height = fr.height > 0 ? fr.height : r->info.height;
+      f->depth = fr.depth > 0 ? fr.depth : r->info.depth;
       f->lend = fr.lend;
       f->stride = fr.lend_stride;
       f->lend_release = src->unlend;
       f->lend_arg = fr.lend_ref;
+    }
+    /* A frame of its own size (a stack's page) and the mask: said here as open_source says
+     * it of frame 0, where the stream would refuse it with no more than "input error". */
+    if (r->c.mask && (f->width != r->c.mask_width || f->height != r->c.mask_height)) {
+      snprintf(r->read_msg, sizeof r->read_msg, "frame %lld: %dx%d, the mask%s%s %dx%d: not the same size",
+               (long long)(r->pushed + r->c.index_base), f->width, f->height,
+               r->c.mask_name ? " " : "", r->c.mask_name ? r->c.mask_name : "", r->c.mask_width,
+               r->c.mask_height);
+      rc = ES_ERR_INPUT;
+      break;
     }
     f->pts = fr.pts;
     f->pts_seconds = fr.pts_seconds;

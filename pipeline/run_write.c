@@ -141,6 +141,7 @@ void es_run_close_sinks(es_run *r) {
   const int commit = !r->fatal;
   /* A video's last frame lasts as the input's does, where the input was read to its end. */
   const int at_end = r->read_status == ES_OK && !r->stopped && !es_run_stop_requested(r);
+  const int whole_failed = (r->src.flags & ES_SOURCE_WHOLE) && !at_end;
   for (int i = 0; i < r->nsinks; i++) {
     run_sink *s = &r->sinks[i];
     if (s->closed) continue;
@@ -148,7 +149,10 @@ void es_run_close_sinks(es_run *r) {
     /* A failed or interrupted run whose sink took no frame leaves nothing under its name
      * (no unplayable video, no empty .npy; a frame directory goes where this run made it);
      * a statistics file keeps its header, as the records of the frames computed are kept. */
-    const int c = commit && ((s->k.flags & ES_SINK_KEEP_EMPTY) || !(r->code != 0 && s->taken == 0));
+    int c = commit && ((s->k.flags & ES_SINK_KEEP_EMPTY) || !(r->code != 0 && s->taken == 0));
+    /* A whole input (a stack) cut short, by a bad page or a stop, leaves no output holding
+     * part of it. */
+    if (whole_failed && !(s->k.flags & ES_SINK_KEEP_EMPTY)) c = 0;
     msg[0] = 0;
     s->closed = 1;
     int rc = s->k.close(&s->k, c, msg, sizeof msg);

@@ -146,7 +146,7 @@ int cli_shard_video(const cli_opts *o, es_shard_range *r, es_video_source_opts *
 /* ---- The runners: each returns the exit code (SPEC 3). */
 /* One PNG or a directory of them (cli_images.c). */
 int cli_run_images(cli_opts *o, int in_kind, int out_kind);
-/* The pages of a multi-page TIFF as frames (cli_stack.c). */
+/* The pages of a multi-page TIFF as frames, through the library's run (cli_video.c). */
 int cli_run_stack(cli_opts *o, int out_kind);
 /* Pages in the TIFF at path, 0 where it cannot be opened (its reading says why). */
 int cli_tiff_pages(const char *path, int64_t max_pixels);

@@ -1,8 +1,8 @@
 /*
- * cli_video.c - the video runner: a video file, a FIFO or standard input (y4m, or raw with
- * --raw) through the library's run (pipeline/run.c): the options checked, the source and
- * the sinks chosen (io/registry.c matches the -o name), the progress line drawn from the
- * run's counters, and the summary.
+ * cli_video.c - the runners of frames: a video file, a FIFO or standard input (y4m, or raw
+ * with --raw), and a multi-page TIFF's pages, through the library's run (pipeline/run.c):
+ * the options checked, the source and the sinks chosen (io/registry.c matches the -o name),
+ * the progress line drawn from the run's counters, and the summary.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -146,49 +146,28 @@ static void summary(const cli_opts *o, es_run *run, int code, int out_sink, int 
             extra, code == 130 ? ", interrupted" : "", failed);
 }
 
-int cli_run_video(cli_opts *o, int out_kind) {
+/* The summary line of a stack's run ("3 of 3 pages, ..."). */
+static void stack_summary(const cli_opts *o, es_run *run, int code) {
+  es_run_counts c;
+  char d[64];
+  es_run_get_counts(run, &c);
+  if (!o->quiet && code != 130)
+    cli_err(NULL, "%" PRId64 " of %" PRId64 " pages, %dx%d, %.2f s, %s", c.frames, c.expected,
+            c.width, c.height, c.elapsed_s, cli_device_desc(es_run_context(run), d, sizeof d));
+}
+
+/* Runs src (closed here in every case) into the sinks of -o (a stack's or a video's, by the
+ * registry), --stats and the statistics lines, and says the summary. The exit code. */
+static int run_source(cli_opts *o, int out_kind, es_source *src, int stack, int64_t index_base) {
   es_run_config rc_cfg;
-  es_source src;
   es_sink k, inner;
   es_run *run = NULL;
-  es_video_source_opts vso = {o->raw, o->max_pixels, o->verbose && !o->quiet, 0, 0, 0, 0, 0, 0};
-  es_shard_range shard;
   es_sink_opts so = {cli_png_pixfmt(o->format), o->format == FMT_F32, o->codec, o->crf,
                      o->preset, o->pix_fmt, o->overwrite, o->skip, o->input, o->cfg.stats_bins};
-  vid_ui ui = {o, !o->quiet && (o->progress == 1 || (o->progress < 0 && isatty(2))), 0, {0}};
+  /* A stack draws no progress line (its pages go as fast as files are read). */
+  vid_ui ui = {o, !stack && !o->quiet && (o->progress == 1 || (o->progress < 0 && isatty(2))),
+               0, {0}};
   int out_sink = -1, stats_sink = -1, code = 0, rc;
-
-  if (out_kind == OUT_PNG) {
-    cli_err(o->output, "a video input needs a video, .npy, directory or - output");
-    return 1;
-  }
-  if (out_kind == OUT_VIDEO && o->format == FMT_F32) {
-    cli_err(o->output, "--format f32 needs a .npy, directory or - output");
-    return 1;
-  }
-  if (o->raw && strcmp(o->input, "-")) {
-    cli_err(o->input, "--raw applies to standard input (-) only");
-    return 1;
-  }
-  /* Refuse an existing output before any work. */
-  if ((out_kind == OUT_VIDEO || out_kind == OUT_NPY) && es_output_exists(o->output)) {
-    if (o->skip) {
-      if (!o->quiet) cli_err(o->output, "exists, skipped");
-      if (!o->stats_path) return 0;
-      out_kind = OUT_NONE; /* the statistics are still asked for: computed, nothing else */
-    } else if (!o->overwrite) {
-      cli_err(o->output, "exists (use -y to overwrite, -n to skip)");
-      return 3;
-    }
-  }
-  if (o->stats_path && strcmp(o->stats_path, "-") && es_same_file(o->input, o->stats_path)) {
-    cli_err(o->stats_path, "is the input itself (choose another output)");
-    return 1;
-  }
-  rc = cli_stats_file_check(o);
-  if (rc == STATS_REFUSED) return 3;
-  if (rc == STATS_SKIPPED && out_kind == OUT_NONE) return 0;
-  if ((rc = cli_shard_video(o, &shard, &vso)) >= 0) return rc;
 
   es_run_config_default(&rc_cfg);
   rc_cfg.cfg = o->cfg;
@@ -202,18 +181,16 @@ int cli_run_video(cli_opts *o, int out_kind) {
   rc_cfg.mask_width = o->mask_w;
   rc_cfg.mask_height = o->mask_h;
   rc_cfg.mask_name = o->mask_path;
-  rc_cfg.index_base = shard.first; /* --shard: records and frame names the whole video's */
-  if ((rc = es_source_video(&src, o->input, &vso)) != ES_OK ||
-      (rc = es_run_create(&run, &rc_cfg, &src)) != ES_OK) { /* src closed by it */
+  rc_cfg.index_base = index_base; /* --shard: records and frame names the whole video's */
+  if ((rc = es_run_create(&run, &rc_cfg, src)) != ES_OK) { /* src closed by it */
     cli_err(NULL, "%s", es_strerror(rc));
     return es_exit_code(rc);
   }
   /* -o first (written and closed first), then --stats, which opens first (one that cannot
    * be written leaves no other output behind), unless it lies inside the frame directory. */
   if (out_kind != OUT_NONE) {
-    if ((rc = es_sink_for_video(&k, o->output, &so)) != ES_OK ||
-        (rc = es_run_add_sink(run, &k)) != ES_OK)
-      goto fail;
+    rc = stack ? es_sink_for_stack(&k, o->output, &so) : es_sink_for_video(&k, o->output, &so);
+    if (rc != ES_OK || (rc = es_run_add_sink(run, &k)) != ES_OK) goto fail;
     out_sink = 0;
   }
   if (o->stats_path) {
@@ -242,7 +219,10 @@ int cli_run_video(cli_opts *o, int out_kind) {
     es_run_counts c;
     es_run_get_counts(run, &c);
     code = c.exit_code;
-    if (c.started) summary(o, run, code, out_sink, stats_sink);
+    if (c.started && stack)
+      stack_summary(o, run, code);
+    else if (c.started)
+      summary(o, run, code, out_sink, stats_sink);
   }
   cli_main_writes(0);
   cli_exit_if_gpus_opening(es_run_context(run), code);
@@ -252,4 +232,101 @@ fail:
   cli_err(NULL, "%s", es_strerror(rc));
   es_run_destroy(&run);
   return es_exit_code(rc);
+}
+
+/* An output named before any work: 0 to write it, 1 skipped (-n, said), or the exit code 3
+ * (refused, said). */
+static int out_exists(const cli_opts *o) {
+  if (!es_output_exists(o->output)) return 0;
+  if (o->skip) {
+    if (!o->quiet) cli_err(o->output, "exists, skipped");
+    return 1;
+  }
+  if (o->overwrite) return 0;
+  cli_err(o->output, "exists (use -y to overwrite, -n to skip)");
+  return 3;
+}
+
+int cli_run_video(cli_opts *o, int out_kind) {
+  es_source src;
+  es_video_source_opts vso = {o->raw, o->max_pixels, o->verbose && !o->quiet, 0, 0, 0, 0, 0, 0};
+  es_shard_range shard;
+  int rc;
+
+  if (out_kind == OUT_PNG) {
+    cli_err(o->output, "a video input needs a video, .npy, directory or - output");
+    return 1;
+  }
+  if (out_kind == OUT_VIDEO && o->format == FMT_F32) {
+    cli_err(o->output, "--format f32 needs a .npy, directory or - output");
+    return 1;
+  }
+  if (o->raw && strcmp(o->input, "-")) {
+    cli_err(o->input, "--raw applies to standard input (-) only");
+    return 1;
+  }
+  /* Refuse an existing output before any work. */
+  if (out_kind == OUT_VIDEO || out_kind == OUT_NPY) {
+    if ((rc = out_exists(o)) == 3) return 3;
+    if (rc == 1) {
+      if (!o->stats_path) return 0;
+      out_kind = OUT_NONE; /* the statistics are still asked for: computed, nothing else */
+    }
+  }
+  if (o->stats_path && strcmp(o->stats_path, "-") && es_same_file(o->input, o->stats_path)) {
+    cli_err(o->stats_path, "is the input itself (choose another output)");
+    return 1;
+  }
+  rc = cli_stats_file_check(o);
+  if (rc == STATS_REFUSED) return 3;
+  if (rc == STATS_SKIPPED && out_kind == OUT_NONE) return 0;
+  if ((rc = cli_shard_video(o, &shard, &vso)) >= 0) return rc;
+  if ((rc = es_source_video(&src, o->input, &vso)) != ES_OK) {
+    cli_err(NULL, "%s", es_strerror(rc));
+    return es_exit_code(rc);
+  }
+  return run_source(o, out_kind, &src, 0, shard.first);
+}
+
+int cli_tiff_pages(const char *path, int64_t max_pixels) {
+  es_tiff *t = NULL;
+  es_tiff_info in;
+  char msg[MSG_LEN];
+  int n = 0;
+  if (es_tiff_open(path, max_pixels, &t, &in, msg, sizeof msg) == ES_OK) n = in.pages;
+  es_tiff_close(&t);
+  return n;
+}
+
+/* A multi-page TIFF (issue 28): its pages, in order, as a video's frames (io/src_tiff.c),
+ * to x.npy [T, H, W], a multi-page x.tif (page 0's GeoTIFF tags on every page), a directory
+ * of frame_000000.png, ..., and --stats (index = page). A page that cannot be read, or is
+ * not page 0's size where the output needs one size, ends the run with exit 2 and, as for
+ * any failed image, no .npy or .tif left under its final name (ES_SOURCE_WHOLE). */
+int cli_run_stack(cli_opts *o, int out_kind) {
+  es_source src;
+  es_tiff_source_opts to = {o->max_pixels, o->band, out_kind == OUT_NPY || out_kind == OUT_TIFF};
+  int rc;
+
+  if (out_kind == OUT_PNG || out_kind == OUT_STDOUT || out_kind == OUT_VIDEO ||
+      (out_kind == OUT_DIR && o->format == FMT_F32)) {
+    cli_err(o->output, "a multi-page TIFF is a stack: write it to x.npy, x.tif, a directory of "
+            "pictures, or --stats");
+    return 1;
+  }
+  if (out_kind == OUT_NPY || out_kind == OUT_TIFF) {
+    if ((rc = out_exists(o)) == 3) return 3;
+    if (rc == 1) {
+      if (!o->stats_path) return 0;
+      out_kind = OUT_NONE;
+    }
+  }
+  rc = cli_stats_file_check(o);
+  if (rc == STATS_REFUSED) return 3;
+  if (rc == STATS_SKIPPED && out_kind == OUT_NONE) return 0;
+  if ((rc = es_source_tiff(&src, o->input, &to)) != ES_OK) {
+    cli_err(NULL, "%s", es_strerror(rc));
+    return es_exit_code(rc);
+  }
+  return run_source(o, out_kind, &src, 1, 0);
 }

@@ -5,7 +5,8 @@
 # to .mp4, .mkv, .npy, a frame directory, y4m and float32 on standard output, --stats CSV and
 # JSON lines, the statistics lines, y4m and raw frames on standard input), masks (a video's
 # and an image's), a JPEG still, the shares of a video (--shard: each share's heat video,
-# records and frame names, an empty share, a share with a mask), plus a few bad inputs, whose
+# records and frame names, an empty share, a share with a mask), multi-page TIFF stacks (each
+# output, pages of two sizes, a damaged page), plus a few bad inputs, whose
 # messages (under -q: no timings) and exit codes are compared too, and the directories each
 # run leaves.
 # Each case runs in a directory of its own per binary, with the same relative names, so that
@@ -37,6 +38,33 @@ ffmpeg -nostdin -v error -f lavfi -i "color=black:s=512x512,drawbox=x=100:y=60:w
 ffmpeg -nostdin -v error -i "$SAM/camera.png" -q:v 3 "$T/in/camera.jpg"
 ffmpeg -nostdin -v error -f lavfi -i testsrc2=s=320x240:r=25 -frames:v 60 -c:v libx264 -g 12 \
   -bf 2 -pix_fmt yuv420p "$T/in/gop.mp4"
+# Multi-page TIFF stacks (tiffcp, libtiff-tools): three pages of camera.png, pages of two
+# sizes (the odd one last, and in the middle), 16-bit pages, 8- and 16-bit pages in one, a deflate stack whose page 2 is
+# damaged, and GeoTIFF tags on page 0 and float32 pages (gdal_translate, where gdal-bin is
+# there).
+stacks=0
+if command -v tiffcp >/dev/null && command -v tiffinfo >/dev/null; then
+  stacks=1
+  ffmpeg -nostdin -v error -i "$SAM/camera.png" -pix_fmt gray "$T/in/p0.tif"
+  ffmpeg -nostdin -v error -i "$SAM/camera.png" -vf negate -pix_fmt gray "$T/in/p1.tif"
+  ffmpeg -nostdin -v error -i "$SAM/camera.png" -vf "lutyuv=y=val/2" -pix_fmt gray "$T/in/p2.tif"
+  ffmpeg -nostdin -v error -i "$SAM/chelsea.png" -pix_fmt gray "$T/in/q1.tif"
+  ffmpeg -nostdin -v error -i "$SAM/moon16.png" -pix_fmt gray16le "$T/in/m0.tif"
+  ffmpeg -nostdin -v error -i "$SAM/moon16.png" -vf negate -pix_fmt gray16le "$T/in/m1.tif"
+  (cd "$T/in" && tiffcp p0.tif p1.tif p2.tif stack.tif && tiffcp p0.tif p1.tif q1.tif mixed.tif &&
+    tiffcp p0.tif q1.tif p2.tif mixed1.tif && tiffcp m0.tif m1.tif stack16.tif &&
+    tiffcp -c zip p0.tif p1.tif p2.tif dmg.tif)
+  ffmpeg -nostdin -v error -i "$SAM/camera.png" -pix_fmt gray16le "$T/in/c16.tif"
+  (cd "$T/in" && tiffcp p0.tif c16.tif p2.tif depth.tif)
+  off=$(tiffinfo -s -2 "$T/in/dmg.tif" 2>/dev/null | awk '/Strips:/ { getline; gsub(/[][,]/, " "); print $2; exit }')
+  printf 'garbage%.0s' 1 2 3 4 5 6 7 8 | dd of="$T/in/dmg.tif" bs=1 seek=$((off + 4)) conv=notrunc 2>/dev/null
+  if command -v gdal_translate >/dev/null; then
+    gdal_translate -q -a_ullr 10 50 11 49 -a_srs EPSG:4326 "$T/in/p0.tif" "$T/in/g0.tif"
+    (cd "$T/in" && tiffcp g0.tif p1.tif geo.tif)
+    gdal_translate -q -ot Float32 "$T/in/p0.tif" "$T/in/f0.tif" # float32 samples
+    (cd "$T/in" && tiffcp p0.tif f0.tif float.tif)
+  fi
+fi
 
 # run NAME STDIN ARGS...: each binary in $T/old/NAME and $T/new/NAME, the inputs linked in;
 # stdout, stderr (under -q) and the exit code kept beside the outputs, then compared.
@@ -152,6 +180,34 @@ run bad-mask-size $N -q samples/clip.mp4 --mask in/mask512.png -o x.mkv --stats 
 run bad-mask-missing $N -q samples/clip.mp4 --mask in/none.png -o x.mkv
 run bad-shard-stdin "$T/in/clip.y4m" -q - --shard 1/2 -o x.mkv
 run bad-shard-still $N -q samples/camera.png --shard 1/2 -o x.png
+# Stacks: each output, pages of two sizes (refused by a .npy or .tif, taken by a directory),
+# a damaged page (exit 2, no .npy or .tif left), -n, the refusals.
+if [ $stacks = 1 ]; then
+  run stack-npy $N in/stack.tif -o m.npy --stats s.csv
+  run stack-tif $N in/stack.tif -o m.tif
+  run stack-tif-heat $N in/stack.tif -o h.tif --format heat --stats s.jsonl
+  run stack-tif-gray16 $N in/stack.tif -o g.tif --format gray16 -w 7
+  run stack-dir $N in/stack.tif -o fr --format gray8 --stats fr/s.csv
+  run stack-dir-heat $N in/stack.tif -o fr/
+  run stack-lines $N in/stack.tif
+  run stack-stats-stdout $N in/stack.tif --stats -
+  run stack16-npy $N in/stack16.tif -o m.npy --stats s.csv
+  run stack-mixed-dir $N in/mixed1.tif -o fr --stats s.csv
+  run stack-depths-npy $N in/depth.tif -o m.npy --stats s.csv
+  [ -e "$T/in/geo.tif" ] && run stack-geo $N in/geo.tif -o g.tif
+  [ -e "$T/in/float.tif" ] && run stack-float $N in/float.tif -o m.npy --stats s.csv
+  run bad-stack-mixed-npy $N -q in/mixed.tif -o m.npy --stats s.csv
+  run bad-stack-mixed-tif $N -q in/mixed.tif -o m.tif
+  run bad-stack-dmg-npy $N -q in/dmg.tif -o m.npy --stats s.csv
+  run bad-stack-dmg-tif $N -q in/dmg.tif -o m.tif
+  run bad-stack-dmg-dir $N -q in/dmg.tif -o fr --stats s.csv
+  run bad-stack-png $N -q in/stack.tif -o x.png
+  run bad-stack-video $N -q in/stack.tif -o x.mkv
+  run bad-stack-f32-dir $N -q in/stack.tif -o fr --format f32
+  run bad-stack-exists $N -q in/stack.tif -o in/p0.tif
+  run stack-exists-n $N -q in/stack.tif -n -o in/p0.tif --stats s.csv
+  run bad-stack-window $N -q in/stack.tif -o m.npy -w 4
+fi
 
 echo "compare-outputs: $n cases, $((n - bad)) the same ($framemd5 video files by framemd5), $bad different"
 [ $bad = 0 ]
