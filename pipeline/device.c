@@ -8,7 +8,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "es_pipeline_internal.h"
 #include "es_trace.h"
@@ -203,14 +202,24 @@ static double split_out_bytes(const es_job *job) {
   return b;
 }
 
-double es_split_model_ms(const es_job *job, int m, int in_pinned, int out_pinned) {
-  const es_image *in = &job->in;
-  const double px = (double)in->width * in->height;
+/* The model's kernel time of a job on one GPU (the constants above), ms. */
+static double split_kernel_ms(const es_job *job) {
+  const double px = (double)job->in.width * job->in.height;
   const int K = job->params.window, L = job->params.levels;
   double kern = px / 1e6 * (ES_SPLIT_MPX_MS + ES_SPLIT_MPX_MS_K * K);
   if (L <= 32) kern *= 0.25;
   if (L > 256) kern *= 4.0;
-  const double in_b = px * es_depth_bytes(in->depth), out_b = split_out_bytes(job);
+  return kern;
+}
+
+/* The bytes a job moves into the device (its samples). */
+static double split_in_bytes(const es_job *job) {
+  return (double)job->in.width * job->in.height * es_depth_bytes(job->in.depth);
+}
+
+double es_split_model_ms(const es_job *job, int m, int in_pinned, int out_pinned) {
+  const double kern = split_kernel_ms(job);
+  const double in_b = split_in_bytes(job), out_b = split_out_bytes(job);
   const double page_b = (in_pinned ? 0.0 : in_b) + (out_pinned ? 0.0 : out_b);
   double link = ES_SPLIT_LINK_GBS * m;
   if (link > ES_SPLIT_LINKS_GBS) link = ES_SPLIT_LINKS_GBS;
@@ -267,24 +276,9 @@ int es_split_class(const es_job *job) {
   return (double)job->in.width * job->in.height >= ES_SPLIT_LARGE_PX;
 }
 
-static double split_kernel_ms(const es_job *job) {
-  const double px = (double)job->in.width * job->in.height;
-  const int K = job->params.window, L = job->params.levels;
-  double kern = px / 1e6 * (ES_SPLIT_MPX_MS + ES_SPLIT_MPX_MS_K * K);
-  if (L <= 32) kern *= 0.25;
-  if (L > 256) kern *= 4.0;
-  return kern;
-}
-
+/* A job's MB moved (in + out): what the measured rates are per. */
 static double split_mb(const es_job *job) {
-  const double px = (double)job->in.width * job->in.height;
-  return (px * (job->in.depth == 16 ? 2 : 1) + split_out_bytes(job)) / 1e6;
-}
-
-static double mono_ms(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return (double)t.tv_sec * 1e3 + 1e-6 * (double)t.tv_nsec;
+  return (split_in_bytes(job) + split_out_bytes(job)) / 1e6;
 }
 
 int es_split_probe_workers(es_gpu_worker **ws, int n, int cls, double *ms_mb, char *msg,
@@ -311,9 +305,9 @@ int es_split_probe_workers(es_gpu_worker **ws, int n, int cls, double *ms_mb, ch
   for (int m = 1; m <= n && rc == ES_OK; m++) {
     double best = 0;
     for (int r = 0; r <= ES_PROBE_REPS && rc == ES_OK; r++) {
-      const double t0 = mono_ms();
+      const double t0 = es_trace_ms();
       rc = m == 1 ? es_gpu_run(ws[0], &job, msg, len) : es_gpu_run_multi(ws, m, &job, msg, len);
-      const double t = mono_ms() - t0;
+      const double t = es_trace_ms() - t0;
       if (r > 0 && (best == 0 || t < best)) best = t; /* r 0: the warm-up */
     }
     /* What moving the bytes took, without the kernels the model counts apart. */
@@ -350,7 +344,7 @@ static int split_probe(es_context *ctx, int cls) {
     char why[ES_ERRLEN] = "";
     const int n = pool_acquire_all(ctx, pw, ctx->ngpu);
     for (int i = 0; i < n; i++) ws[i] = pw[i]->w;
-    const double t0 = mono_ms();
+    const double t0 = es_trace_ms();
     double *ms_mb = ctx->split_ms_mb[cls];
     int rc = n >= 2 ? es_split_probe_workers(ws, n, cls, ms_mb, why, sizeof why) : ES_ERR_DEVICE;
     for (int i = 0; i < n; i++) pool_release(ctx, pw[i], -1);
@@ -358,7 +352,7 @@ static int split_probe(es_context *ctx, int cls) {
     if (rc == ES_OK && es_trace_enabled()) {
       char line[256];
       int k = snprintf(line, sizeof line, "split: class %d measured in %.1f ms, ms a MB:", cls,
-                       mono_ms() - t0);
+                       es_trace_ms() - t0);
       for (int m = 1; m <= n && k > 0 && (size_t)k < sizeof line; m++)
         k += snprintf(line + k, sizeof line - (size_t)k, " x%d %.4f", m, ms_mb[m]);
       es_trace("%s", line);
@@ -371,12 +365,15 @@ static int split_probe(es_context *ctx, int cls) {
   return ok;
 }
 
+int es_split_measurable(const es_job *job) {
+  return !out_pinned_of(job) && (double)job->in.width * job->in.height >= ES_SPLIT_PROBE_MIN_PX;
+}
+
 int es_split_count(es_context *ctx, const es_job *job) {
   const int n = ctx->ngpu;
   if (n < 2) return 1;
   if (ctx->split_force > 0) return ctx->split_force < n ? ctx->split_force : n;
-  if (out_pinned_of(job) || (double)job->in.width * job->in.height < ES_SPLIT_PROBE_MIN_PX ||
-      !split_probe(ctx, es_split_class(job)))
+  if (!es_split_measurable(job) || !split_probe(ctx, es_split_class(job)))
     return es_split_gpus_for(job, n);
   return es_split_gpus_measured(job, n, ctx->split_ms_mb[es_split_class(job)]);
 }

@@ -161,6 +161,9 @@ int es_split_gpus_for(const es_job *job, int n);
  * ms), the counts that were slower never taken; else (all page-locked, or the measurement
  * failed) es_split_gpus_for. ctx->split_force > 0 overrides it (tests). */
 int es_split_count(es_context *ctx, const es_job *job);
+/* 1 where es_split_count takes measured rates for the job: a pageable output (map or
+ * rendering) of ES_SPLIT_PROBE_MIN_PX pixels or more. */
+int es_split_measurable(const es_job *job);
 /* es_split_count's rule on given rates (ms_mb[m], m = 1..n, as measured): exposed for
  * test_pipeline_split. */
 int es_split_gpus_measured(const es_job *job, int n, const double *ms_mb);

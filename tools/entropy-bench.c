@@ -420,8 +420,7 @@ static void multi_rows(const char *group, gpu_set *g, const es_job *job, int rep
     /* As es_split_count: measured rates for a pageable output (each auto row measures them
      * again, as each context does once), else the model. */
     double ms_mb[ES_MAX_GPUS + 1];
-    const int measured = !es_gpu_is_pinned(job->map) &&
-                         (double)w * h >= ES_SPLIT_PROBE_MIN_PX &&
+    const int measured = es_split_measurable(job) &&
                          es_split_probe_workers(g->w, g->n, es_split_class(job), ms_mb, msg,
                                                 sizeof msg) == ES_OK;
     const int m = measured ? es_split_gpus_measured(job, g->n, ms_mb) : es_split_gpus_for(job, g->n);
