@@ -21,6 +21,7 @@ try:
 except Exception as e:  # pragma: no cover
     print("skipped: numpy not available:", e)
     sys.exit(77)
+from es_pngio import png_read  # noqa: E402 (after numpy's check)
 try:
     from skimage.filters import rank
     from skimage.morphology import disk
@@ -54,49 +55,6 @@ def png_write(path, a, rgb=False):
     ihdr = struct.pack('>IIBBBBB', w, h, depth, 2 if rgb else 0, 0, 0, 0)
     open(path, 'wb').write(b'\x89PNG\r\n\x1a\n' + chunk(b'IHDR', ihdr) +
                            chunk(b'IDAT', zlib.compress(raw)) + chunk(b'IEND', b''))
-
-
-def png_read_grey8(path):
-    """The grey samples of an 8-bit grey PNG (ours), for the camera."""
-    d = open(path, 'rb').read()
-    pos, idat, w, h, ctype = 8, b'', 0, 0, 0
-    while pos < len(d):
-        n, t = struct.unpack('>I4s', d[pos:pos + 8])
-        body = d[pos + 8:pos + 8 + n]
-        if t == b'IHDR':
-            w, h, depth, ctype = struct.unpack('>IIBB', body[:10])
-            assert depth == 8, depth
-        elif t == b'IDAT':
-            idat += body
-        pos += 12 + n
-    ch = {0: 1, 2: 3}[ctype]
-    raw = zlib.decompress(idat)
-    stride = w * ch
-    out = np.zeros((h, stride), np.int64)
-    prev = np.zeros(stride, np.int64)
-    for y in range(h):
-        f = raw[y * (stride + 1)]
-        line = np.frombuffer(raw, np.uint8, stride, y * (stride + 1) + 1).astype(np.int64)
-        cur = np.zeros(stride, np.int64)
-        for x in range(stride):
-            a = cur[x - ch] if x >= ch else 0
-            b = prev[x]
-            c = prev[x - ch] if x >= ch else 0
-            if f == 0:
-                p = 0
-            elif f == 1:
-                p = a
-            elif f == 2:
-                p = b
-            elif f == 3:
-                p = (a + b) // 2
-            else:
-                pa, pb, pc = abs(b - c), abs(a - c), abs(a + b - 2 * c)
-                p = a if pa <= pb and pa <= pc else (b if pb <= pc else c)
-            cur[x] = (line[x] + p) & 255
-        out[y] = cur
-        prev = cur
-    return out.reshape(h, w, ch)
 
 
 def run(args, want=0):
@@ -136,7 +94,7 @@ def ref_reflect(q, m, k, shape, levels):
 
 with tempfile.TemporaryDirectory() as T:
     cam = os.path.join(SRC, "samples", "camera.png")
-    img = png_read_grey8(cam)[..., 0]
+    img = png_read(cam)[..., 0]
     h, w = img.shape
     rng = np.random.default_rng(int(os.environ.get("ES_TEST_SEED", "0") or 0) or None)
     masks = {}
@@ -221,7 +179,7 @@ with tempfile.TemporaryDirectory() as T:
     # A heat PNG: outside is H = 0, inferno's first colour (0, 0, 4).
     heat = os.path.join(T, "heat.png")
     run([cam, "--mask", os.path.join(T, "blocks.png"), "-o", heat, "-y", "-q"])
-    px = png_read_grey8(heat)
+    px = png_read(heat)
     outside = masks["blocks"] == 0
     if not (px[outside] == [0, 0, 4]).all():
         fail("heat PNG: outside pixels are not H = 0's colour")
