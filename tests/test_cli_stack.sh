@@ -14,6 +14,12 @@ if [ "${ES_HAVE_FFMPEG:-0}" != 1 ] || ! command -v ffmpeg >/dev/null || ! comman
   echo "test_cli_stack: skipped (needs ffmpeg, tiffcp and tiffinfo: tools/install-deps.sh)"
   exit 77
 fi
+# A minimal FFmpeg (the GPU machine's) lacks the TIFF encoder or lavfi's color source.
+if ! ffmpeg -hide_banner -encoders 2>/dev/null | awk '$2 == "tiff" { f = 1 } END { exit !f }' ||
+   ! ffmpeg -hide_banner -filters 2>/dev/null | awk '$2 == "color" { f = 1 } END { exit !f }'; then
+  echo "test_cli_stack: skipped (this FFmpeg has no TIFF encoder or no lavfi color source)"
+  exit 77
+fi
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
 FAIL=0
