@@ -365,6 +365,25 @@ static int split_probe(es_context *ctx, int cls) {
   return ok;
 }
 
+/* What a split job of m GPUs took on this host, folded into its class's rate: the probe
+ * runs once, on a probe image, and a host's copy rate moves with what else runs there (on
+ * 4 x H200 a probe said two GPUs move 8192^2 fastest while 10240^2 then took 1.14x one GPU's
+ * time; BENCHMARKS U7). Half the old rate, half the new: one slow call turns the count back,
+ * one noisy call does not undo a measurement. Only jobs es_split_count chose the count of. */
+void es_split_fold(double *ms_mb, const es_job *job, int m, double ms) {
+  if (m < 1 || ms <= 0) return;
+  const double move = ms - split_kernel_ms(job) / m; /* as the probe counts it */
+  ms_mb[m] = 0.5 * ms_mb[m] + 0.5 * (move > 0 ? move : ms) / split_mb(job);
+}
+
+void es_split_observe(es_context *ctx, const es_job *job, int m, double ms) {
+  if (m < 1 || m > ctx->ngpu || ctx->split_force > 0 || !es_split_measurable(job)) return;
+  const int cls = es_split_class(job);
+  pthread_mutex_lock(&ctx->split_lock);
+  if (ctx->split_state[cls] == 1) es_split_fold(ctx->split_ms_mb[cls], job, m, ms);
+  pthread_mutex_unlock(&ctx->split_lock);
+}
+
 int es_split_measurable(const es_job *job) {
   return !out_pinned_of(job) && (double)job->in.width * job->in.height >= ES_SPLIT_PROBE_MIN_PX;
 }
@@ -398,6 +417,7 @@ int es_run_job(es_context *ctx, const es_job *job, int target, int cpu_threads, 
   int first = 1, cpu_retried = 0, rc = ES_OK;
   *device = -1;
   if (target != ES_TARGET_CPU) es_ctx_gpus_wait(ctx);
+  const int split_chosen = target == ES_TARGET_MULTI; /* its time goes to es_split_observe */
 
   if (target == ES_TARGET_MULTI) {
     es_pool_worker *pw[ES_MAX_GPUS];
@@ -415,7 +435,9 @@ int es_run_job(es_context *ctx, const es_job *job, int target, int cpu_threads, 
         rc = ES_ERR_DEVICE;
         snprintf(why, sizeof why, "injected fault");
       } else {
+        const double t0 = es_trace_ms();
         rc = es_gpu_run_multi(ws, n, job, why, sizeof why);
+        if (rc == ES_OK) es_split_observe(ctx, job, n, es_trace_ms() - t0);
       }
       /* Which device broke is not known here: no GPU is blamed, the retry goes to one GPU.
        * Nor is any acquitted: a success would reset the failure counts, and so would a
@@ -453,7 +475,9 @@ int es_run_job(es_context *ctx, const es_job *job, int target, int cpu_threads, 
         rc = ES_ERR_DEVICE;
         snprintf(why, sizeof why, "injected fault");
       } else {
+        const double t0 = es_trace_ms();
         rc = es_gpu_run(pw->w, job, why, sizeof why);
+        if (rc == ES_OK && split_chosen && first) es_split_observe(ctx, job, 1, es_trace_ms() - t0);
       }
       first = 0;
       pool_release(ctx, pw, rc != ES_OK && !job_error(rc));

@@ -161,6 +161,12 @@ int es_split_gpus_for(const es_job *job, int n);
  * ms), the counts that were slower never taken; else (all page-locked, or the measurement
  * failed) es_split_gpus_for. ctx->split_force > 0 overrides it (tests). */
 int es_split_count(es_context *ctx, const es_job *job);
+/* Folds the time (ms, host to host) a job es_split_count counted for took on m GPUs into
+ * the rate of its size class, where that class was measured. */
+void es_split_observe(es_context *ctx, const es_job *job, int m, double ms);
+/* The rule it folds by, on rates ms_mb[1..] (entropy-bench's auto rows take it too): half
+ * the old rate of m GPUs, half the one that ms shows. */
+void es_split_fold(double *ms_mb, const es_job *job, int m, double ms);
 /* 1 where es_split_count takes measured rates for the job: a pageable output (map or
  * rendering) of ES_SPLIT_PROBE_MIN_PX pixels or more. */
 int es_split_measurable(const es_job *job);

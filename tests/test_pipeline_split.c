@@ -86,6 +86,31 @@ int main(void) {
         es_split_gpus_measured(&big, 2, h200x2));
   CHECK(es_split_gpus_measured(&big, 4, flat) == 1, "measured, under 15%% saved: %d",
         es_split_gpus_measured(&big, 4, flat));
+  /* What a call took is folded into the rates (es_split_fold, es_split_observe): where the
+   * probe said two GPUs were faster and a 10240^2 call on two then took 1.14x one GPU's time
+   * (4 x H200, BENCHMARKS U7), the next call goes back to one; a call as fast as measured
+   * keeps the count; a time below the kernels' counts as the whole time. */
+  {
+    double r[3] = {0, 17.9 / 1e3, 14.4 / 1e3};
+    CHECK(es_split_gpus_measured(&big, 2, r) == 2, "before the fold: %d",
+          es_split_gpus_measured(&big, 2, r));
+    const double mb = 10240.0 * 10240 * 5 / 1e6;
+    double same[3] = {0, r[1], r[2]};
+    es_split_fold(same, &big, 2, r[2] * mb + 0.1); /* about what was measured */
+    CHECK(es_split_gpus_measured(&big, 2, same) == 2, "a call as measured turned it: %d",
+          es_split_gpus_measured(&big, 2, same));
+    es_split_fold(r, &big, 2, 11.15);              /* x2's time on U7's host */
+    CHECK(r[2] > 14.4 / 1e3, "x2's rate did not rise: %g", r[2]);
+    CHECK(es_split_gpus_measured(&big, 2, r) == 1, "after a slow split: %d",
+          es_split_gpus_measured(&big, 2, r));
+    const double r1 = r[1];
+    es_split_fold(r, &big, 1, 9.81);               /* x1's time there */
+    CHECK(r[1] > 0 && r[1] != r1 && es_split_gpus_measured(&big, 2, r) == 1,
+          "after x1's own time: rate %g, count %d", r[1], es_split_gpus_measured(&big, 2, r));
+    double tiny[3] = {0, 0.01, 0.01};
+    es_split_fold(tiny, &big, 1, 1e-3);
+    CHECK(tiny[1] > 0 && tiny[1] < 0.01, "a time below the kernels': %g", tiny[1]);
+  }
   /* Random rates: never a count whose time by those rates is above a smaller count's. */
   for (int i = 0; i < 2000; i++) {
     double r[9];
