@@ -26,9 +26,6 @@
 #include "es_gpu_internal.cuh"
 #include "gpu_kernels.cuh"
 
-#ifndef ES_COPY_THREADS_TOTAL
-#define ES_COPY_THREADS_TOTAL 32 /* staging-copy threads of a multi-GPU job's tasks together */
-#endif
 #ifndef ES_BAND_BYTES
 #define ES_BAND_BYTES (16u << 20) /* output bytes per pipelined band, at most (BENCHMARKS P2) */
 #endif
@@ -50,8 +47,9 @@ static void es_gpu_msg(char *msg, size_t msglen, const char *fmt, const char *a,
   if (msg && msglen) snprintf(msg, msglen, fmt, a, b);
 }
 
-/* OpenMP threads a staging copy may use on this host thread (0: the default, up to 16).
- * Tasks of a multi-GPU job run at once: each gets its share of the cores. */
+/* OpenMP threads a staging copy may use on this host thread (0: the default, up to 16): set
+ * for the call by es_gpu_split_compute and es_gpu_split_render, whose ranges of a job on
+ * several GPUs run at once, each with its share of the cores (pipeline/split_run.c). */
 static __thread int tl_copy_threads;
 
 /* ---- small helpers ---- */
@@ -466,8 +464,6 @@ static const void *const es_kernel_list[] = {
     (const void *)k_entropy2<uint16_t, false>};
 #undef ES_KSH
 
-static void host_thread_stop(es_gpu_worker *w);
-
 /* es_gpu_worker.pdl for a GPU of compute capability major.x: ES_PDL=refuse tests the
  * fallback (test_gpu_pdl_fallback). */
 static int pdl_mode(int major) {
@@ -478,7 +474,7 @@ static int pdl_mode(int major) {
 extern "C" void es_gpu_worker_destroy(es_gpu_worker **pw) {
   if (!pw || !*pw) return;
   es_gpu_worker *w = *pw;
-  host_thread_stop(w);
+  if (w->attached_done) w->attached_done(w->attached); /* the pipeline's host thread ends */
   cudaSetDevice(w->device);
   if (w->s_up) cudaStreamSynchronize(w->s_up);
   if (w->s_comp) cudaStreamSynchronize(w->s_comp);
@@ -520,7 +516,15 @@ extern "C" void es_gpu_worker_destroy(es_gpu_worker **pw) {
 
 extern "C" int es_gpu_worker_device(const es_gpu_worker *w) { return w ? w->device : -1; }
 
-static int run_jobs(es_gpu_worker **ws, int n, const es_job *job, char *msg, size_t msglen);
+extern "C" void es_gpu_worker_attach(es_gpu_worker *w, void *data, void (*done)(void *)) {
+  w->attached = data;
+  w->attached_done = done;
+}
+
+extern "C" void *es_gpu_worker_attached(const es_gpu_worker *w) { return w->attached; }
+
+static int split_run_here(es_gpu_worker **ws, int n, const es_job *job, char *msg,
+                          size_t msglen);
 
 static int worker_create(es_gpu_worker **out, int device, int warm, char *msg, size_t msglen) {
   int rc = ES_OK, dev = device;
@@ -614,7 +618,7 @@ static int worker_create(es_gpu_worker **out, int device, int warm, char *msg, s
     j.pix.plane[0] = rgb;
     j.pix.stride[0] = 37 * 3;
     es_trace("GPU %d: tables uploaded, warm-up job", device);
-    rc = run_jobs(&w, 1, &j, msg, msglen);
+    rc = split_run_here(&w, 1, &j, msg, msglen);
     if (rc) goto end;
     es_trace("GPU %d: warm-up done", device);
   }
@@ -1399,274 +1403,220 @@ end:
   return rc;
 }
 
-/* ---- jobs over one or several workers ---- */
+/* ---- a job cut by rows into ranges, one a worker ---- */
 
-struct es_task {
-  es_gpu_worker *w;
-  es_range *R;
-  const es_job *job;
-  int phase; /* 1 compute, 2 render */
-  double lo, inv;
-  int copy_threads; /* staging-copy threads for this task (0: default) */
-  int rc;
-  char msg[256];
+/* A job split by rows (es_gpu.h): the ranges, what their phase 1 gives back (histograms,
+ * row sums) and the job as the ranges compute it. */
+struct es_gpu_split {
+  es_job job;          /* float samples (depth 32) replaced by their levels and inside */
+  int levels_entropy;  /* depth 32: the global entropy is that of the levels */
+  int m;               /* ranges: a worker whose share of rows rounds to none gets none */
+  es_gpu_worker *ws[ES_MAX_GPUS]; /* the worker of each range */
+  es_range *Rs;
+  uint64_t *lh, *lsum; /* the levels' histograms: one a range, and their sum */
+  uint64_t *sh, *ssum; /* the raw samples' (global_entropy), where the levels' are not theirs */
+  double *rows;        /* 2 a row (sum, sumsq), NULL without statistics */
+  uint16_t *samples;   /* depth 32: the levels and the inside (es_float_levels), else NULL */
+  uint8_t *mask;
+  double lo, inv;      /* the rendering's range, from es_gpu_split_gather */
 };
-
-static void task_run(es_task *t) {
-  const int saved = tl_copy_threads;
-  tl_copy_threads = t->copy_threads;
-  if (t->phase == 1)
-    t->rc = range_compute(t->w, t->R, t->job, 0, NULL, t->msg, sizeof t->msg);
-  else
-    t->rc = range_render(t->w, t->R, t->job, t->lo, t->inv, 0, t->msg, sizeof t->msg);
-  tl_copy_threads = saved;
-}
-
-/* A worker's host thread: runs the tasks posted to it until told to quit. */
-static void *host_main(void *arg) {
-  es_gpu_worker *w = (es_gpu_worker *)arg;
-  pthread_mutex_lock(&w->host_lock);
-  for (;;) {
-    while (!w->host_task && !w->host_quit) pthread_cond_wait(&w->host_cond, &w->host_lock);
-    if (w->host_quit) break;
-    es_task *t = w->host_task;
-    pthread_mutex_unlock(&w->host_lock);
-    task_run(t);
-    pthread_mutex_lock(&w->host_lock);
-    w->host_task = NULL;
-    pthread_cond_broadcast(&w->host_cond);
-  }
-  pthread_mutex_unlock(&w->host_lock);
-  return NULL;
-}
-
-static int host_thread_start(es_gpu_worker *w) {
-  if (w->host_started) return 1;
-  pthread_mutex_init(&w->host_lock, NULL);
-  pthread_cond_init(&w->host_cond, NULL);
-  w->host_task = NULL;
-  w->host_quit = 0;
-  if (pthread_create(&w->host, NULL, host_main, w) != 0) {
-    pthread_cond_destroy(&w->host_cond);
-    pthread_mutex_destroy(&w->host_lock);
-    return 0;
-  }
-  w->host_started = 1;
-  return 1;
-}
-
-static void host_thread_stop(es_gpu_worker *w) {
-  if (!w->host_started) return;
-  pthread_mutex_lock(&w->host_lock);
-  w->host_quit = 1;
-  pthread_cond_broadcast(&w->host_cond);
-  pthread_mutex_unlock(&w->host_lock);
-  pthread_join(w->host, NULL);
-  pthread_cond_destroy(&w->host_cond);
-  pthread_mutex_destroy(&w->host_lock);
-  w->host_started = 0;
-}
-
-/* Runs the tasks of one phase at once: task 0 on the calling thread, the others on their
- * workers' host threads; each task's staging copies get an equal share of the cores. */
-static int run_phase(es_task *ts, int n, char *msg, size_t msglen) {
-  int posted[ES_MAX_GPUS] = {0};
-  int rc = ES_OK;
-  int share = 0;
-  if (n > 1) {
-#ifdef ES_HAVE_OPENMP
-    /* One core a task drives the device; the copies of all tasks together at most 32
-     * threads: host memory bandwidth is spent long before that, and 4 tasks of 15 threads
-     * on 64 cores stalled 2560^2 jobs for 3-10 ms (BENCHMARKS F1). */
-    share = omp_get_num_procs() / n - 1;
-    if (share > ES_COPY_THREADS_TOTAL / n) share = ES_COPY_THREADS_TOTAL / n;
-#else
-    share = 1;
-#endif
-    if (share < 1) share = 1;
-  }
-  for (int i = 0; i < n; i++) ts[i].copy_threads = share;
-  for (int i = 1; i < n; i++) {
-    es_gpu_worker *w = ts[i].w;
-    int dup = w == ts[0].w; /* a worker given twice runs its tasks in turn, on this thread */
-    for (int j = 1; j < i; j++) dup |= w == ts[j].w;
-    if (dup || !host_thread_start(w)) continue;
-    pthread_mutex_lock(&w->host_lock);
-    w->host_task = &ts[i];
-    pthread_cond_broadcast(&w->host_cond);
-    pthread_mutex_unlock(&w->host_lock);
-    posted[i] = 1;
-  }
-  task_run(&ts[0]);
-  for (int i = 1; i < n; i++) {
-    if (!posted[i]) {
-      task_run(&ts[i]); /* no host thread: in turn, on this one */
-      continue;
-    }
-    es_gpu_worker *w = ts[i].w;
-    pthread_mutex_lock(&w->host_lock);
-    while (w->host_task) pthread_cond_wait(&w->host_cond, &w->host_lock);
-    pthread_mutex_unlock(&w->host_lock);
-  }
-  for (int i = 0; i < n; i++) {
-    if (ts[i].rc && !rc) {
-      rc = ts[i].rc;
-      if (msg && msglen) snprintf(msg, msglen, "%s", ts[i].msg);
-    }
-  }
-  return rc;
-}
-
-static int run_jobs(es_gpu_worker **ws, int n, const es_job *job, char *msg, size_t msglen) {
-  int rc = es_job_check(job, msg, msglen);
-  if (rc) return rc;
-  if (n < 1 || n > ES_MAX_GPUS || !ws) {
-    if (msg && msglen) snprintf(msg, msglen, "GPU: %d workers (1..%d)", n, ES_MAX_GPUS);
-    return ES_ERR_USAGE;
-  }
-  for (int i = 0; i < n; i++) {
-    if (!ws[i]) {
-      if (msg && msglen) snprintf(msg, msglen, "GPU: worker %d is NULL", i);
-      return ES_ERR_USAGE;
-    }
-  }
-  const int H = job->in.height, L = job->params.levels;
-  const int bins = job->stats ? job->stats_bins : 1;
-  const int want_stats = job->stats != NULL || (job->render.format != ES_PIX_NONE && job->render.range_auto);
-  es_range *Rs = (es_range *)calloc((size_t)n, sizeof *Rs);
-  es_task *ts = (es_task *)calloc((size_t)n, sizeof *ts);
-  uint64_t *lh = (uint64_t *)calloc((size_t)n * (size_t)L, sizeof *lh);
-  uint64_t *lsum = (uint64_t *)calloc((size_t)L, sizeof *lsum);
-  double *rows = job->stats ? (double *)malloc(sizeof(double) * 2 * (size_t)H) : NULL;
-  /* Raw samples' histograms (global_entropy), one a range, where the levels' are not theirs */
-  const int own_samples =
-      job->stats && (job->in.mask || es_stats_sample_hist_own(L, job->in.depth));
-  const size_t nsamples = (size_t)1 << job->in.depth;
-  uint64_t *sh = own_samples ? (uint64_t *)calloc((size_t)n * nsamples, sizeof *sh) : NULL;
-  uint64_t *ssum = own_samples ? (uint64_t *)calloc(nsamples, sizeof *ssum) : NULL;
-  int m = 0;
-  if (!Rs || !ts || !lh || !lsum || (job->stats && !rows) || (own_samples && (!sh || !ssum))) {
-    rc = ES_ERR_NOMEM;
-    goto end;
-  }
-  /* Split rows at even boundaries (a YUV420P chroma row never straddles two devices). */
-  for (int i = 0; i < n; i++) {
-    int a = (int)((long long)H * i / n) & ~1, b = i == n - 1 ? H : (int)((long long)H * (i + 1) / n) & ~1;
-    if (b <= a) continue;
-    Rs[m].row0 = a;
-    Rs[m].row1 = b;
-    Rs[m].levhist = lh + (size_t)m * L;
-    Rs[m].samplehist = sh ? sh + (size_t)m * nsamples : NULL;
-    Rs[m].rowsums = rows ? rows + 2 * (size_t)a : NULL;
-    range_plan(&Rs[m], job, ws[i]);
-    ts[m].w = ws[i];
-    ts[m].R = &Rs[m];
-    ts[m].job = job;
-    ts[m].phase = 1;
-    m++;
-  }
-  rc = run_phase(ts, m, msg, msglen);
-  if (rc) goto end;
-  {
-    float hmin = 0.0f, hmax = 0.0f;
-    double sum = 0.0, sumsq = 0.0;
-    if (want_stats) {
-      hmin = Rs[0].hmin;
-      hmax = Rs[0].hmax;
-      for (int i = 0; i < m; i++) {
-        if (Rs[i].hmin < hmin) hmin = Rs[i].hmin;
-        if (Rs[i].hmax > hmax) hmax = Rs[i].hmax;
-        for (int k = 0; k < L; k++) lsum[k] += Rs[i].levhist[k];
-        if (ssum)
-          for (size_t k = 0; k < nsamples; k++) ssum[k] += Rs[i].samplehist[k];
-      }
-    }
-    /* Rows in order, as the CPU engine adds them: the same bits whatever the split. */
-    for (int y = 0; rows && y < H; y++) {
-      sum += rows[2 * (size_t)y];
-      sumsq += rows[2 * (size_t)y + 1];
-    }
-    if (job->stats) {
-      es_stats *st = job->stats;
-      es_stats_acc acc;
-      acc.sum = sum;
-      acc.sumsq = sumsq;
-      acc.min = hmin;
-      acc.max = hmax;
-      acc.count = (int64_t)job->in.width * H;
-      if (job->in.mask) { /* the inside pixels, counted on the devices (k_maskfix): the
-                           * mask may be device memory (es_compute_device) */
-        acc.count = 0;
-        for (int i = 0; i < m; i++) acc.count += (int64_t)Rs[i].inside;
-      }
-      memset(st->hist, 0, sizeof st->hist);
-      for (int i = 0; i < m; i++)
-        for (int k = 0; k < bins; k++) st->hist[k] += Rs[i].hist[k];
-      st->bins = bins;
-      es_stats_finish(st, &acc, lsum, L, ssum ? ssum : lsum, job->in.depth);
-    }
-    if (job->render.format != ES_PIX_NONE) {
-      double lo, inv;
-      es_render_range(&job->params, &job->render, hmin, hmax, &lo, &inv);
-      for (int i = 0; i < m; i++) {
-        ts[i].phase = 2;
-        ts[i].lo = lo;
-        ts[i].inv = inv;
-      }
-      rc = run_phase(ts, m, msg, msglen);
-    }
-  }
-end:
-  free(Rs);
-  free(ts);
-  free(lh);
-  free(lsum);
-  free(rows);
-  free(sh);
-  free(ssum);
-  return rc;
-}
 
 /* Float samples (depth 32): their levels as 16-bit samples and their inside as a mask, on
  * the host by es_float_levels (the one conversion every engine takes), then as any job. The
  * samples must be host memory. */
-static int run_float(es_gpu_worker **ws, int n, const es_job *job, char *msg, size_t msglen) {
-  if (job->in.depth != 32) return run_jobs(ws, n, job, msg, msglen);
-  int rc = es_job_check(job, msg, msglen);
-  if (rc) return rc;
+static int split_float(es_gpu_split *s, char *msg, size_t msglen) {
+  const es_job *job = &s->job;
   if (is_direct(job->in.data) && !is_pinned(job->in.data)) {
     if (msg && msglen) snprintf(msg, msglen, "float samples in device memory: not supported");
     return ES_ERR_USAGE;
   }
   const size_t np = (size_t)job->in.width * job->in.height;
-  uint16_t *samples = (uint16_t *)malloc(np * sizeof *samples);
-  uint8_t *mask = (uint8_t *)malloc(np);
-  if (!samples || !mask) {
-    rc = ES_ERR_NOMEM;
+  s->samples = (uint16_t *)malloc(np * sizeof *s->samples);
+  s->mask = (uint8_t *)malloc(np);
+  if (!s->samples || !s->mask) {
     if (msg && msglen) snprintf(msg, msglen, "out of memory for a %dx%d image", job->in.width, job->in.height);
-  } else {
-    es_float_levels(&job->in, &job->params, samples, mask);
-    es_job lj = *job;
-    lj.in.data = samples;
-    lj.in.stride = (size_t)job->in.width * sizeof *samples;
-    lj.in.depth = 16;
-    lj.in.mask = mask;
-    lj.in.mask_stride = (size_t)job->in.width;
-    rc = run_jobs(ws, n, &lj, msg, msglen);
-    if (rc == ES_OK && job->stats) job->stats->global_entropy = job->stats->global_entropy_levels;
+    return ES_ERR_NOMEM;
   }
-  free(samples);
-  free(mask);
+  es_float_levels(&job->in, &job->params, s->samples, s->mask);
+  s->job.in.data = s->samples;
+  s->job.in.stride = (size_t)job->in.width * sizeof *s->samples;
+  s->job.in.depth = 16;
+  s->job.in.mask = s->mask;
+  s->job.in.mask_stride = (size_t)job->in.width;
+  s->levels_entropy = 1;
+  return es_job_check(&s->job, msg, msglen);
+}
+
+/* The ranges: rows split at even boundaries (a YUV420P chroma row never straddles two
+ * devices), each with its part of the histograms and row sums. */
+static int split_plan(es_gpu_split *s, es_gpu_worker **ws, int n) {
+  const es_job *job = &s->job;
+  const int H = job->in.height, L = job->params.levels;
+  const size_t nsamples = (size_t)1 << job->in.depth;
+  /* Raw samples' histograms (global_entropy), one a range, where the levels' are not theirs */
+  const int own_samples =
+      job->stats && (job->in.mask || es_stats_sample_hist_own(L, job->in.depth));
+  s->Rs = (es_range *)calloc((size_t)n, sizeof *s->Rs);
+  s->lh = (uint64_t *)calloc((size_t)n * (size_t)L, sizeof *s->lh);
+  s->lsum = (uint64_t *)calloc((size_t)L, sizeof *s->lsum);
+  s->rows = job->stats ? (double *)malloc(sizeof(double) * 2 * (size_t)H) : NULL;
+  s->sh = own_samples ? (uint64_t *)calloc((size_t)n * nsamples, sizeof *s->sh) : NULL;
+  s->ssum = own_samples ? (uint64_t *)calloc(nsamples, sizeof *s->ssum) : NULL;
+  if (!s->Rs || !s->lh || !s->lsum || (job->stats && !s->rows) ||
+      (own_samples && (!s->sh || !s->ssum)))
+    return ES_ERR_NOMEM;
+  for (int i = 0; i < n; i++) {
+    int a = (int)((long long)H * i / n) & ~1, b = i == n - 1 ? H : (int)((long long)H * (i + 1) / n) & ~1;
+    if (b <= a) continue;
+    es_range *R = &s->Rs[s->m];
+    R->row0 = a;
+    R->row1 = b;
+    R->levhist = s->lh + (size_t)s->m * L;
+    R->samplehist = s->sh ? s->sh + (size_t)s->m * nsamples : NULL;
+    R->rowsums = s->rows ? s->rows + 2 * (size_t)a : NULL;
+    range_plan(R, job, ws[i]);
+    s->ws[s->m++] = ws[i];
+  }
+  return ES_OK;
+}
+
+extern "C" int es_gpu_split_open(es_gpu_split **out, es_gpu_worker **ws, int n, const es_job *job,
+                                 char *msg, size_t msglen) {
+  es_gpu_split *s = NULL;
+  int rc = es_job_check(job, msg, msglen);
+  *out = NULL;
+  if (rc) return rc;
+  s = (es_gpu_split *)calloc(1, sizeof *s);
+  if (!s) return ES_ERR_NOMEM;
+  s->job = *job;
+  if (job->in.depth == 32) {
+    rc = split_float(s, msg, msglen);
+    if (rc) goto end;
+  }
+  if (n < 1 || n > ES_MAX_GPUS || !ws) {
+    if (msg && msglen) snprintf(msg, msglen, "GPU: %d workers (1..%d)", n, ES_MAX_GPUS);
+    rc = ES_ERR_USAGE;
+    goto end;
+  }
+  for (int i = 0; i < n; i++) {
+    if (!ws[i]) {
+      if (msg && msglen) snprintf(msg, msglen, "GPU: worker %d is NULL", i);
+      rc = ES_ERR_USAGE;
+      goto end;
+    }
+  }
+  rc = split_plan(s, ws, n);
+end:
+  if (rc) es_gpu_split_close(&s);
+  *out = s;
+  return rc;
+}
+
+extern "C" int es_gpu_split_ranges(const es_gpu_split *s) { return s ? s->m : 0; }
+
+extern "C" es_gpu_worker *es_gpu_split_worker(const es_gpu_split *s, int i) {
+  return s && i >= 0 && i < s->m ? s->ws[i] : NULL;
+}
+
+extern "C" int es_gpu_split_compute(es_gpu_split *s, int i, int copy_threads, char *msg,
+                                    size_t msglen) {
+  const int saved = tl_copy_threads;
+  tl_copy_threads = copy_threads;
+  const int rc = range_compute(s->ws[i], &s->Rs[i], &s->job, 0, NULL, msg, msglen);
+  tl_copy_threads = saved;
+  return rc;
+}
+
+extern "C" int es_gpu_split_gather(es_gpu_split *s) {
+  const es_job *job = &s->job;
+  const es_range *Rs = s->Rs;
+  const int m = s->m, H = job->in.height, L = job->params.levels;
+  const int bins = job->stats ? job->stats_bins : 1;
+  const int want_stats = job->stats != NULL || (job->render.format != ES_PIX_NONE && job->render.range_auto);
+  const size_t nsamples = (size_t)1 << job->in.depth;
+  float hmin = 0.0f, hmax = 0.0f;
+  double sum = 0.0, sumsq = 0.0;
+  if (want_stats) {
+    hmin = Rs[0].hmin;
+    hmax = Rs[0].hmax;
+    for (int i = 0; i < m; i++) {
+      if (Rs[i].hmin < hmin) hmin = Rs[i].hmin;
+      if (Rs[i].hmax > hmax) hmax = Rs[i].hmax;
+      for (int k = 0; k < L; k++) s->lsum[k] += Rs[i].levhist[k];
+      if (s->ssum)
+        for (size_t k = 0; k < nsamples; k++) s->ssum[k] += Rs[i].samplehist[k];
+    }
+  }
+  /* Rows in order, as the CPU engine adds them: the same bits whatever the split. */
+  for (int y = 0; s->rows && y < H; y++) {
+    sum += s->rows[2 * (size_t)y];
+    sumsq += s->rows[2 * (size_t)y + 1];
+  }
+  if (job->stats) {
+    es_stats *st = job->stats;
+    es_stats_acc acc;
+    acc.sum = sum;
+    acc.sumsq = sumsq;
+    acc.min = hmin;
+    acc.max = hmax;
+    acc.count = (int64_t)job->in.width * H;
+    if (job->in.mask) { /* the inside pixels, counted on the devices (k_maskfix): the
+                         * mask may be device memory (es_compute_device) */
+      acc.count = 0;
+      for (int i = 0; i < m; i++) acc.count += (int64_t)Rs[i].inside;
+    }
+    memset(st->hist, 0, sizeof st->hist);
+    for (int i = 0; i < m; i++)
+      for (int k = 0; k < bins; k++) st->hist[k] += Rs[i].hist[k];
+    st->bins = bins;
+    es_stats_finish(st, &acc, s->lsum, L, s->ssum ? s->ssum : s->lsum, job->in.depth);
+    if (s->levels_entropy) st->global_entropy = st->global_entropy_levels;
+  }
+  if (job->render.format == ES_PIX_NONE) return 0;
+  es_render_range(&job->params, &job->render, hmin, hmax, &s->lo, &s->inv);
+  return 1;
+}
+
+extern "C" int es_gpu_split_render(es_gpu_split *s, int i, int copy_threads, char *msg,
+                                   size_t msglen) {
+  const int saved = tl_copy_threads;
+  tl_copy_threads = copy_threads;
+  const int rc = range_render(s->ws[i], &s->Rs[i], &s->job, s->lo, s->inv, 0, msg, msglen);
+  tl_copy_threads = saved;
+  return rc;
+}
+
+extern "C" void es_gpu_split_close(es_gpu_split **ps) {
+  if (!ps || !*ps) return;
+  es_gpu_split *s = *ps;
+  free(s->Rs);
+  free(s->lh);
+  free(s->lsum);
+  free(s->rows);
+  free(s->sh);
+  free(s->ssum);
+  free(s->samples);
+  free(s->mask);
+  free(s);
+  *ps = NULL;
+}
+
+/* A split's ranges in turn on this thread, its staging copies on the thread's own team: a
+ * job on one worker (es_gpu_run, the warm-up). Several GPUs at once: es_split_run
+ * (pipeline/split_run.c). */
+static int split_run_here(es_gpu_worker **ws, int n, const es_job *job, char *msg,
+                          size_t msglen) {
+  es_gpu_split *s = NULL;
+  int rc = es_gpu_split_open(&s, ws, n, job, msg, msglen);
+  for (int i = 0; rc == ES_OK && i < s->m; i++) rc = es_gpu_split_compute(s, i, 0, msg, msglen);
+  if (rc == ES_OK && es_gpu_split_gather(s))
+    for (int i = 0; rc == ES_OK && i < s->m; i++) rc = es_gpu_split_render(s, i, 0, msg, msglen);
+  es_gpu_split_close(&s);
   return rc;
 }
 
 extern "C" int es_gpu_run(es_gpu_worker *w, const es_job *job, char *msg, size_t msglen) {
-  return run_float(&w, 1, job, msg, msglen);
-}
-
-extern "C" int es_gpu_run_multi(es_gpu_worker **ws, int n, const es_job *job, char *msg,
-                                size_t msglen) {
-  return run_float(ws, n, job, msg, msglen);
+  return split_run_here(&w, 1, job, msg, msglen);
 }
 
 /* ---- the naive baseline (the other benchmark entry points: es_gpu_bench.cu) ---- */

@@ -8,7 +8,6 @@
 #define ES_GPU_INTERNAL_CUH
 
 #include <cuda_runtime.h>
-#include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -57,7 +56,6 @@ static inline void es_gpu_err(char *msg, size_t msglen, int dev, const char *cal
 }
 
 struct es_dacc; /* gpu_kernels.cuh */
-struct es_task; /* es_gpu.cu */
 
 #define ES_OCC_CACHE 16
 
@@ -107,16 +105,10 @@ struct es_gpu_worker {
    * query costs the host microseconds before every launch (launch_strips; BENCHMARKS D6). */
   struct { const void *k; int bx; size_t smem; int per_sm; } occ[ES_OCC_CACHE];
   unsigned nocc;
-  /* The host thread that runs this worker's share of multi-GPU jobs (es_gpu_run_multi),
-   * started on first use and kept: its OpenMP team for the staging copies lives as long as
-   * it does (a thread per call made a new team of copy threads per call and phase). */
-  pthread_t host;               /* valid while host_started */
-  int host_started;             /* set and cleared by the caller's thread (run_phase, destroy) */
-  int host_quit;                /* guarded by host_lock: destroy asks the thread to end */
-  pthread_mutex_t host_lock;    /* guards host_task and host_quit */
-  pthread_cond_t host_cond;     /* with host_lock: a task posted, done, or quit */
-  struct es_task *host_task;    /* guarded by host_lock: posted by run_phase, set back to
-                                 * NULL by the host thread when the task is done */
+  /* The caller's data tied to the worker's life (es_gpu_worker_attach): the pipeline's host
+   * thread that drives this worker in jobs split over several GPUs (pipeline/split_run.c). */
+  void *attached;
+  void (*attached_done)(void *); /* called by es_gpu_worker_destroy first, or NULL */
 };
 
 /* The environment the GPU engine reads (gpu_env, es_gpu.cu: which switches and why). */

@@ -367,11 +367,11 @@ typedef struct gpu_set {
  * caller checks is the timed runs' map. 1 if every run succeeded, else 0 with msg. */
 static int time_h2h(es_gpu_worker **ws, int n, const es_job *job, int reps, double *t,
                     char *msg, size_t msglen) {
-  int ok = es_gpu_run_multi(ws, n, job, msg, msglen) == ES_OK;
+  int ok = es_split_run(ws, n, job, msg, msglen) == ES_OK;
   if (ok) memset(job->map, 0xff, (size_t)job->in.width * job->in.height * sizeof *job->map);
   for (int i = 0; ok && i < reps; i++) {
     double t0 = now_s();
-    ok = es_gpu_run_multi(ws, n, job, msg, msglen) == ES_OK;
+    ok = es_split_run(ws, n, job, msg, msglen) == ES_OK;
     t[i] = (now_s() - t0) * 1e3;
   }
   return ok;
