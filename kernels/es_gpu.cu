@@ -526,11 +526,69 @@ extern "C" void *es_gpu_worker_attached(const es_gpu_worker *w) { return w->atta
 static int split_run_here(es_gpu_worker **ws, int n, const es_job *job, char *msg,
                           size_t msglen);
 
+/* The tables of es_tables_get on the worker's device (never recomputed there): the f
+ * deltas are exact integer differences of the shared table. */
+static int upload_tables(es_gpu_worker *w, char *msg, size_t msglen) {
+  int rc = ES_OK, dev = w->device;
+  const es_tables *t = es_tables_get();
+  unsigned int *hd = (unsigned int *)malloc(sizeof *hd * ES_NMAX);
+  if (!hd) return ES_ERR_NOMEM;
+  for (int c = 0; c < ES_NMAX; c++) {
+    uint64_t d = t->flog[c + 1] - t->flog[c];
+    if (d > 0xffffffffu) { /* cannot happen with ES_FIX_SHIFT 26 (es_math.h) */
+      if (msg && msglen) snprintf(msg, msglen, "GPU %d: f increment %d does not fit 32 bits", dev, c);
+      rc = ES_ERR_INTERNAL;
+      goto end;
+    }
+    hd[c] = (unsigned int)d;
+  }
+  ES_CK(cudaMalloc((void **)&w->d_dfl, sizeof *hd * ES_NMAX));
+  ES_CK(cudaMalloc((void **)&w->d_log2n, sizeof(double) * (ES_NMAX + 1)));
+  ES_CK(cudaMalloc((void **)&w->d_flog, sizeof(unsigned long long) * (ES_NMAX + 1)));
+  ES_CK(cudaMemcpy(w->d_flog, t->flog, sizeof(unsigned long long) * (ES_NMAX + 1), cudaMemcpyHostToDevice));
+  ES_CK(cudaMalloc((void **)&w->d_scale, sizeof(double) * (ES_NMAX + 1)));
+  ES_CK(cudaMalloc((void **)&w->d_lut, 768));
+  ES_CK(cudaMalloc((void **)&w->d_acc, sizeof(es_dacc)));
+  ES_CK(cudaMallocHost((void **)&w->h_acc, sizeof(es_dacc)));
+  ES_CK(cudaMalloc((void **)&w->d_shist, sizeof(unsigned long long) * 65536));
+  ES_CK(cudaMallocHost((void **)&w->h_shist, sizeof(unsigned long long) * 65536));
+  ES_CK(cudaMemcpy(w->d_dfl, hd, sizeof *hd * ES_NMAX, cudaMemcpyHostToDevice));
+  ES_CK(cudaMemcpy(w->d_log2n, t->log2n, sizeof(double) * (ES_NMAX + 1), cudaMemcpyHostToDevice));
+  ES_CK(cudaMemcpy(w->d_scale, t->scale, sizeof(double) * (ES_NMAX + 1), cudaMemcpyHostToDevice));
+end:
+  free(hd);
+  return rc;
+}
+
+/* Warm-up: a small job through every stage, so module loading and first-launch costs are
+ * paid here and not by the first frame. */
+static int warm_up(es_gpu_worker *w, char *msg, size_t msglen) {
+  uint8_t img[37 * 23];
+  float map[37 * 23];
+  uint8_t rgb[37 * 23 * 3];
+  es_stats st;
+  for (int i = 0; i < 37 * 23; i++) img[i] = (uint8_t)(i * 37);
+  es_job j;
+  memset(&j, 0, sizeof j);
+  j.in.data = img;
+  j.in.width = 37;
+  j.in.height = 23;
+  j.in.stride = 37;
+  j.in.depth = 8;
+  es_params_default(&j.params);
+  j.map = map;
+  j.map_stride = 37;
+  j.stats = &st;
+  j.stats_bins = 16;
+  es_render_default(&j.render);
+  j.pix.plane[0] = rgb;
+  j.pix.stride[0] = 37 * 3;
+  return split_run_here(&w, 1, &j, msg, msglen);
+}
+
 static int worker_create(es_gpu_worker **out, int device, int warm, char *msg, size_t msglen) {
   int rc = ES_OK, dev = device;
   es_gpu_worker *w = NULL;
-  unsigned int *hd = NULL;
-  const es_tables *t = es_tables_get();
   cudaDeviceProp pr;
   *out = NULL;
   if (device < 0 || device >= es_gpu_device_count()) {
@@ -566,64 +624,15 @@ static int worker_create(es_gpu_worker **out, int device, int warm, char *msg, s
   }
   w->smem_optin -= 2048; /* what range_plan may ask for, below every kernel's limit */
   es_trace("GPU %d: kernel attributes set", device);
-  /* Tables: the f deltas are exact integer differences of the shared table. */
-  hd = (unsigned int *)malloc(sizeof *hd * ES_NMAX);
-  if (!hd) {
-    rc = ES_ERR_NOMEM;
-    goto end;
-  }
-  for (int c = 0; c < ES_NMAX; c++) {
-    uint64_t d = t->flog[c + 1] - t->flog[c];
-    if (d > 0xffffffffu) { /* cannot happen with ES_FIX_SHIFT 26 (es_math.h) */
-      if (msg && msglen) snprintf(msg, msglen, "GPU %d: f increment %d does not fit 32 bits", device, c);
-      rc = ES_ERR_INTERNAL;
-      goto end;
-    }
-    hd[c] = (unsigned int)d;
-  }
-  ES_CK(cudaMalloc((void **)&w->d_dfl, sizeof *hd * ES_NMAX));
-  ES_CK(cudaMalloc((void **)&w->d_log2n, sizeof(double) * (ES_NMAX + 1)));
-  ES_CK(cudaMalloc((void **)&w->d_flog, sizeof(unsigned long long) * (ES_NMAX + 1)));
-  ES_CK(cudaMemcpy(w->d_flog, t->flog, sizeof(unsigned long long) * (ES_NMAX + 1), cudaMemcpyHostToDevice));
-  ES_CK(cudaMalloc((void **)&w->d_scale, sizeof(double) * (ES_NMAX + 1)));
-  ES_CK(cudaMalloc((void **)&w->d_lut, 768));
-  ES_CK(cudaMalloc((void **)&w->d_acc, sizeof(es_dacc)));
-  ES_CK(cudaMallocHost((void **)&w->h_acc, sizeof(es_dacc)));
-  ES_CK(cudaMalloc((void **)&w->d_shist, sizeof(unsigned long long) * 65536));
-  ES_CK(cudaMallocHost((void **)&w->h_shist, sizeof(unsigned long long) * 65536));
-  ES_CK(cudaMemcpy(w->d_dfl, hd, sizeof *hd * ES_NMAX, cudaMemcpyHostToDevice));
-  ES_CK(cudaMemcpy(w->d_log2n, t->log2n, sizeof(double) * (ES_NMAX + 1), cudaMemcpyHostToDevice));
-  ES_CK(cudaMemcpy(w->d_scale, t->scale, sizeof(double) * (ES_NMAX + 1), cudaMemcpyHostToDevice));
+  rc = upload_tables(w, msg, msglen);
+  if (rc) goto end;
   if (warm) {
-    /* Warm-up: a small job through every stage, so module loading and first-launch costs are
-     * paid here and not by the first frame. */
-    uint8_t img[37 * 23];
-    float map[37 * 23];
-    uint8_t rgb[37 * 23 * 3];
-    es_stats st;
-    for (int i = 0; i < 37 * 23; i++) img[i] = (uint8_t)(i * 37);
-    es_job j;
-    memset(&j, 0, sizeof j);
-    j.in.data = img;
-    j.in.width = 37;
-    j.in.height = 23;
-    j.in.stride = 37;
-    j.in.depth = 8;
-    es_params_default(&j.params);
-    j.map = map;
-    j.map_stride = 37;
-    j.stats = &st;
-    j.stats_bins = 16;
-    es_render_default(&j.render);
-    j.pix.plane[0] = rgb;
-    j.pix.stride[0] = 37 * 3;
     es_trace("GPU %d: tables uploaded, warm-up job", device);
-    rc = split_run_here(&w, 1, &j, msg, msglen);
+    rc = warm_up(w, msg, msglen);
     if (rc) goto end;
     es_trace("GPU %d: warm-up done", device);
   }
 end:
-  free(hd);
   if (rc) {
     es_gpu_worker_destroy(&w);
     return rc;
@@ -1031,10 +1040,6 @@ static int band_need(const es_range *R, const es_job *job, int f, int g, int bro
   return smax >= 0 ? (smax - R->in0) / brows : -1;
 }
 
-/* Phase 1 of a worker: upload input rows [in0, in1) in bands through pinned slots, quantize
- * and compute bands as their rows arrive, and send map bands back (when the job wants the
- * map) while later bands compute. The map stays on the device for phase 2 (rendering).
- * kernels_only: the input is already on the device (es_gpu_bench_kernel). */
 /* Band o (of brows map rows) of a range's pageable map: wait for its download, then copy it
  * from its staging slot into the caller's map. */
 static cudaError_t copy_out_band(es_gpu_worker *w, const es_range *R, const es_job *job, int o,
@@ -1048,20 +1053,12 @@ static cudaError_t copy_out_band(es_gpu_worker *w, const es_range *R, const es_j
   return cudaSuccess;
 }
 
-int range_compute(es_gpu_worker *w, es_range *R, const es_job *job, int kernels_only,
-                  cudaEvent_t done, char *msg, size_t msglen) {
-  int rc = ES_OK, dev = w->device;
-  const int W = job->in.width, L = job->params.levels;
-  const size_t bps = job->in.depth == 16 ? 2 : 1, inrow = (size_t)W * bps;
-  const int nrows = R->row1 - R->row0, prow = nrows + 2 * R->r;
-  const int want_stats = job->stats != NULL || (job->render.format != ES_PIX_NONE && job->render.range_auto);
-  const int bins = job->stats ? job->stats_bins : 1;
-  const int want_map = job->map != NULL;
-  const int want_samples = job->stats && R->samplehist; /* and k_samplehist */
-  const size_t nsamples = (size_t)1 << job->in.depth;
-  /* "pinned": moved directly by DMA (is_direct: device memory too). */
-  const int in_pinned = !kernels_only && is_direct(job->in.data);
-  const int out_pinned = want_map && is_direct(job->map);
+/* Output rows a band of the range: bands of equal height, the last one what is left.
+ * in_pinned, out_pinned: input and map move by DMA (is_direct). */
+static int band_rows(const es_range *R, const es_job *job, int in_pinned, int out_pinned,
+                     int kernels_only) {
+  const int W = job->in.width, nrows = R->row1 - R->row0, want_map = job->map != NULL;
+  const size_t inrow = (size_t)W * (job->in.depth == 16 ? 2 : 1);
   int brows = (int)((ES_BAND_BYTES + (size_t)W * 4 - 1) / ((size_t)W * 4));
   if (brows < 16) brows = 16;
   /* A range whose output is more than one band takes at least ES_MIN_BANDS bands of 64 rows
@@ -1095,17 +1092,20 @@ int range_compute(es_gpu_worker *w, es_range *R, const es_job *job, int kernels_
   if (kernels_only) brows = nrows;
   if (brows > nrows) brows = nrows;
   /* Bands of equal height: 2560^2 was three 8 MB bands and a tenth of one, four equal ones
-   * were 9% faster host to host (BENCHMARKS P1). */
+   * were 9% faster host to host (BENCHMARKS P1). The count stays: ceil(nrows / brows). */
   const int nb = (nrows + brows - 1) / brows;
-  brows = (nrows + nb - 1) / nb;
-  const int nin = R->in1 - R->in0;
-  const int nup = nin > 0 ? (nin + brows - 1) / brows : 0;
-  int up_next = 0, out_next = 0, f = 0;
-  /* The mask's rows from this range's first output row on the device, or NULL (no mask);
-   * kernels_only: uploaded by the run before. */
-  const uint8_t *dmask = job->in.mask ? w->d_mask + (size_t)(R->row0 - R->in0) * W : NULL;
+  return (nrows + nb - 1) / nb;
+}
 
-  ES_CK(cudaSetDevice(w->device));
+/* The device buffers and pinned staging of a range in bands of brows rows, grown where they
+ * are short (kernels_only: the run before grew those of the input and the map). */
+static int range_buffers(es_gpu_worker *w, const es_range *R, const es_job *job, int brows,
+                         int in_pinned, int out_pinned, int kernels_only, char *msg,
+                         size_t msglen) {
+  int rc = ES_OK, dev = w->device;
+  const int W = job->in.width, L = job->params.levels;
+  const size_t inrow = (size_t)W * (job->in.depth == 16 ? 2 : 1);
+  const int nrows = R->row1 - R->row0, prow = nrows + 2 * R->r, nin = R->in1 - R->in0;
   if (!kernels_only) {
     /* 16 bytes of slack: k_quant4 reads the aligned words around its bytes */
     ES_CK(grow_dev(&w->d_in, &w->cap_in, inrow * (size_t)(nin > 0 ? nin : 1) + 16));
@@ -1120,13 +1120,138 @@ int range_compute(es_gpu_worker *w, es_range *R, const es_job *job, int kernels_
       }
     }
     if (!in_pinned) ES_CK(grow_pinned(w->h_in, ES_NSLOT, &w->cap_hin, inrow * (size_t)brows));
-    if (want_map && !out_pinned)
+    if (job->map && !out_pinned)
       ES_CK(out_prepare(w, (size_t)W * 4 * (size_t)brows, (size_t)W * 4 * (size_t)nrows));
   }
   if (job->stats) {
     ES_CK(grow_dev((void **)&w->d_rows, &w->cap_rows, sizeof(double) * 2 * (size_t)nrows));
     ES_CK(grow_pinned(&w->h_rows, 1, &w->cap_hrows, sizeof(double) * 2 * (size_t)nrows));
   }
+end:
+  return rc;
+}
+
+/* Uploads input bands *up_next..target (brows rows each from in0) on s_up, each followed by
+ * its ev_up event: by DMA from pinned (or device) memory, else through the pinned slots,
+ * a slot refilled once its last upload is done. */
+static int upload_bands(es_gpu_worker *w, const es_range *R, const es_job *job, int brows,
+                        int in_pinned, int *up_next, int target, char *msg, size_t msglen) {
+  int rc = ES_OK, dev = w->device;
+  const size_t inrow = (size_t)job->in.width * (job->in.depth == 16 ? 2 : 1);
+  while (*up_next <= target) {
+    const int u = *up_next, slot = u % ES_NSLOT;
+    const int r0 = R->in0 + u * brows;
+    const int rr = (R->in1 - r0) < brows ? (R->in1 - r0) : brows;
+    const char *src = (const char *)job->in.data + (size_t)r0 * job->in.stride;
+    char *dst = (char *)w->d_in + (size_t)(u * brows) * inrow;
+    if (in_pinned) {
+      ES_CK(cudaMemcpy2DAsync(dst, inrow, src, job->in.stride, inrow, (size_t)rr,
+                              cudaMemcpyDefault, w->s_up));
+    } else {
+      ES_CK(cudaEventSynchronize(w->ev_up[slot])); /* slot free again */
+      copy_rows(w->h_in[slot], inrow, src, job->in.stride, inrow, rr);
+      ES_CK(cudaMemcpyAsync(dst, w->h_in[slot], inrow * (size_t)rr, cudaMemcpyHostToDevice,
+                            w->s_up));
+    }
+    ES_CK(cudaEventRecord(w->ev_up[slot], w->s_up));
+    (*up_next)++;
+  }
+end:
+  return rc;
+}
+
+/* Band b's map (rows y0..y1 of the range) out on s_down once s_comp has it: by DMA into a
+ * pinned map, else into a staging slot, copied out to the caller's map ES_OUT_LAG bands
+ * behind (*out_next: the next band to copy out). */
+static int download_map_band(es_gpu_worker *w, const es_range *R, const es_job *job, int b,
+                             int y0, int y1, int brows, int out_pinned, int *out_next,
+                             char *msg, size_t msglen) {
+  int rc = ES_OK, dev = w->device;
+  const int W = job->in.width;
+  /* The out slot of band b was last used by band b - NSLOT: copied out already? */
+  while (!out_pinned && *out_next <= b - ES_NSLOT) {
+    ES_CK(copy_out_band(w, R, job, *out_next, brows));
+    (*out_next)++;
+  }
+  ES_CK(cudaEventRecord(w->ev_comp, w->s_comp));
+  ES_CK(cudaStreamWaitEvent(w->s_down, w->ev_comp, 0));
+  {
+    const float *dsrc = w->d_map + (size_t)y0 * W;
+    if (out_pinned)
+      ES_CK(cudaMemcpy2DAsync(job->map + (size_t)(R->row0 + y0) * job->map_stride,
+                              job->map_stride * 4, dsrc, (size_t)W * 4, (size_t)W * 4,
+                              (size_t)(y1 - y0), cudaMemcpyDefault, w->s_down));
+    else
+      ES_CK(cudaMemcpyAsync(out_take(w, b), dsrc, (size_t)W * 4 * (size_t)(y1 - y0),
+                            cudaMemcpyDeviceToHost, w->s_down));
+  }
+  ES_CK(cudaEventRecord(w->ev_dn[b % ES_NSLOT], w->s_down));
+  /* Copy out ES_OUT_LAG bands behind, while the engines work on the newer ones. */
+  while (!out_pinned && *out_next <= b - ES_OUT_LAG) {
+    ES_CK(copy_out_band(w, R, job, *out_next, brows));
+    (*out_next)++;
+  }
+end:
+  return rc;
+}
+
+/* Phase 1's results read back (all streams synchronized) into R, and the geometry
+ * es_gpu_bench_kernel re-runs. */
+static void range_results(es_gpu_worker *w, es_range *R, const es_job *job, int want_stats,
+                          int want_samples, int kernels_only) {
+  const int nrows = R->row1 - R->row0, L = job->params.levels;
+  const int bins = job->stats ? job->stats_bins : 1;
+  if (want_stats) {
+    R->hmin = es_bits_float(w->h_acc->minbits);
+    R->hmax = es_bits_float(w->h_acc->maxbits);
+    R->inside = w->h_acc->inside;
+    for (int k = 0; k < bins; k++) R->hist[k] = w->h_acc->hist[k];
+    if (R->levhist)
+      for (int k = 0; k < L; k++) R->levhist[k] = w->h_acc->levhist[k];
+  }
+  if (want_samples)
+    for (size_t k = 0; k < (size_t)1 << job->in.depth; k++) R->samplehist[k] = w->h_shist[k];
+  if (job->stats && R->rowsums && !kernels_only)
+    memcpy(R->rowsums, w->h_rows, sizeof(double) * 2 * (size_t)nrows);
+  w->last_w = job->in.width;
+  w->last_h = job->in.height;
+  w->last_depth = job->in.depth;
+  w->last_row0 = R->row0;
+  w->last_row1 = R->row1;
+  w->last_in0 = R->in0;
+  w->last_in1 = R->in1;
+}
+
+/* Phase 1 of a worker: upload input rows [in0, in1) in bands through pinned slots, quantize
+ * and compute bands as their rows arrive, and send map bands back (when the job wants the
+ * map) while later bands compute. The map stays on the device for phase 2 (rendering).
+ * kernels_only: the input is already on the device (es_gpu_bench_kernel). */
+int range_compute(es_gpu_worker *w, es_range *R, const es_job *job, int kernels_only,
+                  cudaEvent_t done, char *msg, size_t msglen) {
+  int rc = ES_OK, dev = w->device;
+  const int W = job->in.width, L = job->params.levels;
+  const size_t bps = job->in.depth == 16 ? 2 : 1, inrow = (size_t)W * bps;
+  const int nrows = R->row1 - R->row0, prow = nrows + 2 * R->r;
+  const int want_stats = job->stats != NULL || (job->render.format != ES_PIX_NONE && job->render.range_auto);
+  const int bins = job->stats ? job->stats_bins : 1;
+  const int want_map = job->map != NULL;
+  const int want_samples = job->stats && R->samplehist; /* and k_samplehist */
+  const size_t nsamples = (size_t)1 << job->in.depth;
+  /* "pinned": moved directly by DMA (is_direct: device memory too). */
+  const int in_pinned = !kernels_only && is_direct(job->in.data);
+  const int out_pinned = want_map && is_direct(job->map);
+  const int brows = band_rows(R, job, in_pinned, out_pinned, kernels_only);
+  const int nb = (nrows + brows - 1) / brows;
+  const int nin = R->in1 - R->in0;
+  const int nup = nin > 0 ? (nin + brows - 1) / brows : 0;
+  int up_next = 0, out_next = 0, f = 0;
+  /* The mask's rows from this range's first output row on the device, or NULL (no mask);
+   * kernels_only: uploaded by the run before. */
+  const uint8_t *dmask = job->in.mask ? w->d_mask + (size_t)(R->row0 - R->in0) * W : NULL;
+
+  ES_CK(cudaSetDevice(w->device));
+  rc = range_buffers(w, R, job, brows, in_pinned, out_pinned, kernels_only, msg, msglen);
+  if (rc) goto end;
   if (want_stats) {
     k_acc_init<<<64, 256, 0, w->s_comp>>>(w->d_acc, ES_STATS_MAX_BINS, L);
     ES_CKL("k_acc_init");
@@ -1150,25 +1275,9 @@ int range_compute(es_gpu_worker *w, es_range *R, const es_job *job, int kernels_
     if (g > f) {
       const int need = kernels_only ? -1 : band_need(R, job, f, g, brows);
       /* Upload through the band the rows need, and one band ahead to keep PCIe busy. */
-      int target = need + 1 < nup - 1 ? need + 1 : nup - 1;
-      while (up_next <= target) {
-        const int u = up_next, slot = u % ES_NSLOT;
-        const int r0 = R->in0 + u * brows;
-        const int rr = (R->in1 - r0) < brows ? (R->in1 - r0) : brows;
-        const char *src = (const char *)job->in.data + (size_t)r0 * job->in.stride;
-        char *dst = (char *)w->d_in + (size_t)(u * brows) * inrow;
-        if (in_pinned) {
-          ES_CK(cudaMemcpy2DAsync(dst, inrow, src, job->in.stride, inrow, (size_t)rr,
-                                  cudaMemcpyDefault, w->s_up));
-        } else {
-          ES_CK(cudaEventSynchronize(w->ev_up[slot])); /* slot free again */
-          copy_rows(w->h_in[slot], inrow, src, job->in.stride, inrow, rr);
-          ES_CK(cudaMemcpyAsync(dst, w->h_in[slot], inrow * (size_t)rr, cudaMemcpyHostToDevice,
-                                w->s_up));
-        }
-        ES_CK(cudaEventRecord(w->ev_up[slot], w->s_up));
-        up_next++;
-      }
+      rc = upload_bands(w, R, job, brows, in_pinned, &up_next,
+                        need + 1 < nup - 1 ? need + 1 : nup - 1, msg, msglen);
+      if (rc) goto end;
       if (need >= 0 && !kernels_only) /* the latest upload follows `need` on s_up */
         ES_CK(cudaStreamWaitEvent(w->s_comp, w->ev_up[(up_next - 1) % ES_NSLOT], 0));
       ES_CK(launch_quant(w, R, job, f, g, want_stats));
@@ -1186,29 +1295,9 @@ int range_compute(es_gpu_worker *w, es_range *R, const es_job *job, int kernels_
           nbm ? es_stats_binscale(&job->params, bins) : 0.0, w->d_acc);
       ES_CKL("k_maskfix");
     }
-
     if (want_map && !kernels_only) {
-      /* The out slot of band b was last used by band b - NSLOT: copied out already? */
-      while (!out_pinned && out_next <= b - ES_NSLOT) {
-        ES_CK(copy_out_band(w, R, job, out_next, brows));
-        out_next++;
-      }
-      ES_CK(cudaEventRecord(w->ev_comp, w->s_comp));
-      ES_CK(cudaStreamWaitEvent(w->s_down, w->ev_comp, 0));
-      const float *dsrc = w->d_map + (size_t)y0 * W;
-      if (out_pinned)
-        ES_CK(cudaMemcpy2DAsync(job->map + (size_t)(R->row0 + y0) * job->map_stride,
-                                job->map_stride * 4, dsrc, (size_t)W * 4, (size_t)W * 4,
-                                (size_t)(y1 - y0), cudaMemcpyDefault, w->s_down));
-      else
-        ES_CK(cudaMemcpyAsync(out_take(w, b), dsrc, (size_t)W * 4 * (size_t)(y1 - y0),
-                              cudaMemcpyDeviceToHost, w->s_down));
-      ES_CK(cudaEventRecord(w->ev_dn[b % ES_NSLOT], w->s_down));
-      /* Copy out ES_OUT_LAG bands behind, while the engines work on the newer ones. */
-      while (!out_pinned && out_next <= b - ES_OUT_LAG) {
-        ES_CK(copy_out_band(w, R, job, out_next, brows));
-        out_next++;
-      }
+      rc = download_map_band(w, R, job, b, y0, y1, brows, out_pinned, &out_next, msg, msglen);
+      if (rc) goto end;
     }
   }
   if (job->stats) {
@@ -1246,25 +1335,7 @@ int range_compute(es_gpu_worker *w, es_range *R, const es_job *job, int kernels_
   ES_CK(cudaStreamSynchronize(w->s_comp));
   ES_CK(cudaStreamSynchronize(w->s_down));
   ES_CK(cudaStreamSynchronize(w->s_up));
-  if (want_stats) {
-    R->hmin = es_bits_float(w->h_acc->minbits);
-    R->hmax = es_bits_float(w->h_acc->maxbits);
-    R->inside = w->h_acc->inside;
-    for (int k = 0; k < bins; k++) R->hist[k] = w->h_acc->hist[k];
-    if (R->levhist)
-      for (int k = 0; k < L; k++) R->levhist[k] = w->h_acc->levhist[k];
-  }
-  if (want_samples)
-    for (size_t k = 0; k < nsamples; k++) R->samplehist[k] = w->h_shist[k];
-  if (job->stats && R->rowsums && !kernels_only)
-    memcpy(R->rowsums, w->h_rows, sizeof(double) * 2 * (size_t)nrows);
-  w->last_w = W;
-  w->last_h = job->in.height;
-  w->last_depth = job->in.depth;
-  w->last_row0 = R->row0;
-  w->last_row1 = R->row1;
-  w->last_in0 = R->in0;
-  w->last_in1 = R->in1;
+  range_results(w, R, job, want_stats, want_samples, kernels_only);
 end:
   if (rc) {
     /* Leave the worker usable: drain what was queued before the failure. */
