@@ -17,9 +17,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#ifdef ES_HAVE_OPENMP
-#include <omp.h>
-#endif
 
 #include "es_copy.h"
 #include "es_gpu.h"
@@ -63,7 +60,7 @@ static __thread int tl_copy_threads;
  * - ES_COPY_THREADS=N: at most N threads a staging copy (measuring; default 16);
  * - ES_BENCH_GATE=1: es_gpu_bench_kernel queues a repetition's launches before the GPU
  *   starts it (tools/gpu-check.sh's gate rows).
- * Elsewhere in the library: ES_TRACE (kernels/trace.c, phase times), ES_FAULT_INJECT
+ * Elsewhere in the library: ES_TRACE (core/trace.c, phase times), ES_FAULT_INJECT
  * (pipeline/context.c, tests' fault injection), ES_CPU_ALGO (kernels/cpu.c, tests' choice
  * of CPU engine); in the CLI: ES_GPU_SYNC (blocking waits). */
 static es_gpu_env g_env;
@@ -190,83 +187,13 @@ static int is_direct(const void *p) {
   return direct;
 }
 
-/* Host row copy, parallel for large copies: pageable <-> pinned staging is the host half of
- * the pipeline and must keep up with PCIe. Measured on the H100 machine (16 cores): 16
- * threads per copy gave 10240^2 pageable runs of 9.0-13.5 ms (PCIe floor 9.5); a fixed team
- * of 8 threads, or blocking-sync events, made 10240^2 slower (BENCHMARKS P1, D8). A copy is
- * cut into pieces of ES_COPY_PIECE bytes handed out as threads come free, by a team sized
- * to the cores this host thread actually gets: an OpenMP team ends in a barrier, so one
- * member without a core holds a copy up for a scheduler time slice (ms). With four busy
- * processes on a 16-core host, 16-thread teams took a 1080p map's copies from 0.57 to 16 ms
- * and 10240^2 from 8.5 to 400 ms; 8-thread teams stayed at 0.57 and 10 ms (BENCHMARKS D8).
- * es_copy_team_next (es_copy.h) has the rule: a stalled copy halves the team, 32 good ones
- * grow it by a thread, up to the cap. */
-#define ES_COPY_PIECE ((size_t)256 << 10)
-/* Copies from this size on go to the team, below it to one thread (~8 GB/s): a team of 16
- * copied a 0.5 MB band of a 1080p input in ~10 us (BENCHMARKS J5). */
-#define ES_COPY_TEAM_MIN ((size_t)256 << 10)
-
-#ifdef ES_HAVE_OPENMP
-/* Most OpenMP threads one staging copy uses: 16, or ES_COPY_THREADS (gpu_env). */
-static int copy_cap(void) { return gpu_env()->copy_threads; }
-
-static __thread int tl_team;
-static __thread int tl_team_good;
-
-static double copy_now(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
-
-static int copy_team(void) {
-  int cap = tl_copy_threads > 0 ? tl_copy_threads : omp_get_max_threads();
-  if (cap > copy_cap()) cap = copy_cap();
-  return tl_team > 0 && tl_team < cap ? tl_team : cap;
-}
-
-static void copy_team_adapt(int nt, size_t bytes, double seconds) {
-  if (es_copy_team_next(&tl_team, &tl_team_good, nt, bytes, seconds))
-    es_trace("staging copies: %zu bytes in %.2f ms on %d threads; now %d threads", bytes,
-             seconds * 1e3, nt, tl_team);
-}
-#endif
-
+/* Host row copy of the staging (pageable <-> pinned, the host half of the pipeline, which
+ * must keep up with PCIe): core's es_copy_rows, on a team of at most this thread's share of
+ * the cores (tl_copy_threads; 0: OpenMP's default) and ES_COPY_THREADS (gpu_env). */
 static void copy_rows(void *dst, size_t dstride, const void *src, size_t sstride, size_t rowbytes,
                       int rows) {
-  const size_t total = rowbytes * (size_t)rows;
-#ifdef ES_HAVE_OPENMP
-  if (total >= ES_COPY_TEAM_MIN) {
-    const int nt = copy_team();
-    const double t0 = copy_now();
-    if (dstride == rowbytes && sstride == rowbytes) {
-      /* Pieces of ES_COPY_PIECE bytes (or one a thread, when fewer), handed out as threads
-       * come free. */
-      size_t chunk = (total + (size_t)nt - 1) / (size_t)nt;
-      if (chunk > ES_COPY_PIECE) chunk = ES_COPY_PIECE;
-      const long np = (long)((total + chunk - 1) / chunk);
-#pragma omp parallel for num_threads(nt) schedule(dynamic, 1)
-      for (long t = 0; t < np; t++) {
-        size_t a = (size_t)t * chunk, b = a + chunk < total ? a + chunk : total;
-        es_copy_nt((char *)dst + a, (const char *)src + a, b - a);
-      }
-    } else {
-      /* rows in pieces of about ES_COPY_PIECE bytes */
-#pragma omp parallel for num_threads(nt) \
-    schedule(dynamic, rowbytes >= ES_COPY_PIECE ? 1 : (int)(ES_COPY_PIECE / rowbytes))
-      for (int y = 0; y < rows; y++)
-        es_copy_nt((char *)dst + (size_t)y * dstride, (const char *)src + (size_t)y * sstride, rowbytes);
-    }
-    copy_team_adapt(nt, total, copy_now() - t0);
-    return;
-  }
-#endif
-  if (dstride == rowbytes && sstride == rowbytes) {
-    memcpy(dst, src, total);
-    return;
-  }
-  for (int y = 0; y < rows; y++)
-    es_copy_nt((char *)dst + (size_t)y * dstride, (const char *)src + (size_t)y * sstride, rowbytes);
+  es_copy_rows(dst, dstride, src, sstride, rowbytes, rows, tl_copy_threads,
+               gpu_env()->copy_threads);
 }
 
 static cudaError_t grow_dev(void **p, size_t *cap, size_t need) {
@@ -309,7 +236,7 @@ static size_t out_reuse_bytes(void) {
     if (l2 <= 0) l2 = 1L << 20;
     if (n < 1) n = 1;
 #ifdef ES_HAVE_OPENMP
-    if (n > copy_cap()) n = copy_cap();
+    if (n > gpu_env()->copy_threads) n = gpu_env()->copy_threads;
 #else
     n = 1;
 #endif
