@@ -140,6 +140,15 @@ struct es_range {
   double *rowsums;   /* 2 per row (sum, sumsq), owned by the caller; NULL: no stats */
 };
 
+/* es_gpu_host.cu's, for the rest of the engine: the first CUDA call traced once (entry: who
+ * made it); the home device set (the first a worker opened); 1 where p is page-locked host
+ * memory CUDA knows, or (direct) memory a copy engine reaches without the host: page-locked,
+ * device or managed. */
+ES_GPU_PRIVATE void cuda_note(const char *entry);
+ES_GPU_PRIVATE void gpu_home_set(int device);
+ES_GPU_PRIVATE int gpu_is_pinned(const void *p);
+ES_GPU_PRIVATE int gpu_is_direct(const void *p);
+
 ES_GPU_PRIVATE void range_plan(es_range *R, const es_job *job, const es_gpu_worker *w);
 ES_GPU_PRIVATE int range_compute(es_gpu_worker *w, es_range *R, const es_job *job,
                                  int kernels_only, cudaEvent_t done, char *msg, size_t msglen);
