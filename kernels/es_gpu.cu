@@ -1,13 +1,14 @@
 /*
- * es_gpu.cu - the CUDA engine: workers (device, streams, events, buffers allocated once and
- * grown on demand), the row-band pipeline that overlaps host staging, H2D, kernels and D2H,
- * multi-GPU row splits, and the naive baseline. Kernels: gpu_kernels.cuh; what es_gpu_bench.cu
- * (the benchmark entry points) shares of the plan: es_gpu_internal.cuh.
+ * es_gpu.cu - the CUDA engine: workers (a GPU's plan: device, streams, events, buffers
+ * allocated once and grown on demand), the row-band pipeline that overlaps host staging, H2D,
+ * kernels and D2H, a job's rows cut into ranges one a worker (es_gpu_split_*: which thread
+ * drives which range is pipeline/split_run.c's), and the naive baseline. Kernels:
+ * gpu_kernels.cuh; devices' names, host memory and the home device: es_gpu_host.cu; what
+ * es_gpu_bench.cu (the benchmark entry points) shares of the plan: es_gpu_internal.cuh.
  *
  * Every CUDA call goes through ES_CK, which records "GPU n: call at file:line: error" in msg
  * and jumps to the function's one cleanup label; nothing here exits.
  */
-#include <cuda.h> /* driver types only: its calls come through cudaGetDriverEntryPointByVersion */
 #include <cuda_runtime.h>
 #include <math.h>
 #include <pthread.h>
@@ -17,18 +18,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#ifdef ES_HAVE_OPENMP
-#include <omp.h>
-#endif
 
 #include "es_copy.h"
 #include "es_gpu.h"
 #include "es_gpu_internal.cuh"
 #include "gpu_kernels.cuh"
 
-#ifndef ES_COPY_THREADS_TOTAL
-#define ES_COPY_THREADS_TOTAL 32 /* staging-copy threads of a multi-GPU job's tasks together */
-#endif
 #ifndef ES_BAND_BYTES
 #define ES_BAND_BYTES (16u << 20) /* output bytes per pipelined band, at most (BENCHMARKS P2) */
 #endif
@@ -50,8 +45,9 @@ static void es_gpu_msg(char *msg, size_t msglen, const char *fmt, const char *a,
   if (msg && msglen) snprintf(msg, msglen, fmt, a, b);
 }
 
-/* OpenMP threads a staging copy may use on this host thread (0: the default, up to 16).
- * Tasks of a multi-GPU job run at once: each gets its share of the cores. */
+/* OpenMP threads a staging copy may use on this host thread (0: the default, up to 16): set
+ * for the call by es_gpu_split_compute and es_gpu_split_render, whose ranges of a job on
+ * several GPUs run at once, each with its share of the cores (pipeline/split_run.c). */
 static __thread int tl_copy_threads;
 
 /* ---- small helpers ---- */
@@ -65,7 +61,7 @@ static __thread int tl_copy_threads;
  * - ES_COPY_THREADS=N: at most N threads a staging copy (measuring; default 16);
  * - ES_BENCH_GATE=1: es_gpu_bench_kernel queues a repetition's launches before the GPU
  *   starts it (tools/gpu-check.sh's gate rows).
- * Elsewhere in the library: ES_TRACE (kernels/trace.c, phase times), ES_FAULT_INJECT
+ * Elsewhere in the library: ES_TRACE (core/trace.c, phase times), ES_FAULT_INJECT
  * (pipeline/context.c, tests' fault injection), ES_CPU_ALGO (kernels/cpu.c, tests' choice
  * of CPU engine); in the CLI: ES_GPU_SYNC (blocking waits). */
 static es_gpu_env g_env;
@@ -85,190 +81,19 @@ const es_gpu_env *gpu_env(void) {
   return &g_env;
 }
 
-/* The process's first call into CUDA (the runtime then loads the driver and runs cuInit:
- * 0.2-1.1 s on the GPU hosts), traced once with the entry point that made it: a run that
- * cannot use a GPU (--device cpu, only frames below --cpu-below) must show none
- * (test_cli_cuda_start). */
-static void cuda_note(const char *entry) {
-  static int seen;
-  if (!__atomic_load_n(&seen, __ATOMIC_RELAXED) && !__atomic_exchange_n(&seen, 1, __ATOMIC_ACQ_REL))
-    es_trace("CUDA: first call (%s)", entry);
-}
-
 static float es_bits_float(unsigned int u) {
   float f;
   memcpy(&f, &u, sizeof f);
   return f;
 }
 
-/* The home device: the first GPU this process opened a worker on. A runtime call on a thread
- * with no CUDA context (the CLI's decoder pinning its frames, a caller's thread in es_host_pin)
- * binds the primary context of that thread's current device, device 0 unless set: a GPU the
- * user may have left out with --gpus, which then got a context (memory, start-up time), and
- * whose refusal (exclusive mode, in use) left every frame pageable. So such a thread's host
- * memory calls (pin, unpin, the pinned test, pinned allocation) run in the home device's
- * context, bound for the call and unbound after it; a thread that has a context (a GPU
- * worker, a caller's own CUDA thread) keeps using its own. Page-locked memory is registered
- * portable, so it is page-locked for every GPU whichever context registered it. */
-static int g_home_dev = -1;
-typedef CUresult (*es_ctx_get_fn)(CUcontext *);
-typedef CUresult (*es_ctx_set_fn)(CUcontext);
-static es_ctx_get_fn p_ctx_get;
-static es_ctx_set_fn p_ctx_set;
-static pthread_once_t drv_once = PTHREAD_ONCE_INIT;
-
-/* A driver API function by name, through the runtime (no libcuda link), or NULL. */
-static void *drv_entry(const char *name) {
-  void *f = NULL;
-  cudaDriverEntryPointQueryResult q = cudaDriverEntryPointSymbolNotFound;
-  if (cudaGetDriverEntryPointByVersion(name, &f, 12000, cudaEnableDefault, &q) != cudaSuccess ||
-      q != cudaDriverEntryPointSuccess) {
-    cudaGetLastError();
-    return NULL;
-  }
-  return f;
-}
-
-static void drv_load(void) {
-  p_ctx_get = (es_ctx_get_fn)drv_entry("cuCtxGetCurrent");
-  p_ctx_set = (es_ctx_set_fn)drv_entry("cuCtxSetCurrent");
-}
-
-static void home_set(int device) {
-  int none = -1;
-  __atomic_compare_exchange_n(&g_home_dev, &none, device, false, __ATOMIC_ACQ_REL,
-                              __ATOMIC_ACQUIRE);
-}
-
-/* Binds the home device's context to a thread that has none; 1 when it did (home_leave
- * unbinds it). */
-static int home_enter(void) {
-  const int home = __atomic_load_n(&g_home_dev, __ATOMIC_ACQUIRE);
-  CUcontext cur = NULL;
-  if (home < 0) return 0;
-  pthread_once(&drv_once, drv_load);
-  if (!p_ctx_get || !p_ctx_set || p_ctx_get(&cur) != CUDA_SUCCESS || cur) return 0;
-  if (cudaSetDevice(home) != cudaSuccess) {
-    cudaGetLastError();
-    return 0;
-  }
-  return 1;
-}
-
-static void home_leave(int entered) {
-  if (entered) p_ctx_set(NULL);
-}
-
-static int is_pinned(const void *p) {
-  cudaPointerAttributes a;
-  int pinned = 0;
-  if (!p) return 0;
-  cuda_note("pinned test");
-  const int h = home_enter();
-  if (cudaPointerGetAttributes(&a, p) == cudaSuccess)
-    pinned = a.type == cudaMemoryTypeHost;
-  else
-    cudaGetLastError();
-  home_leave(h);
-  return pinned;
-}
-
-/* Memory a copy engine reaches without the host's help: page-locked host memory, or
- * device (or managed) memory of any GPU (es_compute_device's buffers, e.g. CuPy arrays).
- * range_compute moves such buffers by cudaMemcpy*Async with cudaMemcpyDefault (unified
- * addressing tells the direction, and a peer GPU's memory is copied device to device),
- * never through the pageable staging (a host memcpy of a device pointer would fault). */
-static int is_direct(const void *p) {
-  cudaPointerAttributes a;
-  int direct = 0;
-  if (!p) return 0;
-  const int h = home_enter();
-  if (cudaPointerGetAttributes(&a, p) == cudaSuccess)
-    direct = a.type == cudaMemoryTypeHost || a.type == cudaMemoryTypeDevice ||
-             a.type == cudaMemoryTypeManaged;
-  else
-    cudaGetLastError();
-  home_leave(h);
-  return direct;
-}
-
-/* Host row copy, parallel for large copies: pageable <-> pinned staging is the host half of
- * the pipeline and must keep up with PCIe. Measured on the H100 machine (16 cores): 16
- * threads per copy gave 10240^2 pageable runs of 9.0-13.5 ms (PCIe floor 9.5); a fixed team
- * of 8 threads, or blocking-sync events, made 10240^2 slower (BENCHMARKS P1, D8). A copy is
- * cut into pieces of ES_COPY_PIECE bytes handed out as threads come free, by a team sized
- * to the cores this host thread actually gets: an OpenMP team ends in a barrier, so one
- * member without a core holds a copy up for a scheduler time slice (ms). With four busy
- * processes on a 16-core host, 16-thread teams took a 1080p map's copies from 0.57 to 16 ms
- * and 10240^2 from 8.5 to 400 ms; 8-thread teams stayed at 0.57 and 10 ms (BENCHMARKS D8).
- * es_copy_team_next (es_copy.h) has the rule: a stalled copy halves the team, 32 good ones
- * grow it by a thread, up to the cap. */
-#define ES_COPY_PIECE ((size_t)256 << 10)
-/* Copies from this size on go to the team, below it to one thread (~8 GB/s): a team of 16
- * copied a 0.5 MB band of a 1080p input in ~10 us (BENCHMARKS J5). */
-#define ES_COPY_TEAM_MIN ((size_t)256 << 10)
-
-#ifdef ES_HAVE_OPENMP
-/* Most OpenMP threads one staging copy uses: 16, or ES_COPY_THREADS (gpu_env). */
-static int copy_cap(void) { return gpu_env()->copy_threads; }
-
-static __thread int tl_team;
-static __thread int tl_team_good;
-
-static double copy_now(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
-
-static int copy_team(void) {
-  int cap = tl_copy_threads > 0 ? tl_copy_threads : omp_get_max_threads();
-  if (cap > copy_cap()) cap = copy_cap();
-  return tl_team > 0 && tl_team < cap ? tl_team : cap;
-}
-
-static void copy_team_adapt(int nt, size_t bytes, double seconds) {
-  if (es_copy_team_next(&tl_team, &tl_team_good, nt, bytes, seconds))
-    es_trace("staging copies: %zu bytes in %.2f ms on %d threads; now %d threads", bytes,
-             seconds * 1e3, nt, tl_team);
-}
-#endif
-
+/* Host row copy of the staging (pageable <-> pinned, the host half of the pipeline, which
+ * must keep up with PCIe): core's es_copy_rows, on a team of at most this thread's share of
+ * the cores (tl_copy_threads; 0: OpenMP's default) and ES_COPY_THREADS (gpu_env). */
 static void copy_rows(void *dst, size_t dstride, const void *src, size_t sstride, size_t rowbytes,
                       int rows) {
-  const size_t total = rowbytes * (size_t)rows;
-#ifdef ES_HAVE_OPENMP
-  if (total >= ES_COPY_TEAM_MIN) {
-    const int nt = copy_team();
-    const double t0 = copy_now();
-    if (dstride == rowbytes && sstride == rowbytes) {
-      /* Pieces of ES_COPY_PIECE bytes (or one a thread, when fewer), handed out as threads
-       * come free. */
-      size_t chunk = (total + (size_t)nt - 1) / (size_t)nt;
-      if (chunk > ES_COPY_PIECE) chunk = ES_COPY_PIECE;
-      const long np = (long)((total + chunk - 1) / chunk);
-#pragma omp parallel for num_threads(nt) schedule(dynamic, 1)
-      for (long t = 0; t < np; t++) {
-        size_t a = (size_t)t * chunk, b = a + chunk < total ? a + chunk : total;
-        es_copy_nt((char *)dst + a, (const char *)src + a, b - a);
-      }
-    } else {
-      /* rows in pieces of about ES_COPY_PIECE bytes */
-#pragma omp parallel for num_threads(nt) \
-    schedule(dynamic, rowbytes >= ES_COPY_PIECE ? 1 : (int)(ES_COPY_PIECE / rowbytes))
-      for (int y = 0; y < rows; y++)
-        es_copy_nt((char *)dst + (size_t)y * dstride, (const char *)src + (size_t)y * sstride, rowbytes);
-    }
-    copy_team_adapt(nt, total, copy_now() - t0);
-    return;
-  }
-#endif
-  if (dstride == rowbytes && sstride == rowbytes) {
-    memcpy(dst, src, total);
-    return;
-  }
-  for (int y = 0; y < rows; y++)
-    es_copy_nt((char *)dst + (size_t)y * dstride, (const char *)src + (size_t)y * sstride, rowbytes);
+  es_copy_rows(dst, dstride, src, sstride, rowbytes, rows, tl_copy_threads,
+               gpu_env()->copy_threads);
 }
 
 static cudaError_t grow_dev(void **p, size_t *cap, size_t need) {
@@ -311,7 +136,7 @@ static size_t out_reuse_bytes(void) {
     if (l2 <= 0) l2 = 1L << 20;
     if (n < 1) n = 1;
 #ifdef ES_HAVE_OPENMP
-    if (n > copy_cap()) n = copy_cap();
+    if (n > gpu_env()->copy_threads) n = gpu_env()->copy_threads;
 #else
     n = 1;
 #endif
@@ -349,108 +174,7 @@ static uint8_t *out_take(es_gpu_worker *w, int k) {
   return p;
 }
 
-/* ---- identification ---- */
-
-extern "C" int es_gpu_built(void) { return 1; }
-
-extern "C" int es_gpu_device_count(void) {
-  int n = 0;
-  cuda_note("device count");
-  if (cudaGetDeviceCount(&n) != cudaSuccess) {
-    cudaGetLastError();
-    return 0;
-  }
-  return n;
-}
-
-extern "C" int es_gpu_describe(int device, char *buf, size_t len) {
-  cudaDeviceProp pr;
-  cuda_note("describe");
-  if (cudaGetDeviceProperties(&pr, device) != cudaSuccess) {
-    cudaGetLastError();
-    if (buf && len) snprintf(buf, len, "GPU %d: not available", device);
-    return ES_ERR_DEVICE;
-  }
-  if (buf && len)
-    snprintf(buf, len, "GPU %d: %s, %d SMs, %.1f GiB, cc %d.%d", device, pr.name,
-             pr.multiProcessorCount, (double)pr.totalGlobalMem / (1024.0 * 1024.0 * 1024.0),
-             pr.major, pr.minor);
-  return ES_OK;
-}
-
-extern "C" int es_gpu_versions(char *buf, size_t len) {
-  int rt = 0, dr = 0;
-  cuda_note("versions");
-  cudaRuntimeGetVersion(&rt);
-  cudaDriverGetVersion(&dr);
-  cudaGetLastError();
-  /* cudaDriverGetVersion gives 0 where no driver is installed: say so, not "driver 0.0". */
-  if (buf && len && dr <= 0)
-    snprintf(buf, len, "CUDA runtime %d.%d, no CUDA driver", rt / 1000, (rt % 1000) / 10);
-  else if (buf && len)
-    snprintf(buf, len, "CUDA runtime %d.%d, driver %d.%d", rt / 1000, (rt % 1000) / 10, dr / 1000,
-             (dr % 1000) / 10);
-  return ES_OK;
-}
-
-extern "C" void *es_gpu_host_alloc(size_t bytes) {
-  void *p = NULL;
-  if (bytes == 0) bytes = 1;
-  if (es_gpu_device_count() > 0 && cudaMallocHost(&p, bytes) == cudaSuccess) return p;
-  cudaGetLastError();
-  return malloc(bytes);
-}
-
-extern "C" void es_gpu_host_free(void *p) {
-  if (!p) return;
-  if (is_pinned(p)) {
-    cudaFreeHost(p);
-    return;
-  }
-  free(p);
-}
-
-extern "C" int es_gpu_context_active(int device) {
-  typedef CUresult (*state_fn)(CUdevice, unsigned int *, int *);
-  const state_fn f = (state_fn)drv_entry("cuDevicePrimaryCtxGetState");
-  unsigned int flags = 0;
-  int active = 0;
-  cuda_note("context state");
-  if (!f || f((CUdevice)device, &flags, &active) != CUDA_SUCCESS) return -1;
-  return active;
-}
-
-extern "C" int es_gpu_host_register(void *p, size_t bytes) {
-  if (!p || !bytes) return 0;
-  cuda_note("host register");
-  const int h = home_enter();
-  const int ok = cudaHostRegister(p, bytes, cudaHostRegisterPortable) == cudaSuccess;
-  if (!ok) cudaGetLastError();
-  home_leave(h);
-  return ok;
-}
-
-extern "C" int es_gpu_is_pinned(const void *p) { return is_pinned(p); }
-
-extern "C" void es_gpu_host_unregister(void *p) {
-  if (!p) return;
-  const int h = home_enter();
-  if (cudaHostUnregister(p) != cudaSuccess) cudaGetLastError();
-  home_leave(h);
-}
-
 /* ---- worker ---- */
-
-extern "C" int es_gpu_set_blocking_sync(int device) {
-  cuda_note("blocking sync");
-  if (cudaSetDevice(device) != cudaSuccess ||
-      cudaSetDeviceFlags(cudaDeviceScheduleBlockingSync) != cudaSuccess) {
-    cudaGetLastError();
-    return -1;
-  }
-  es_trace("GPU %d: blocking sync", device);
-  return 0;
-}
 
 static const void *const es_kernel_list[] = {
 #define ES_KSH(LT, KC) (const void *)k_entropy<LT, ES_HL_W32, KC>, (const void *)k_entropy<LT, ES_HL_S16, KC>
@@ -466,8 +190,6 @@ static const void *const es_kernel_list[] = {
     (const void *)k_entropy2<uint16_t, false>};
 #undef ES_KSH
 
-static void host_thread_stop(es_gpu_worker *w);
-
 /* es_gpu_worker.pdl for a GPU of compute capability major.x: ES_PDL=refuse tests the
  * fallback (test_gpu_pdl_fallback). */
 static int pdl_mode(int major) {
@@ -478,7 +200,7 @@ static int pdl_mode(int major) {
 extern "C" void es_gpu_worker_destroy(es_gpu_worker **pw) {
   if (!pw || !*pw) return;
   es_gpu_worker *w = *pw;
-  host_thread_stop(w);
+  if (w->attached_done) w->attached_done(w->attached); /* the pipeline's host thread ends */
   cudaSetDevice(w->device);
   if (w->s_up) cudaStreamSynchronize(w->s_up);
   if (w->s_comp) cudaStreamSynchronize(w->s_comp);
@@ -520,13 +242,79 @@ extern "C" void es_gpu_worker_destroy(es_gpu_worker **pw) {
 
 extern "C" int es_gpu_worker_device(const es_gpu_worker *w) { return w ? w->device : -1; }
 
-static int run_jobs(es_gpu_worker **ws, int n, const es_job *job, char *msg, size_t msglen);
+extern "C" void es_gpu_worker_attach(es_gpu_worker *w, void *data, void (*done)(void *)) {
+  w->attached = data;
+  w->attached_done = done;
+}
+
+extern "C" void *es_gpu_worker_attached(const es_gpu_worker *w) { return w->attached; }
+
+static int split_run_here(es_gpu_worker **ws, int n, const es_job *job, char *msg,
+                          size_t msglen);
+
+/* The tables of es_tables_get on the worker's device (never recomputed there): the f
+ * deltas are exact integer differences of the shared table. */
+static int upload_tables(es_gpu_worker *w, char *msg, size_t msglen) {
+  int rc = ES_OK, dev = w->device;
+  const es_tables *t = es_tables_get();
+  unsigned int *hd = (unsigned int *)malloc(sizeof *hd * ES_NMAX);
+  if (!hd) return ES_ERR_NOMEM;
+  for (int c = 0; c < ES_NMAX; c++) {
+    uint64_t d = t->flog[c + 1] - t->flog[c];
+    if (d > 0xffffffffu) { /* cannot happen with ES_FIX_SHIFT 26 (es_math.h) */
+      if (msg && msglen) snprintf(msg, msglen, "GPU %d: f increment %d does not fit 32 bits", dev, c);
+      rc = ES_ERR_INTERNAL;
+      goto end;
+    }
+    hd[c] = (unsigned int)d;
+  }
+  ES_CK(cudaMalloc((void **)&w->d_dfl, sizeof *hd * ES_NMAX));
+  ES_CK(cudaMalloc((void **)&w->d_log2n, sizeof(double) * (ES_NMAX + 1)));
+  ES_CK(cudaMalloc((void **)&w->d_flog, sizeof(unsigned long long) * (ES_NMAX + 1)));
+  ES_CK(cudaMemcpy(w->d_flog, t->flog, sizeof(unsigned long long) * (ES_NMAX + 1), cudaMemcpyHostToDevice));
+  ES_CK(cudaMalloc((void **)&w->d_scale, sizeof(double) * (ES_NMAX + 1)));
+  ES_CK(cudaMalloc((void **)&w->d_lut, 768));
+  ES_CK(cudaMalloc((void **)&w->d_acc, sizeof(es_dacc)));
+  ES_CK(cudaMallocHost((void **)&w->h_acc, sizeof(es_dacc)));
+  ES_CK(cudaMalloc((void **)&w->d_shist, sizeof(unsigned long long) * 65536));
+  ES_CK(cudaMallocHost((void **)&w->h_shist, sizeof(unsigned long long) * 65536));
+  ES_CK(cudaMemcpy(w->d_dfl, hd, sizeof *hd * ES_NMAX, cudaMemcpyHostToDevice));
+  ES_CK(cudaMemcpy(w->d_log2n, t->log2n, sizeof(double) * (ES_NMAX + 1), cudaMemcpyHostToDevice));
+  ES_CK(cudaMemcpy(w->d_scale, t->scale, sizeof(double) * (ES_NMAX + 1), cudaMemcpyHostToDevice));
+end:
+  free(hd);
+  return rc;
+}
+
+/* Warm-up: a small job through every stage, so module loading and first-launch costs are
+ * paid here and not by the first frame. */
+static int warm_up(es_gpu_worker *w, char *msg, size_t msglen) {
+  uint8_t img[37 * 23];
+  float map[37 * 23];
+  uint8_t rgb[37 * 23 * 3];
+  es_stats st;
+  for (int i = 0; i < 37 * 23; i++) img[i] = (uint8_t)(i * 37);
+  es_job j;
+  memset(&j, 0, sizeof j);
+  j.in.data = img;
+  j.in.width = 37;
+  j.in.height = 23;
+  j.in.stride = 37;
+  j.in.depth = 8;
+  es_params_default(&j.params);
+  j.map = map;
+  j.map_stride = 37;
+  j.stats = &st;
+  j.stats_bins = 16;
+  es_render_default(&j.render);
+  j.pix.plane[0] = rgb;
+  j.pix.stride[0] = 37 * 3;
+  return split_run_here(&w, 1, &j, msg, msglen);
+}
 
 static int worker_create(es_gpu_worker **out, int device, int warm, char *msg, size_t msglen) {
   int rc = ES_OK, dev = device;
   es_gpu_worker *w = NULL;
-  unsigned int *hd = NULL;
-  const es_tables *t = es_tables_get();
   cudaDeviceProp pr;
   *out = NULL;
   if (device < 0 || device >= es_gpu_device_count()) {
@@ -562,69 +350,20 @@ static int worker_create(es_gpu_worker **out, int device, int warm, char *msg, s
   }
   w->smem_optin -= 2048; /* what range_plan may ask for, below every kernel's limit */
   es_trace("GPU %d: kernel attributes set", device);
-  /* Tables: the f deltas are exact integer differences of the shared table. */
-  hd = (unsigned int *)malloc(sizeof *hd * ES_NMAX);
-  if (!hd) {
-    rc = ES_ERR_NOMEM;
-    goto end;
-  }
-  for (int c = 0; c < ES_NMAX; c++) {
-    uint64_t d = t->flog[c + 1] - t->flog[c];
-    if (d > 0xffffffffu) { /* cannot happen with ES_FIX_SHIFT 26 (es_math.h) */
-      if (msg && msglen) snprintf(msg, msglen, "GPU %d: f increment %d does not fit 32 bits", device, c);
-      rc = ES_ERR_INTERNAL;
-      goto end;
-    }
-    hd[c] = (unsigned int)d;
-  }
-  ES_CK(cudaMalloc((void **)&w->d_dfl, sizeof *hd * ES_NMAX));
-  ES_CK(cudaMalloc((void **)&w->d_log2n, sizeof(double) * (ES_NMAX + 1)));
-  ES_CK(cudaMalloc((void **)&w->d_flog, sizeof(unsigned long long) * (ES_NMAX + 1)));
-  ES_CK(cudaMemcpy(w->d_flog, t->flog, sizeof(unsigned long long) * (ES_NMAX + 1), cudaMemcpyHostToDevice));
-  ES_CK(cudaMalloc((void **)&w->d_scale, sizeof(double) * (ES_NMAX + 1)));
-  ES_CK(cudaMalloc((void **)&w->d_lut, 768));
-  ES_CK(cudaMalloc((void **)&w->d_acc, sizeof(es_dacc)));
-  ES_CK(cudaMallocHost((void **)&w->h_acc, sizeof(es_dacc)));
-  ES_CK(cudaMalloc((void **)&w->d_shist, sizeof(unsigned long long) * 65536));
-  ES_CK(cudaMallocHost((void **)&w->h_shist, sizeof(unsigned long long) * 65536));
-  ES_CK(cudaMemcpy(w->d_dfl, hd, sizeof *hd * ES_NMAX, cudaMemcpyHostToDevice));
-  ES_CK(cudaMemcpy(w->d_log2n, t->log2n, sizeof(double) * (ES_NMAX + 1), cudaMemcpyHostToDevice));
-  ES_CK(cudaMemcpy(w->d_scale, t->scale, sizeof(double) * (ES_NMAX + 1), cudaMemcpyHostToDevice));
+  rc = upload_tables(w, msg, msglen);
+  if (rc) goto end;
   if (warm) {
-    /* Warm-up: a small job through every stage, so module loading and first-launch costs are
-     * paid here and not by the first frame. */
-    uint8_t img[37 * 23];
-    float map[37 * 23];
-    uint8_t rgb[37 * 23 * 3];
-    es_stats st;
-    for (int i = 0; i < 37 * 23; i++) img[i] = (uint8_t)(i * 37);
-    es_job j;
-    memset(&j, 0, sizeof j);
-    j.in.data = img;
-    j.in.width = 37;
-    j.in.height = 23;
-    j.in.stride = 37;
-    j.in.depth = 8;
-    es_params_default(&j.params);
-    j.map = map;
-    j.map_stride = 37;
-    j.stats = &st;
-    j.stats_bins = 16;
-    es_render_default(&j.render);
-    j.pix.plane[0] = rgb;
-    j.pix.stride[0] = 37 * 3;
     es_trace("GPU %d: tables uploaded, warm-up job", device);
-    rc = run_jobs(&w, 1, &j, msg, msglen);
+    rc = warm_up(w, msg, msglen);
     if (rc) goto end;
     es_trace("GPU %d: warm-up done", device);
   }
 end:
-  free(hd);
   if (rc) {
     es_gpu_worker_destroy(&w);
     return rc;
   }
-  home_set(device);
+  gpu_home_set(device);
   *out = w;
   return ES_OK;
 }
@@ -1027,10 +766,6 @@ static int band_need(const es_range *R, const es_job *job, int f, int g, int bro
   return smax >= 0 ? (smax - R->in0) / brows : -1;
 }
 
-/* Phase 1 of a worker: upload input rows [in0, in1) in bands through pinned slots, quantize
- * and compute bands as their rows arrive, and send map bands back (when the job wants the
- * map) while later bands compute. The map stays on the device for phase 2 (rendering).
- * kernels_only: the input is already on the device (es_gpu_bench_kernel). */
 /* Band o (of brows map rows) of a range's pageable map: wait for its download, then copy it
  * from its staging slot into the caller's map. */
 static cudaError_t copy_out_band(es_gpu_worker *w, const es_range *R, const es_job *job, int o,
@@ -1044,20 +779,12 @@ static cudaError_t copy_out_band(es_gpu_worker *w, const es_range *R, const es_j
   return cudaSuccess;
 }
 
-int range_compute(es_gpu_worker *w, es_range *R, const es_job *job, int kernels_only,
-                  cudaEvent_t done, char *msg, size_t msglen) {
-  int rc = ES_OK, dev = w->device;
-  const int W = job->in.width, L = job->params.levels;
-  const size_t bps = job->in.depth == 16 ? 2 : 1, inrow = (size_t)W * bps;
-  const int nrows = R->row1 - R->row0, prow = nrows + 2 * R->r;
-  const int want_stats = job->stats != NULL || (job->render.format != ES_PIX_NONE && job->render.range_auto);
-  const int bins = job->stats ? job->stats_bins : 1;
-  const int want_map = job->map != NULL;
-  const int want_samples = job->stats && R->samplehist; /* and k_samplehist */
-  const size_t nsamples = (size_t)1 << job->in.depth;
-  /* "pinned": moved directly by DMA (is_direct: device memory too). */
-  const int in_pinned = !kernels_only && is_direct(job->in.data);
-  const int out_pinned = want_map && is_direct(job->map);
+/* Output rows a band of the range: bands of equal height, the last one what is left.
+ * in_pinned, out_pinned: input and map move by DMA (is_direct). */
+static int band_rows(const es_range *R, const es_job *job, int in_pinned, int out_pinned,
+                     int kernels_only) {
+  const int W = job->in.width, nrows = R->row1 - R->row0, want_map = job->map != NULL;
+  const size_t inrow = (size_t)W * (job->in.depth == 16 ? 2 : 1);
   int brows = (int)((ES_BAND_BYTES + (size_t)W * 4 - 1) / ((size_t)W * 4));
   if (brows < 16) brows = 16;
   /* A range whose output is more than one band takes at least ES_MIN_BANDS bands of 64 rows
@@ -1091,17 +818,20 @@ int range_compute(es_gpu_worker *w, es_range *R, const es_job *job, int kernels_
   if (kernels_only) brows = nrows;
   if (brows > nrows) brows = nrows;
   /* Bands of equal height: 2560^2 was three 8 MB bands and a tenth of one, four equal ones
-   * were 9% faster host to host (BENCHMARKS P1). */
+   * were 9% faster host to host (BENCHMARKS P1). The count stays: ceil(nrows / brows). */
   const int nb = (nrows + brows - 1) / brows;
-  brows = (nrows + nb - 1) / nb;
-  const int nin = R->in1 - R->in0;
-  const int nup = nin > 0 ? (nin + brows - 1) / brows : 0;
-  int up_next = 0, out_next = 0, f = 0;
-  /* The mask's rows from this range's first output row on the device, or NULL (no mask);
-   * kernels_only: uploaded by the run before. */
-  const uint8_t *dmask = job->in.mask ? w->d_mask + (size_t)(R->row0 - R->in0) * W : NULL;
+  return (nrows + nb - 1) / nb;
+}
 
-  ES_CK(cudaSetDevice(w->device));
+/* The device buffers and pinned staging of a range in bands of brows rows, grown where they
+ * are short (kernels_only: the run before grew those of the input and the map). */
+static int range_buffers(es_gpu_worker *w, const es_range *R, const es_job *job, int brows,
+                         int in_pinned, int out_pinned, int kernels_only, char *msg,
+                         size_t msglen) {
+  int rc = ES_OK, dev = w->device;
+  const int W = job->in.width, L = job->params.levels;
+  const size_t inrow = (size_t)W * (job->in.depth == 16 ? 2 : 1);
+  const int nrows = R->row1 - R->row0, prow = nrows + 2 * R->r, nin = R->in1 - R->in0;
   if (!kernels_only) {
     /* 16 bytes of slack: k_quant4 reads the aligned words around its bytes */
     ES_CK(grow_dev(&w->d_in, &w->cap_in, inrow * (size_t)(nin > 0 ? nin : 1) + 16));
@@ -1116,13 +846,138 @@ int range_compute(es_gpu_worker *w, es_range *R, const es_job *job, int kernels_
       }
     }
     if (!in_pinned) ES_CK(grow_pinned(w->h_in, ES_NSLOT, &w->cap_hin, inrow * (size_t)brows));
-    if (want_map && !out_pinned)
+    if (job->map && !out_pinned)
       ES_CK(out_prepare(w, (size_t)W * 4 * (size_t)brows, (size_t)W * 4 * (size_t)nrows));
   }
   if (job->stats) {
     ES_CK(grow_dev((void **)&w->d_rows, &w->cap_rows, sizeof(double) * 2 * (size_t)nrows));
     ES_CK(grow_pinned(&w->h_rows, 1, &w->cap_hrows, sizeof(double) * 2 * (size_t)nrows));
   }
+end:
+  return rc;
+}
+
+/* Uploads input bands *up_next..target (brows rows each from in0) on s_up, each followed by
+ * its ev_up event: by DMA from pinned (or device) memory, else through the pinned slots,
+ * a slot refilled once its last upload is done. */
+static int upload_bands(es_gpu_worker *w, const es_range *R, const es_job *job, int brows,
+                        int in_pinned, int *up_next, int target, char *msg, size_t msglen) {
+  int rc = ES_OK, dev = w->device;
+  const size_t inrow = (size_t)job->in.width * (job->in.depth == 16 ? 2 : 1);
+  while (*up_next <= target) {
+    const int u = *up_next, slot = u % ES_NSLOT;
+    const int r0 = R->in0 + u * brows;
+    const int rr = (R->in1 - r0) < brows ? (R->in1 - r0) : brows;
+    const char *src = (const char *)job->in.data + (size_t)r0 * job->in.stride;
+    char *dst = (char *)w->d_in + (size_t)(u * brows) * inrow;
+    if (in_pinned) {
+      ES_CK(cudaMemcpy2DAsync(dst, inrow, src, job->in.stride, inrow, (size_t)rr,
+                              cudaMemcpyDefault, w->s_up));
+    } else {
+      ES_CK(cudaEventSynchronize(w->ev_up[slot])); /* slot free again */
+      copy_rows(w->h_in[slot], inrow, src, job->in.stride, inrow, rr);
+      ES_CK(cudaMemcpyAsync(dst, w->h_in[slot], inrow * (size_t)rr, cudaMemcpyHostToDevice,
+                            w->s_up));
+    }
+    ES_CK(cudaEventRecord(w->ev_up[slot], w->s_up));
+    (*up_next)++;
+  }
+end:
+  return rc;
+}
+
+/* Band b's map (rows y0..y1 of the range) out on s_down once s_comp has it: by DMA into a
+ * pinned map, else into a staging slot, copied out to the caller's map ES_OUT_LAG bands
+ * behind (*out_next: the next band to copy out). */
+static int download_map_band(es_gpu_worker *w, const es_range *R, const es_job *job, int b,
+                             int y0, int y1, int brows, int out_pinned, int *out_next,
+                             char *msg, size_t msglen) {
+  int rc = ES_OK, dev = w->device;
+  const int W = job->in.width;
+  /* The out slot of band b was last used by band b - NSLOT: copied out already? */
+  while (!out_pinned && *out_next <= b - ES_NSLOT) {
+    ES_CK(copy_out_band(w, R, job, *out_next, brows));
+    (*out_next)++;
+  }
+  ES_CK(cudaEventRecord(w->ev_comp, w->s_comp));
+  ES_CK(cudaStreamWaitEvent(w->s_down, w->ev_comp, 0));
+  {
+    const float *dsrc = w->d_map + (size_t)y0 * W;
+    if (out_pinned)
+      ES_CK(cudaMemcpy2DAsync(job->map + (size_t)(R->row0 + y0) * job->map_stride,
+                              job->map_stride * 4, dsrc, (size_t)W * 4, (size_t)W * 4,
+                              (size_t)(y1 - y0), cudaMemcpyDefault, w->s_down));
+    else
+      ES_CK(cudaMemcpyAsync(out_take(w, b), dsrc, (size_t)W * 4 * (size_t)(y1 - y0),
+                            cudaMemcpyDeviceToHost, w->s_down));
+  }
+  ES_CK(cudaEventRecord(w->ev_dn[b % ES_NSLOT], w->s_down));
+  /* Copy out ES_OUT_LAG bands behind, while the engines work on the newer ones. */
+  while (!out_pinned && *out_next <= b - ES_OUT_LAG) {
+    ES_CK(copy_out_band(w, R, job, *out_next, brows));
+    (*out_next)++;
+  }
+end:
+  return rc;
+}
+
+/* Phase 1's results read back (all streams synchronized) into R, and the geometry
+ * es_gpu_bench_kernel re-runs. */
+static void range_results(es_gpu_worker *w, es_range *R, const es_job *job, int want_stats,
+                          int want_samples, int kernels_only) {
+  const int nrows = R->row1 - R->row0, L = job->params.levels;
+  const int bins = job->stats ? job->stats_bins : 1;
+  if (want_stats) {
+    R->hmin = es_bits_float(w->h_acc->minbits);
+    R->hmax = es_bits_float(w->h_acc->maxbits);
+    R->inside = w->h_acc->inside;
+    for (int k = 0; k < bins; k++) R->hist[k] = w->h_acc->hist[k];
+    if (R->levhist)
+      for (int k = 0; k < L; k++) R->levhist[k] = w->h_acc->levhist[k];
+  }
+  if (want_samples)
+    for (size_t k = 0; k < (size_t)1 << job->in.depth; k++) R->samplehist[k] = w->h_shist[k];
+  if (job->stats && R->rowsums && !kernels_only)
+    memcpy(R->rowsums, w->h_rows, sizeof(double) * 2 * (size_t)nrows);
+  w->last_w = job->in.width;
+  w->last_h = job->in.height;
+  w->last_depth = job->in.depth;
+  w->last_row0 = R->row0;
+  w->last_row1 = R->row1;
+  w->last_in0 = R->in0;
+  w->last_in1 = R->in1;
+}
+
+/* Phase 1 of a worker: upload input rows [in0, in1) in bands through pinned slots, quantize
+ * and compute bands as their rows arrive, and send map bands back (when the job wants the
+ * map) while later bands compute. The map stays on the device for phase 2 (rendering).
+ * kernels_only: the input is already on the device (es_gpu_bench_kernel). */
+int range_compute(es_gpu_worker *w, es_range *R, const es_job *job, int kernels_only,
+                  cudaEvent_t done, char *msg, size_t msglen) {
+  int rc = ES_OK, dev = w->device;
+  const int W = job->in.width, L = job->params.levels;
+  const size_t bps = job->in.depth == 16 ? 2 : 1, inrow = (size_t)W * bps;
+  const int nrows = R->row1 - R->row0, prow = nrows + 2 * R->r;
+  const int want_stats = job->stats != NULL || (job->render.format != ES_PIX_NONE && job->render.range_auto);
+  const int bins = job->stats ? job->stats_bins : 1;
+  const int want_map = job->map != NULL;
+  const int want_samples = job->stats && R->samplehist; /* and k_samplehist */
+  const size_t nsamples = (size_t)1 << job->in.depth;
+  /* "pinned": moved directly by DMA (is_direct: device memory too). */
+  const int in_pinned = !kernels_only && gpu_is_direct(job->in.data);
+  const int out_pinned = want_map && gpu_is_direct(job->map);
+  const int brows = band_rows(R, job, in_pinned, out_pinned, kernels_only);
+  const int nb = (nrows + brows - 1) / brows;
+  const int nin = R->in1 - R->in0;
+  const int nup = nin > 0 ? (nin + brows - 1) / brows : 0;
+  int up_next = 0, out_next = 0, f = 0;
+  /* The mask's rows from this range's first output row on the device, or NULL (no mask);
+   * kernels_only: uploaded by the run before. */
+  const uint8_t *dmask = job->in.mask ? w->d_mask + (size_t)(R->row0 - R->in0) * W : NULL;
+
+  ES_CK(cudaSetDevice(w->device));
+  rc = range_buffers(w, R, job, brows, in_pinned, out_pinned, kernels_only, msg, msglen);
+  if (rc) goto end;
   if (want_stats) {
     k_acc_init<<<64, 256, 0, w->s_comp>>>(w->d_acc, ES_STATS_MAX_BINS, L);
     ES_CKL("k_acc_init");
@@ -1146,25 +1001,9 @@ int range_compute(es_gpu_worker *w, es_range *R, const es_job *job, int kernels_
     if (g > f) {
       const int need = kernels_only ? -1 : band_need(R, job, f, g, brows);
       /* Upload through the band the rows need, and one band ahead to keep PCIe busy. */
-      int target = need + 1 < nup - 1 ? need + 1 : nup - 1;
-      while (up_next <= target) {
-        const int u = up_next, slot = u % ES_NSLOT;
-        const int r0 = R->in0 + u * brows;
-        const int rr = (R->in1 - r0) < brows ? (R->in1 - r0) : brows;
-        const char *src = (const char *)job->in.data + (size_t)r0 * job->in.stride;
-        char *dst = (char *)w->d_in + (size_t)(u * brows) * inrow;
-        if (in_pinned) {
-          ES_CK(cudaMemcpy2DAsync(dst, inrow, src, job->in.stride, inrow, (size_t)rr,
-                                  cudaMemcpyDefault, w->s_up));
-        } else {
-          ES_CK(cudaEventSynchronize(w->ev_up[slot])); /* slot free again */
-          copy_rows(w->h_in[slot], inrow, src, job->in.stride, inrow, rr);
-          ES_CK(cudaMemcpyAsync(dst, w->h_in[slot], inrow * (size_t)rr, cudaMemcpyHostToDevice,
-                                w->s_up));
-        }
-        ES_CK(cudaEventRecord(w->ev_up[slot], w->s_up));
-        up_next++;
-      }
+      rc = upload_bands(w, R, job, brows, in_pinned, &up_next,
+                        need + 1 < nup - 1 ? need + 1 : nup - 1, msg, msglen);
+      if (rc) goto end;
       if (need >= 0 && !kernels_only) /* the latest upload follows `need` on s_up */
         ES_CK(cudaStreamWaitEvent(w->s_comp, w->ev_up[(up_next - 1) % ES_NSLOT], 0));
       ES_CK(launch_quant(w, R, job, f, g, want_stats));
@@ -1182,29 +1021,9 @@ int range_compute(es_gpu_worker *w, es_range *R, const es_job *job, int kernels_
           nbm ? es_stats_binscale(&job->params, bins) : 0.0, w->d_acc);
       ES_CKL("k_maskfix");
     }
-
     if (want_map && !kernels_only) {
-      /* The out slot of band b was last used by band b - NSLOT: copied out already? */
-      while (!out_pinned && out_next <= b - ES_NSLOT) {
-        ES_CK(copy_out_band(w, R, job, out_next, brows));
-        out_next++;
-      }
-      ES_CK(cudaEventRecord(w->ev_comp, w->s_comp));
-      ES_CK(cudaStreamWaitEvent(w->s_down, w->ev_comp, 0));
-      const float *dsrc = w->d_map + (size_t)y0 * W;
-      if (out_pinned)
-        ES_CK(cudaMemcpy2DAsync(job->map + (size_t)(R->row0 + y0) * job->map_stride,
-                                job->map_stride * 4, dsrc, (size_t)W * 4, (size_t)W * 4,
-                                (size_t)(y1 - y0), cudaMemcpyDefault, w->s_down));
-      else
-        ES_CK(cudaMemcpyAsync(out_take(w, b), dsrc, (size_t)W * 4 * (size_t)(y1 - y0),
-                              cudaMemcpyDeviceToHost, w->s_down));
-      ES_CK(cudaEventRecord(w->ev_dn[b % ES_NSLOT], w->s_down));
-      /* Copy out ES_OUT_LAG bands behind, while the engines work on the newer ones. */
-      while (!out_pinned && out_next <= b - ES_OUT_LAG) {
-        ES_CK(copy_out_band(w, R, job, out_next, brows));
-        out_next++;
-      }
+      rc = download_map_band(w, R, job, b, y0, y1, brows, out_pinned, &out_next, msg, msglen);
+      if (rc) goto end;
     }
   }
   if (job->stats) {
@@ -1242,25 +1061,7 @@ int range_compute(es_gpu_worker *w, es_range *R, const es_job *job, int kernels_
   ES_CK(cudaStreamSynchronize(w->s_comp));
   ES_CK(cudaStreamSynchronize(w->s_down));
   ES_CK(cudaStreamSynchronize(w->s_up));
-  if (want_stats) {
-    R->hmin = es_bits_float(w->h_acc->minbits);
-    R->hmax = es_bits_float(w->h_acc->maxbits);
-    R->inside = w->h_acc->inside;
-    for (int k = 0; k < bins; k++) R->hist[k] = w->h_acc->hist[k];
-    if (R->levhist)
-      for (int k = 0; k < L; k++) R->levhist[k] = w->h_acc->levhist[k];
-  }
-  if (want_samples)
-    for (size_t k = 0; k < nsamples; k++) R->samplehist[k] = w->h_shist[k];
-  if (job->stats && R->rowsums && !kernels_only)
-    memcpy(R->rowsums, w->h_rows, sizeof(double) * 2 * (size_t)nrows);
-  w->last_w = W;
-  w->last_h = job->in.height;
-  w->last_depth = job->in.depth;
-  w->last_row0 = R->row0;
-  w->last_row1 = R->row1;
-  w->last_in0 = R->in0;
-  w->last_in1 = R->in1;
+  range_results(w, R, job, want_stats, want_samples, kernels_only);
 end:
   if (rc) {
     /* Leave the worker usable: drain what was queued before the failure. */
@@ -1282,7 +1083,7 @@ static int download_rows(es_gpu_worker *w, void *dst, size_t dstride, const void
   ES_CK(cudaEventRecord(w->ev_comp, w->s_comp));
   ES_CK(cudaStreamWaitEvent(w->s_down, w->ev_comp, 0));
   if (rows <= 0) goto end;
-  if (is_pinned(dst)) {
+  if (gpu_is_pinned(dst)) {
     ES_CK(cudaMemcpy2DAsync(dst, dstride, dsrc, rowbytes, rowbytes, (size_t)rows,
                             cudaMemcpyDeviceToHost, w->s_down));
     ES_CK(cudaStreamSynchronize(w->s_down));
@@ -1399,274 +1200,220 @@ end:
   return rc;
 }
 
-/* ---- jobs over one or several workers ---- */
+/* ---- a job cut by rows into ranges, one a worker ---- */
 
-struct es_task {
-  es_gpu_worker *w;
-  es_range *R;
-  const es_job *job;
-  int phase; /* 1 compute, 2 render */
-  double lo, inv;
-  int copy_threads; /* staging-copy threads for this task (0: default) */
-  int rc;
-  char msg[256];
+/* A job split by rows (es_gpu.h): the ranges, what their phase 1 gives back (histograms,
+ * row sums) and the job as the ranges compute it. */
+struct es_gpu_split {
+  es_job job;          /* float samples (depth 32) replaced by their levels and inside */
+  int levels_entropy;  /* depth 32: the global entropy is that of the levels */
+  int m;               /* ranges: a worker whose share of rows rounds to none gets none */
+  es_gpu_worker *ws[ES_MAX_GPUS]; /* the worker of each range */
+  es_range *Rs;
+  uint64_t *lh, *lsum; /* the levels' histograms: one a range, and their sum */
+  uint64_t *sh, *ssum; /* the raw samples' (global_entropy), where the levels' are not theirs */
+  double *rows;        /* 2 a row (sum, sumsq), NULL without statistics */
+  uint16_t *samples;   /* depth 32: the levels and the inside (es_float_levels), else NULL */
+  uint8_t *mask;
+  double lo, inv;      /* the rendering's range, from es_gpu_split_gather */
 };
-
-static void task_run(es_task *t) {
-  const int saved = tl_copy_threads;
-  tl_copy_threads = t->copy_threads;
-  if (t->phase == 1)
-    t->rc = range_compute(t->w, t->R, t->job, 0, NULL, t->msg, sizeof t->msg);
-  else
-    t->rc = range_render(t->w, t->R, t->job, t->lo, t->inv, 0, t->msg, sizeof t->msg);
-  tl_copy_threads = saved;
-}
-
-/* A worker's host thread: runs the tasks posted to it until told to quit. */
-static void *host_main(void *arg) {
-  es_gpu_worker *w = (es_gpu_worker *)arg;
-  pthread_mutex_lock(&w->host_lock);
-  for (;;) {
-    while (!w->host_task && !w->host_quit) pthread_cond_wait(&w->host_cond, &w->host_lock);
-    if (w->host_quit) break;
-    es_task *t = w->host_task;
-    pthread_mutex_unlock(&w->host_lock);
-    task_run(t);
-    pthread_mutex_lock(&w->host_lock);
-    w->host_task = NULL;
-    pthread_cond_broadcast(&w->host_cond);
-  }
-  pthread_mutex_unlock(&w->host_lock);
-  return NULL;
-}
-
-static int host_thread_start(es_gpu_worker *w) {
-  if (w->host_started) return 1;
-  pthread_mutex_init(&w->host_lock, NULL);
-  pthread_cond_init(&w->host_cond, NULL);
-  w->host_task = NULL;
-  w->host_quit = 0;
-  if (pthread_create(&w->host, NULL, host_main, w) != 0) {
-    pthread_cond_destroy(&w->host_cond);
-    pthread_mutex_destroy(&w->host_lock);
-    return 0;
-  }
-  w->host_started = 1;
-  return 1;
-}
-
-static void host_thread_stop(es_gpu_worker *w) {
-  if (!w->host_started) return;
-  pthread_mutex_lock(&w->host_lock);
-  w->host_quit = 1;
-  pthread_cond_broadcast(&w->host_cond);
-  pthread_mutex_unlock(&w->host_lock);
-  pthread_join(w->host, NULL);
-  pthread_cond_destroy(&w->host_cond);
-  pthread_mutex_destroy(&w->host_lock);
-  w->host_started = 0;
-}
-
-/* Runs the tasks of one phase at once: task 0 on the calling thread, the others on their
- * workers' host threads; each task's staging copies get an equal share of the cores. */
-static int run_phase(es_task *ts, int n, char *msg, size_t msglen) {
-  int posted[ES_MAX_GPUS] = {0};
-  int rc = ES_OK;
-  int share = 0;
-  if (n > 1) {
-#ifdef ES_HAVE_OPENMP
-    /* One core a task drives the device; the copies of all tasks together at most 32
-     * threads: host memory bandwidth is spent long before that, and 4 tasks of 15 threads
-     * on 64 cores stalled 2560^2 jobs for 3-10 ms (BENCHMARKS F1). */
-    share = omp_get_num_procs() / n - 1;
-    if (share > ES_COPY_THREADS_TOTAL / n) share = ES_COPY_THREADS_TOTAL / n;
-#else
-    share = 1;
-#endif
-    if (share < 1) share = 1;
-  }
-  for (int i = 0; i < n; i++) ts[i].copy_threads = share;
-  for (int i = 1; i < n; i++) {
-    es_gpu_worker *w = ts[i].w;
-    int dup = w == ts[0].w; /* a worker given twice runs its tasks in turn, on this thread */
-    for (int j = 1; j < i; j++) dup |= w == ts[j].w;
-    if (dup || !host_thread_start(w)) continue;
-    pthread_mutex_lock(&w->host_lock);
-    w->host_task = &ts[i];
-    pthread_cond_broadcast(&w->host_cond);
-    pthread_mutex_unlock(&w->host_lock);
-    posted[i] = 1;
-  }
-  task_run(&ts[0]);
-  for (int i = 1; i < n; i++) {
-    if (!posted[i]) {
-      task_run(&ts[i]); /* no host thread: in turn, on this one */
-      continue;
-    }
-    es_gpu_worker *w = ts[i].w;
-    pthread_mutex_lock(&w->host_lock);
-    while (w->host_task) pthread_cond_wait(&w->host_cond, &w->host_lock);
-    pthread_mutex_unlock(&w->host_lock);
-  }
-  for (int i = 0; i < n; i++) {
-    if (ts[i].rc && !rc) {
-      rc = ts[i].rc;
-      if (msg && msglen) snprintf(msg, msglen, "%s", ts[i].msg);
-    }
-  }
-  return rc;
-}
-
-static int run_jobs(es_gpu_worker **ws, int n, const es_job *job, char *msg, size_t msglen) {
-  int rc = es_job_check(job, msg, msglen);
-  if (rc) return rc;
-  if (n < 1 || n > ES_MAX_GPUS || !ws) {
-    if (msg && msglen) snprintf(msg, msglen, "GPU: %d workers (1..%d)", n, ES_MAX_GPUS);
-    return ES_ERR_USAGE;
-  }
-  for (int i = 0; i < n; i++) {
-    if (!ws[i]) {
-      if (msg && msglen) snprintf(msg, msglen, "GPU: worker %d is NULL", i);
-      return ES_ERR_USAGE;
-    }
-  }
-  const int H = job->in.height, L = job->params.levels;
-  const int bins = job->stats ? job->stats_bins : 1;
-  const int want_stats = job->stats != NULL || (job->render.format != ES_PIX_NONE && job->render.range_auto);
-  es_range *Rs = (es_range *)calloc((size_t)n, sizeof *Rs);
-  es_task *ts = (es_task *)calloc((size_t)n, sizeof *ts);
-  uint64_t *lh = (uint64_t *)calloc((size_t)n * (size_t)L, sizeof *lh);
-  uint64_t *lsum = (uint64_t *)calloc((size_t)L, sizeof *lsum);
-  double *rows = job->stats ? (double *)malloc(sizeof(double) * 2 * (size_t)H) : NULL;
-  /* Raw samples' histograms (global_entropy), one a range, where the levels' are not theirs */
-  const int own_samples =
-      job->stats && (job->in.mask || es_stats_sample_hist_own(L, job->in.depth));
-  const size_t nsamples = (size_t)1 << job->in.depth;
-  uint64_t *sh = own_samples ? (uint64_t *)calloc((size_t)n * nsamples, sizeof *sh) : NULL;
-  uint64_t *ssum = own_samples ? (uint64_t *)calloc(nsamples, sizeof *ssum) : NULL;
-  int m = 0;
-  if (!Rs || !ts || !lh || !lsum || (job->stats && !rows) || (own_samples && (!sh || !ssum))) {
-    rc = ES_ERR_NOMEM;
-    goto end;
-  }
-  /* Split rows at even boundaries (a YUV420P chroma row never straddles two devices). */
-  for (int i = 0; i < n; i++) {
-    int a = (int)((long long)H * i / n) & ~1, b = i == n - 1 ? H : (int)((long long)H * (i + 1) / n) & ~1;
-    if (b <= a) continue;
-    Rs[m].row0 = a;
-    Rs[m].row1 = b;
-    Rs[m].levhist = lh + (size_t)m * L;
-    Rs[m].samplehist = sh ? sh + (size_t)m * nsamples : NULL;
-    Rs[m].rowsums = rows ? rows + 2 * (size_t)a : NULL;
-    range_plan(&Rs[m], job, ws[i]);
-    ts[m].w = ws[i];
-    ts[m].R = &Rs[m];
-    ts[m].job = job;
-    ts[m].phase = 1;
-    m++;
-  }
-  rc = run_phase(ts, m, msg, msglen);
-  if (rc) goto end;
-  {
-    float hmin = 0.0f, hmax = 0.0f;
-    double sum = 0.0, sumsq = 0.0;
-    if (want_stats) {
-      hmin = Rs[0].hmin;
-      hmax = Rs[0].hmax;
-      for (int i = 0; i < m; i++) {
-        if (Rs[i].hmin < hmin) hmin = Rs[i].hmin;
-        if (Rs[i].hmax > hmax) hmax = Rs[i].hmax;
-        for (int k = 0; k < L; k++) lsum[k] += Rs[i].levhist[k];
-        if (ssum)
-          for (size_t k = 0; k < nsamples; k++) ssum[k] += Rs[i].samplehist[k];
-      }
-    }
-    /* Rows in order, as the CPU engine adds them: the same bits whatever the split. */
-    for (int y = 0; rows && y < H; y++) {
-      sum += rows[2 * (size_t)y];
-      sumsq += rows[2 * (size_t)y + 1];
-    }
-    if (job->stats) {
-      es_stats *st = job->stats;
-      es_stats_acc acc;
-      acc.sum = sum;
-      acc.sumsq = sumsq;
-      acc.min = hmin;
-      acc.max = hmax;
-      acc.count = (int64_t)job->in.width * H;
-      if (job->in.mask) { /* the inside pixels, counted on the devices (k_maskfix): the
-                           * mask may be device memory (es_compute_device) */
-        acc.count = 0;
-        for (int i = 0; i < m; i++) acc.count += (int64_t)Rs[i].inside;
-      }
-      memset(st->hist, 0, sizeof st->hist);
-      for (int i = 0; i < m; i++)
-        for (int k = 0; k < bins; k++) st->hist[k] += Rs[i].hist[k];
-      st->bins = bins;
-      es_stats_finish(st, &acc, lsum, L, ssum ? ssum : lsum, job->in.depth);
-    }
-    if (job->render.format != ES_PIX_NONE) {
-      double lo, inv;
-      es_render_range(&job->params, &job->render, hmin, hmax, &lo, &inv);
-      for (int i = 0; i < m; i++) {
-        ts[i].phase = 2;
-        ts[i].lo = lo;
-        ts[i].inv = inv;
-      }
-      rc = run_phase(ts, m, msg, msglen);
-    }
-  }
-end:
-  free(Rs);
-  free(ts);
-  free(lh);
-  free(lsum);
-  free(rows);
-  free(sh);
-  free(ssum);
-  return rc;
-}
 
 /* Float samples (depth 32): their levels as 16-bit samples and their inside as a mask, on
  * the host by es_float_levels (the one conversion every engine takes), then as any job. The
  * samples must be host memory. */
-static int run_float(es_gpu_worker **ws, int n, const es_job *job, char *msg, size_t msglen) {
-  if (job->in.depth != 32) return run_jobs(ws, n, job, msg, msglen);
-  int rc = es_job_check(job, msg, msglen);
-  if (rc) return rc;
-  if (is_direct(job->in.data) && !is_pinned(job->in.data)) {
+static int split_float(es_gpu_split *s, char *msg, size_t msglen) {
+  const es_job *job = &s->job;
+  if (gpu_is_direct(job->in.data) && !gpu_is_pinned(job->in.data)) {
     if (msg && msglen) snprintf(msg, msglen, "float samples in device memory: not supported");
     return ES_ERR_USAGE;
   }
   const size_t np = (size_t)job->in.width * job->in.height;
-  uint16_t *samples = (uint16_t *)malloc(np * sizeof *samples);
-  uint8_t *mask = (uint8_t *)malloc(np);
-  if (!samples || !mask) {
-    rc = ES_ERR_NOMEM;
+  s->samples = (uint16_t *)malloc(np * sizeof *s->samples);
+  s->mask = (uint8_t *)malloc(np);
+  if (!s->samples || !s->mask) {
     if (msg && msglen) snprintf(msg, msglen, "out of memory for a %dx%d image", job->in.width, job->in.height);
-  } else {
-    es_float_levels(&job->in, &job->params, samples, mask);
-    es_job lj = *job;
-    lj.in.data = samples;
-    lj.in.stride = (size_t)job->in.width * sizeof *samples;
-    lj.in.depth = 16;
-    lj.in.mask = mask;
-    lj.in.mask_stride = (size_t)job->in.width;
-    rc = run_jobs(ws, n, &lj, msg, msglen);
-    if (rc == ES_OK && job->stats) job->stats->global_entropy = job->stats->global_entropy_levels;
+    return ES_ERR_NOMEM;
   }
-  free(samples);
-  free(mask);
+  es_float_levels(&job->in, &job->params, s->samples, s->mask);
+  s->job.in.data = s->samples;
+  s->job.in.stride = (size_t)job->in.width * sizeof *s->samples;
+  s->job.in.depth = 16;
+  s->job.in.mask = s->mask;
+  s->job.in.mask_stride = (size_t)job->in.width;
+  s->levels_entropy = 1;
+  return es_job_check(&s->job, msg, msglen);
+}
+
+/* The ranges: rows split at even boundaries (a YUV420P chroma row never straddles two
+ * devices), each with its part of the histograms and row sums. */
+static int split_plan(es_gpu_split *s, es_gpu_worker **ws, int n) {
+  const es_job *job = &s->job;
+  const int H = job->in.height, L = job->params.levels;
+  const size_t nsamples = (size_t)1 << job->in.depth;
+  /* Raw samples' histograms (global_entropy), one a range, where the levels' are not theirs */
+  const int own_samples =
+      job->stats && (job->in.mask || es_stats_sample_hist_own(L, job->in.depth));
+  s->Rs = (es_range *)calloc((size_t)n, sizeof *s->Rs);
+  s->lh = (uint64_t *)calloc((size_t)n * (size_t)L, sizeof *s->lh);
+  s->lsum = (uint64_t *)calloc((size_t)L, sizeof *s->lsum);
+  s->rows = job->stats ? (double *)malloc(sizeof(double) * 2 * (size_t)H) : NULL;
+  s->sh = own_samples ? (uint64_t *)calloc((size_t)n * nsamples, sizeof *s->sh) : NULL;
+  s->ssum = own_samples ? (uint64_t *)calloc(nsamples, sizeof *s->ssum) : NULL;
+  if (!s->Rs || !s->lh || !s->lsum || (job->stats && !s->rows) ||
+      (own_samples && (!s->sh || !s->ssum)))
+    return ES_ERR_NOMEM;
+  for (int i = 0; i < n; i++) {
+    int a = (int)((long long)H * i / n) & ~1, b = i == n - 1 ? H : (int)((long long)H * (i + 1) / n) & ~1;
+    if (b <= a) continue;
+    es_range *R = &s->Rs[s->m];
+    R->row0 = a;
+    R->row1 = b;
+    R->levhist = s->lh + (size_t)s->m * L;
+    R->samplehist = s->sh ? s->sh + (size_t)s->m * nsamples : NULL;
+    R->rowsums = s->rows ? s->rows + 2 * (size_t)a : NULL;
+    range_plan(R, job, ws[i]);
+    s->ws[s->m++] = ws[i];
+  }
+  return ES_OK;
+}
+
+extern "C" int es_gpu_split_open(es_gpu_split **out, es_gpu_worker **ws, int n, const es_job *job,
+                                 char *msg, size_t msglen) {
+  es_gpu_split *s = NULL;
+  int rc = es_job_check(job, msg, msglen);
+  *out = NULL;
+  if (rc) return rc;
+  s = (es_gpu_split *)calloc(1, sizeof *s);
+  if (!s) return ES_ERR_NOMEM;
+  s->job = *job;
+  if (job->in.depth == 32) {
+    rc = split_float(s, msg, msglen);
+    if (rc) goto end;
+  }
+  if (n < 1 || n > ES_MAX_GPUS || !ws) {
+    if (msg && msglen) snprintf(msg, msglen, "GPU: %d workers (1..%d)", n, ES_MAX_GPUS);
+    rc = ES_ERR_USAGE;
+    goto end;
+  }
+  for (int i = 0; i < n; i++) {
+    if (!ws[i]) {
+      if (msg && msglen) snprintf(msg, msglen, "GPU: worker %d is NULL", i);
+      rc = ES_ERR_USAGE;
+      goto end;
+    }
+  }
+  rc = split_plan(s, ws, n);
+end:
+  if (rc) es_gpu_split_close(&s);
+  *out = s;
+  return rc;
+}
+
+extern "C" int es_gpu_split_ranges(const es_gpu_split *s) { return s ? s->m : 0; }
+
+extern "C" es_gpu_worker *es_gpu_split_worker(const es_gpu_split *s, int i) {
+  return s && i >= 0 && i < s->m ? s->ws[i] : NULL;
+}
+
+extern "C" int es_gpu_split_compute(es_gpu_split *s, int i, int copy_threads, char *msg,
+                                    size_t msglen) {
+  const int saved = tl_copy_threads;
+  tl_copy_threads = copy_threads;
+  const int rc = range_compute(s->ws[i], &s->Rs[i], &s->job, 0, NULL, msg, msglen);
+  tl_copy_threads = saved;
+  return rc;
+}
+
+extern "C" int es_gpu_split_gather(es_gpu_split *s) {
+  const es_job *job = &s->job;
+  const es_range *Rs = s->Rs;
+  const int m = s->m, H = job->in.height, L = job->params.levels;
+  const int bins = job->stats ? job->stats_bins : 1;
+  const int want_stats = job->stats != NULL || (job->render.format != ES_PIX_NONE && job->render.range_auto);
+  const size_t nsamples = (size_t)1 << job->in.depth;
+  float hmin = 0.0f, hmax = 0.0f;
+  double sum = 0.0, sumsq = 0.0;
+  if (want_stats) {
+    hmin = Rs[0].hmin;
+    hmax = Rs[0].hmax;
+    for (int i = 0; i < m; i++) {
+      if (Rs[i].hmin < hmin) hmin = Rs[i].hmin;
+      if (Rs[i].hmax > hmax) hmax = Rs[i].hmax;
+      for (int k = 0; k < L; k++) s->lsum[k] += Rs[i].levhist[k];
+      if (s->ssum)
+        for (size_t k = 0; k < nsamples; k++) s->ssum[k] += Rs[i].samplehist[k];
+    }
+  }
+  /* Rows in order, as the CPU engine adds them: the same bits whatever the split. */
+  for (int y = 0; s->rows && y < H; y++) {
+    sum += s->rows[2 * (size_t)y];
+    sumsq += s->rows[2 * (size_t)y + 1];
+  }
+  if (job->stats) {
+    es_stats *st = job->stats;
+    es_stats_acc acc;
+    acc.sum = sum;
+    acc.sumsq = sumsq;
+    acc.min = hmin;
+    acc.max = hmax;
+    acc.count = (int64_t)job->in.width * H;
+    if (job->in.mask) { /* the inside pixels, counted on the devices (k_maskfix): the
+                         * mask may be device memory (es_compute_device) */
+      acc.count = 0;
+      for (int i = 0; i < m; i++) acc.count += (int64_t)Rs[i].inside;
+    }
+    memset(st->hist, 0, sizeof st->hist);
+    for (int i = 0; i < m; i++)
+      for (int k = 0; k < bins; k++) st->hist[k] += Rs[i].hist[k];
+    st->bins = bins;
+    es_stats_finish(st, &acc, s->lsum, L, s->ssum ? s->ssum : s->lsum, job->in.depth);
+    if (s->levels_entropy) st->global_entropy = st->global_entropy_levels;
+  }
+  if (job->render.format == ES_PIX_NONE) return 0;
+  es_render_range(&job->params, &job->render, hmin, hmax, &s->lo, &s->inv);
+  return 1;
+}
+
+extern "C" int es_gpu_split_render(es_gpu_split *s, int i, int copy_threads, char *msg,
+                                   size_t msglen) {
+  const int saved = tl_copy_threads;
+  tl_copy_threads = copy_threads;
+  const int rc = range_render(s->ws[i], &s->Rs[i], &s->job, s->lo, s->inv, 0, msg, msglen);
+  tl_copy_threads = saved;
+  return rc;
+}
+
+extern "C" void es_gpu_split_close(es_gpu_split **ps) {
+  if (!ps || !*ps) return;
+  es_gpu_split *s = *ps;
+  free(s->Rs);
+  free(s->lh);
+  free(s->lsum);
+  free(s->rows);
+  free(s->sh);
+  free(s->ssum);
+  free(s->samples);
+  free(s->mask);
+  free(s);
+  *ps = NULL;
+}
+
+/* A split's ranges in turn on this thread, its staging copies on the thread's own team: a
+ * job on one worker (es_gpu_run, the warm-up). Several GPUs at once: es_split_run
+ * (pipeline/split_run.c). */
+static int split_run_here(es_gpu_worker **ws, int n, const es_job *job, char *msg,
+                          size_t msglen) {
+  es_gpu_split *s = NULL;
+  int rc = es_gpu_split_open(&s, ws, n, job, msg, msglen);
+  for (int i = 0; rc == ES_OK && i < s->m; i++) rc = es_gpu_split_compute(s, i, 0, msg, msglen);
+  if (rc == ES_OK && es_gpu_split_gather(s))
+    for (int i = 0; rc == ES_OK && i < s->m; i++) rc = es_gpu_split_render(s, i, 0, msg, msglen);
+  es_gpu_split_close(&s);
   return rc;
 }
 
 extern "C" int es_gpu_run(es_gpu_worker *w, const es_job *job, char *msg, size_t msglen) {
-  return run_float(&w, 1, job, msg, msglen);
-}
-
-extern "C" int es_gpu_run_multi(es_gpu_worker **ws, int n, const es_job *job, char *msg,
-                                size_t msglen) {
-  return run_float(ws, n, job, msg, msglen);
+  return split_run_here(&w, 1, job, msg, msglen);
 }
 
 /* ---- the naive baseline (the other benchmark entry points: es_gpu_bench.cu) ---- */

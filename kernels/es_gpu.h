@@ -65,9 +65,35 @@ int es_gpu_worker_device(const es_gpu_worker *w);
  * error" in msg; the worker remains usable if the device does. */
 int es_gpu_run(es_gpu_worker *w, const es_job *job, char *msg, size_t msglen);
 
-/* Runs one job split across n workers (one per device): rows split with halos of r rows,
- * each device pipelining its own band; output identical to one device. */
-int es_gpu_run_multi(es_gpu_worker **ws, int n, const es_job *job, char *msg, size_t msglen);
+/* One job split by rows across n workers (one a device), each range with halos of r rows
+ * and pipelined on its own device; output identical to one device. es_gpu_run runs one on
+ * its calling thread; pipeline/split_run.c (es_split_run) drives several devices at once
+ * from its own threads. In this order:
+ * - es_gpu_split_open: checks the job and the workers (as es_gpu_run; float samples are
+ *   converted to their levels here), and plans es_gpu_split_ranges(s) ranges (a worker whose
+ *   share of rows rounds to none gets none), range i on es_gpu_split_worker(s, i);
+ * - es_gpu_split_compute for every range: phase 1 (upload, entropy, map and statistics of
+ *   its rows), on any thread; ranges of different workers may run at the same time, each on
+ *   its own thread, with copy_threads OpenMP threads for its staging copies (0: the
+ *   default);
+ * - es_gpu_split_gather, once all succeeded: the job's statistics from the ranges'; returns
+ *   1 when the job renders, then es_gpu_split_render for every range (phase 2, as phase 1);
+ * - es_gpu_split_close, always (NULL is fine). */
+typedef struct es_gpu_split es_gpu_split;
+int es_gpu_split_open(es_gpu_split **out, es_gpu_worker **ws, int n, const es_job *job,
+                      char *msg, size_t msglen);
+int es_gpu_split_ranges(const es_gpu_split *s);
+es_gpu_worker *es_gpu_split_worker(const es_gpu_split *s, int i);
+int es_gpu_split_compute(es_gpu_split *s, int i, int copy_threads, char *msg, size_t msglen);
+int es_gpu_split_gather(es_gpu_split *s);
+int es_gpu_split_render(es_gpu_split *s, int i, int copy_threads, char *msg, size_t msglen);
+void es_gpu_split_close(es_gpu_split **s);
+
+/* Ties the caller's data to the worker's life: es_gpu_worker_destroy calls done(data) before
+ * anything else (the pipeline's host thread of the worker ends there). One slot; NULL done:
+ * nothing is called. es_gpu_worker_attached gives the data back (NULL: none). */
+void es_gpu_worker_attach(es_gpu_worker *w, void *data, void (*done)(void *));
+void *es_gpu_worker_attached(const es_gpu_worker *w);
 
 /* The naive baseline kernel (one thread a pixel, full window rescan, the study's v0),
  * for entropy-bench: time of the kernel alone in *kernel_ms (CUDA events). */

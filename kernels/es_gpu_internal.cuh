@@ -8,7 +8,6 @@
 #define ES_GPU_INTERNAL_CUH
 
 #include <cuda_runtime.h>
-#include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -57,7 +56,6 @@ static inline void es_gpu_err(char *msg, size_t msglen, int dev, const char *cal
 }
 
 struct es_dacc; /* gpu_kernels.cuh */
-struct es_task; /* es_gpu.cu */
 
 #define ES_OCC_CACHE 16
 
@@ -107,16 +105,10 @@ struct es_gpu_worker {
    * query costs the host microseconds before every launch (launch_strips; BENCHMARKS D6). */
   struct { const void *k; int bx; size_t smem; int per_sm; } occ[ES_OCC_CACHE];
   unsigned nocc;
-  /* The host thread that runs this worker's share of multi-GPU jobs (es_gpu_run_multi),
-   * started on first use and kept: its OpenMP team for the staging copies lives as long as
-   * it does (a thread per call made a new team of copy threads per call and phase). */
-  pthread_t host;               /* valid while host_started */
-  int host_started;             /* set and cleared by the caller's thread (run_phase, destroy) */
-  int host_quit;                /* guarded by host_lock: destroy asks the thread to end */
-  pthread_mutex_t host_lock;    /* guards host_task and host_quit */
-  pthread_cond_t host_cond;     /* with host_lock: a task posted, done, or quit */
-  struct es_task *host_task;    /* guarded by host_lock: posted by run_phase, set back to
-                                 * NULL by the host thread when the task is done */
+  /* The caller's data tied to the worker's life (es_gpu_worker_attach): the pipeline's host
+   * thread that drives this worker in jobs split over several GPUs (pipeline/split_run.c). */
+  void *attached;
+  void (*attached_done)(void *); /* called by es_gpu_worker_destroy first, or NULL */
 };
 
 /* The environment the GPU engine reads (gpu_env, es_gpu.cu: which switches and why). */
@@ -147,6 +139,15 @@ struct es_range {
                          * (no statistics, or the level histogram is theirs) */
   double *rowsums;   /* 2 per row (sum, sumsq), owned by the caller; NULL: no stats */
 };
+
+/* es_gpu_host.cu's, for the rest of the engine: the first CUDA call traced once (entry: who
+ * made it); the home device set (the first a worker opened); 1 where p is page-locked host
+ * memory CUDA knows, or (direct) memory a copy engine reaches without the host: page-locked,
+ * device or managed. */
+ES_GPU_PRIVATE void cuda_note(const char *entry);
+ES_GPU_PRIVATE void gpu_home_set(int device);
+ES_GPU_PRIVATE int gpu_is_pinned(const void *p);
+ES_GPU_PRIVATE int gpu_is_direct(const void *p);
 
 ES_GPU_PRIVATE void range_plan(es_range *R, const es_job *job, const es_gpu_worker *w);
 ES_GPU_PRIVATE int range_compute(es_gpu_worker *w, es_range *R, const es_job *job,

@@ -72,11 +72,51 @@ int es_gpu_run(es_gpu_worker *w, const es_job *job, char *msg, size_t msglen) {
   return stub_fail(msg, msglen);
 }
 
-int es_gpu_run_multi(es_gpu_worker **ws, int n, const es_job *job, char *msg, size_t msglen) {
+int es_gpu_split_open(es_gpu_split **out, es_gpu_worker **ws, int n, const es_job *job,
+                      char *msg, size_t msglen) {
   (void)ws;
   (void)n;
   (void)job;
+  if (out) *out = NULL;
   return stub_fail(msg, msglen);
+}
+int es_gpu_split_ranges(const es_gpu_split *s) {
+  (void)s;
+  return 0;
+}
+es_gpu_worker *es_gpu_split_worker(const es_gpu_split *s, int i) {
+  (void)s;
+  (void)i;
+  return NULL;
+}
+int es_gpu_split_compute(es_gpu_split *s, int i, int copy_threads, char *msg, size_t msglen) {
+  (void)s;
+  (void)i;
+  (void)copy_threads;
+  return stub_fail(msg, msglen);
+}
+int es_gpu_split_gather(es_gpu_split *s) {
+  (void)s;
+  return 0;
+}
+int es_gpu_split_render(es_gpu_split *s, int i, int copy_threads, char *msg, size_t msglen) {
+  (void)s;
+  (void)i;
+  (void)copy_threads;
+  return stub_fail(msg, msglen);
+}
+void es_gpu_split_close(es_gpu_split **s) {
+  if (s) *s = NULL;
+}
+/* No worker exists without CUDA: nothing to tie to. */
+void es_gpu_worker_attach(es_gpu_worker *w, void *data, void (*done)(void *)) {
+  (void)w;
+  (void)data;
+  (void)done;
+}
+void *es_gpu_worker_attached(const es_gpu_worker *w) {
+  (void)w;
+  return NULL;
 }
 
 int es_gpu_naive(es_gpu_worker *w, const es_image *img, const es_params *p, float *out,

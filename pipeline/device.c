@@ -306,7 +306,7 @@ int es_split_probe_workers(es_gpu_worker **ws, int n, int cls, double *ms_mb, ch
     double best = 0;
     for (int r = 0; r <= ES_PROBE_REPS && rc == ES_OK; r++) {
       const double t0 = es_trace_ms();
-      rc = m == 1 ? es_gpu_run(ws[0], &job, msg, len) : es_gpu_run_multi(ws, m, &job, msg, len);
+      rc = m == 1 ? es_gpu_run(ws[0], &job, msg, len) : es_split_run(ws, m, &job, msg, len);
       const double t = es_trace_ms() - t0;
       if (r > 0 && (best == 0 || t < best)) best = t; /* r 0: the warm-up */
     }
@@ -436,7 +436,7 @@ int es_run_job(es_context *ctx, const es_job *job, int target, int cpu_threads, 
         snprintf(why, sizeof why, "injected fault");
       } else {
         const double t0 = es_trace_ms();
-        rc = es_gpu_run_multi(ws, n, job, why, sizeof why);
+        rc = es_split_run(ws, n, job, why, sizeof why);
         if (rc == ES_OK) es_split_observe(ctx, job, n, es_trace_ms() - t0);
       }
       /* Which device broke is not known here: no GPU is blamed, the retry goes to one GPU.

@@ -182,6 +182,11 @@ int es_split_class(const es_job *job);
 /* The model's time (ms) of the job on m GPUs, for tests and the benchmark's notes. */
 double es_split_model_ms(const es_job *job, int m, int in_pinned, int out_pinned);
 
+/* Runs one job split by rows across n workers (one a device) at once (split_run.c): range 0
+ * on the calling thread, the others on their workers' host threads; output identical to one
+ * device (es_gpu_run). The first range's error (by range order) in msg. */
+int es_split_run(es_gpu_worker **ws, int n, const es_job *job, char *msg, size_t msglen);
+
 /* OpenMP threads for a CPU job of `pixels` pixels with at most `max_threads`. */
 int es_cpu_threads_for(int64_t pixels, int max_threads);
 

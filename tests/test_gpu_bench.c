@@ -10,6 +10,7 @@
 
 #include "es_gpu.h"
 #include "es_kernels.h"
+#include "es_pipeline_internal.h" /* es_split_run */
 #include "es_test.h"
 #include "test_gpu_ref.h"
 
@@ -154,9 +155,9 @@ static void bench_case(es_gpu_worker *w, es_gpu_worker **pair, const char *name,
   if (pair) {
     for (int i = 0; i < 5; i++) {
       double t0 = now_ms();
-      rc = es_gpu_run_multi(pair, 2, &job, msg, sizeof msg);
+      rc = es_split_run(pair, 2, &job, msg, sizeof msg);
       t[i] = (float)(now_ms() - t0);
-      CHECK(rc == ES_OK, "%s: es_gpu_run_multi: %s", name, msg);
+      CHECK(rc == ES_OK, "%s: es_split_run: %s", name, msg);
     }
     check_rows(&job.in, p, map, (size_t)W, &bad, &err);
     CHECK(bad == 0, "%s multi: %ld pixels differ", name, bad);

@@ -15,6 +15,7 @@
 
 #include "es_gpu.h"
 #include "es_kernels.h"
+#include "es_pipeline_internal.h" /* es_split_run */
 #include "es_test.h"
 #include "test_gpu_ref.h"
 
@@ -260,8 +261,8 @@ static void one_case(es_gpu_worker *w, es_gpu_worker **pair, int big, int quad) 
     es_job j2 = job;
     j2.map = m2;
     if (want_stats) j2.stats = &st2;
-    rc = es_gpu_run_multi(pair, 2, &j2, msg, sizeof msg);
-    CHECK(rc == ES_OK, "%s: es_gpu_run_multi: %s", what, msg);
+    rc = es_split_run(pair, 2, &j2, msg, sizeof msg);
+    CHECK(rc == ES_OK, "%s: es_split_run: %s", what, msg);
     if (rc == ES_OK) {
       char w2[200];
       snprintf(w2, sizeof w2, "multi %s", what);
@@ -367,7 +368,7 @@ static void render_case(es_gpu_worker *w, es_gpu_worker **pair, int big_fmt) {
       size_t n = gp.stride[i] * (size_t)es_pix_plane_height(r.format, i, H) + 1;
       memset(bufs[i], 0xcd, n);
     }
-    int rc = pass ? es_gpu_run_multi(pair, 2, &job, msg, sizeof msg) : es_gpu_run(w, &job, msg, sizeof msg);
+    int rc = pass ? es_split_run(pair, 2, &job, msg, sizeof msg) : es_gpu_run(w, &job, msg, sizeof msg);
     CHECK(rc == ES_OK, "%s: render run: %s", what, msg);
     if (rc || crc) {
       if (crc) printf("es_cpu_render unavailable (%d): rendering not compared\n", crc);
@@ -496,7 +497,7 @@ static void mask_case(es_gpu_worker *w, es_gpu_worker **pair, int kind) {
     job.map_stride = ms;
     memset(&gst, 0xab, sizeof gst);
     job.stats = es_test_range(0, 3) ? &gst : NULL;
-    rc = pass ? es_gpu_run_multi(pair, 2, &job, msg, sizeof msg) : es_gpu_run(w, &job, msg, sizeof msg);
+    rc = pass ? es_split_run(pair, 2, &job, msg, sizeof msg) : es_gpu_run(w, &job, msg, sizeof msg);
     CHECK(rc == ES_OK, "%s%s: GPU run: %s", pass ? "multi " : "", what, msg);
     if (rc == ES_OK) {
       char w2[300];

@@ -13,6 +13,7 @@
 #include "entropy_stream.h"
 #include "es_gpu.h"
 #include "es_kernels.h"
+#include "es_pipeline_internal.h" /* es_split_run */
 #include "es_test.h"
 
 static void *make_image(es_image *img, int w, int h, int depth) {
@@ -122,8 +123,8 @@ static void quant_case(es_gpu_worker *w, es_gpu_worker **pair) {
 
   memset(map, 0xff, (size_t)W * H * sizeof *map);
   memset(&st, 0, sizeof st);
-  rc = es_gpu_run_multi(pair, 2, &job, msg, sizeof msg);
-  CHECK(rc == ES_OK, "multi %s: es_gpu_run_multi failed: %s", what, msg);
+  rc = es_split_run(pair, 2, &job, msg, sizeof msg);
+  CHECK(rc == ES_OK, "multi %s: es_split_run failed: %s", what, msg);
   if (rc == ES_OK) {
     char mw[200];
     snprintf(mw, sizeof mw, "multi %s", what);
@@ -179,7 +180,7 @@ static void render_case(es_gpu_worker *w, es_gpu_worker **pair, int fmt, int H) 
       memset(gpu[i], 0xcd, bytes[i]);
       gj.pix.plane[i] = gpu[i];
     }
-    int grc = pass ? es_gpu_run_multi(pair, 2, &gj, msg, sizeof msg)
+    int grc = pass ? es_split_run(pair, 2, &gj, msg, sizeof msg)
                    : es_gpu_run(w, &gj, msg, sizeof msg);
     CHECK(grc == ES_OK,
           "%s%s: GPU rendering failed (a k_render launch of more than 65535 "

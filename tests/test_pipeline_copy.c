@@ -3,7 +3,11 @@
  * staging copies and the video reader's plane copies: on random sizes (0 to 3 pages and
  * around its 256-byte and 64-byte thresholds) and every source and destination offset
  * within a 64-byte line, the destination equals memcpy's and no byte outside it changes.
- * Also the rule that sizes the staging-copy teams (es_copy_team_next).
+ * Also the rule that sizes the staging-copy teams (es_copy_team_next), and the row copy on
+ * such a team (es_copy_rows): tight and strided rows, below and above ES_COPY_TEAM_MIN and
+ * with rows wider than a piece, on teams of 0 (OpenMP's default), 1 and 3 threads and a cap
+ * below the ask, land in the destination's rows as memcpy's and leave the bytes between
+ * them as they were.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -56,6 +60,48 @@ static void team_cases(void) {
   CHECK(team == 2, "repeated stalls: team %d (2 wanted)", team);
 }
 
+/* es_copy_rows of rows rows of rowbytes bytes, sstride and dstride apart. */
+static int rows_case(size_t rowbytes, int rows, size_t sstride, size_t dstride, int threads,
+                     int cap) {
+  const size_t scap = sstride * (size_t)rows, dcap = dstride * (size_t)rows + GUARD;
+  unsigned char *src = malloc(scap), *dst = malloc(dcap), *want = malloc(dcap);
+  int ok = src && dst && want;
+  if (ok) {
+    for (size_t i = 0; i < scap; i++) src[i] = (unsigned char)es_test_rand();
+    for (size_t i = 0; i < dcap; i++) dst[i] = want[i] = (unsigned char)(0x5A ^ i);
+    for (int y = 0; y < rows; y++)
+      memcpy(want + (size_t)y * dstride, src + (size_t)y * sstride, rowbytes);
+    es_copy_rows(dst, dstride, src, sstride, rowbytes, rows, threads, cap);
+    ok = memcmp(dst, want, dcap) == 0;
+  }
+  free(src);
+  free(dst);
+  free(want);
+  return ok;
+}
+
+static void rows_cases(void) {
+  static const struct {
+    size_t rowbytes;
+    int rows;
+    size_t spad, dpad; /* stride - rowbytes */
+  } c[] = {
+      {1000, 7, 0, 0},                       /* below ES_COPY_TEAM_MIN: one thread */
+      {1000, 7, 24, 40},                     /* the same, strided */
+      {4001, 300, 0, 0},                     /* tight, 1.2 MB: pieces, the last one short */
+      {3001, 200, 71, 99},                   /* strided, 600 KB: rows in pieces */
+      {(size_t)300 << 10, 3, 64, 8},         /* rows wider than a piece */
+      {ES_COPY_TEAM_MIN / 64, 64, 0, 0},     /* exactly ES_COPY_TEAM_MIN */
+  };
+  static const int team[][2] = {{0, 16}, {1, 16}, {3, 16}, {8, 2}};
+  for (size_t i = 0; i < sizeof c / sizeof c[0]; i++)
+    for (size_t t = 0; t < sizeof team / sizeof team[0]; t++)
+      CHECK(rows_case(c[i].rowbytes, c[i].rows, c[i].rowbytes + c[i].spad,
+                      c[i].rowbytes + c[i].dpad, team[t][0], team[t][1]),
+            "es_copy_rows: %zu bytes x %d rows, strides +%zu/+%zu, threads %d cap %d",
+            c[i].rowbytes, c[i].rows, c[i].spad, c[i].dpad, team[t][0], team[t][1]);
+}
+
 int main(void) {
   es_test_seed("test_pipeline_copy");
   static const unsigned edges[] = {0, 1, 15, 16, 63, 64, 65, 255, 256, 257, 319, 320, 4095, 4096, 4097};
@@ -74,6 +120,7 @@ int main(void) {
     cases++;
   }
   team_cases();
+  rows_cases();
   printf("test_pipeline_copy: %d cases\n", cases);
   return es_test_done("test_pipeline_copy");
 }

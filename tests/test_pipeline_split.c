@@ -5,8 +5,11 @@
  * four having taken 2.93 ms against 0.38; 1080p K=75 pageable: two), small images on one
  * GPU, and for random jobs: the count is within 1..n, the same for the same job, and by the
  * model never slower than any smaller count (the rule's promise). Pure arithmetic: runs
- * without a GPU.
+ * without a GPU. Also es_split_run's refusals, which need no GPU either: no workers, or a
+ * job es_job_check refuses, give ES_ERR_USAGE and its message (ES_ERR_DEVICE, "CUDA: not
+ * built", without CUDA) and leave the map as it was.
  */
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -28,6 +31,42 @@ static es_job job_of(int w, int h, int K, int L, int depth, int map, int fmt) {
   j.map_stride = (size_t)w;
   j.render.format = fmt;
   return j;
+}
+
+/* es_split_run's refusals before any GPU work: no workers; a NULL worker; an even window. */
+static void split_run_refusals(void) {
+  enum { W = 64, H = 48 };
+  static uint8_t img[W * H];
+  static float map[W * H];
+  es_gpu_worker *none[2] = {NULL, NULL};
+  const int cuda = es_gpu_built();
+  for (int i = 0; i < W * H; i++) {
+    img[i] = (uint8_t)(i * 37);
+    map[i] = -1.0f;
+  }
+  es_job j;
+  memset(&j, 0, sizeof j);
+  j.in = (es_image){img, W, H, W, 8};
+  es_params_default(&j.params);
+  j.map = map;
+  j.map_stride = W;
+  static const struct {
+    int n, window;
+    const char *usage; /* the message with CUDA */
+  } c[] = {{0, 5, "GPU: 0 workers (1..64)"},
+           {2, 5, "GPU: worker 0 is NULL"},
+           {2, 4, "window"}};
+  for (size_t k = 0; k < sizeof c / sizeof c[0]; k++) {
+    char msg[256] = "";
+    j.params.window = c[k].window;
+    const int rc = es_split_run(c[k].n ? none : NULL, c[k].n, &j, msg, sizeof msg);
+    CHECK(rc == (cuda ? ES_ERR_USAGE : ES_ERR_DEVICE), "es_split_run case %zu: rc %d", k, rc);
+    CHECK(strstr(msg, cuda ? c[k].usage : "CUDA: not built") != NULL,
+          "es_split_run case %zu: message \"%s\"", k, msg);
+  }
+  int untouched = 1;
+  for (int i = 0; i < W * H; i++) untouched &= map[i] == -1.0f;
+  CHECK(untouched, "es_split_run wrote into the map of a refused job");
 }
 
 int main(void) {
@@ -125,5 +164,6 @@ int main(void) {
     for (int k = 1; k < m; k++)
       CHECK(r[m] * mb <= r[k] * mb + kern, "measured: %d GPUs chosen, %d moved it faster", m, k);
   }
+  split_run_refusals();
   return es_test_done("test_pipeline_split");
 }

@@ -367,11 +367,11 @@ typedef struct gpu_set {
  * caller checks is the timed runs' map. 1 if every run succeeded, else 0 with msg. */
 static int time_h2h(es_gpu_worker **ws, int n, const es_job *job, int reps, double *t,
                     char *msg, size_t msglen) {
-  int ok = es_gpu_run_multi(ws, n, job, msg, msglen) == ES_OK;
+  int ok = es_split_run(ws, n, job, msg, msglen) == ES_OK;
   if (ok) memset(job->map, 0xff, (size_t)job->in.width * job->in.height * sizeof *job->map);
   for (int i = 0; ok && i < reps; i++) {
     double t0 = now_s();
-    ok = es_gpu_run_multi(ws, n, job, msg, msglen) == ES_OK;
+    ok = es_split_run(ws, n, job, msg, msglen) == ES_OK;
     t[i] = (now_s() - t0) * 1e3;
   }
   return ok;
@@ -429,11 +429,11 @@ static void multi_rows(const char *group, gpu_set *g, const es_job *job, int rep
     memset(job->map, 0xff, npx * sizeof *job->map);
     /* As es_run_job: each call's time folded into the rates (es_split_observe), which may
      * turn the count of the next. The warm-up too: a context's first split call counts. */
-    int ok = es_gpu_run_multi(g->w, m, job, msg, sizeof msg) == ES_OK;
+    int ok = es_split_run(g->w, m, job, msg, sizeof msg) == ES_OK;
     for (int i = 0; ok && i <= reps; i++) {
       if (measured) m = es_split_gpus_measured(job, g->n, ms_mb);
       const double t0 = now_s();
-      ok = es_gpu_run_multi(g->w, m, job, msg, sizeof msg) == ES_OK;
+      ok = es_split_run(g->w, m, job, msg, sizeof msg) == ES_OK;
       const double ms = (now_s() - t0) * 1e3;
       if (measured) es_split_fold(ms_mb, job, m, ms);
       if (i > 0) { /* i 0: the folded warm-up's */
