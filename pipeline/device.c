@@ -368,7 +368,7 @@ static int split_probe(es_context *ctx, int cls) {
 /* What a split job of m GPUs took on this host, folded into its class's rate: the probe
  * runs once, on a probe image, and a host's copy rate moves with what else runs there (on
  * 4 x H200 a probe said two GPUs move 8192^2 fastest while 10240^2 then took 1.14x one GPU's
- * time; BENCHMARKS U7). Half the old rate, half the new: one slow call turns the count back,
+ * time; BENCHMARKS V1). Half the old rate, half the new: one slow call turns the count back,
  * one noisy call does not undo a measurement. Only jobs es_split_count chose the count of. */
 void es_split_fold(double *ms_mb, const es_job *job, int m, double ms) {
   if (m < 1 || ms <= 0) return;

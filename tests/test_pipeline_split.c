@@ -127,7 +127,7 @@ int main(void) {
         es_split_gpus_measured(&big, 4, flat));
   /* What a call took is folded into the rates (es_split_fold, es_split_observe): where the
    * probe said two GPUs were faster and a 10240^2 call on two then took 1.14x one GPU's time
-   * (4 x H200, BENCHMARKS U7), the next call goes back to one; a call as fast as measured
+   * (4 x H200, BENCHMARKS V1), the next call goes back to one; a call as fast as measured
    * keeps the count; a time below the kernels' counts as the whole time. */
   {
     double r[3] = {0, 17.9 / 1e3, 14.4 / 1e3};
