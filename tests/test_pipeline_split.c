@@ -138,7 +138,7 @@ int main(void) {
     es_split_fold(same, &big, 2, r[2] * mb + 0.1); /* about what was measured */
     CHECK(es_split_gpus_measured(&big, 2, same) == 2, "a call as measured turned it: %d",
           es_split_gpus_measured(&big, 2, same));
-    es_split_fold(r, &big, 2, 11.15);              /* x2's time on U7's host */
+    es_split_fold(r, &big, 2, 11.15);              /* x2's time on V1's host */
     CHECK(r[2] > 14.4 / 1e3, "x2's rate did not rise: %g", r[2]);
     CHECK(es_split_gpus_measured(&big, 2, r) == 1, "after a slow split: %d",
           es_split_gpus_measured(&big, 2, r));
