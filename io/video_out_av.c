@@ -136,6 +136,14 @@ static int add_stream(es_video_out *v, const AVCodecParameters *par, char *msg, 
   return ES_OK;
 }
 
+/* The container freed, its output (v->pb, or a dry run's buffer, freed already) not closed. */
+static void drop_container(es_video_out *v) {
+  v->fmt->pb = NULL;
+  avformat_free_context(v->fmt);
+  v->fmt = NULL;
+  v->st = NULL;
+}
+
 /* A lazy writer's container, on the output opened at open, with a stream described by par;
  * its header written. On failure the output stays v->pb and the container is freed. dry:
  * the header is written into memory and the container freed either way (a muxer may have
@@ -165,10 +173,7 @@ static int lazy_container(es_video_out *v, const AVCodecParameters *par, int dry
     }
   }
   if (rc != ES_OK || dry) {
-    v->fmt->pb = NULL;
-    avformat_free_context(v->fmt);
-    v->fmt = NULL;
-    v->st = NULL;
+    drop_container(v);
     return rc;
   }
   v->pb = NULL; /* the container's now */
@@ -362,10 +367,7 @@ static int open_output(es_video_out *v, const AVCodec *codec, char **url, char *
     /* The checks are done: the output stays open, the container and the encoder are made
      * again at the first frame (or for none, at close), at the output's size. */
     v->pb = v->fmt->pb;
-    v->fmt->pb = NULL;
-    avformat_free_context(v->fmt);
-    v->fmt = NULL;
-    v->st = NULL;
+    drop_container(v);
     avcodec_free_context(&v->enc);
     return ES_OK;
   }
