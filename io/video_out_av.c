@@ -348,11 +348,11 @@ static int open_output(es_video_out *v, const AVCodec *codec, char **url, char *
   }
   /* The muxer's checks of the stream come before its header is written, and write nothing:
    * a refusal there is the container refusing this codec (mov and VP9 or AV1), a usage
-   * problem as above, not a failed write. */
+   * problem as in video_out_codec.c, not a failed write. */
   if ((err = avformat_init_output(v->fmt, NULL)) < 0) {
     if (v->mode == ES_VOUT_ENCODE && !v->tmp_path && err != AVERROR(ENOMEM) &&
         !(v->fmt->pb->seekable & AVIO_SEEKABLE_NORMAL)) {
-      /* a FIFO: muxer_takes has accepted the codec, so it is the seeking (mp4, mov) */
+      /* a FIFO: video_out_codec.c accepted the codec, so it is the seeking (mp4, mov) */
       es_vout_say_seeks(msg, len, v->ofmt);
       return ES_ERR_OUTPUT;
     }

@@ -73,7 +73,7 @@ static void choose_formats(const AVCodec *c, int format, int asked, int w, int h
     return;
   }
   /* Heat (RGB): YUV 4:2:0 where it can be, what browsers and hardware decoders play (libx264
-   * at an odd size too: encoded at the even size above, es_video_out_open), or 4:4:4 where
+   * at an odd size too: encoded at the even size above, es_vout_choose_codec), or 4:4:4 where
    * asked. The JPEG encoders list yuv420p but refuse it in limited range (the renderer's) as
    * non-standard: there the RGB goes into full-range yuvj420p, the format ffmpeg gives them. */
   if (asked == ES_PIX_YUV444P) {

@@ -111,7 +111,7 @@ static void pad_edges(AVFrame *f, int w, int h) {
 }
 
 int es_vout_frame_setup(es_video_out *v, enum AVPixelFormat enc_fmt, char *msg, size_t len) {
-  /* The frame's buffer is made at the first frame (alloc_frame): a header alone costs none. */
+  /* The frame's buffer is made at the first frame (es_vout_frame_write): a header alone costs none. */
   v->frame->format = v->held->format = enc_fmt;
   v->frame->width = v->held->width = v->enc_w;
   v->frame->height = v->held->height = v->enc_h;
