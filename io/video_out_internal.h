@@ -28,7 +28,6 @@
  * stdout (libav's muxer on pipe:1), float32 maps on stdout (no libav). */
 enum { ES_VOUT_ENCODE, ES_VOUT_Y4M, ES_VOUT_F32 };
 
-
 struct es_video_out {
   int mode;                   /* ES_VOUT_ENCODE, ES_VOUT_Y4M or ES_VOUT_F32 */
   int width, height;
@@ -128,7 +127,7 @@ int es_vout_counts_frames(const AVOutputFormat *f, const AVCodec *c);
 int es_vout_file_target(es_video_out *v, const char *path, const es_video_out_opts *o,
                         char **url, char *msg, size_t len);
 /* Before a FIFO or device is opened: a FIFO refused to a container that seeks (ES_ERR_OUTPUT),
- * then a FIFO opened here and *url made "pipe:N". */
+ * then a FIFO opened here and *url made "pipe:N" (a device is left to *url). */
 int es_vout_file_stream(es_video_out *v, char **url, char *msg, size_t len);
 /* Why a container that seeks is refused a pipe. */
 void es_vout_say_seeks(char *msg, size_t len, const AVOutputFormat *ofmt);
@@ -145,7 +144,8 @@ int es_vout_y4m_stdout(es_video_out *v, const es_video_out_opts *o,
                        const AVOutputFormat **ofmt, const AVCodec **codec,
                        enum AVPixelFormat *enc_fmt, char **url, char *msg, size_t len);
 
-/* video_out_raw.c */
+/* video_out_raw.c: open (a row buffer on a big-endian host), one map, close (stdout flushed
+ * with commit). */
 int es_vout_raw_open(es_video_out *v, char *msg, size_t len);
 int es_vout_raw_write(es_video_out *v, const float *map, size_t map_stride, char *msg,
                       size_t len);
