@@ -376,6 +376,15 @@ end:
   return status;
 }
 
+/* The names freed and nothing marked open: how a commit and an abort both end. */
+static void es_atomic_clear(es_atomic *a) {
+  free(a->tmp_path);
+  a->tmp_path = NULL;
+  free(a->final_path);
+  a->final_path = NULL;
+  a->stream = 0;
+}
+
 int es_atomic_commit(es_atomic *a, char *msg, size_t len) {
   int status = ES_ERR_OUTPUT;
   if (!a->fp || (!a->tmp_path && !a->stream) || !a->final_path) {
@@ -395,18 +404,13 @@ int es_atomic_commit(es_atomic *a, char *msg, size_t len) {
     goto end;
   }
   if (a->stream) { /* written in place: nothing to rename */
-    free(a->final_path);
-    a->final_path = NULL;
-    a->stream = 0;
+    es_atomic_clear(a);
     return ES_OK;
   }
   if ((status = es_rename_into(a->tmp_path, a->final_path, a->overwrite, msg, len)) != ES_OK)
     goto end;
   es_tmp_untrack(a->tmp_path);
-  free(a->tmp_path);
-  a->tmp_path = NULL;
-  free(a->final_path);
-  a->final_path = NULL;
+  es_atomic_clear(a);
   return ES_OK;
 end:
   /* Where the temporary cannot be removed either (the directory lost its write permission,
@@ -431,9 +435,5 @@ void es_atomic_abort(es_atomic *a) {
     unlink(a->tmp_path); /* gone already where es_atomic_commit removed it */
     es_tmp_untrack(a->tmp_path);
   }
-  free(a->tmp_path);
-  a->tmp_path = NULL;
-  free(a->final_path);
-  a->final_path = NULL;
-  a->stream = 0;
+  es_atomic_clear(a);
 }

@@ -67,6 +67,37 @@ static int es_npy_rows(FILE *fp, int width, int height, const float *map, size_t
   return ES_OK;
 }
 
+/* An .npy file opened at path (es_atomic: written under a temporary name and renamed at
+ * commit; a FIFO or device in place) with its header hdr (hl bytes) written. seek_back: the
+ * header is rewritten at close (T, the frame count), which a pipe cannot take: refused before
+ * any frame is computed (a device such as /dev/null can seek), and a FIFO before it is
+ * opened, which would wait for a reader. On failure nothing is left open or under path. */
+static int es_npy_begin(es_atomic *at, const char *path, int overwrite, const char *hdr,
+                        size_t hl, int seek_back, char *msg, size_t len) {
+  int status;
+  memset(at, 0, sizeof *at);
+  if (seek_back && es_output_is_fifo(path)) {
+    status = ES_ERR_OUTPUT;
+  } else if ((status = es_atomic_open(at, path, overwrite, msg, len)) != ES_OK) {
+    return status; /* es_atomic_open leaves nothing */
+  } else if (seek_back && at->stream && lseek(fileno(at->fp), 0, SEEK_CUR) < 0) {
+    status = ES_ERR_OUTPUT;
+  }
+  if (status != ES_OK) {
+    snprintf(msg, len, "cannot write frames into a pipe (.npy's frame count is written last)");
+    goto end;
+  }
+  if (fwrite(hdr, 1, hl, at->fp) != hl) {
+    snprintf(msg, len, "cannot write: %s", strerror(errno));
+    status = ES_ERR_OUTPUT;
+    goto end;
+  }
+  return ES_OK;
+end:
+  es_atomic_abort(at);
+  return status;
+}
+
 int es_npy_write(const char *path, int overwrite, int width, int height, const float *map,
                  size_t stride, char *msg, size_t len) {
   es_atomic at;
@@ -79,13 +110,8 @@ int es_npy_write(const char *path, int overwrite, int width, int height, const f
   if (!stride) stride = (size_t)width;
   snprintf(shape, sizeof shape, "(%d, %d)", height, width);
   size_t hl = es_npy_header(hdr, sizeof hdr, 0, shape);
-  status = es_atomic_open(&at, path, overwrite, msg, len);
+  status = es_npy_begin(&at, path, overwrite, hdr, hl, 0, msg, len);
   if (status) return status;
-  if (fwrite(hdr, 1, hl, at.fp) != hl) {
-    snprintf(msg, len, "cannot write: %s", strerror(errno));
-    status = ES_ERR_OUTPUT;
-    goto end;
-  }
   status = es_npy_rows(at.fp, width, height, map, stride, msg, len);
   if (status) goto end;
   return es_atomic_commit(&at, msg, len);
@@ -94,80 +120,96 @@ end:
   return status;
 }
 
-struct es_npy_stream {
+/* What a streamed output (frames: [T, H, W]) and a banded one (rows of one map: [H, W])
+ * share; the first member of each, so that one opening, write and close serve both. */
+typedef struct {
   es_atomic at;
   int width, height;
+  int failed; /* a write failed: close cannot commit */
+} es_npy_out;
+
+/* *out: a zeroed object of size bytes whose first member is an es_npy_out, for width x height
+ * maps, its file opened with header hdr (hl bytes) written (es_npy_begin); NULL on failure. */
+static int es_npy_out_open(void **out, size_t size, const char *path, int overwrite, int width,
+                           int height, const char *hdr, size_t hl, int seek_back, char *msg,
+                           size_t len) {
+  es_npy_out *o = calloc(1, size);
+  *out = NULL;
+  if (!o) {
+    snprintf(msg, len, "out of memory");
+    return ES_ERR_NOMEM;
+  }
+  o->width = width;
+  o->height = height;
+  const int status = es_npy_begin(&o->at, path, overwrite, hdr, hl, seek_back, msg, len);
+  if (status != ES_OK) {
+    free(o);
+    return status;
+  }
+  *out = o;
+  return ES_OK;
+}
+
+/* nrows rows of map (stride 0: the width) after those written; a failure is kept (close then
+ * cannot commit). */
+static int es_npy_out_rows(es_npy_out *o, const float *map, size_t stride, int nrows, char *msg,
+                           size_t len) {
+  const int status =
+      es_npy_rows(o->at.fp, o->width, nrows, map, stride ? stride : (size_t)o->width, msg, len);
+  if (status) o->failed = 1;
+  return status;
+}
+
+/* The end of a close: with commit and status ES_OK (the kind's own checks passed), the file
+ * committed; else removed. o (the object it heads) is freed. */
+static int es_npy_out_close(es_npy_out *o, int commit, int status, char *msg, size_t len) {
+  if (commit && status == ES_OK) status = es_atomic_commit(&o->at, msg, len);
+  es_atomic_abort(&o->at); /* no-op after a commit */
+  free(o);
+  return status;
+}
+
+struct es_npy_stream {
+  es_npy_out o; /* first: es_npy_out_open allocates the whole */
   int64_t frames;
   size_t header_size;
-  int failed; /* a write failed: close cannot commit */
 };
 
-static size_t es_npy_stream_header(const es_npy_stream *s, char *hdr, size_t cap, size_t total,
+static size_t es_npy_stream_header(int width, int height, char *hdr, size_t cap, size_t total,
                                    int64_t t) {
   char shape[96];
-  snprintf(shape, sizeof shape, "(%" PRId64 ", %d, %d)", t, s->height, s->width);
+  snprintf(shape, sizeof shape, "(%" PRId64 ", %d, %d)", t, height, width);
   return es_npy_header(hdr, cap, total, shape);
 }
 
 int es_npy_stream_open(es_npy_stream **out, const char *path, int overwrite, int width,
                        int height, char *msg, size_t len) {
-  char hdr[256], shape[96];
-  int status;
+  char hdr[256];
+  void *p;
   *out = NULL;
   if (width <= 0 || height <= 0) {
     snprintf(msg, len, "cannot write %d x %d frames", width, height);
     return ES_ERR_INTERNAL;
   }
-  es_npy_stream *s = calloc(1, sizeof *s);
-  if (!s) {
-    snprintf(msg, len, "out of memory");
-    return ES_ERR_NOMEM;
-  }
-  s->width = width;
-  s->height = height;
   /* Size the header for the widest T there can be, so the rewrite always fits. */
-  snprintf(shape, sizeof shape, "(%" PRId64 ", %d, %d)", INT64_MAX, height, width);
-  s->header_size = es_npy_header(hdr, sizeof hdr, 0, shape);
-  /* T is known only at close, when the header is rewritten: a pipe cannot go back to it.
-   * Refused before any frame is computed (a device such as /dev/null can seek), and a FIFO
-   * before it is opened, which would wait for a reader. */
-  if (es_output_is_fifo(path)) {
-    status = ES_ERR_OUTPUT;
-  } else if ((status = es_atomic_open(&s->at, path, overwrite, msg, len)) != ES_OK) {
-    goto end;
-  } else if (s->at.stream && lseek(fileno(s->at.fp), 0, SEEK_CUR) < 0) {
-    status = ES_ERR_OUTPUT;
-  }
-  if (status != ES_OK) {
-    snprintf(msg, len, "cannot write frames into a pipe (.npy's frame count is written last)");
-    goto end;
-  }
-  es_npy_stream_header(s, hdr, sizeof hdr, s->header_size, 0);
-  if (fwrite(hdr, 1, s->header_size, s->at.fp) != s->header_size) {
-    snprintf(msg, len, "cannot write: %s", strerror(errno));
-    status = ES_ERR_OUTPUT;
-    goto end;
-  }
-  *out = s;
+  const size_t hl = es_npy_stream_header(width, height, hdr, sizeof hdr, 0, INT64_MAX);
+  es_npy_stream_header(width, height, hdr, sizeof hdr, hl, 0);
+  const int status =
+      es_npy_out_open(&p, sizeof **out, path, overwrite, width, height, hdr, hl, 1, msg, len);
+  if (status != ES_OK) return status;
+  *out = p;
+  (*out)->header_size = hl;
   return ES_OK;
-end:
-  es_atomic_abort(&s->at);
-  free(s);
-  return status;
 }
 
 int es_npy_stream_write(es_npy_stream *s, const float *map, size_t stride, char *msg,
                         size_t len) {
-  if (!s || !map || s->failed) {
+  if (!s || !map || s->o.failed) {
     snprintf(msg, len, "output is closed");
     return ES_ERR_INTERNAL;
   }
-  int status = es_npy_rows(s->at.fp, s->width, s->height, map, stride ? stride : (size_t)s->width,
-                           msg, len);
-  if (status) {
-    s->failed = 1;
-    return status;
-  }
+  const int status = es_npy_out_rows(&s->o, map, stride, s->o.height, msg, len);
+  if (status) return status;
   s->frames++;
   return ES_OK;
 }
@@ -178,77 +220,52 @@ int es_npy_stream_close(es_npy_stream **ps, int commit, char *msg, size_t len) {
   char hdr[256];
   if (!s) return ES_OK;
   *ps = NULL;
-  if (!commit) goto end;
-  if (s->failed) {
+  if (commit && s->o.failed) {
     snprintf(msg, len, "an earlier write failed");
     status = ES_ERR_OUTPUT;
-    goto end;
+  } else if (commit) {
+    /* T, now known, into the header written at open (of the same size) */
+    es_npy_stream_header(s->o.width, s->o.height, hdr, sizeof hdr, s->header_size, s->frames);
+    if (fflush(s->o.at.fp) != 0 || fseeko(s->o.at.fp, 0, SEEK_SET) != 0 ||
+        fwrite(hdr, 1, s->header_size, s->o.at.fp) != s->header_size) {
+      snprintf(msg, len, "cannot write: %s", strerror(errno));
+      status = ES_ERR_OUTPUT;
+    }
   }
-  es_npy_stream_header(s, hdr, sizeof hdr, s->header_size, s->frames);
-  if (fflush(s->at.fp) != 0 || fseeko(s->at.fp, 0, SEEK_SET) != 0 ||
-      fwrite(hdr, 1, s->header_size, s->at.fp) != s->header_size) {
-    snprintf(msg, len, "cannot write: %s", strerror(errno));
-    status = ES_ERR_OUTPUT;
-    goto end;
-  }
-  status = es_atomic_commit(&s->at, msg, len);
-end:
-  es_atomic_abort(&s->at); /* no-op after a commit */
-  free(s);
-  return status;
+  return es_npy_out_close(&s->o, commit, status, msg, len);
 }
 
 struct es_npy_bands {
-  es_atomic at;
-  int width, height;
-  int rows;   /* rows written so far */
-  int failed; /* a write failed: close cannot commit */
+  es_npy_out o; /* first: es_npy_out_open allocates the whole */
+  int rows;     /* rows written so far */
 };
 
 int es_npy_bands_open(es_npy_bands **out, const char *path, int overwrite, int width,
                       int height, char *msg, size_t len) {
   char hdr[256], shape[64];
-  int status;
+  void *p;
   *out = NULL;
   if (width <= 0 || height <= 0) {
     snprintf(msg, len, "cannot write an empty %d x %d map", width, height);
     return ES_ERR_INTERNAL;
   }
-  es_npy_bands *s = calloc(1, sizeof *s);
-  if (!s) {
-    snprintf(msg, len, "out of memory");
-    return ES_ERR_NOMEM;
-  }
-  s->width = width;
-  s->height = height;
   snprintf(shape, sizeof shape, "(%d, %d)", height, width);
-  size_t hl = es_npy_header(hdr, sizeof hdr, 0, shape);
-  if ((status = es_atomic_open(&s->at, path, overwrite, msg, len)) != ES_OK) goto end;
-  if (fwrite(hdr, 1, hl, s->at.fp) != hl) {
-    snprintf(msg, len, "cannot write: %s", strerror(errno));
-    status = ES_ERR_OUTPUT;
-    goto end;
-  }
-  *out = s;
+  const size_t hl = es_npy_header(hdr, sizeof hdr, 0, shape);
+  const int status =
+      es_npy_out_open(&p, sizeof **out, path, overwrite, width, height, hdr, hl, 0, msg, len);
+  if (status != ES_OK) return status;
+  *out = p;
   return ES_OK;
-end:
-  es_atomic_abort(&s->at);
-  free(s);
-  return status;
 }
 
 int es_npy_bands_write(es_npy_bands *s, const float *map, size_t stride, int nrows,
                        char *msg, size_t len) {
-  if (!s || !map || s->failed || nrows < 0 || nrows > s->height - s->rows) {
+  if (!s || !map || s->o.failed || nrows < 0 || nrows > s->o.height - s->rows) {
     snprintf(msg, len, "output is closed or full");
     return ES_ERR_INTERNAL;
   }
-  int status = es_npy_rows(s->at.fp, s->width, nrows, map, stride ? stride : (size_t)s->width,
-                           msg, len);
-  if (status) {
-    s->failed = 1;
-    return status;
-  }
+  const int status = es_npy_out_rows(&s->o, map, stride, nrows, msg, len);
+  if (status) return status;
   s->rows += nrows;
   return ES_OK;
 }
@@ -258,18 +275,12 @@ int es_npy_bands_close(es_npy_bands **ps, int commit, char *msg, size_t len) {
   int status = ES_OK;
   if (!s) return ES_OK;
   *ps = NULL;
-  if (!commit) goto end;
-  if (s->failed || s->rows != s->height) {
-    if (s->failed)
+  if (commit && (s->o.failed || s->rows != s->o.height)) {
+    if (s->o.failed)
       snprintf(msg, len, "an earlier write failed");
     else
-      snprintf(msg, len, "%d rows of %d written", s->rows, s->height);
-    status = s->failed ? ES_ERR_OUTPUT : ES_ERR_INTERNAL;
-    goto end;
+      snprintf(msg, len, "%d rows of %d written", s->rows, s->o.height);
+    status = s->o.failed ? ES_ERR_OUTPUT : ES_ERR_INTERNAL;
   }
-  status = es_atomic_commit(&s->at, msg, len);
-end:
-  es_atomic_abort(&s->at); /* no-op after a commit */
-  free(s);
-  return status;
+  return es_npy_out_close(&s->o, commit, status, msg, len);
 }
