@@ -145,6 +145,17 @@ int es_png_read_to(const char *path, int64_t max_pixels, es_png_dest_fn dest, vo
  * A file neither names: ES_ERR_INPUT "not an image format this build reads". */
 int es_still_read_to(const char *path, int64_t max_pixels, es_png_dest_fn dest, void *user,
                      es_image *img, char *msg, size_t len);
+/* What a reader may take besides the image: the sample of a TIFF band stack (band, 0 for
+ * the others), and, where geo is not NULL, a TIFF's GeoTIFF tags (*geo set, the caller's to
+ * es_tiff_geo_free; left NULL where the file has none or is no TIFF). */
+typedef struct es_still_opts {
+  int band;
+  struct es_tiff_geo **geo;
+} es_still_opts;
+/* es_still_read_to with options (o NULL: none): every format is one line of the dispatch's
+ * table, the TIFF's taking band and geo. */
+int es_still_read_opt(const char *path, int64_t max_pixels, const es_still_opts *o,
+                      es_png_dest_fn dest, void *user, es_image *img, char *msg, size_t len);
 /* 1 when es_still_read_to has a reader for path: by its first bytes (a regular file only: a
  * FIFO is not opened) or by its extension. */
 int es_still_is(const char *path);
