@@ -161,6 +161,12 @@ typedef struct es_sink_needs {
  * written leaves no other output behind); written and closed in the run's order all the
  * same. */
 #define ES_SINK_OPEN_FIRST 2
+/* es_sink.flags: a file an item (a batch's outputs, es_sink_stills): write may be called by
+ * several threads at once, items in any order, and a failing write fails its item only (the
+ * sink is not dropped), its msg naming the file itself ("out/a.png: reason"). A run of a
+ * read_item source hands every other sink its items in index order, with their statistics
+ * only (no map, no rendering). */
+#define ES_SINK_PER_ITEM 4
 
 typedef struct es_sink es_sink;
 struct es_sink {
@@ -253,6 +259,11 @@ int es_sink_npy_stack(es_sink *k, const char *path, const es_sink_opts *o);
 int es_sink_tiff(es_sink *k, const char *path, const es_sink_opts *o);
 /* A directory of frame_NNNNNN.png (or .npy with f32), made where missing. */
 int es_sink_frame_dir(es_sink *k, const char *path, const es_sink_opts *o);
+/* A batch's outputs (ES_SINK_PER_ITEM): item i's result to outs[i] (NULL: none), each
+ * file by its extension: .png the rendering (o->pixfmt), .npy the float map, .tif the
+ * rendering or, with f32, the map, with the item's GeoTIFF tags (es_item.geo). o->overwrite
+ * and o->skip as es_sink_opts says; a file kept (-n) is ES_SINK_KEPT. outs are copied. */
+int es_sink_stills(es_sink *k, const char *const *outs, size_t n, const es_sink_opts *o);
 /* The statistics records (CSV, JSON lines; "-": CSV on stdout), one a frame. Flags
  * ES_SINK_KEEP_EMPTY and ES_SINK_OPEN_FIRST (clear the latter where the file lies in a
  * directory another sink makes). */

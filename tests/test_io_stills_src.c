@@ -48,7 +48,7 @@ static int to_buf(void *user, int width, int height, int depth, void **dst, size
   buf_dest *b = user;
   (void)msg, (void)len;
   b->w = width, b->h = height, b->depth = depth;
-  b->stride = (size_t)width * (depth / 8) + 3;
+  b->stride = (size_t)width * (depth / 8) + 4; /* padded (png.c stores 16-bit samples aligned) */
   b->data = calloc(b->stride, (size_t)height);
   *dst = b->data;
   *dst_stride = b->stride;
