@@ -191,6 +191,15 @@ int es_png_size(const char *path, int64_t *width, int64_t *height);
 int es_png_write(const char *path, int overwrite, int width, int height, int pixfmt,
                  const uint8_t *data, size_t stride, char *msg, size_t len);
 
+/* ---- One image's result to a file by its extension (sink_stills.c; the batch's sink and the
+ * CLI's one still): .npy the float map; .tif the rendering of pixfmt, or the map where
+ * pixfmt is ES_PIX_NONE, with geo (NULL: none); anything else a PNG of the rendering.
+ * overwrite as es_png_write's (ES_WRITE_KEEP: ES_WRITE_KEPT for a file that exists). */
+struct es_tiff_geo;
+int es_still_result_write(const char *path, int overwrite, int width, int height, int pixfmt,
+                          const float *map, size_t map_stride, const es_planes *pix,
+                          const struct es_tiff_geo *geo, char *msg, size_t len);
+
 /* ---- .npy out: float32, little-endian, C order. stride: floats between rows (0 = width). */
 int es_npy_write(const char *path, int overwrite, int width, int height, const float *map,
                  size_t stride, char *msg, size_t len);

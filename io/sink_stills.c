@@ -7,7 +7,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 
 #include "es_io.h"
 #include "es_stage.h"
@@ -19,11 +18,10 @@ typedef struct sink_stills {
   int pixfmt, f32, ow;
 } sink_stills;
 
+/* By the registry's table (io/registry.c), as the CLI chose its output kind. */
 static int kind_of(const char *out) {
-  const char *dot = strrchr(out, '.');
-  if (dot && !strcasecmp(dot, ".npy")) return ES_OUTK_NPY;
-  if (dot && (!strcasecmp(dot, ".tif") || !strcasecmp(dot, ".tiff"))) return ES_OUTK_TIFF;
-  return ES_OUTK_PNG;
+  const int k = es_out_kind_of(out);
+  return k == ES_OUTK_NPY || k == ES_OUTK_TIFF ? k : ES_OUTK_PNG;
 }
 
 static int sk_open(es_sink *k, const es_source_info *in, es_sink_needs *needs, char *msg,
@@ -46,29 +44,43 @@ static int sk_open(es_sink *k, const es_source_info *in, es_sink_needs *needs, c
   return ES_OK;
 }
 
-static int write_tiff(const sink_stills *s, const char *out, const es_item *it, char *msg,
-                      size_t len) {
+static int write_tiff(const char *out, int ow, int width, int height, int pixfmt,
+                      const float *map, size_t map_stride, const es_planes *pix,
+                      const es_tiff_geo *geo, char *msg, size_t len) {
   es_tiff_writer *tw = NULL;
   es_tiff_writer_opts to;
   memset(&to, 0, sizeof to);
-  to.width = it->width;
-  to.height = it->height;
+  to.width = width;
+  to.height = height;
   to.pages = 1;
-  to.pixfmt = s->f32 ? ES_PIX_NONE : s->pixfmt; /* ES_PIX_NONE: the float32 map */
-  to.geo = it->geo;
-  int rc = es_tiff_writer_open(out, s->ow, &to, &tw, msg, len);
+  to.pixfmt = pixfmt; /* ES_PIX_NONE: the float32 map */
+  to.geo = geo;
+  int rc = es_tiff_writer_open(out, ow, &to, &tw, msg, len);
   if (rc == ES_OK && to.pixfmt == ES_PIX_NONE)
-    rc = es_tiff_writer_write_rows(tw, 0, it->height, it->map, it->map_stride * sizeof(float),
-                                   msg, len);
+    rc = es_tiff_writer_write_rows(tw, 0, height, map, map_stride * sizeof(float), msg, len);
   else if (rc == ES_OK)
-    rc = es_tiff_writer_write_rows(tw, 0, it->height, it->pix->plane[0], it->pix->stride[0],
-                                   msg, len);
+    rc = es_tiff_writer_write_rows(tw, 0, height, pix->plane[0], pix->stride[0], msg, len);
   if (tw) {
     int crc = es_tiff_writer_close(&tw, rc == ES_OK, rc == ES_OK ? msg : NULL,
                                    rc == ES_OK ? len : 0);
     if (rc == ES_OK) rc = crc;
   }
   return rc;
+}
+
+int es_still_result_write(const char *path, int overwrite, int width, int height, int pixfmt,
+                          const float *map, size_t map_stride, const es_planes *pix,
+                          const es_tiff_geo *geo, char *msg, size_t len) {
+  switch (kind_of(path)) {
+  case ES_OUTK_NPY:
+    return es_npy_write(path, overwrite, width, height, map, map_stride, msg, len);
+  case ES_OUTK_TIFF:
+    return write_tiff(path, overwrite, width, height, pixfmt, map, map_stride, pix, geo, msg,
+                      len);
+  default:
+    return es_png_write(path, overwrite, width, height, pixfmt, pix->plane[0], pix->stride[0],
+                        msg, len);
+  }
 }
 
 /* A failure's message names the file ("out/a.png: reason"): the sink is every item's. */
@@ -78,15 +90,8 @@ static int sk_write(es_sink *k, const es_item *it, char *msg, size_t len) {
   int rc;
   if (it->index < 0 || (size_t)it->index >= s->n || !s->outs[it->index]) return ES_OK;
   const char *out = s->outs[it->index];
-  switch (kind_of(out)) {
-  case ES_OUTK_NPY:
-    rc = es_npy_write(out, s->ow, it->width, it->height, it->map, it->map_stride, m, sizeof m);
-    break;
-  case ES_OUTK_TIFF: rc = write_tiff(s, out, it, m, sizeof m); break;
-  default:
-    rc = es_png_write(out, s->ow, it->width, it->height, s->pixfmt, it->pix->plane[0],
-                      it->pix->stride[0], m, sizeof m);
-  }
+  rc = es_still_result_write(out, s->ow, it->width, it->height, s->f32 ? ES_PIX_NONE : s->pixfmt,
+                             it->map, it->map_stride, it->pix, it->geo, m, sizeof m);
   if (rc == ES_WRITE_KEPT) return ES_SINK_KEPT;
   if (rc != ES_OK) snprintf(msg, len, "%s: %s", out, *m ? m : "cannot be written");
   return rc;

@@ -229,35 +229,11 @@ static int write_image(img_batch *b, img_job *j, const es_frame *f, char *msg, s
   const int ow = o->skip ? ES_WRITE_KEEP : o->overwrite;
   switch (b->out_kind) {
   case OUT_PNG:
-    rc = es_png_write(j->out, ow, f->width, f->height, b->pixfmt, f->pix.plane[0],
-                      f->pix.stride[0], msg, len);
-    break;
   case OUT_NPY:
-    rc = es_npy_write(j->out, ow, f->width, f->height, f->map, f->map_stride, msg, len);
+  case OUT_TIFF: /* by the name's extension, which out_kind was chosen by */
+    rc = es_still_result_write(j->out, ow, f->width, f->height, b->pixfmt, f->map, f->map_stride,
+                               &f->pix, j->geo, msg, len);
     break;
-  case OUT_TIFF: {
-    es_tiff_writer *tw = NULL;
-    es_tiff_writer_opts to;
-    memset(&to, 0, sizeof to);
-    to.width = f->width;
-    to.height = f->height;
-    to.pages = 1;
-    to.pixfmt = b->pixfmt; /* ES_PIX_NONE: the float32 map */
-    to.geo = j->geo;
-    rc = es_tiff_writer_open(j->out, ow, &to, &tw, msg, len);
-    if (rc == ES_OK && to.pixfmt == ES_PIX_NONE)
-      rc = es_tiff_writer_write_rows(tw, 0, f->height, f->map, f->map_stride * sizeof(float),
-                                     msg, len);
-    else if (rc == ES_OK)
-      rc = es_tiff_writer_write_rows(tw, 0, f->height, f->pix.plane[0], f->pix.stride[0], msg,
-                                     len);
-    if (tw) {
-      int crc = es_tiff_writer_close(&tw, rc == ES_OK, rc == ES_OK ? msg : NULL,
-                                     rc == ES_OK ? len : 0);
-      if (rc == ES_OK) rc = crc;
-    }
-    break;
-  }
   case OUT_STDOUT: {
     /* One frame of y4m (or raw float32), in the rendering the stream was opened with. */
     es_video_out *vo = NULL;
