@@ -23,6 +23,8 @@
 extern "C" {
 #endif
 
+struct es_tiff_geo; /* io/es_tiff.h's GeoTIFF tags of a page (opaque) */
+
 /* What a source's header says of its frames, and what a sink writes its own header from. */
 typedef struct es_source_info {
   int width, height, depth;       /* depth 8 or 16 */
@@ -63,7 +65,21 @@ typedef struct es_source_frame {
   /* A lent frame's geometry where it is not the header's (a stack's page of another size);
    * 0: es_source_info's. */
   int width, height, depth;
+  /* An item of a list (es_source.read_item, or read of such a source): its name (the
+   * statistics' and sinks', a still's path relative to its directory; NULL: the source's),
+   * its name in messages (its path; NULL: name), and the GeoTIFF tags of a TIFF read with
+   * them asked for (the source's until its close; NULL: none). */
+  const char *name;
+  const char *what;
+  const struct es_tiff_geo *geo;
 } es_source_frame;
+
+/* Where an item of its own size is decoded (es_source.read_item): called once the item's
+ * header is checked, with its width, height and depth (8, 16; 32 for float32 samples);
+ * sets *dst and *dst_stride, or fails with a reason in msg. The shape of io's
+ * es_png_dest_fn. */
+typedef int (*es_source_dest_fn)(void *user, int width, int height, int depth, void **dst,
+                                 size_t *dst_stride, char *msg, size_t len);
 
 /* What a source counts of its input's damage, for the run's summary. */
 typedef struct es_source_counts {
@@ -97,6 +113,14 @@ struct es_source {
   int64_t (*end_pts)(const es_source *s); /* end of the last frame read, or INT64_MIN */
   void (*close)(es_source *s);            /* frees self; the struct is the caller's */
   int flags;                              /* ES_SOURCE_* */
+  /* A list of items (a directory of stills) that several threads may read at once, in any
+   * order: count items, read_item decodes item i (0 .. count-1) through dest, fills fr's
+   * name, what and geo, and fails one item without ending the others (ES_ERR_INPUT with the
+   * reason in msg). Thread-safe after open. NULL and 0 for a sequential source; read stays
+   * for a reader taking the items one after the other. */
+  int64_t count;
+  int (*read_item)(es_source *s, int64_t i, es_source_dest_fn dest, void *user,
+                   es_source_frame *fr, char *msg, size_t len);
 };
 /* es_source.flags: the input is one whole (a stack's pages): a run cut short (an input error,
  * a stop) leaves no output that would hold part of it (a .npy, a .tif are closed
@@ -117,6 +141,7 @@ typedef struct es_item {
   size_t map_stride;   /* floats */
   const es_planes *pix; /* the rendering a sink asked for */
   const es_stats *stats; /* when a sink asked for them */
+  const struct es_tiff_geo *geo; /* an item's GeoTIFF tags (es_source_frame.geo), or NULL */
 } es_item;
 
 /* What a sink asks the compute to make: one rendering (ES_PIX_NONE: none), the float map,
@@ -136,6 +161,12 @@ typedef struct es_sink_needs {
  * written leaves no other output behind); written and closed in the run's order all the
  * same. */
 #define ES_SINK_OPEN_FIRST 2
+/* es_sink.flags: a file an item (a batch's outputs, es_sink_stills): write may be called by
+ * several threads at once, items in any order, and a failing write fails its item only (the
+ * sink is not dropped), its msg naming the file itself ("out/a.png: reason"). A run of a
+ * read_item source hands every other sink its items in index order, with their statistics
+ * only (no map, no rendering). */
+#define ES_SINK_PER_ITEM 4
 
 typedef struct es_sink es_sink;
 struct es_sink {
@@ -203,6 +234,22 @@ typedef struct es_tiff_source_opts {
 } es_tiff_source_opts;
 int es_source_tiff(es_source *s, const char *path, const es_tiff_source_opts *o);
 
+/* A list of stills (es_still_read_opt's formats: PNG, JPEG, TIFF, libav's), one item each,
+ * each of its own size: read_item for several threads at once, read for one item after the
+ * other (lent, with its geometry; a file that cannot be read ends a sequential read, not a
+ * parallel one). paths[i] is read, names[i] (NULL: the path) is its name; both are copied.
+ * band: the sample of a TIFF band stack; geo: a TIFF's GeoTIFF tags are loaded too
+ * (es_source_frame.geo). The header's width and height are 0 (each item has its own),
+ * depth 8, frames the count. */
+typedef struct es_stills_source_opts {
+  int64_t max_pixels;  /* images larger are an input error */
+  int band;
+  int geo;
+  const char *name;    /* the source's name in messages (NULL: "stills") */
+} es_stills_source_opts;
+int es_source_stills(es_source *s, const char *const *paths, const char *const *names, size_t n,
+                     const es_stills_source_opts *o);
+
 /* A video file (x.mp4, x.mkv, ...) or, path "-", y4m (raw float32 with f32) on stdout. */
 int es_sink_video(es_sink *k, const char *path, const es_sink_opts *o);
 /* One .npy of shape (frames, height, width), float32. */
@@ -212,6 +259,11 @@ int es_sink_npy_stack(es_sink *k, const char *path, const es_sink_opts *o);
 int es_sink_tiff(es_sink *k, const char *path, const es_sink_opts *o);
 /* A directory of frame_NNNNNN.png (or .npy with f32), made where missing. */
 int es_sink_frame_dir(es_sink *k, const char *path, const es_sink_opts *o);
+/* A batch's outputs (ES_SINK_PER_ITEM): item i's result to outs[i] (NULL: none), each
+ * file by its extension: .png the rendering (o->pixfmt), .npy the float map, .tif the
+ * rendering or, with f32, the map, with the item's GeoTIFF tags (es_item.geo). o->overwrite
+ * and o->skip as es_sink_opts says; a file kept (-n) is ES_SINK_KEPT. outs are copied. */
+int es_sink_stills(es_sink *k, const char *const *outs, size_t n, const es_sink_opts *o);
 /* The statistics records (CSV, JSON lines; "-": CSV on stdout), one a frame. Flags
  * ES_SINK_KEEP_EMPTY and ES_SINK_OPEN_FIRST (clear the latter where the file lies in a
  * directory another sink makes). */

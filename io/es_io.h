@@ -145,6 +145,17 @@ int es_png_read_to(const char *path, int64_t max_pixels, es_png_dest_fn dest, vo
  * A file neither names: ES_ERR_INPUT "not an image format this build reads". */
 int es_still_read_to(const char *path, int64_t max_pixels, es_png_dest_fn dest, void *user,
                      es_image *img, char *msg, size_t len);
+/* What a reader may take besides the image: the sample of a TIFF band stack (band, 0 for
+ * the others), and, where geo is not NULL, a TIFF's GeoTIFF tags (*geo set, the caller's to
+ * es_tiff_geo_free; left NULL where the file has none or is no TIFF). */
+typedef struct es_still_opts {
+  int band;
+  struct es_tiff_geo **geo;
+} es_still_opts;
+/* es_still_read_to with options (o NULL: none): every format is one line of the dispatch's
+ * table, the TIFF's taking band and geo. */
+int es_still_read_opt(const char *path, int64_t max_pixels, const es_still_opts *o,
+                      es_png_dest_fn dest, void *user, es_image *img, char *msg, size_t len);
 /* 1 when es_still_read_to has a reader for path: by its first bytes (a regular file only: a
  * FIFO is not opened) or by its extension. */
 int es_still_is(const char *path);
@@ -179,6 +190,15 @@ int es_png_size(const char *path, int64_t *width, int64_t *height);
  * written atomically. stride: bytes between rows (0 = tight). */
 int es_png_write(const char *path, int overwrite, int width, int height, int pixfmt,
                  const uint8_t *data, size_t stride, char *msg, size_t len);
+
+/* ---- One image's result to a file by its extension (sink_stills.c; the batch's sink and the
+ * CLI's one still): .npy the float map; .tif the rendering of pixfmt, or the map where
+ * pixfmt is ES_PIX_NONE, with geo (NULL: none); anything else a PNG of the rendering.
+ * overwrite as es_png_write's (ES_WRITE_KEEP: ES_WRITE_KEPT for a file that exists). */
+struct es_tiff_geo;
+int es_still_result_write(const char *path, int overwrite, int width, int height, int pixfmt,
+                          const float *map, size_t map_stride, const es_planes *pix,
+                          const struct es_tiff_geo *geo, char *msg, size_t len);
 
 /* ---- .npy out: float32, little-endian, C order. stride: floats between rows (0 = width). */
 int es_npy_write(const char *path, int overwrite, int width, int height, const float *map,

@@ -25,4 +25,40 @@ char *es_join_path(const char *a, const char *b);
  * it would replace the input. `in` "-" is what standard input is (`- < x.y4m`: that file). */
 int es_same_file(const char *in, const char *out);
 
+
+/* ---- The stills of a directory batch (still_list.c). */
+typedef struct es_still_entry {
+  char *path;   /* root/name (owned) */
+  char *name;   /* relative to the root: the batch's name for it (owned) */
+  char *out;    /* the caller's output path (owned, freed with the list; NULL) */
+  int failed;   /* not a regular file (said): ES_ERR_INPUT, never to be opened */
+  int keep_ext; /* shares its stem with another input: its output keeps its extension */
+  int narrowed; /* (internal: left out by ext) */
+} es_still_entry;
+typedef struct es_still_list {
+  es_still_entry *e; /* sorted by name (strcmp) */
+  size_t n, cap;
+  size_t unreadable; /* subdirectories that could not be read (each said) */
+} es_still_list;
+typedef struct es_still_list_opts {
+  int recursive;        /* descend into subdirectories (real ones, not links) */
+  const char *ext;      /* comma-separated extensions to take (NULL: every one the build
+                         * reads); the others still share stems (keep_ext) */
+  const char *skip_dir; /* a directory not descended into (the output's realpath), or NULL */
+  /* A failure of one file or subdirectory ("PATH", "not a regular file"); may be NULL. */
+  void (*say)(void *arg, const char *what, const char *msg);
+  void *say_arg;
+} es_still_list_opts;
+/* Lists the stills under root (every name es_still_ext_ok takes, hidden names skipped),
+ * sorted by name. ES_OK, ES_ERR_NOMEM, or ES_ERR_INPUT where root cannot be read (msg
+ * without the name). Free with es_still_list_free. */
+int es_still_list_dir(es_still_list *l, const char *root, const es_still_list_opts *o, char *msg,
+                      size_t len);
+void es_still_list_free(es_still_list *l);
+/* The output name of an input named rel in a batch (malloc'd, NULL: out of memory): a PNG
+ * keeps its name (a.png -> a.png), any other format takes .png in place of its extension
+ * (a.jpg -> a.png, as a converter would name it), or, where keep_ext, after it (a.jpg ->
+ * a.jpg.png); float maps (f32) take .npy the same way (a.png -> a.npy). */
+char *es_still_out_name(const char *rel, int keep_ext, int f32);
+
 #endif

@@ -12,16 +12,34 @@
 #include "es_io.h"
 #include "es_tiff.h"
 
-/* es_png_read_to without its info, in the shape the table takes. */
-static int png_read(const char *path, int64_t max_pixels, es_png_dest_fn dest, void *user,
-                    es_image *img, char *msg, size_t len) {
+/* Each reader in the shape the table takes; only the TIFF's uses the options. */
+static int png_read(const char *path, int64_t max_pixels, const es_still_opts *o,
+                    es_png_dest_fn dest, void *user, es_image *img, char *msg, size_t len) {
+  (void)o;
   return es_png_read_to(path, max_pixels, dest, user, img, NULL, msg, len);
 }
 
-/* es_tiff_read_to of page 0, band 0 (the CLI reads a band stack's --band itself). */
-static int tiff_read(const char *path, int64_t max_pixels, es_png_dest_fn dest, void *user,
-                     es_image *img, char *msg, size_t len) {
-  return es_tiff_read_to(path, 0, 0, max_pixels, dest, user, img, NULL, msg, len);
+static int jpeg_read(const char *path, int64_t max_pixels, const es_still_opts *o,
+                     es_png_dest_fn dest, void *user, es_image *img, char *msg, size_t len) {
+  (void)o;
+  return es_jpeg_read_to(path, max_pixels, dest, user, img, msg, len);
+}
+
+static int av_read(const char *path, int64_t max_pixels, const es_still_opts *o,
+                   es_png_dest_fn dest, void *user, es_image *img, char *msg, size_t len) {
+  (void)o;
+  return es_still_av_read_to(path, max_pixels, dest, user, img, msg, len);
+}
+
+/* Page 0, in band o->band; its GeoTIFF tags where asked for and present, so that a map
+ * written as TIFF carries the input's georeferencing. */
+static int tiff_read(const char *path, int64_t max_pixels, const es_still_opts *o,
+                     es_png_dest_fn dest, void *user, es_image *img, char *msg, size_t len) {
+  es_tiff_info ti;
+  int rc = es_tiff_read_to(path, 0, o->band, max_pixels, dest, user, img, &ti, msg, len);
+  if (rc == ES_OK && o->geo && ti.has_geo && !*o->geo)
+    rc = es_tiff_geo_load(path, 0, o->geo, msg, len);
+  return rc;
 }
 
 #ifndef ES_HAVE_FFMPEG
@@ -36,8 +54,9 @@ int es_still_av_read_to(const char *path, int64_t max_pixels, es_png_dest_fn des
 }
 #endif
 
-typedef int (*still_read_fn)(const char *path, int64_t max_pixels, es_png_dest_fn dest, void *user,
-                             es_image *img, char *msg, size_t len);
+typedef int (*still_read_fn)(const char *path, int64_t max_pixels, const es_still_opts *o,
+                             es_png_dest_fn dest, void *user, es_image *img, char *msg,
+                             size_t len);
 
 /* One line a format: its name, the magic its files start with (n bytes; 0: known by its
  * extension only), its extensions (lower case, space-separated) and its reader. */
@@ -52,14 +71,14 @@ typedef struct still_format {
 
 static const still_format formats[] = {
     {"PNG", "\x89PNG\r\n\x1a\n", 8, "png", png_read, 0},
-    {"JPEG", "\xff\xd8\xff", 3, "jpg jpeg jpe jfif", es_jpeg_read_to, 0},
+    {"JPEG", "\xff\xd8\xff", 3, "jpg jpeg jpe jfif", jpeg_read, 0},
     /* TIFF by its little-endian magic; a big-endian or BigTIFF one by its name. */
     {"TIFF", "II*\0", 4, "tif tiff", tiff_read, 0},
     /* Everything else libavcodec decodes as one picture, named by extension (image2's
      * table). GIF and APNG are left to the video reader: they are animations. */
     {"libav", NULL, 0,
      "webp bmp pgm ppm pbm pnm pam tga jp2 j2k j2c jpc qoi sgi rgb ras sun pcx xbm xwd",
-     es_still_av_read_to, 1},
+     av_read, 1},
 };
 enum { NFORMATS = sizeof formats / sizeof formats[0] };
 
@@ -124,6 +143,12 @@ int es_still_is(const char *path) { return format_of(path) != NULL; }
 
 int es_still_read_to(const char *path, int64_t max_pixels, es_png_dest_fn dest, void *user,
                      es_image *img, char *msg, size_t len) {
+  return es_still_read_opt(path, max_pixels, NULL, dest, user, img, msg, len);
+}
+
+int es_still_read_opt(const char *path, int64_t max_pixels, const es_still_opts *o,
+                      es_png_dest_fn dest, void *user, es_image *img, char *msg, size_t len) {
+  static const es_still_opts none = {0, NULL};
   const still_format *f = format_of(path);
   if (!f) {
     memset(img, 0, sizeof *img);
@@ -134,7 +159,7 @@ int es_still_read_to(const char *path, int64_t max_pixels, es_png_dest_fn dest, 
       snprintf(msg, len, "not an image format this build reads");
     return ES_ERR_INPUT;
   }
-  return f->read(path, max_pixels, dest, user, img, msg, len);
+  return f->read(path, max_pixels, o ? o : &none, dest, user, img, msg, len);
 }
 
 int es_still_ext_ok(const char *name, const char *ext_filter) {

@@ -390,6 +390,9 @@ typedef struct es_run_counts {
   es_source_counts source; /* the source's damage */
   int started;       /* the frames began to flow (the outputs opened): a summary applies */
   int exit_code;     /* SPEC 3's, once es_run_execute returned */
+  /* A run of a read_item source (a batch of stills): */
+  int64_t failed;    /* items that failed (undecodable, not computed, an output not written) */
+  int64_t pixels;    /* pixels of the items written */
 } es_run_counts;
 typedef struct es_run_config {
   es_config cfg;      /* the context the run creates (on a thread of its own, while the
@@ -415,6 +418,9 @@ typedef struct es_run_config {
    * of a video (es_shard_range.first) numbers its records and frame files as the whole
    * video does. */
   int64_t index_base;
+  /* A run of a read_item source: its decoding and its writing threads, each (0: the cores
+   * online); never more than the items or the context's queue. */
+  int workers;
 } es_run_config;
 void es_run_config_default(es_run_config *c);
 /* A run of src. The run owns src from the call on, also where it fails (src is closed

@@ -19,6 +19,7 @@ typedef struct run_sink {
   int closed;        /* close was called: dropped from the writes */
   int64_t failed_at; /* ES_RUN_SINK_* or the frame index it failed at */
   int64_t taken;     /* frames it took (kept ones included) */
+  es_sink_needs needs; /* what its open asked for */
 } run_sink;
 
 /* The context, created on a thread of its own while the source opens (CUDA start-up takes
@@ -89,6 +90,16 @@ int es_run_stop_requested(const es_run *r);
 int es_run_worse(int code, int other);
 /* Seconds on the monotonic clock. */
 double es_run_now_s(void);
+
+/* Opens the sinks (ES_SINK_OPEN_FIRST ones first) and fills the stream's configuration
+ * from what they ask for; the context joined (or created here) and the stream opened. Each
+ * returns the exit code (0: go on), what failed said. */
+int es_run_open_sinks(es_run *r, es_stream_config *sc);
+int es_run_open_compute(es_run *r, const es_stream_config *sc);
+
+/* run_batch.c */
+/* The run of a read_item source: the exit code; the sinks closed. */
+int es_run_batch(es_run *r);
 
 /* run_read.c */
 void *es_run_ctx_main(void *arg);

@@ -202,7 +202,7 @@ static int interrupted_at_open(es_run *r) {
 
 /* Opens the sinks (ES_SINK_OPEN_FIRST ones first) and fills the stream's configuration
  * from what they ask for. The exit code (0: go on). */
-static int open_sinks(es_run *r, es_stream_config *sc) {
+int es_run_open_sinks(es_run *r, es_stream_config *sc) {
   char msg[RUN_MSG_LEN];
   int pixfmt = ES_PIX_NONE;
   memset(sc, 0, sizeof *sc);
@@ -219,6 +219,7 @@ static int open_sinks(es_run *r, es_stream_config *sc) {
         return rc == ES_ERR_INTERRUPTED ? interrupted_at_open(r) : es_exit_code(rc);
       }
       s->opened = 1;
+      s->needs = needs;
       if (needs.pixfmt != ES_PIX_NONE && pixfmt != ES_PIX_NONE && needs.pixfmt != pixfmt) {
         es_run_say(r, s->k.name, "wants another rendering than %s", r->sinks[0].k.name);
         return 1;
@@ -242,7 +243,7 @@ static int open_sinks(es_run *r, es_stream_config *sc) {
 }
 
 /* Joins the context thread and opens the stream. The exit code (0: go on). */
-static int open_compute(es_run *r, const es_stream_config *sc) {
+int es_run_open_compute(es_run *r, const es_stream_config *sc) {
   es_trace("video: outputs open, joining the context thread");
   if (r->cth_started) {
     pthread_join(r->cth, NULL);
@@ -277,10 +278,14 @@ int es_run_execute(es_run *r) {
   int writing = 0;
   if (!r || r->executed) return ES_ERR_USAGE;
   r->executed = 1;
+  if (r->src.read_item) { /* a list of items: decoded and written by pools (run_batch.c) */
+    r->code = es_run_batch(r);
+    goto end;
+  }
   r->cth_started = pthread_create(&r->cth, NULL, es_run_ctx_main, &r->co) == 0;
   if ((r->code = open_source(r)) != 0) goto end;
-  if ((r->code = open_sinks(r, &sc)) != 0) goto end;
-  if ((r->code = open_compute(r, &sc)) != 0) goto end;
+  if ((r->code = es_run_open_sinks(r, &sc)) != 0) goto end;
+  if ((r->code = es_run_open_compute(r, &sc)) != 0) goto end;
 
   r->t0 = es_run_now_s();
   if (pthread_create(&r->rth, NULL, es_run_read_main, r) != 0) {

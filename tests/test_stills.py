@@ -197,6 +197,16 @@ with tempfile.TemporaryDirectory() as tmp:
     shutil.copy(os.path.join(SAMPLES, "camera.png"), os.path.join(tmp, "png_really.jpg"))
     same_map(os.path.join(tmp, "png_really.jpg"), os.path.join(SAMPLES, "camera.png"), tmp,
              "a PNG named .jpg is read by its signature")
+    # In a directory batch a PNG named .tif is read as the PNG it is, as any other name is
+    # (the TIFF reader is one line of the dispatch: it was chosen by the name alone, "not a
+    # TIFF file").
+    mis = os.path.join(tmp, "mis")
+    os.makedirs(mis, exist_ok=True)
+    shutil.copy(os.path.join(SAMPLES, "camera.png"), os.path.join(mis, "png_really.tif"))
+    run([mis, "-o", os.path.join(tmp, "mis_out"), "-y", "-q", "--format", "f32"])
+    check(np.array_equal(np.load(os.path.join(tmp, "mis_out", "png_really.npy")),
+                         map_of(os.path.join(SAMPLES, "camera.png"), tmp)),
+          "a PNG named .tif in a directory is read by its signature")
     shutil.copy(os.path.join(tmp, "grey.jpg"), os.path.join(tmp, "noext"))
     same_map(os.path.join(tmp, "noext"), os.path.join(tmp, "grey.jpg"), tmp,
              "a JPEG without an extension is read as a still")

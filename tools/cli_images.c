@@ -41,9 +41,7 @@ typedef struct img_job {
   int keep;   /* -n and the output exists: computed for --stats only, the output kept */
   int failed;  /* set before the workers start: a failure already reported (not a regular file,
                   no output directory), the job's status; it is counted, never opened */
-  int keep_ext; /* its output keeps the input's extension: a.jpg -> a.jpg.png (out_name) */
-  int narrowed; /* left out by --ext: listed only so that the output names of the others
-                 * do not depend on --ext (mark_shared_stems), then dropped */
+  int keep_ext; /* its output keeps the input's extension: a.jpg -> a.jpg.png */
   int width, height;
   double t0;       /* when its decode began (-v) */
   es_tiff_geo *geo; /* a TIFF output's GeoTIFF tags, the input's (owned; NULL: none) */
@@ -70,147 +68,10 @@ typedef struct img_batch {
   int show_progress;
 } img_batch;
 
-/* Lists the still images under root/rel into jobs: every extension the build reads, any case
- * (es_still_ext_ok); those --ext leaves out are marked narrowed. The top directory
- * unreadable is an error (msg); a subdirectory unreadable is a failure of the batch, as a
- * file that cannot be read is (SPEC 3: the other files are still done): reported here and
- * counted in *unreadable.
- * An image name that is not a regular file (links followed) is listed as a failed job, reported
- * here: opening a FIFO blocks a worker until a writer comes, which may be never, and a
- * thread blocked in open() does not see SIGINT. */
-static int collect_stills(const char *root, const char *rel, int recursive, const char *ext,
-                          const char *skip_dir, img_job **jobs, size_t *n, size_t *cap,
-                          size_t *unreadable, char *msg, size_t len) {
-  char *dirpath = *rel ? es_join_path(root, rel) : strdup(root);
-  DIR *d = NULL;
-  struct dirent *e;
-  int rc = ES_OK;
-  if (!dirpath) return ES_ERR_NOMEM;
-  d = opendir(dirpath);
-  if (!d) {
-    if (*rel) {
-      cli_err(dirpath, "cannot read directory: %s", strerror(errno));
-      (*unreadable)++;
-      goto end;
-    }
-    snprintf(msg, len, "cannot read directory: %s", strerror(errno)); /* named by the caller */
-    rc = ES_ERR_INPUT;
-    goto end;
-  }
-  while ((e = readdir(d))) {
-    char *relname, *full;
-    struct stat st;
-    int not_regular;
-    if (e->d_name[0] == '.') continue; /* ., .., hidden files and our temporaries */
-    relname = *rel ? es_join_path(rel, e->d_name) : strdup(e->d_name);
-    full = relname ? es_join_path(root, relname) : NULL;
-    if (!relname || !full) {
-      free(relname);
-      free(full);
-      rc = ES_ERR_NOMEM;
-      goto end;
-    }
-    /* Only real directories are descended into: a symlink to a parent would loop. */
-    if (lstat(full, &st) == 0 && S_ISDIR(st.st_mode)) {
-      char real[PATH_MAX];
-      int is_out = skip_dir && realpath(full, real) && !strcmp(real, skip_dir);
-      if (recursive && !is_out)
-        rc = collect_stills(root, relname, recursive, ext, skip_dir, jobs, n, cap, unreadable, msg,
-                            len);
-      free(relname);
-      free(full);
-      if (rc) goto end;
-      continue;
-    }
-    if (!es_still_ext_ok(e->d_name, NULL)) {
-      free(relname);
-      free(full);
-      continue;
-    }
-    /* stat, not the lstat above: a symlink to a regular file is taken, as it always was (a
-     * dangling one fails at open, with its reason). A symlink to a directory is skipped as
-     * any directory not descended into is, whatever its name. */
-    not_regular = stat(full, &st) == 0 && !S_ISREG(st.st_mode);
-    if (not_regular && (S_ISDIR(st.st_mode) || !es_still_ext_ok(e->d_name, ext))) {
-      free(relname);
-      free(full);
-      continue;
-    }
-    if (not_regular) cli_err(full, "not a regular file");
-    if (*n == *cap) {
-      size_t nc = *cap ? *cap * 2 : 64;
-      img_job *nj = realloc(*jobs, nc * sizeof *nj);
-      if (!nj) {
-        free(relname);
-        free(full);
-        rc = ES_ERR_NOMEM;
-        goto end;
-      }
-      *jobs = nj;
-      *cap = nc;
-    }
-    memset(&(*jobs)[*n], 0, sizeof **jobs);
-    (*jobs)[*n].in = full;
-    (*jobs)[*n].name = relname;
-    if (not_regular) (*jobs)[*n].failed = ES_ERR_INPUT;
-    (*jobs)[*n].narrowed = !es_still_ext_ok(e->d_name, ext);
-    (*n)++;
-  }
-end:
-  if (d) closedir(d);
-  free(dirpath);
-  return rc;
-}
-
-static int job_cmp(const void *a, const void *b) {
-  return strcmp(((const img_job *)a)->name, ((const img_job *)b)->name);
-}
-
-/* The length of a name without its extension ("a/b.jpg": 3). */
-static size_t stem_len(const char *name) {
-  const char *e = cli_ext_of(name);
-  return *e ? (size_t)(e - 1 - name) : strlen(name);
-}
-
-/* The output name of an input named rel in a batch (malloc'd, NULL: out of memory): a PNG
- * keeps its name (a.png -> a.png), any other format takes .png in place of its extension
- * (a.jpg -> a.png, as a converter would name it), or, where keep_ext, after it (a.jpg ->
- * a.jpg.png); float maps (f32) take .npy the same way (a.png -> a.npy). */
-static char *out_name(const char *rel, int keep_ext, int f32) {
-  const int is_png = !strcasecmp(cli_ext_of(rel), "png");
-  const size_t k = keep_ext && !is_png ? strlen(rel) : stem_len(rel);
-  char *r;
-  if (is_png && !f32) return strdup(rel);
-  r = malloc(k + 5);
-  if (!r) return NULL;
-  memcpy(r, rel, k);
-  memcpy(r + k, f32 ? ".npy" : ".png", 5);
-  return r;
-}
-
-static int stem_cmp(const void *a, const void *b) {
-  const img_job *x = *(img_job *const *)a, *y = *(img_job *const *)b;
-  const size_t kx = stem_len(x->name), ky = stem_len(y->name);
-  int c = strncmp(x->name, y->name, kx < ky ? kx : ky);
-  return c ? c : (kx > ky) - (kx < ky);
-}
-
-/* Inputs of one directory that share a stem (a.png and a.jpg, a.jpg and a.tif): each one that
- * is not a PNG keeps its extension in its output name (a.png -> a.png, a.jpg -> a.jpg.png), so
- * that every picture gets its own map and a PNG's output name never depends on the other
- * files. Other inputs take .png in place of their extension (a.jpg -> a.png). */
-static int mark_shared_stems(img_job *jobs, size_t n) {
-  img_job **by = malloc(n * sizeof *by);
-  if (!by) return ES_ERR_NOMEM;
-  for (size_t i = 0; i < n; i++) by[i] = &jobs[i];
-  qsort(by, n, sizeof *by, stem_cmp);
-  for (size_t i = 0, k; i < n; i = k) {
-    for (k = i + 1; k < n && !stem_cmp(&by[i], &by[k]);) k++;
-    if (k - i > 1)
-      for (size_t m = i; m < k; m++) by[m]->keep_ext = 1; /* out_name keeps a PNG's name */
-  }
-  free(by);
-  return ES_OK;
+/* es_still_list_dir's failures, said as the walk finds them. */
+static void say_listed(void *arg, const char *what, const char *msg) {
+  (void)arg;
+  cli_err(what, "%s", msg);
 }
 
 /* A file by its identity (links followed), and the job whose input it is. */
@@ -320,15 +181,9 @@ static int decode_image(img_batch *b, img_job *j) {
   }
   rc = es_stream_acquire(b->st, &d.f);
   if (rc != ES_OK) return rc;
-  if (es_path_is_tiff(j->in)) { /* its page 0, band --band; the georeferencing for x.tif */
-    es_tiff_info ti;
-    rc = es_tiff_read_to(j->in, 0, o->band, o->max_pixels, frame_dest_fn, &d, &img, &ti, msg,
-                         sizeof msg);
-    /* a map written as TIFF carries the input's georeferencing */
-    if (rc == ES_OK && ti.has_geo && b->out_kind == OUT_TIFF && !j->geo)
-      rc = es_tiff_geo_load(j->in, 0, &j->geo, msg, sizeof msg);
-  } else {
-    rc = es_still_read_to(j->in, o->max_pixels, frame_dest_fn, &d, &img, msg, sizeof msg);
+  { /* a TIFF: its page 0, band --band; the georeferencing where a .tif is written */
+    es_still_opts so = {o->band, b->out_kind == OUT_TIFF ? &j->geo : NULL};
+    rc = es_still_read_opt(j->in, o->max_pixels, &so, frame_dest_fn, &d, &img, msg, sizeof msg);
   }
   if (rc != ES_OK) {
     cli_err(j->in, "%s", *msg ? msg : es_strerror(rc));
@@ -374,35 +229,11 @@ static int write_image(img_batch *b, img_job *j, const es_frame *f, char *msg, s
   const int ow = o->skip ? ES_WRITE_KEEP : o->overwrite;
   switch (b->out_kind) {
   case OUT_PNG:
-    rc = es_png_write(j->out, ow, f->width, f->height, b->pixfmt, f->pix.plane[0],
-                      f->pix.stride[0], msg, len);
-    break;
   case OUT_NPY:
-    rc = es_npy_write(j->out, ow, f->width, f->height, f->map, f->map_stride, msg, len);
+  case OUT_TIFF: /* by the name's extension, which out_kind was chosen by */
+    rc = es_still_result_write(j->out, ow, f->width, f->height, b->pixfmt, f->map, f->map_stride,
+                               &f->pix, j->geo, msg, len);
     break;
-  case OUT_TIFF: {
-    es_tiff_writer *tw = NULL;
-    es_tiff_writer_opts to;
-    memset(&to, 0, sizeof to);
-    to.width = f->width;
-    to.height = f->height;
-    to.pages = 1;
-    to.pixfmt = b->pixfmt; /* ES_PIX_NONE: the float32 map */
-    to.geo = j->geo;
-    rc = es_tiff_writer_open(j->out, ow, &to, &tw, msg, len);
-    if (rc == ES_OK && to.pixfmt == ES_PIX_NONE)
-      rc = es_tiff_writer_write_rows(tw, 0, f->height, f->map, f->map_stride * sizeof(float),
-                                     msg, len);
-    else if (rc == ES_OK)
-      rc = es_tiff_writer_write_rows(tw, 0, f->height, f->pix.plane[0], f->pix.stride[0], msg,
-                                     len);
-    if (tw) {
-      int crc = es_tiff_writer_close(&tw, rc == ES_OK, rc == ES_OK ? msg : NULL,
-                                     rc == ES_OK ? len : 0);
-      if (rc == ES_OK) rc = crc;
-    }
-    break;
-  }
   case OUT_STDOUT: {
     /* One frame of y4m (or raw float32), in the rendering the stream was opened with. */
     es_video_out *vo = NULL;
@@ -500,7 +331,7 @@ static int start_threads(pthread_t *th, int n, void *(*fn)(void *), void *arg) {
 int cli_run_images(cli_opts *o, int in_kind, int out_kind) {
   img_batch b;
   img_job *jobs = NULL;
-  size_t n = 0, cap = 0, unreadable = 0; /* unreadable: subdirectories that failed */
+  size_t n = 0, unreadable = 0; /* unreadable: subdirectories that failed */
   es_stats_writer *sw = NULL;
   pthread_t *th = NULL;
   int nworkers = 0, ndec = 0, nenc = 0, code = 0, rc;
@@ -522,32 +353,35 @@ int cli_run_images(cli_opts *o, int in_kind, int out_kind) {
       goto end;
     }
     if (o->output && realpath(o->output, outreal)) skip_dir = outreal;
-    rc = collect_stills(o->input, "", o->recursive, o->ext, skip_dir, &jobs, &n, &cap, &unreadable,
-                        msg, sizeof msg);
-    if (rc != ES_OK) {
-      cli_err(o->input, "%s", *msg ? msg : es_strerror(rc));
-      code = es_exit_code(rc);
-      goto end;
-    }
-    if (n) qsort(jobs, n, sizeof *jobs, job_cmp); /* jobs is NULL when n is 0 */
-    if (o->output && n && mark_shared_stems(jobs, n) != ES_OK) {
-      code = 4;
-      goto end;
-    }
-    { /* --ext: the files it leaves out go now (they only took part in the names) */
-      size_t kept = 0;
-      for (size_t i = 0; i < n; i++) {
-        if (jobs[i].narrowed) {
-          free(jobs[i].in);
-          free(jobs[i].name);
-          continue;
-        }
-        jobs[kept++] = jobs[i];
+    {
+      es_still_list_opts lo = {o->recursive, o->ext, skip_dir, say_listed, NULL};
+      es_still_list l;
+      rc = es_still_list_dir(&l, o->input, &lo, msg, sizeof msg);
+      if (rc != ES_OK) {
+        cli_err(o->input, "%s", *msg ? msg : es_strerror(rc));
+        code = es_exit_code(rc);
+        goto end;
       }
-      n = kept;
+      unreadable = l.unreadable;
+      n = l.n;
+      jobs = n ? calloc(n, sizeof *jobs) : NULL;
+      for (size_t i = 0; i < n && jobs; i++) { /* the strings move to the jobs */
+        jobs[i].in = l.e[i].path;
+        jobs[i].name = l.e[i].name;
+        jobs[i].failed = l.e[i].failed;
+        jobs[i].keep_ext = l.e[i].keep_ext;
+        l.e[i].path = l.e[i].name = NULL;
+      }
+      if (n && !jobs) {
+        es_still_list_free(&l);
+        n = 0;
+        code = 4;
+        goto end;
+      }
+      es_still_list_free(&l);
     }
     for (size_t i = 0; i < n && o->output; i++) {
-      char *r2 = out_name(jobs[i].name, jobs[i].keep_ext, o->format == FMT_F32);
+      char *r2 = es_still_out_name(jobs[i].name, jobs[i].keep_ext, o->format == FMT_F32);
       char *out = r2 ? es_join_path(o->output, r2) : NULL;
       free(r2);
       if (!out) {
@@ -630,7 +464,7 @@ int cli_run_images(cli_opts *o, int in_kind, int out_kind) {
       const char *base = strrchr(o->input, '/');
       char *r2;
       base = base ? base + 1 : o->input;
-      r2 = out_name(base, 0, o->format == FMT_F32);
+      r2 = es_still_out_name(base, 0, o->format == FMT_F32);
       jobs[0].out = r2 ? es_join_path(o->output, r2) : NULL;
       free(r2);
       b.out_kind = o->format == FMT_F32 ? OUT_NPY : OUT_PNG;

@@ -1,0 +1,208 @@
+/*
+ * still_list.c - the stills of a directory batch (es_paths.h): the walk (-r, --ext), the
+ * names in sorted order, and the output names, moved here from tools/cli_images.c so that
+ * the library's still-list source (src_stills.c) and the Python module list a directory as
+ * the CLI does.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+
+#include "es_io.h"
+#include "es_paths.h"
+
+/* The extension of a name (after its last dot, not a leading one), or "". */
+static const char *ext_of(const char *path) {
+  const char *slash = strrchr(path, '/');
+  const char *dot = strrchr(path, '.');
+  if (!dot || (slash && dot < slash) || dot == (slash ? slash + 1 : path)) return "";
+  return dot + 1;
+}
+
+static void say(const es_still_list_opts *o, const char *what, const char *fmt, const char *arg) {
+  char line[512];
+  if (!o->say) return;
+  snprintf(line, sizeof line, fmt, arg);
+  o->say(o->say_arg, what, line);
+}
+
+static int push(es_still_list *l, char *full, char *relname) {
+  if (l->n == l->cap) {
+    size_t nc = l->cap ? l->cap * 2 : 64;
+    es_still_entry *ne = realloc(l->e, nc * sizeof *ne);
+    if (!ne) return ES_ERR_NOMEM;
+    l->e = ne;
+    l->cap = nc;
+  }
+  memset(&l->e[l->n], 0, sizeof l->e[0]);
+  l->e[l->n].path = full;
+  l->e[l->n].name = relname;
+  l->n++;
+  return ES_OK;
+}
+
+/* Lists the stills under root/rel: every extension the build reads, any case
+ * (es_still_ext_ok); those o->ext leaves out are marked narrowed. The top directory
+ * unreadable is an error (msg); a subdirectory unreadable is a failure of the batch, as a
+ * file that cannot be read is (SPEC 3: the other files are still done): said here and
+ * counted. A name that is not a regular file (links followed) is listed failed, said here:
+ * opening a FIFO blocks a reader until a writer comes, which may be never. */
+static int collect(es_still_list *l, const char *root, const char *rel,
+                   const es_still_list_opts *o, char *msg, size_t len) {
+  char *dirpath = *rel ? es_join_path(root, rel) : strdup(root);
+  DIR *d = NULL;
+  struct dirent *e;
+  int rc = ES_OK;
+  if (!dirpath) return ES_ERR_NOMEM;
+  d = opendir(dirpath);
+  if (!d) {
+    if (*rel) {
+      say(o, dirpath, "cannot read directory: %s", strerror(errno));
+      l->unreadable++;
+      goto end;
+    }
+    snprintf(msg, len, "cannot read directory: %s", strerror(errno)); /* named by the caller */
+    rc = ES_ERR_INPUT;
+    goto end;
+  }
+  while ((e = readdir(d))) {
+    char *relname, *full;
+    struct stat st;
+    int not_regular;
+    if (e->d_name[0] == '.') continue; /* ., .., hidden files and our temporaries */
+    relname = *rel ? es_join_path(rel, e->d_name) : strdup(e->d_name);
+    full = relname ? es_join_path(root, relname) : NULL;
+    if (!relname || !full) {
+      free(relname);
+      free(full);
+      rc = ES_ERR_NOMEM;
+      goto end;
+    }
+    /* Only real directories are descended into: a symlink to a parent would loop. */
+    if (lstat(full, &st) == 0 && S_ISDIR(st.st_mode)) {
+      char real[PATH_MAX];
+      int is_out = o->skip_dir && realpath(full, real) && !strcmp(real, o->skip_dir);
+      if (o->recursive && !is_out) rc = collect(l, root, relname, o, msg, len);
+      free(relname);
+      free(full);
+      if (rc) goto end;
+      continue;
+    }
+    if (!es_still_ext_ok(e->d_name, NULL)) {
+      free(relname);
+      free(full);
+      continue;
+    }
+    /* stat, not the lstat above: a symlink to a regular file is taken (a dangling one fails
+     * at open, with its reason). A symlink to a directory is skipped as any directory not
+     * descended into is, whatever its name. */
+    not_regular = stat(full, &st) == 0 && !S_ISREG(st.st_mode);
+    if (not_regular && (S_ISDIR(st.st_mode) || !es_still_ext_ok(e->d_name, o->ext))) {
+      free(relname);
+      free(full);
+      continue;
+    }
+    if (not_regular) say(o, full, "%s", "not a regular file");
+    if (push(l, full, relname) != ES_OK) {
+      free(relname);
+      free(full);
+      rc = ES_ERR_NOMEM;
+      goto end;
+    }
+    if (not_regular) l->e[l->n - 1].failed = ES_ERR_INPUT;
+    l->e[l->n - 1].narrowed = !es_still_ext_ok(e->d_name, o->ext);
+  }
+end:
+  if (d) closedir(d);
+  free(dirpath);
+  return rc;
+}
+
+static int name_cmp(const void *a, const void *b) {
+  return strcmp(((const es_still_entry *)a)->name, ((const es_still_entry *)b)->name);
+}
+
+/* The length of a name without its extension ("a/b.jpg": 3). */
+static size_t stem_len(const char *name) {
+  const char *e = ext_of(name);
+  return *e ? (size_t)(e - 1 - name) : strlen(name);
+}
+
+static int stem_cmp(const void *a, const void *b) {
+  const es_still_entry *x = *(es_still_entry *const *)a, *y = *(es_still_entry *const *)b;
+  const size_t kx = stem_len(x->name), ky = stem_len(y->name);
+  int c = strncmp(x->name, y->name, kx < ky ? kx : ky);
+  return c ? c : (kx > ky) - (kx < ky);
+}
+
+/* Inputs of one directory that share a stem (a.png and a.jpg, a.jpg and a.tif): each one that
+ * is not a PNG keeps its extension in its output name (a.png -> a.png, a.jpg -> a.jpg.png), so
+ * that every picture gets its own map and a PNG's output name never depends on the other
+ * files. Other inputs take .png in place of their extension (a.jpg -> a.png). */
+static int mark_shared_stems(es_still_entry *e, size_t n) {
+  es_still_entry **by = malloc(n * sizeof *by);
+  if (!by) return ES_ERR_NOMEM;
+  for (size_t i = 0; i < n; i++) by[i] = &e[i];
+  qsort(by, n, sizeof *by, stem_cmp);
+  for (size_t i = 0, k; i < n; i = k) {
+    for (k = i + 1; k < n && !stem_cmp(&by[i], &by[k]);) k++;
+    if (k - i > 1)
+      for (size_t m = i; m < k; m++) by[m]->keep_ext = 1; /* es_still_out_name keeps a PNG's */
+  }
+  free(by);
+  return ES_OK;
+}
+
+int es_still_list_dir(es_still_list *l, const char *root, const es_still_list_opts *o, char *msg,
+                      size_t len) {
+  size_t kept = 0;
+  int rc;
+  memset(l, 0, sizeof *l);
+  rc = collect(l, root, "", o, msg, len);
+  if (rc != ES_OK) goto fail;
+  if (l->n) qsort(l->e, l->n, sizeof *l->e, name_cmp); /* l->e is NULL when n is 0 */
+  /* The names of the files --ext leaves out take part (they keep the others' output names
+   * independent of --ext), then those files go. */
+  if (l->n && (rc = mark_shared_stems(l->e, l->n)) != ES_OK) goto fail;
+  for (size_t i = 0; i < l->n; i++) {
+    if (l->e[i].narrowed) {
+      free(l->e[i].path);
+      free(l->e[i].name);
+      continue;
+    }
+    l->e[kept++] = l->e[i];
+  }
+  l->n = kept;
+  return ES_OK;
+fail:
+  es_still_list_free(l);
+  return rc;
+}
+
+void es_still_list_free(es_still_list *l) {
+  for (size_t i = 0; i < l->n; i++) {
+    free(l->e[i].path);
+    free(l->e[i].name);
+    free(l->e[i].out);
+  }
+  free(l->e);
+  memset(l, 0, sizeof *l);
+}
+
+char *es_still_out_name(const char *rel, int keep_ext, int f32) {
+  const int is_png = !strcasecmp(ext_of(rel), "png");
+  const size_t k = keep_ext && !is_png ? strlen(rel) : stem_len(rel);
+  char *r;
+  if (is_png && !f32) return strdup(rel);
+  r = malloc(k + 5);
+  if (!r) return NULL;
+  memcpy(r, rel, k);
+  memcpy(r + k, f32 ? ".npy" : ".png", 5);
+  return r;
+}

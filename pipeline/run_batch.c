@@ -1,0 +1,366 @@
+/*
+ * run_batch.c - the run of a read_item source (a directory of stills): a pool of decoding
+ * threads takes the items in index order and reads each into a frame of the run's stream
+ * (grown to the largest item), a pool of writing threads pulls the results and hands each to
+ * the per-item sinks (ES_SINK_PER_ITEM: a file an item; PNG's zlib is slow, so several
+ * write at once), and every other sink (statistics) gets the items in index order, whatever
+ * order they were finished in. An item that fails (undecodable, of a size the mask or the
+ * engines refuse, not computed, its output not written) is said once and counted; the
+ * others go on (SPEC 3), the exit code the worst of theirs.
+ */
+#include <inttypes.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "es_run_internal.h"
+#include "es_trace.h"
+
+typedef struct batch_item {
+  const char *name;    /* the source's (es_source_frame.name), or the source's name */
+  const char *what;    /* in messages */
+  const struct es_tiff_geo *geo;
+  int status;          /* ES_OK, ES_SINK_KEPT or the failure's es_status */
+  int done;            /* finished (under the batch's lock) */
+  int width, height;
+  es_stats *stats;     /* kept for the ordered sinks until its turn (owned) */
+} batch_item;
+
+typedef struct batch {
+  es_run *r;
+  int64_t n;
+  batch_item *items;
+  pthread_mutex_t lock; /* guards what follows, and the ordered sinks' writes */
+  int64_t next;         /* the next item to decode */
+  int64_t ordered;      /* the next item the ordered sinks take */
+  int decoders;         /* decoding threads still running: the last one finishes the stream */
+  int want_stats;       /* an ordered sink takes statistics */
+} batch;
+
+static int stopping(const batch *b) {
+  return es_run_stop_requested(b->r) || atomic_load(&b->r->abort);
+}
+
+/* The message of a failed frame without the stream's "frame N: " (the item names it). */
+static const char *frame_error(es_context *ctx, int status) {
+  const char *m = es_context_error(ctx);
+  if (!m || !*m) return es_strerror(status);
+  if (!strncmp(m, "frame ", 6)) {
+    const char *p = m + 6;
+    while (*p >= '0' && *p <= '9') p++;
+    if (p > m + 6 && p[0] == ':' && p[1] == ' ') return p + 2;
+  }
+  return m;
+}
+
+/* The ordered sinks take item i (its statistics; a failed item without them is left out,
+ * as a file that could not be read has no record). Under the lock. */
+static void write_ordered(batch *b, int64_t i) {
+  es_run *r = b->r;
+  batch_item *t = &b->items[i];
+  char msg[RUN_MSG_LEN];
+  es_item it;
+  if (!t->stats && t->status != ES_OK && t->status != ES_SINK_KEPT) return;
+  memset(&it, 0, sizeof it);
+  it.name = t->name;
+  it.index = i + r->c.index_base;
+  it.pts = INT64_MIN;
+  it.pts_seconds = NAN;
+  it.width = t->width;
+  it.height = t->height;
+  it.stats = t->stats;
+  it.geo = t->geo;
+  for (int k = 0; k < r->nsinks; k++) {
+    run_sink *s = &r->sinks[k];
+    if (s->closed || (s->k.flags & ES_SINK_PER_ITEM)) continue;
+    msg[0] = 0;
+    s->k.what = NULL;
+    int rc = s->k.write(&s->k, &it, msg, sizeof msg);
+    if (rc == ES_OK || rc == ES_SINK_KEPT) {
+      s->taken++;
+      continue;
+    }
+    es_run_say(r, s->k.what ? s->k.what : s->k.name, "%s", *msg ? msg : es_strerror(rc));
+    r->code = es_run_worse(r->code, es_exit_code(rc));
+    s->failed_at = rc == ES_ERR_INTERRUPTED ? ES_RUN_SINK_GIVEN_UP : it.index;
+    s->closed = 1;
+    s->k.close(&s->k, 0, NULL, 0); /* its partial file goes now */
+  }
+}
+
+/* Item i is over: counted, and the ordered sinks take every item finished in order. */
+static void item_over(batch *b, int64_t i, int status) {
+  es_run *r = b->r;
+  batch_item *t = &b->items[i];
+  pthread_mutex_lock(&b->lock);
+  t->status = status;
+  t->done = 1;
+  if (status == ES_OK || status == ES_SINK_KEPT) {
+    r->counts.frames++;
+    if (status == ES_SINK_KEPT) r->counts.skipped++;
+    else r->counts.pixels += (int64_t)t->width * t->height;
+  } else {
+    r->counts.failed++;
+    r->code = es_run_worse(r->code, es_exit_code(status));
+  }
+  while (b->ordered < b->n && b->items[b->ordered].done) {
+    write_ordered(b, b->ordered);
+    free(b->items[b->ordered].stats);
+    b->items[b->ordered].stats = NULL;
+    b->ordered++;
+  }
+  if (r->c.progress) {
+    r->counts.elapsed_s = es_run_now_s() - r->t0;
+    r->c.progress(r->c.user, &r->counts);
+  }
+  pthread_mutex_unlock(&b->lock);
+}
+
+/* read_item's destination: the acquired frame, grown to the item's size. */
+typedef struct frame_dest {
+  es_run *r;
+  es_frame *f;
+} frame_dest;
+
+static int frame_dest_fn(void *user, int width, int height, int depth, void **dst,
+                         size_t *dst_stride, char *msg, size_t len) {
+  frame_dest *d = user;
+  int rc = es_stream_reserve(d->r->st, d->f, width, height, depth);
+  if (rc == ES_ERR_NOMEM) {
+    snprintf(msg, len, "out of memory for a %dx%d image", width, height);
+    return rc;
+  }
+  if (rc != ES_OK) { /* a size no engine takes */
+    snprintf(msg, len, "%s", es_context_error(d->r->ctx));
+    return rc;
+  }
+  *dst = d->f->data;
+  *dst_stride = d->f->stride;
+  return ES_OK;
+}
+
+/* Reads item i into a frame and pushes it: ES_OK (a writer ends the item), or the item's
+ * failure, said. */
+static int decode_item(batch *b, int64_t i) {
+  es_run *r = b->r;
+  batch_item *t = &b->items[i];
+  char msg[RUN_MSG_LEN] = "";
+  frame_dest d = {r, NULL};
+  es_source_frame fr;
+  int rc = es_stream_acquire(r->st, &d.f);
+  t->name = t->what = r->src.name;
+  if (rc != ES_OK) return rc; /* the stream was aborted: the run is ending */
+  memset(&fr, 0, sizeof fr);
+  fr.pts = INT64_MIN;
+  fr.pts_seconds = NAN;
+  rc = r->src.read_item(&r->src, i, frame_dest_fn, &d, &fr, msg, sizeof msg);
+  if (fr.name) t->name = fr.name;
+  t->what = fr.what ? fr.what : t->name;
+  t->geo = fr.geo;
+  if (rc != ES_OK) {
+    es_run_say(r, t->what, "%s", *msg ? msg : es_strerror(rc));
+  } else if ((rc = es_params_check(&r->c.cfg.params, d.f->depth, msg, sizeof msg)) != ES_OK) {
+    es_run_say(r, t->what, "%s", msg);
+  } else {
+    d.f->user = t;
+    d.f->pts = INT64_MIN;
+    d.f->pts_seconds = NAN;
+    d.f->damaged = fr.damaged;
+    rc = es_stream_push(r->st, d.f);
+    if (rc == ES_OK) return ES_OK;
+    es_run_say(r, t->what, "%s", frame_error(r->ctx, rc));
+  }
+  es_stream_release(r->st, d.f);
+  return rc;
+}
+
+static void *decoder_main(void *arg) {
+  batch *b = arg;
+  for (;;) {
+    int64_t i;
+    pthread_mutex_lock(&b->lock);
+    if (stopping(b) || b->next >= b->n) {
+      pthread_mutex_unlock(&b->lock);
+      break;
+    }
+    i = b->next++;
+    pthread_mutex_unlock(&b->lock);
+    int rc = decode_item(b, i);
+    if (rc != ES_OK) {
+      item_over(b, i, rc);
+      continue;
+    }
+    pthread_mutex_lock(&b->lock);
+    b->r->pushed++;
+    pthread_mutex_unlock(&b->lock);
+  }
+  pthread_mutex_lock(&b->lock);
+  if (--b->decoders == 0) es_stream_finish(b->r->st);
+  pthread_mutex_unlock(&b->lock);
+  return NULL;
+}
+
+/* One computed item to every per-item sink; its statistics kept for the ordered ones.
+ * Returns the item's status. */
+static int write_item(batch *b, es_frame *f) {
+  es_run *r = b->r;
+  batch_item *t = f->user;
+  char msg[RUN_MSG_LEN];
+  int status = ES_OK, kept = 0;
+  es_item it;
+  if (f->status != ES_OK) {
+    es_run_say(r, t->what, "%s", frame_error(r->ctx, f->status));
+    return f->status;
+  }
+  t->width = f->width;
+  t->height = f->height;
+  if (b->want_stats) {
+    /* Kept until the records are written in order, so only what they hold. */
+    int bins = f->stats.bins > 0 && f->stats.bins <= ES_STATS_MAX_BINS ? f->stats.bins : 0;
+    size_t size = offsetof(es_stats, hist) + (size_t)bins * sizeof f->stats.hist[0];
+    t->stats = calloc(1, sizeof *t->stats); /* whole: a sink may read any field */
+    if (!t->stats) {
+      es_run_say(r, t->what, "out of memory");
+      return ES_ERR_NOMEM;
+    }
+    memcpy(t->stats, &f->stats, size);
+  }
+  memset(&it, 0, sizeof it);
+  it.name = t->name;
+  it.index = (t - b->items) + r->c.index_base;
+  it.pts = INT64_MIN;
+  it.pts_seconds = NAN;
+  it.damaged = f->damaged;
+  it.width = f->width;
+  it.height = f->height;
+  it.map = f->map;
+  it.map_stride = f->map_stride;
+  it.pix = &f->pix;
+  it.stats = &f->stats;
+  it.geo = t->geo;
+  for (int k = 0; k < r->nsinks; k++) {
+    run_sink *s = &r->sinks[k];
+    if (!(s->k.flags & ES_SINK_PER_ITEM)) continue;
+    msg[0] = 0;
+    int rc = s->k.write(&s->k, &it, msg, sizeof msg);
+    if (rc == ES_SINK_KEPT) {
+      kept = 1;
+    } else if (rc != ES_OK) { /* this item's output: said by the sink's own message */
+      es_run_say(r, NULL, "%s", *msg ? msg : es_strerror(rc));
+      status = rc;
+    }
+  }
+  return status != ES_OK ? status : kept ? ES_SINK_KEPT : ES_OK;
+}
+
+static void *writer_main(void *arg) {
+  batch *b = arg;
+  es_frame *f;
+  while (es_stream_pull(b->r->st, &f) == ES_OK) { /* ES_ERR_EOF: every item pushed is done */
+    batch_item *t = f->user;
+    int rc = write_item(b, f);
+    es_stream_release(b->r->st, f);
+    item_over(b, t - b->items, rc);
+  }
+  return NULL;
+}
+
+/* Starts up to n threads of fn; how many started. */
+static int start_threads(pthread_t *th, int n, void *(*fn)(void *), void *arg) {
+  int started = 0;
+  while (started < n && pthread_create(&th[started], NULL, fn, arg) == 0) started++;
+  return started;
+}
+
+int es_run_batch(es_run *r) {
+  char msg[RUN_MSG_LEN] = "";
+  es_stream_config sc;
+  batch b;
+  pthread_t *th = NULL;
+  int code, nw, ndec = 0, nwr = 0, writing = 0;
+  memset(&b, 0, sizeof b);
+  pthread_mutex_init(&b.lock, NULL);
+  b.r = r;
+  int rc = r->src.open(&r->src, &r->env, &r->info, msg, sizeof msg);
+  if (rc != ES_OK) {
+    es_run_say(r, r->src.name, "%s", *msg ? msg : es_strerror(rc));
+    code = es_exit_code(rc);
+    goto end;
+  }
+  r->src_open = 1;
+  b.n = r->src.count > 0 ? r->src.count : 0;
+  r->counts.expected = b.n;
+  b.items = calloc(b.n ? (size_t)b.n : 1, sizeof *b.items);
+  if (!b.items) {
+    code = 4;
+    goto end;
+  }
+  if ((code = es_run_open_sinks(r, &sc)) != 0) goto end;
+  for (int k = 0; k < r->nsinks; k++) {
+    const run_sink *s = &r->sinks[k];
+    if (s->k.flags & ES_SINK_PER_ITEM) continue;
+    if (s->needs.pixfmt != ES_PIX_NONE || s->needs.want_map) {
+      es_run_say(r, s->k.name, "takes a rendering or a map: a batch hands the outputs that "
+                 "are not a file an item its statistics only");
+      code = 1;
+      goto end;
+    }
+    b.want_stats = 1; /* an ordered sink takes the statistics alone */
+  }
+  /* One frame an item at most, so a single image gets every core. */
+  r->c.cfg.queue = es_config_queue(&r->c.cfg);
+  if (b.n < r->c.cfg.queue) r->c.cfg.queue = b.n > 0 ? (int)b.n : 1;
+  if ((code = es_run_open_compute(r, &sc)) != 0) goto end;
+  nw = r->c.workers > 0 ? r->c.workers : (int)sysconf(_SC_NPROCESSORS_ONLN);
+  if (nw < 1) nw = 1;
+  if (nw > r->c.cfg.queue) nw = r->c.cfg.queue;
+  th = calloc((size_t)nw * 2, sizeof *th);
+  if (!th) {
+    code = 4;
+    goto end;
+  }
+  r->t0 = es_run_now_s();
+  r->counts.started = 1;
+  nwr = start_threads(th, nw, writer_main, &b);
+  b.decoders = nw; /* before any decoder can finish the stream */
+  if (nwr > 0) ndec = start_threads(th + nwr, nw, decoder_main, &b);
+  if (ndec == 0) {
+    es_stream_abort(r->st);
+    for (int i = 0; i < nwr; i++) pthread_join(th[i], NULL);
+    es_run_say(r, NULL, "cannot start the worker threads");
+    code = 4;
+    goto end;
+  }
+  pthread_mutex_lock(&b.lock); /* those that did not start will not finish it */
+  b.decoders -= nw - ndec;
+  if (b.decoders == 0) es_stream_finish(r->st);
+  pthread_mutex_unlock(&b.lock);
+  if (r->c.writing) {
+    r->c.writing(r->c.user, 1);
+    writing = 1;
+  }
+  for (int i = 0; i < nwr + ndec; i++) pthread_join(th[i], NULL);
+  /* Items never started (a stop) are not written; every one started is over. */
+  r->counts.elapsed_s = es_run_now_s() - r->t0;
+  code = r->code;
+  if (es_run_stop_requested(r)) {
+    code = 130;
+    r->stopped = 1;
+  }
+  r->code = code;
+  r->read_status = r->stopped ? ES_ERR_INTERRUPTED : ES_OK;
+  es_run_close_sinks(r);
+  code = r->code;
+end:
+  if (writing) r->c.writing(r->c.user, 0);
+  for (int64_t i = 0; b.items && i < b.n; i++) free(b.items[i].stats);
+  free(b.items);
+  free(th);
+  pthread_mutex_destroy(&b.lock);
+  return code;
+}

@@ -1,0 +1,225 @@
+/*
+ * test_io_stills_src.c - the still list of a directory (es_still_list_dir: sorted names, a
+ * FIFO listed failed and said, --ext narrowing the list while the names it leaves out still
+ * share stems, es_still_out_name) and the still-list source (es_source_stills): its
+ * sequential read (items in order, each lent at its own size and depth, named) and its
+ * read_item from four threads at once in opposite orders, every item's samples equal to
+ * es_still_read_to's of the file, an undecodable file and a FIFO failing only their own
+ * item.
+ */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "es_io.h"
+#include "es_paths.h"
+#include "es_stage.h"
+#include "es_test.h"
+
+enum { NF = 7 };
+/* The files in name order: 0 a.jpg (no JPEG here: garbage, undecodable), 1 a.png, 2 b16.png,
+ * 3 c.png, 4 d/e.png (recursive only), 5 f.png (a FIFO), 6 g.png (8 bit, wide). */
+static char g_dir[64];
+
+static int write_png(const char *name, int w, int h, int depth, int seed) {
+  char path[128];
+  const int bpp = depth / 8;
+  uint8_t *p = malloc((size_t)w * h * bpp);
+  char msg[256] = "";
+  for (int i = 0; i < w * h * bpp; i++) p[i] = (uint8_t)(i * 31 + seed * 7 + (i / w) * 5);
+  snprintf(path, sizeof path, "%s/%s", g_dir, name);
+  int rc = es_png_write(path, 1, w, h, depth == 16 ? ES_PIX_GRAY16 : ES_PIX_GRAY8, p, 0, msg,
+                        sizeof msg);
+  free(p);
+  return rc;
+}
+
+typedef struct buf_dest {
+  void *data;
+  size_t stride;
+  int w, h, depth;
+} buf_dest;
+
+static int to_buf(void *user, int width, int height, int depth, void **dst, size_t *dst_stride,
+                  char *msg, size_t len) {
+  buf_dest *b = user;
+  (void)msg, (void)len;
+  b->w = width, b->h = height, b->depth = depth;
+  b->stride = (size_t)width * (depth / 8) + 4; /* padded (png.c stores 16-bit samples aligned) */
+  b->data = calloc(b->stride, (size_t)height);
+  *dst = b->data;
+  *dst_stride = b->stride;
+  return b->data ? ES_OK : ES_ERR_NOMEM;
+}
+
+/* 1 when rows of (data, stride) equal the file's as es_still_read_to reads it. */
+static int same_as_file(const char *path, const void *data, size_t stride, int w, int h,
+                        int depth) {
+  buf_dest ref = {0};
+  es_image img;
+  char msg[256];
+  int ok = es_still_read_to(path, 0, to_buf, &ref, &img, msg, sizeof msg) == ES_OK &&
+           ref.w == w && ref.h == h && ref.depth == depth;
+  for (int y = 0; ok && y < h; y++)
+    ok = !memcmp((const uint8_t *)data + y * stride, (uint8_t *)ref.data + y * ref.stride,
+                 (size_t)w * (depth / 8));
+  free(ref.data);
+  return ok;
+}
+
+static int g_said, g_said_fifo;
+static void said(void *arg, const char *what, const char *msg) {
+  (void)arg;
+  g_said++;
+  if (strstr(what, "f.png") && !strcmp(msg, "not a regular file")) g_said_fifo++;
+}
+
+typedef struct worker {
+  es_source *s;
+  int64_t n;
+  int reverse;
+  int ok, failed_bad, failed_fifo;
+  const es_still_list *l;
+} worker;
+
+static void *read_all(void *arg) {
+  worker *wk = arg;
+  wk->ok = 1;
+  for (int64_t k = 0; k < wk->n; k++) {
+    const int64_t i = wk->reverse ? wk->n - 1 - k : k;
+    buf_dest b = {0};
+    es_source_frame fr;
+    char msg[256] = "";
+    memset(&fr, 0, sizeof fr);
+    int rc = wk->s->read_item(wk->s, i, to_buf, &b, &fr, msg, sizeof msg);
+    const char *name = wk->l->e[i].name;
+    if (!fr.name || strcmp(fr.name, name) || !fr.what || strcmp(fr.what, wk->l->e[i].path)) wk->ok = 0;
+    if (!strcmp(name, "a.jpg")) {
+      wk->failed_bad += rc == ES_ERR_INPUT && *msg;
+    } else if (!strcmp(name, "f.png")) {
+      wk->failed_fifo += rc == ES_ERR_INPUT && !strcmp(msg, "not a regular file");
+    } else if (rc != ES_OK || fr.width != b.w || fr.height != b.h || fr.depth != b.depth ||
+               !same_as_file(wk->l->e[i].path, b.data, b.stride, b.w, b.h, b.depth)) {
+      fprintf(stderr, "item %lld (%s): %d %s\n", (long long)i, name, rc, msg);
+      wk->ok = 0;
+    }
+    free(b.data);
+  }
+  return NULL;
+}
+
+int main(void) {
+  char path[128], msg[256] = "";
+  snprintf(g_dir, sizeof g_dir, "/tmp/test_io_stills_src-XXXXXX");
+  if (!mkdtemp(g_dir)) return 1;
+  snprintf(path, sizeof path, "%s/d", g_dir);
+  mkdir(path, 0777);
+  CHECK(write_png("a.png", 31, 17, 8, 1) == ES_OK, "a.png");
+  CHECK(write_png("b16.png", 20, 9, 16, 2) == ES_OK, "b16.png");
+  CHECK(write_png("c.png", 5, 40, 8, 3) == ES_OK, "c.png");
+  CHECK(write_png("d/e.png", 12, 12, 8, 4) == ES_OK, "d/e.png");
+  CHECK(write_png("g.png", 257, 3, 8, 5) == ES_OK, "g.png");
+  snprintf(path, sizeof path, "%s/a.jpg", g_dir);
+  FILE *fp = fopen(path, "wb");
+  if (fp) {
+    fputs("\xff\xd8\xff garbage, not a JPEG", fp);
+    fclose(fp);
+  }
+  snprintf(path, sizeof path, "%s/f.png", g_dir);
+  CHECK(mkfifo(path, 0666) == 0, "mkfifo");
+  snprintf(path, sizeof path, "%s/.hidden.png", g_dir);
+  fp = fopen(path, "wb");
+  if (fp) fclose(fp);
+
+  /* The list: sorted, recursive, the FIFO failed and said once; a.png and a.jpg share a
+   * stem, so a.jpg's output keeps its extension and a.png's stays a.png. */
+  es_still_list l;
+  es_still_list_opts lo = {1, NULL, NULL, said, NULL};
+  CHECK(es_still_list_dir(&l, g_dir, &lo, msg, sizeof msg) == ES_OK, "list: %s", msg);
+  const char *want[NF] = {"a.jpg", "a.png", "b16.png", "c.png", "d/e.png", "f.png", "g.png"};
+  CHECK(l.n == NF, "%zu listed", l.n);
+  for (size_t i = 0; i < l.n && i < NF; i++) CHECK(!strcmp(l.e[i].name, want[i]), "%zu: %s", i, l.e[i].name);
+  CHECK(g_said == 1 && g_said_fifo == 1, "said %d, the FIFO %d", g_said, g_said_fifo);
+  CHECK(l.n == NF && l.e[5].failed == ES_ERR_INPUT && !l.e[1].failed, "failed flags");
+  CHECK(l.n == NF && l.e[0].keep_ext && l.e[1].keep_ext && !l.e[3].keep_ext, "keep_ext");
+  {
+    char *o1 = es_still_out_name("a.jpg", 1, 0), *o2 = es_still_out_name("a.png", 1, 0);
+    char *o3 = es_still_out_name("d/x.jpg", 0, 0), *o4 = es_still_out_name("a.png", 0, 1);
+    CHECK(o1 && !strcmp(o1, "a.jpg.png") && o2 && !strcmp(o2, "a.png") && o3 &&
+              !strcmp(o3, "d/x.png") && o4 && !strcmp(o4, "a.npy"),
+          "out names %s %s %s %s", o1, o2, o3, o4);
+    free(o1), free(o2), free(o3), free(o4);
+  }
+  /* --ext png, not recursive: a.jpg is gone, a.png still keeps the shared stem's mark. */
+  {
+    es_still_list l2;
+    es_still_list_opts lo2 = {0, "png", NULL, NULL, NULL};
+    CHECK(es_still_list_dir(&l2, g_dir, &lo2, msg, sizeof msg) == ES_OK, "list 2");
+    CHECK(l2.n == 5 && !strcmp(l2.e[0].name, "a.png") && l2.e[0].keep_ext, "--ext: %zu", l2.n);
+    es_still_list_free(&l2);
+    snprintf(path, sizeof path, "%s/none", g_dir);
+    CHECK(es_still_list_dir(&l2, path, &lo2, msg, sizeof msg) == ES_ERR_INPUT &&
+              strstr(msg, "cannot read directory"),
+          "a missing directory: %s", msg);
+  }
+
+  const char *paths[NF], *names[NF];
+  for (size_t i = 0; i < NF && i < l.n; i++) paths[i] = l.e[i].path, names[i] = l.e[i].name;
+  es_source s;
+  es_source_info info;
+  es_stills_source_opts so = {0, 0, 0, g_dir};
+  CHECK(es_source_stills(&s, paths, names, l.n, &so) == ES_OK, "source");
+  CHECK(s.count == (int64_t)l.n && s.read_item && s.read, "count %lld", (long long)s.count);
+  CHECK(s.open(&s, NULL, &info, msg, sizeof msg) == ES_OK && info.frames == (int64_t)l.n,
+        "open");
+
+  /* Four threads at once, two in each order: every item read by each. */
+  worker wk[4];
+  pthread_t th[4];
+  for (int t = 0; t < 4; t++) {
+    wk[t] = (worker){&s, s.count, t & 1, 0, 0, 0, &l};
+    pthread_create(&th[t], NULL, read_all, &wk[t]);
+  }
+  for (int t = 0; t < 4; t++) {
+    pthread_join(th[t], NULL);
+    CHECK(wk[t].ok && wk[t].failed_bad == 1 && wk[t].failed_fifo == 1, "thread %d: %d %d %d", t,
+          wk[t].ok, wk[t].failed_bad, wk[t].failed_fifo);
+  }
+
+  /* The sequential read: items in order, lent; the undecodable first ends it. */
+  es_source_frame fr;
+  memset(&fr, 0, sizeof fr);
+  CHECK(s.read(&s, NULL, 0, &fr, msg, sizeof msg) == ES_ERR_INPUT && fr.name &&
+            !strcmp(fr.name, "a.jpg"),
+        "a.jpg read: %s", msg);
+  s.close(&s);
+  /* Without the bad ones: every item in order, to the end. */
+  {
+    const char *p2[4] = {paths[1], paths[2], paths[3], paths[6]};
+    const char *n2[4] = {names[1], names[2], names[3], names[6]};
+    int got = 0;
+    CHECK(es_source_stills(&s, p2, n2, 4, NULL) == ES_OK, "source 2");
+    CHECK(s.open(&s, NULL, &info, msg, sizeof msg) == ES_OK, "open 2");
+    for (;;) {
+      memset(&fr, 0, sizeof fr);
+      int rc = s.read(&s, NULL, 0, &fr, msg, sizeof msg);
+      if (rc == ES_ERR_EOF) break;
+      CHECK(rc == ES_OK && fr.lend_ref && got < 4 && !strcmp(fr.name, n2[got]) &&
+                same_as_file(p2[got], fr.lend, fr.lend_stride, fr.width, fr.height, fr.depth),
+            "read %d: %d %s", got, rc, msg);
+      if (fr.lend_ref) s.unlend(fr.lend_ref);
+      if (rc != ES_OK || ++got > 4) break;
+    }
+    CHECK(got == 4, "%d items read", got);
+    s.close(&s);
+  }
+  es_still_list_free(&l);
+  char cmd[200];
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", g_dir);
+  if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", g_dir);
+  printf("test_io_stills_src: %d failure(s)\n", es_test_failures);
+  return es_test_failures ? 1 : 0;
+}
