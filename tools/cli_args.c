@@ -571,12 +571,9 @@ int cli_parse_args(int argc, char **argv, cli_opts *o) {
     cli_err(NULL, "no INPUT given (usage: " PROG " [OPTIONS] INPUT [-o OUTPUT]; see --help)");
     return 1;
   }
-  if (argc - optind > 1) {
-    cli_err(NULL, "%s: only one INPUT (usage: " PROG " [OPTIONS] INPUT [-o OUTPUT])",
-            argv[optind + 1]);
-    return 1;
-  }
   o->input = argv[optind];
+  o->inputs = (const char *const *)&argv[optind]; /* several: videos (cli_many.c) */
+  o->ninputs = argc - optind;
   if (o->overwrite && o->skip) {
     cli_err(NULL, "-y and -n: choose one");
     return 1;
