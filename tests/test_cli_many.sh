@@ -7,6 +7,9 @@
 #   frame for frame by their decoded frames' MD5s);
 # - a damaged clip and a missing file among good ones are said once each and counted, the
 #   others finish, exit 2, and the damaged one leaves no heat video under its final name;
+#   where every video fails, the output directory made is removed again;
+# - a first SIGINT finishes the videos begun (committed, their records their frames) and
+#   begins no other: exit 130;
 # - -o a file with several inputs, neither -o nor --stats, two inputs of one base name and an
 #   output that is an input are usage errors (exit 1) that create nothing; an existing
 #   output is refused (exit 3, before any work), skipped with -n, replaced with -y;
@@ -105,6 +108,37 @@ grep -v '^bad\.mp4,' s5.csv | cmp -s - want5.csv || fail "damaged: the good vide
 expect 2 "^entropy-stream: missing\.mp4: " "$BIN" clips/a.y4m missing.mp4 clips/d.y4m --stats s6.csv
 { head -1 want.csv; tail -n +2 single/a.y4m.csv; tail -n +2 single/d.y4m.csv; } > want6.csv
 cmp -s s6.csv want6.csv || fail "missing: the others' records differ"
+
+expect 2 "2 videos \(2 failed\)" "$BIN" missing.mp4 bad.mp4 -o new/sub/ --stats s6b.csv
+[ -e new ] && fail "every video failed: the output directory made is left"
+
+# ---- A stop (SIGINT) once the first two videos are being written, two at a time: exit 130,
+# the videos begun finished and committed (their records the frames in their heat videos),
+# no other begun (the summary says how many were).
+mkdir long
+for i in 1 2 3 4; do
+  ffq -f lavfi -i testsrc2=s=320x240:r=30 -frames:v 400 -c:v libx264 -preset ultrafast "long/v$i.mp4"
+done
+ES_MANY_RUNS=2 "$BIN" long -o hl/ --stats sl.csv 2> errl.txt &
+pid=$!
+for _ in $(seq 1 400); do
+  [ "$(ls -A hl 2>/dev/null | grep -c '^\.')" -ge 2 ] && break
+  sleep 0.05
+done
+kill -INT $pid
+wait $pid
+rc=$?
+[ "$rc" = 130 ] || fail "stop: exit $rc, not 130 ($(cat errl.txt))"
+# (Two begun here; a fast host may have begun a third before the signal came.)
+began=$(sed -n 's/^entropy-stream: \([0-9]\) of 4 videos, .*interrupted$/\1/p' errl.txt)
+[ -n "$began" ] && [ "$began" -ge 2 ] && [ "$began" -lt 4 ] || fail "stop: summary: $(cat errl.txt)"
+[ "$(ls hl | wc -l)" = "$began" ] || fail "stop: $began begun, heat videos $(ls hl | tr '\n' ' ')"
+for f in hl/*; do
+  n=$(ffprobe -v error -count_frames -show_entries stream=nb_read_frames -of csv=p=0 "$f")
+  [ "$n" -gt 0 ] && [ "$(grep -c "^long/$(basename "$f")," sl.csv)" = "$n" ] ||
+    fail "stop: $f has $n frames and $(grep -c "^long/$(basename "$f")," sl.csv) records"
+done
+[ -z "$(ls -A hl | grep '^\.')$(ls -A . | grep '^\.')" ] || fail "stop: temporaries left"
 
 # ---- Usage errors: nothing created.
 expect 1 "^entropy-stream: out\.mp4: several videos need a directory output" "$BIN" "${list[@]}" -o out.mp4

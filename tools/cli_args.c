@@ -22,7 +22,7 @@ static void usage(FILE *f) {
   fprintf(f,
     "usage: " PROG " [OPTIONS] INPUT [-o OUTPUT]\n"
     "Local Shannon entropy heat maps of images and video, on CPUs and NVIDIA GPUs.\n"
-    "INPUT   an image (png, jpg, tif, ...) | a directory of them | a video | -\n"
+    "INPUT   an image (png, jpg, tif, ...) | a directory of them | video(s) | -\n"
     "OUTPUT  x.png | x.npy | x.tif | x.mp4, ... | a directory | - (stdout: y4m, raw\n"
     "        float32 with --format f32); with neither -o nor --stats: stats on stdout\n"
     "Options (default in brackets):\n"

@@ -94,6 +94,7 @@ typedef struct many_item {
   char *out;       /* DIR/<base>, or NULL (no -o, or skipped with -n) */
   char *part;      /* its statistics part file, or NULL */
   int code;        /* the run's exit code (-1: not run) */
+  int begun;       /* its run began (not one a stop left out) */
   int64_t frames;
 } many_item;
 
@@ -167,6 +168,7 @@ static void *worker_main(void *arg) {
       m->it[i].code = 130;
       continue;
     }
+    m->it[i].begun = 1;
     m->it[i].code = run_item(m, &m->it[i]);
   }
   return NULL;
@@ -298,7 +300,7 @@ int cli_run_many(cli_opts *o, const char *const *inputs, size_t n, int out_kind)
   int nth = 0, code = 0, rc;
   char msg[MSG_LEN] = "", *hdr = NULL;
   double t0;
-  size_t failed = 0, ran = 0;
+  size_t failed = 0, ran = 0, made = 0;
   int64_t frames = 0;
 
   memset(&m, 0, sizeof m);
@@ -393,6 +395,7 @@ int cli_run_many(cli_opts *o, const char *const *inputs, size_t n, int out_kind)
     code = 3;
     goto end;
   }
+  if (o->output) made = es_first_missing(o->output); /* removed again where nothing came */
   if (o->output && cli_make_out_dir(o->output) != ES_OK) {
     code = 3;
     goto end;
@@ -450,27 +453,31 @@ int cli_run_many(cli_opts *o, const char *const *inputs, size_t n, int out_kind)
     for (int k = 0; k < nth; k++) pthread_join(th[k], NULL);
   }
   for (size_t i = 0; i < m.n; i++) {
-    if (it[i].code < 0) continue;
+    code = cli_worse(code, it[i].code < 0 ? 0 : it[i].code);
+    if (!it[i].begun) continue;
     ran++;
     frames += it[i].frames;
     if (it[i].code && it[i].code != 130) failed++;
-    code = cli_worse(code, it[i].code);
   }
   if (o->stats_path) {
     rc = join_stats(&m, hdr);
     if (rc) code = cli_worse(code, rc);
   }
   if (!o->quiet) {
-    char d[64], fail_s[48] = "";
+    char d[64], fail_s[48] = "", of_s[48] = "";
     if (failed) snprintf(fail_s, sizeof fail_s, " (%zu failed)", failed);
+    if (ran < m.n) snprintf(of_s, sizeof of_s, " of %zu", m.n); /* a stop left some out */
     const double el = cli_now_s() - t0;
-    cli_err(NULL, "%zu video%s%s, %" PRId64 " frame%s, %.2f s, %.1f fps, %s%s", ran,
-            ran == 1 ? "" : "s", fail_s,
+    cli_err(NULL, "%zu%s video%s%s, %" PRId64 " frame%s, %.2f s, %.1f fps, %s%s", ran, of_s,
+            ran == 1 && !*of_s ? "" : "s", fail_s,
             frames, frames == 1 ? "" : "s", el, el > 0 ? frames / el : 0.0,
             cli_device_desc(m.ctx, d, sizeof d), code == 130 ? ", interrupted" : "");
   }
   fflush(NULL);
 end:
+  /* An output directory the run made and wrote nothing into (every video failed) is not
+   * left, as for one image into a new directory. */
+  if (made) es_remove_made_dirs(o->output, made);
   if (it)
     for (size_t i = 0; i < n; i++) {
       part_drop(it[i].part);
