@@ -4,7 +4,9 @@
  * (each its own content, size and length) and sinks that keep a checksum of every item's
  * map and statistics: each source run alone on a context of its own, then all of them at
  * once on threads of their own over one shared context, must give the same items bit for
- * bit, in order. The shared context outlives the runs (es_run_destroy leaves it), is what
+ * bit, in order; on the CPU, then under auto with every frame wanting a GPU (the GPUs opening
+ * in the background while the runs start: where there are GPUs the runs share them). The
+ * shared context outlives the runs (es_run_destroy leaves it), is what
  * es_run_context answers, and takes a run after the others are gone. A source failing among
  * good ones fails its run alone.
  */
@@ -103,6 +105,19 @@ typedef struct job {
 } job;
 
 static atomic_int g_lines;
+/* The device of a pass: the CPU, then auto with every frame wanting a GPU and the GPUs
+ * opening in the background while the runs start (as the CLI's), where GPUs exist (without
+ * one it computes on the CPU). */
+static int g_device = ES_DEVICE_CPU;
+static void set_device(es_config *c) {
+  c->device = g_device;
+  c->threads = 2;
+  c->params.window = 5;
+  if (g_device == ES_DEVICE_AUTO) {
+    c->cpu_below = 1;
+    c->gpu_background = 1;
+  }
+}
 static void *run_one(void *arg) {
   job *j = arg;
   es_run_config rc;
@@ -110,9 +125,7 @@ static void *run_one(void *arg) {
   es_source src = {"gen", &j->g, g_open, g_read, NULL, NULL, NULL, g_close, 0};
   es_sink k = {"rec", NULL, 0, &j->s, k_open, k_write, NULL, k_close};
   es_run_config_default(&rc);
-  rc.cfg.device = ES_DEVICE_CPU;
-  rc.cfg.threads = 2;
-  rc.cfg.params.window = 5;
+  set_device(&rc.cfg);
   rc.cfg.message = quiet;
   rc.cfg.message_user = &g_lines;
   rc.context = j->ctx;
@@ -130,7 +143,7 @@ static void *run_one(void *arg) {
   return NULL;
 }
 
-int main(void) {
+static int pass(void) {
   job alone[NSRC], many[NSRC];
   pthread_t th[NSRC];
   es_context *ctx = NULL;
@@ -148,9 +161,7 @@ int main(void) {
   }
 
   es_config_default(&cfg);
-  cfg.device = ES_DEVICE_CPU;
-  cfg.threads = 2;
-  cfg.params.window = 5;
+  set_device(&cfg);
   cfg.message = quiet;
   cfg.message_user = &g_lines;
   rc = es_context_create(&ctx, &cfg, msg, sizeof msg);
@@ -185,7 +196,19 @@ int main(void) {
   run_one(&many[0]);
   CHECK(many[0].code == 0 && many[0].s.n == alone[0].s.n && many[0].s.sum[3] == alone[0].s.sum[3],
         "a run after the others: exit %d, %d items", many[0].code, many[0].s.n);
+  {
+    char d[64];
+    printf("test_pipeline_run_many: device %s: computed on %s\n",
+           g_device == ES_DEVICE_CPU ? "cpu" : "auto", es_context_describe(ctx, d, sizeof d));
+  }
   es_context_destroy(&ctx);
+  return 0;
+}
+
+int main(void) {
+  pass();
+  g_device = ES_DEVICE_AUTO;
+  pass();
   if (es_test_failures) return 1;
   printf("test_pipeline_run_many: %d sources, one at a time and all at once on one context: "
          "the same items bit for bit\n", NSRC);
