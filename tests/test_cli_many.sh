@@ -147,6 +147,8 @@ mkdir other && cp clips/a.y4m other/
 expect 1 "^entropy-stream: heat4/a\.y4m: both clips/a\.y4m and other/a\.y4m" "$BIN" clips/a.y4m other/a.y4m -o heat4/
 expect 1 "is the input itself" "$BIN" clips/a.y4m clips/b.mp4 -o clips/ -y
 expect 1 "standard input: not among several" "$BIN" clips/a.y4m - --stats x.csv
+expect 1 "^entropy-stream: clips: a directory among several inputs" "$BIN" clips/a.y4m clips --stats x.csv
+expect 1 "^entropy-stream: .*camera\.png: an image among several inputs" "$BIN" clips/a.y4m "$ES_SRC/samples/camera.png" --stats x.csv
 [ -e out.mp4 ] || [ -e heat4 ] || [ -e x.csv ] && fail "a usage error left an output"
 
 # ---- Existing outputs: refused before any work, skipped (-n), replaced (-y).

@@ -336,6 +336,16 @@ int cli_run_many(cli_opts *o, const char *const *inputs, size_t n, int out_kind)
       code = 1;
       goto end;
     }
+    { /* an image or a directory here is a mistake of the command, not a damaged video */
+      struct stat st;
+      const int dir = stat(inputs[i], &st) == 0 && S_ISDIR(st.st_mode);
+      if (dir || es_still_ext_ok(inputs[i], NULL)) {
+        cli_err(inputs[i], "%s among several inputs (they are videos; a directory of images is "
+                "one INPUT)", dir ? "a directory" : "an image");
+        code = 1;
+        goto end;
+      }
+    }
     if (o->stats_path && !strcmp(o->stats_path, "-") && cli_stdout_is(inputs[i])) {
       cli_err("-", "standard output is the input %s itself (choose another output)", inputs[i]);
       code = 1;
