@@ -421,6 +421,12 @@ typedef struct es_run_config {
   /* A run of a read_item source: its decoding and its writing threads, each (0: the cores
    * online); never more than the items or the context's queue. */
   int workers;
+  /* A context to compute on instead of creating one (NULL: the run creates its own from
+   * cfg). The caller's: it outlives the run (es_run_destroy does not destroy it), and
+   * several runs may use it at once, each on threads of its own, so that a list of videos
+   * opens the GPUs once (cuInit paid once) and the runs share them frame by frame. cfg
+   * still gives the run's messages and verbosity: pass the context's. */
+  es_context *context;
 } es_run_config;
 void es_run_config_default(es_run_config *c);
 /* A run of src. The run owns src from the call on, also where it fails (src is closed

@@ -55,7 +55,9 @@ struct es_run {
   run_ctx_open co;        /* lock initialised at create */
   pthread_t cth;
   int cth_started;        /* the context thread runs: joined before the context is used */
-  es_context *ctx;        /* the context, once joined (or co.ctx where never joined) */
+  es_context *ctx;        /* the context, once joined (or co.ctx where never joined), or
+                           * c.context, the caller's */
+  int pin_held;           /* es_run_pin_hold was called (released at destroy) */
   es_stream *st;
   /* The reading thread's: written by it, read by the writing thread after joining. */
   pthread_t rth;
@@ -108,6 +110,11 @@ void *es_run_read_main(void *arg);
 /* The env's pin: es_host_pin once the run's GPUs are open (the context of the run that set
  * it last: lending is one run's at a time, pinning only an optimisation). */
 void es_run_pin_ctx(es_context *ctx);
+/* The same for runs on a caller's context (es_run_config.context), several at once: the
+ * context stays the env's until the last of them lets go (a run's destroy must not turn
+ * pinning off under another run still reading). */
+void es_run_pin_hold(es_context *ctx);
+void es_run_pin_release(void);
 int es_run_pin(void *p, size_t bytes);
 
 /* run_write.c */

@@ -116,7 +116,9 @@ int64_t es_run_sink_failed_at(const es_run *r, int i) {
   return i >= 0 && i < r->nsinks ? r->sinks[i].failed_at : ES_RUN_SINK_LIVE;
 }
 
-es_context *es_run_context(const es_run *r) { return r->ctx ? r->ctx : r->co.ctx; }
+es_context *es_run_context(const es_run *r) {
+  return r->ctx ? r->ctx : r->c.context ? r->c.context : r->co.ctx;
+}
 
 /* The source failed before its first frame was had (at the open or the first read): said,
  * and the exit code. A stop meanwhile made the pump close standard input, so the source saw
@@ -141,7 +143,10 @@ static int open_source(es_run *r) {
   r->counts.depth = r->info.depth;
   r->counts.expected = r->info.frames;
   es_trace("video: input open");
-  es_run_ctx_expect(&r->co, (int64_t)r->info.width * r->info.height);
+  if (r->c.context) /* the caller's: its GPUs open now if frames of this size want them */
+    es_context_expect(r->c.context, (int64_t)r->info.width * r->info.height);
+  else
+    es_run_ctx_expect(&r->co, (int64_t)r->info.width * r->info.height);
   if (r->verbose >= 2) {
     char len_s[48] = "length unknown"; /* raw H.264, pipes: the container does not say */
     if (r->info.frames > 0)
@@ -245,14 +250,18 @@ int es_run_open_sinks(es_run *r, es_stream_config *sc) {
 /* Joins the context thread and opens the stream. The exit code (0: go on). */
 int es_run_open_compute(es_run *r, const es_stream_config *sc) {
   es_trace("video: outputs open, joining the context thread");
-  if (r->cth_started) {
-    pthread_join(r->cth, NULL);
-    r->cth_started = 0;
+  if (r->c.context) {
+    r->ctx = r->c.context; /* the caller's (never destroyed here) */
   } else {
-    es_run_ctx_main(&r->co);
+    if (r->cth_started) {
+      pthread_join(r->cth, NULL);
+      r->cth_started = 0;
+    } else {
+      es_run_ctx_main(&r->co);
+    }
+    r->ctx = r->co.ctx;
+    r->co.ctx = NULL;
   }
-  r->ctx = r->co.ctx;
-  r->co.ctx = NULL;
   if (r->co.rc != ES_OK) {
     es_run_say(r, NULL, "%s", *r->co.msg ? r->co.msg : es_strerror(r->co.rc));
     return es_exit_code(r->co.rc);
@@ -262,7 +271,12 @@ int es_run_open_compute(es_run *r, const es_stream_config *sc) {
     es_run_say(r, NULL, "computing on %s", es_context_describe(r->ctx, d, sizeof d));
   }
   es_trace("video: context ready");
-  es_run_pin_ctx(r->ctx);
+  if (r->c.context) {
+    es_run_pin_hold(r->ctx);
+    r->pin_held = 1;
+  } else {
+    es_run_pin_ctx(r->ctx);
+  }
   int rc = es_stream_open(r->ctx, sc, &r->st);
   if (rc != ES_OK) {
     const char *m = es_context_error(r->ctx);
@@ -282,7 +296,9 @@ int es_run_execute(es_run *r) {
     r->code = es_run_batch(r);
     goto end;
   }
-  r->cth_started = pthread_create(&r->cth, NULL, es_run_ctx_main, &r->co) == 0;
+  /* A caller's context is there already: no thread to create one. */
+  if (!r->c.context)
+    r->cth_started = pthread_create(&r->cth, NULL, es_run_ctx_main, &r->co) == 0;
   if ((r->code = open_source(r)) != 0) goto end;
   if ((r->code = es_run_open_sinks(r, &sc)) != 0) goto end;
   if ((r->code = es_run_open_compute(r, &sc)) != 0) goto end;
@@ -344,8 +360,14 @@ void es_run_destroy(es_run **rp) {
   es_stream_destroy(&r->st); /* gives lent frames back to the source */
   if (r->first_lent && r->first.lend_ref) r->src.unlend(r->first.lend_ref); /* never pushed */
   r->src.close(&r->src); /* frees (and unpins) its buffers, while the context lives */
-  es_run_pin_ctx(NULL);
-  es_context_destroy(&r->ctx);
+  if (r->pin_held)
+    es_run_pin_release();
+  else if (!r->c.context)
+    es_run_pin_ctx(NULL);
+  if (r->c.context)
+    r->ctx = NULL; /* the caller's */
+  else
+    es_context_destroy(&r->ctx);
   pthread_mutex_destroy(&r->co.lock);
   es_trace("video: all freed");
   free(r);

@@ -35,6 +35,14 @@ void es_run_ctx_expect(run_ctx_open *c, int64_t pixels) {
  * copy; until then, and without GPUs, they stay pageable. */
 static _Atomic(es_context *) g_pin_ctx;
 void es_run_pin_ctx(es_context *ctx) { atomic_store(&g_pin_ctx, ctx); }
+static atomic_int g_pin_holds; /* runs on a caller's context that set g_pin_ctx */
+void es_run_pin_hold(es_context *ctx) {
+  atomic_fetch_add(&g_pin_holds, 1);
+  atomic_store(&g_pin_ctx, ctx);
+}
+void es_run_pin_release(void) {
+  if (atomic_fetch_sub(&g_pin_holds, 1) == 1) atomic_store(&g_pin_ctx, NULL);
+}
 int es_run_pin(void *p, size_t bytes) {
   es_context *ctx = atomic_load(&g_pin_ctx);
   if (!ctx || !es_context_gpus_open(ctx) || es_context_gpu_count(ctx) <= 0) return 0;

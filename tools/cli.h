@@ -39,6 +39,8 @@ enum in_kind { IN_STILL = 0, IN_DIR, IN_VIDEO, IN_SLIDE }; /* IN_STILL: any form
 
 typedef struct cli_opts {
   const char *input;
+  const char *const *inputs; /* every INPUT given (input is the first) */
+  int ninputs;
   const char *output;
   es_config cfg;
   es_render render;
@@ -159,5 +161,10 @@ int cli_is_slide_name(const char *path);
 int cli_run_bands(cli_opts *o, int in_kind, int out_kind);
 /* A video, a FIFO or standard input (cli_video.c). */
 int cli_run_video(cli_opts *o, int out_kind);
+/* Several videos in one run, over one context (cli_many.c): the inputs given, or a
+ * directory's videos. cli_dir_videos: 1 with the directory's video files (by extension, in
+ * name order, malloc'd) where it holds some and no still; else 0 (a batch of stills). */
+int cli_run_many(cli_opts *o, const char *const *inputs, size_t n, int out_kind);
+int cli_dir_videos(const char *dir, char ***paths, size_t *n);
 
 #endif

@@ -22,7 +22,7 @@ static void usage(FILE *f) {
   fprintf(f,
     "usage: " PROG " [OPTIONS] INPUT [-o OUTPUT]\n"
     "Local Shannon entropy heat maps of images and video, on CPUs and NVIDIA GPUs.\n"
-    "INPUT   an image (png, jpg, tif, ...) | a directory of them | a video | -\n"
+    "INPUT   an image (png, jpg, tif, ...) | a directory of them | video(s) | -\n"
     "OUTPUT  x.png | x.npy | x.tif | x.mp4, ... | a directory | - (stdout: y4m, raw\n"
     "        float32 with --format f32); with neither -o nor --stats: stats on stdout\n"
     "Options (default in brackets):\n"
@@ -571,12 +571,9 @@ int cli_parse_args(int argc, char **argv, cli_opts *o) {
     cli_err(NULL, "no INPUT given (usage: " PROG " [OPTIONS] INPUT [-o OUTPUT]; see --help)");
     return 1;
   }
-  if (argc - optind > 1) {
-    cli_err(NULL, "%s: only one INPUT (usage: " PROG " [OPTIONS] INPUT [-o OUTPUT])",
-            argv[optind + 1]);
-    return 1;
-  }
   o->input = argv[optind];
+  o->inputs = (const char *const *)&argv[optind]; /* several: videos (cli_many.c) */
+  o->ninputs = argc - optind;
   if (o->overwrite && o->skip) {
     cli_err(NULL, "-y and -n: choose one");
     return 1;

@@ -82,6 +82,8 @@ int main(int argc, char **argv) {
   cli_opts o;
   int rc, in_kind, out_kind;
   struct stat st;
+  char **videos = NULL; /* a directory's videos (cli_dir_videos) */
+  size_t nvideos = 0;
 
   install_signals_early(argc, argv, NULL); /* before anything that takes time */
   hold_closed_std_fds();
@@ -121,8 +123,10 @@ int main(int argc, char **argv) {
     o.cfg.gpu_blocking_sync = gs && !strcmp(gs, "block");
   }
 
-  /* What the input is. */
-  if (!strcmp(o.input, "-")) {
+  /* What the input is. Several: videos, each checked by cli_run_many. */
+  if (o.ninputs > 1) {
+    in_kind = IN_VIDEO;
+  } else if (!strcmp(o.input, "-")) {
     in_kind = IN_VIDEO;
   } else if (stat(o.input, &st) != 0) {
     cli_err(o.input, "%s", strerror(errno));
@@ -259,7 +263,7 @@ int main(int argc, char **argv) {
   }
   /* Never let an output replace its own input (-y would destroy it), standard input's file
    * included. */
-  if (o.output && strcmp(o.output, "-") && es_same_file(o.input, o.output)) {
+  if (o.output && strcmp(o.output, "-") && o.ninputs == 1 && es_same_file(o.input, o.output)) {
     cli_err(o.output, "is the input itself (choose another output)");
     return 1;
   }
@@ -267,7 +271,7 @@ int main(int argc, char **argv) {
    * and frames of the input's size go on as one stream, so it never ended; '--stats - >>'
    * wrote onto the input. Refused, as cat refuses it. A directory's files: cli_run_images. */
   if ((out_kind == OUT_STDOUT || (o.stats_path && !strcmp(o.stats_path, "-"))) &&
-      in_kind != IN_DIR && cli_stdout_is(o.input)) {
+      in_kind != IN_DIR && o.ninputs == 1 && cli_stdout_is(o.input)) {
     if (!strcmp(o.input, "-"))
       cli_err("-", "standard output is the file on standard input (choose another output)");
     else
@@ -294,6 +298,15 @@ int main(int argc, char **argv) {
     cli_err(o.output ? o.output : o.input, "%s: only for one image into a .npy, a .tif, a .png "
             "or --stats", in_kind == IN_SLIDE ? "a slide" : "--band-rows");
     rc = 1;
+  } else if (o.ninputs > 1) {
+    rc = cli_run_many(&o, o.inputs, (size_t)o.ninputs, out_kind);
+  } else if (in_kind == IN_DIR && !o.recursive && !o.ext && !o.band_set &&
+             cli_dir_videos(o.input, &videos, &nvideos)) {
+    /* A directory of video files and no still: several videos (a directory with stills
+     * stays a batch of them, its videos left out as before). */
+    rc = cli_run_many(&o, (const char *const *)videos, nvideos, out_kind);
+    for (size_t i = 0; i < nvideos; i++) free(videos[i]);
+    free(videos);
   } else if (in_kind == IN_VIDEO) {
     rc = cli_run_video(&o, out_kind);
   } else if (stack) {
