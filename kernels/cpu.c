@@ -59,6 +59,7 @@ typedef struct cpu_ctx {
 typedef struct cpu_thread {
   void *ring;            /* (K + 1) padded rows of levels */
   uint16_t *hist;        /* L + 1 bins (window histogram) */
+  uint16_t *hists;       /* square Huang: ES_CPU_SEGS interleaved (slide_segs), or NULL */
   uint16_t *colh;        /* Perreault-Hebert column histograms, or NULL */
   void *colbuf;          /* square Huang: K levels per padded column, or NULL */
   uint64_t *level_hist;  /* L bins, or NULL */
@@ -172,6 +173,15 @@ static void cpu_row_mask(const cpu_ctx *c, cpu_thread *t, int y) {
     c->rowsumsq[y] = rss;
   }
 }
+
+/* Square Huang rows are slid as this many independent segments at once (slide_segs): on a
+ * photograph (1080p, K=9, L=256, one thread) 3, 4, 6 and 8 took 22.3, 19.8, 21.1 and
+ * 21.0 ms against 25.0 for one (more segments spill their sums and pointers to the stack),
+ * on random levels 18.8, 16.6, 18.0, 17.6 against 19.0 (tools/BENCHMARKS.md Z1). Each
+ * segment is at least cpu_seg_min(K) columns: its own first window costs K^2 updates in
+ * and K^2 out, about 2 K pixels' work. */
+#define ES_CPU_SEGS 4
+static int cpu_seg_min(int K) { return 4 * K > 32 ? 4 * K : 32; }
 
 #define ES_LT uint8_t
 #define ES_FN(name) name##_u8
@@ -392,7 +402,8 @@ static int cpu_run_levels(const es_job *job, int threads, char *msg, size_t msgl
     if (!t->ring || !t->hist) goto end;
     if (!use_ph && !use_short && p->shape == ES_SHAPE_SQUARE && !cpu_rows_algo()) {
       t->colbuf = malloc((size_t)(c.w + 2 * c.R) * c.K * lsz);
-      if (!t->colbuf) goto end;
+      t->hists = calloc((size_t)ES_CPU_SEGS * ((size_t)p->levels + 1), sizeof *t->hists);
+      if (!t->colbuf || !t->hists) goto end;
     }
     if (use_ph) {
       t->colh = malloc((size_t)(c.w + 2 * c.R) * ((p->levels + 8) & ~7) * sizeof *t->colh);
@@ -492,6 +503,7 @@ end:
     for (int i = 0; i < nt; i++) {
       free(ts[i].ring);
       free(ts[i].hist);
+      free(ts[i].hists);
       free(ts[i].colh);
       free(ts[i].colbuf);
       free(ts[i].level_hist);

@@ -400,6 +400,117 @@ static inline __attribute__((always_inline)) void ES_FN(slide_cols)(
 #undef ES_SLIDE_COLS_STEP_V
 }
 
+/* The square Huang row in ES_CPU_SEGS segments slid in lockstep, each with a histogram of
+ * its own. On real images a bin is touched several times a pixel (a smooth column holds
+ * one level in several window rows, and the next pixel's columns hold it again), and each
+ * touch waits for the last one's store (a load-add-store chain through memory), so one
+ * histogram leaves the core waiting on one chain; segments are independent chains that
+ * overlap. The left edge [0, xa) (clip: the sentinel count changes) slides in `hist` as
+ * slide_cols does; the interior [xa, xb) (N fixed there) is cut into ES_CPU_SEGS segments
+ * of seg columns, each from its own first window; the last one goes on to x = w - 1 (the
+ * right edge). Their histograms are interleaved, bin l of segment s at h4[l * ES_CPU_SEGS +
+ * s]: one base pointer and a constant displacement a segment, where separate arrays took a
+ * register each and pushed the sums onto the stack (about 3% slower). Values go to mrow
+ * (never NULL here); the caller takes the statistics from mrow afterwards in x order. Every
+ * histogram is left empty. Each S is the exact integer sum as everywhere, so the results
+ * are the same bits. */
+static inline __attribute__((always_inline)) void ES_FN(slide_segs)(
+    const cpu_ctx *c, uint16_t *hist, uint16_t *h4, const ES_LT *colbuf, int K,
+    uint64_t S, float *mrow, int xa, int xb, const int skip, long *eqp) {
+  const uint64_t *dinc = c->dinc, *flog = c->tables->flog;
+  const double *log2n = c->tables->log2n, *scale = c->tables->scale;
+  const double oscale = c->oscale;
+  const int w = c->w, sent = c->levels, ntot = K * K, r = (K - 1) / 2, R = c->R;
+  const size_t cs = (size_t)K;
+  const ES_LT *col0 = colbuf + (size_t)R * cs; /* image column 0, for window_add */
+  long eq = 0;
+  /* One pair of a segment's column move: window row J's level leaves with column PA and
+   * that of column PA + K enters, in histogram H at bins l * NB + OFF. SKIP (a constant, as
+   * in slide_cols): equal levels are no change and are skipped. */
+#define ES_SEGS_PAIR(PA, H, SS, J, SKIP, NB, OFF)                                            \
+  do {                                                                                       \
+    size_t a_ = (PA)[J], b_ = (PA)[(size_t)K * K + (J)];                                     \
+    if (!(SKIP) || a_ != b_) {                                                               \
+      uint16_t *ha = (H) + a_ * (NB) + (OFF);                                                \
+      size_t cm = (size_t)*ha - 1;                                                           \
+      *ha = (uint16_t)cm;                                                                    \
+      SS -= dinc[cm];                                                                        \
+      uint16_t *hb = (H) + b_ * (NB) + (OFF);                                                \
+      size_t cb = *hb;                                                                       \
+      *hb = (uint16_t)(cb + 1);                                                              \
+      SS += dinc[cb];                                                                        \
+    }                                                                                        \
+  } while (0)
+#define ES_SEGS_STEP(PA, H, SS, NB, OFF)                                                     \
+  do {                                                                                       \
+    eq += (PA)[0] == (PA)[(size_t)K * K]; /* the top window row's share of equal pairs */  \
+    for (int j = 0; j < K; j++) ES_SEGS_PAIR(PA, H, SS, j, skip, NB, OFF);                   \
+    (PA) += K;                                                                               \
+  } while (0)
+  const ES_LT *pa = colbuf;
+  for (int x = 0; x < xa; x++) {
+    unsigned ns = hist[sent];
+    int n = ntot - (int)ns;
+    mrow[x] = es_entropy_value(S - flog[ns], log2n[n], scale[n], oscale);
+    ES_SEGS_STEP(pa, hist, S, 1, 0);
+  }
+  /* The interior starts afresh in h4: empty `hist` (its window at xa). */
+  ES_FN(window_add)(c, hist, &S, col0, cs, K, xa - r, xa + r, -1);
+  const int seg = (xb - xa) / ES_CPU_SEGS;
+  uint64_t Ss[ES_CPU_SEGS];
+  const ES_LT *ps[ES_CPU_SEGS];
+  int xs[ES_CPU_SEGS];
+  for (int s = 0; s < ES_CPU_SEGS; s++) {
+    xs[s] = xa + s * seg;
+    ps[s] = colbuf + (size_t)xs[s] * cs;
+    /* Segment s's first window: padded columns xs..xs + K - 1, as the slide reads them
+     * (reflected levels or sentinels in the padding). */
+    uint64_t t = 0;
+    for (int k = 0; k < K * K; k++) {
+      uint16_t *hp = h4 + (size_t)ps[s][k] * ES_CPU_SEGS + s;
+      size_t cnt = *hp;
+      *hp = (uint16_t)(cnt + 1);
+      t += dinc[cnt];
+    }
+    Ss[s] = t;
+  }
+  {
+    /* Inside [xa, xb) every segment's sentinel count is the clipped rows'. */
+    unsigned ns = h4[(size_t)sent * ES_CPU_SEGS];
+    int n = ntot - (int)ns;
+    const uint64_t F = flog[ns];
+    const double l2 = log2n[n], sc = scale[n];
+    for (int i = 0;; i++) {
+      for (int s = 0; s < ES_CPU_SEGS; s++)
+        mrow[xs[s] + i] = es_entropy_value(Ss[s] - F, l2, sc, oscale);
+      if (i + 1 == seg) break;
+      eq += ps[0][0] == ps[0][(size_t)K * K];
+      /* Window row by window row across the segments: their chains interleave. */
+      for (int j = 0; j < K; j++)
+        for (int s = 0; s < ES_CPU_SEGS; s++)
+          ES_SEGS_PAIR(ps[s], h4, Ss[s], j, skip, ES_CPU_SEGS, s);
+      for (int s = 0; s < ES_CPU_SEGS; s++) ps[s] += K;
+    }
+  }
+  /* All but the last segment are done: empty their bins (windows at xs + seg - 1). */
+  for (int s = 0; s + 1 < ES_CPU_SEGS; s++)
+    for (int k = 0; k < K * K; k++) h4[(size_t)ps[s][k] * ES_CPU_SEGS + s]--;
+  /* The last segment on to the row's end (the right edge included), then empty. */
+  uint64_t SL = Ss[ES_CPU_SEGS - 1];
+  pa = ps[ES_CPU_SEGS - 1];
+  for (int x = xs[ES_CPU_SEGS - 1] + seg - 1; x + 1 < w;) {
+    ES_SEGS_STEP(pa, h4, SL, ES_CPU_SEGS, ES_CPU_SEGS - 1);
+    x++;
+    unsigned ns = h4[(size_t)sent * ES_CPU_SEGS + ES_CPU_SEGS - 1];
+    int n = ntot - (int)ns;
+    mrow[x] = es_entropy_value(SL - flog[ns], log2n[n], scale[n], oscale);
+  }
+  for (int k = 0; k < K * K; k++) h4[(size_t)pa[k] * ES_CPU_SEGS + ES_CPU_SEGS - 1]--;
+  *eqp = eq;
+#undef ES_SEGS_STEP
+#undef ES_SEGS_PAIR
+}
+
 static void ES_FN(band_huang_sq)(const cpu_ctx *c, cpu_thread *t, int y0, int y1) {
   const int w = c->w, K = c->K, r = c->r, R = c->R;
   const int pwc = w + 2 * R;
@@ -425,6 +536,33 @@ static void ES_FN(band_huang_sq)(const cpu_ctx *c, cpu_thread *t, int y0, int y1
     double rs = 0.0, rss = 0.0;
     long eq = 0;
     if (y == y0) t->skip_eq = 1;
+    /* Segments in lockstep (slide_segs) where a map row takes the values and the interior
+     * is long enough for each segment to pay for its own first window. A mask moves N
+     * anywhere: one segment (slide_cols). */
+    const int xa = c->border == ES_BORDER_CLIP ? (r < w ? r : w) : 0;
+    const int xb = c->border == ES_BORDER_CLIP ? w - r : w;
+    if (mrow && !c->mask && xb - xa >= ES_CPU_SEGS * cpu_seg_min(K)) {
+#define ES_SLIDE_SEGS_K(KK)                                                                  \
+  do {                                                                                       \
+    if (t->skip_eq)                                                                          \
+      ES_FN(slide_segs)(c, hist, t->hists, colbuf, KK, S, mrow, xa, xb, 1, &eq);             \
+    else                                                                                     \
+      ES_FN(slide_segs)(c, hist, t->hists, colbuf, KK, S, mrow, xa, xb, 0, &eq);             \
+  } while (0)
+      switch (K) {
+      case 3: ES_SLIDE_SEGS_K(3); break;
+      case 5: ES_SLIDE_SEGS_K(5); break;
+      case 7: ES_SLIDE_SEGS_K(7); break;
+      case 9: ES_SLIDE_SEGS_K(9); break;
+      default: ES_SLIDE_SEGS_K(K); break;
+      }
+#undef ES_SLIDE_SEGS_K
+      t->skip_eq = 4 * eq >= (long)(w - 1); /* as below */
+      /* The statistics from the row, in x order (the sums emit takes in slide_cols). */
+      if (c->want_stats || c->want_minmax)
+        for (int x = 0; x < w; x++) ES_FN(emit)(c, t, NULL, x, mrow[x], &rs, &rss);
+      goto row_done;
+    }
     /* slide_cols inlined with K and `skip` as constants: one copy per small K and per
      * skip choice. */
 #define ES_SLIDE_COLS_K(KK)                                                                  \
@@ -449,6 +587,7 @@ static void ES_FN(band_huang_sq)(const cpu_ctx *c, cpu_thread *t, int y0, int y1
     /* Leave the histogram empty: drop the window at x = w - 1. */
     ES_FN(window_add)(c, hist, &S, colbuf + (size_t)R * K, (size_t)K, K, w - 1 - r, w - 1 + r,
                       -1);
+  row_done:
     cpu_row_done(c, t, y, y1);
     if (c->want_stats) {
       c->rowsum[y] = rs;

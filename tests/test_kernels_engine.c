@@ -243,6 +243,22 @@ static void one_case_mask(int w, int h, int depth, const es_params *p, int mk) {
     memset(&st3, 0x5A, sizeof st3);
     run_engine(&img, p, 1, NULL, 0, &st, bins);
     run_engine(&img, p, 3, NULL, 0, &st3, bins);
+    /* A map and statistics in one call: the map's bits, and the statistics of the call
+     * without a map (the square Huang's segments take them from the map's row after it). */
+    es_stats stm;
+    memset(&stm, 0x3C, sizeof stm);
+    float pv = poison_value();
+    for (size_t k = 0; k < s2 * h; k++) m2[k] = pv;
+    run_engine(&img, p, es_test_range(1, 3), m2, s2, &stm, bins);
+    int mdiff = 0;
+    for (int y = 0; y < h; y++) mdiff += memcmp(m1 + (size_t)y * s1, m2 + (size_t)y * s2, (size_t)w * 4) != 0;
+    CHECK(mdiff == 0, "%s: %d rows differ with statistics asked for too", d, mdiff);
+    CHECK(stm.count == st.count && stm.mean == st.mean && stm.std == st.std &&
+              stm.min == st.min && stm.max == st.max && stm.bins == st.bins &&
+              !memcmp(stm.hist, st.hist, sizeof st.hist) &&
+              stm.global_entropy == st.global_entropy &&
+              stm.global_entropy_levels == st.global_entropy_levels,
+          "%s: statistics with a map differ from those without", d);
     es_ref_stats(&img, p, ref, bins, &rs);
     CHECK(st.count == inside && st.bins == bins, "%s: stats count %lld of %lld inside, bins",
           d, (long long)st.count, (long long)inside);
@@ -443,6 +459,25 @@ int main(void) {
       int h = p.window / 4 + es_test_range(-2, 2);
       one_case(es_test_range(1, 50), h < 1 ? 1 : h, 8, &p);
     }
+  }
+  /* The square Huang's segments (slide_segs in the CPU engine): rows whose interior holds
+   * 4 segments of at least max(4 K, 32) columns, around that line and with remainders,
+   * both borders, the three level types of the ring (L <= 255, L = 256 and 4096, L =
+   * 65536); the default algorithm is checked against the reference and ES_CPU_ALGO=huang
+   * (the segments), ph and rows against it bit for bit, with and without statistics. */
+  for (int i = 0; i < 24; i++) {
+    static const int ks[] = {3, 5, 7, 9, 11, 25};
+    static const int dw[] = {-1, 0, 1, 3, 7};
+    es_params p;
+    es_params_default(&p);
+    p.window = ks[i % 6];
+    p.border = (i / 6) & 1;
+    p.base = es_test_range(0, 1);
+    int depth = i / 12 ? 16 : 8;
+    p.levels = depth == 8 ? (es_test_range(0, 1) ? 256 : 16) : (es_test_range(0, 1) ? 65536 : 4096);
+    int r = p.window / 2, seg = 4 * p.window > 32 ? 4 * p.window : 32;
+    int w = 4 * seg + dw[es_test_range(0, 4)] + (p.border == ES_BORDER_CLIP ? 2 * r : 0);
+    one_case(w, es_test_range(p.window / 4 + 1, p.window / 4 + 6), depth, &p);
   }
   /* Masks and float samples: corner sizes with every mask kind, then random cases. */
   for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++) {
