@@ -288,16 +288,6 @@ int cli_run_video(cli_opts *o, int out_kind) {
   return run_source(o, out_kind, &src, 0, shard.first);
 }
 
-int cli_tiff_pages(const char *path, int64_t max_pixels) {
-  es_tiff *t = NULL;
-  es_tiff_info in;
-  char msg[MSG_LEN];
-  int n = 0;
-  if (es_tiff_open(path, max_pixels, &t, &in, msg, sizeof msg) == ES_OK) n = in.pages;
-  es_tiff_close(&t);
-  return n;
-}
-
 /* A multi-page TIFF (issue 28): its pages, in order, as a video's frames (io/src_tiff.c),
  * to x.npy [T, H, W], a multi-page x.tif (page 0's GeoTIFF tags on every page), a directory
  * of frame_000000.png, ..., and --stats (index = page). A page that cannot be read, or is
