@@ -11,8 +11,9 @@
 #include "es_tiff.h"
 
 /* By extension (any case). sink: what a video run writes there (NULL: nothing, e.g. a .png,
- * one picture); stack: what a stack's pages are written to (es_source_tiff). The rows "/" (a directory) and "-" (standard output) are matched by
- * es_out_kind_of's own rules, not by extension. */
+ * one picture); stack: what a stack's pages are written to (es_source_tiff); band: what one
+ * image in bands (es_run_bands) is written to. The rows "/" (a directory) and "-" (standard
+ * output) are matched by es_out_kind_of's own rules, not by extension. */
 static const struct {
   const char *ext;
   int kind;
