@@ -146,8 +146,9 @@ int cli_shard_video(const cli_opts *o, es_shard_range *r, es_video_source_opts *
 /* ---- The runners: each returns the exit code (SPEC 3). */
 /* One PNG or a directory of them (cli_images.c). */
 int cli_run_images(cli_opts *o, int in_kind, int out_kind);
-/* The pages of a multi-page TIFF as frames, through the library's run (cli_video.c). */
-int cli_run_stack(cli_opts *o, int out_kind);
+/* The pages of a multi-page TIFF as frames, through the library's run (cli_video.c); tiff:
+ * the input already open (main read its header), taken and closed. */
+int cli_run_stack(cli_opts *o, int out_kind, es_tiff *tiff);
 /* One image in row bands: a slide, a TIFF, or --band-rows (cli_bands.c). cli_bands_wanted:
  * 1 when the input and output go that way (tiff: the input TIFF's header, or NULL);
  * cli_run_bands takes tiff, the input already open (or NULL), and closes it. */

@@ -283,8 +283,8 @@ int main(int argc, char **argv) {
   o.stats_line = !o.output && !o.stats_path;
   if (o.mask_path && (rc = cli_mask_load(&o)) != 0) return rc;
   /* A TIFF's header is read once, here: its pages (a multi-page TIFF is a stack, its pages
-   * frames), its depth (a float one is computed whole); one page goes in bands below, on
-   * this open file. Where it cannot be opened, the run that reads it says why. */
+   * frames), its depth (a float one is computed whole); a stack's run and the band run
+   * below read this open file. Where it cannot be opened, the run that reads it says why. */
   es_tiff *tiff = NULL;
   es_tiff_info ti;
   if (in_kind == IN_STILL && es_path_is_tiff(o.input)) {
@@ -293,7 +293,7 @@ int main(int argc, char **argv) {
   }
   const int stack = tiff && ti.pages > 1;
   const int bands = !stack && cli_bands_wanted(&o, in_kind, out_kind, tiff ? &ti : NULL);
-  if (!bands) es_tiff_close(&tiff); /* the other runs open it their own way */
+  if (!bands && !stack) es_tiff_close(&tiff); /* the images' run opens it its own way */
   if (o.mask && (in_kind == IN_SLIDE || o.band_rows >= 0)) {
     cli_err(o.mask_path, "--mask: not yet for an image in bands (a slide, --band-rows)");
     rc = 1;
@@ -307,7 +307,8 @@ int main(int argc, char **argv) {
   } else if (in_kind == IN_VIDEO) {
     rc = cli_run_video(&o, out_kind);
   } else if (stack) {
-    rc = cli_run_stack(&o, out_kind); /* its pages are frames */
+    rc = cli_run_stack(&o, out_kind, tiff); /* its pages are frames; takes the open TIFF */
+    tiff = NULL;
   } else {
     rc = cli_run_images(&o, in_kind, out_kind);
   }
