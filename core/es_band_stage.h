@@ -74,7 +74,8 @@ typedef struct es_band_source_opts {
   int band;           /* a TIFF band stack's sample */
   int level;          /* a slide's pyramid level; >= 0 also makes any name a slide */
   struct es_tiff *tiff; /* path already opened on page 0 (es_tiff_open with max_pixels),
-                         * handed over so that its header is not read again; or NULL */
+                         * handed over so that its header is not read again (a TIFF's
+                         * source owns it from the call on); or NULL */
 } es_band_source_opts;
 int es_band_source_tiff(es_band_source *s, const char *path, const es_band_source_opts *o);
 int es_band_source_png(es_band_source *s, const char *path, const es_band_source_opts *o);

@@ -68,7 +68,11 @@ static void bt_close(es_band_source *s) {
 int es_band_source_tiff(es_band_source *s, const char *path, const es_band_source_opts *o) {
   band_tiff *b = calloc(1, sizeof *b);
   memset(s, 0, sizeof *s);
-  if (!b) return ES_ERR_NOMEM;
+  if (!b) {
+    es_tiff *t = o->tiff; /* owned from the call on */
+    es_tiff_close(&t);
+    return ES_ERR_NOMEM;
+  }
   b->path = path;
   b->max_pixels = o->max_pixels;
   b->band = o->band;

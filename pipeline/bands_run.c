@@ -33,6 +33,16 @@ void es_bands_run_config_default(es_bands_run_config *c) {
   es_render_default(&c->render);
 }
 
+void es_bands_run_config_close(es_bands_run_config *c) {
+  for (int i = 0; i < c->nsinks && i < ES_BANDS_MAX_SINKS; i++)
+    if (c->sinks[i].close) c->sinks[i].close(&c->sinks[i], 0, NULL, 0);
+  for (int i = 0; i < c->nstats && i < ES_BANDS_MAX_SINKS; i++)
+    if (c->stats_sinks[i].close) c->stats_sinks[i].close(&c->stats_sinks[i], 0, NULL, 0);
+  if (c->source.close) c->source.close(&c->source);
+  c->nsinks = c->nstats = 0;
+  memset(&c->source, 0, sizeof c->source);
+}
+
 /* es_compute_bands' write: the map to the sinks of float32, the rendering to the others. */
 static int job_write(void *user, int y0, int nrows, const float *map, size_t map_stride,
                      const es_planes *pix, char *msg, size_t len) {

@@ -350,6 +350,8 @@ typedef struct es_bands_run_config {
 void es_bands_run_config_default(es_bands_run_config *c);
 /* Runs c (see above); s filled in every case. Returns s->status. */
 int es_run_bands(const es_bands_run_config *c, es_bands_summary *s);
+/* Closes c's source and sinks (uncommitted) where c will not be run: a constructor failed. */
+void es_bands_run_config_close(es_bands_run_config *c);
 
 /* Page-locks host memory for the GPUs (cudaHostRegister, portable): 1 if done, 0 if not
  * (no GPU, or the driver refused). es_host_unpin undoes it before the memory is freed. */

@@ -82,8 +82,8 @@ int cli_run_bands(cli_opts *o, int in_kind, es_tiff *tiff) {
   int rc, code;
 
   /* A slide takes a few bands of memory, never the whole, and slides of 10^10 pixels are
-   * common: the default --max-pixels (2^31, which guards a whole image's buffers and a
-   * header's claims) does not apply to it; one given does. A TIFF keeps the SPEC's rule. */
+   * common: the default --max-pixels (2^31, a guard of a whole image's buffers and of a
+   * header's claims) is not its limit; one given is. A TIFF keeps the SPEC's rule. */
   if (in_kind == IN_SLIDE && o->max_pixels == (INT64_C(1) << 31)) so.max_pixels = INT64_C(1) << 46;
   if (in_kind == IN_SLIDE && so.level < 0) so.level = 0;
   es_bands_run_config_default(&c);
@@ -92,10 +92,16 @@ int cli_run_bands(cli_opts *o, int in_kind, es_tiff *tiff) {
     es_tiff_close(&tiff);
     return rc == STATS_REFUSED ? 3 : 0;
   }
-  if (es_band_source_for(&c.source, o->input, &so) != ES_OK) {
-    es_tiff_close(&tiff);
-    cli_err(NULL, "out of memory");
-    return 4;
+  sto.overwrite = o->overwrite;
+  sto.bins = o->cfg.stats_bins;
+  rc = es_band_source_for(&c.source, o->input, &so); /* takes tiff */
+  if (rc == ES_OK && o->stats_path)
+    rc = es_sink_stats(&c.stats_sinks[c.nstats++], o->stats_path, &sto);
+  if (rc == ES_OK && o->output) rc = es_band_sink_for(&c.sinks[c.nsinks++], o->output, &ko);
+  if (rc != ES_OK) {
+    es_bands_run_config_close(&c);
+    cli_err(NULL, "%s", es_strerror(rc));
+    return es_exit_code(rc);
   }
   c.cfg = o->cfg;
   c.render = o->render;
@@ -106,11 +112,6 @@ int cli_run_bands(cli_opts *o, int in_kind, es_tiff *tiff) {
   c.progress = on_progress;
   c.notice = on_notice;
   c.user = &ui;
-  sto.overwrite = o->overwrite;
-  sto.bins = o->cfg.stats_bins;
-  if (o->stats_path && es_sink_stats(&c.stats_sinks[c.nstats++], o->stats_path, &sto) != ES_OK)
-    c.nstats--;
-  if (o->output && es_band_sink_for(&c.sinks[c.nsinks++], o->output, &ko) != ES_OK) c.nsinks--;
   es_run_bands(&c, &s);
   cli_clear_progress();
   code = s.exit_code;
