@@ -25,12 +25,15 @@ if ! strace -f -o "$T/probe" true 2>/dev/null; then
   exit 77
 fi
 
-# opens IN ARGS...: how many times the run opened IN.
+# LeakSanitizer cannot run under a tracer (ptrace): leaks are the other tests' to find.
+if [ "${ES_SANITIZE:-0}" = 1 ]; then export ASAN_OPTIONS="${ASAN_OPTIONS:-}:detect_leaks=0"; fi
+
+# opens IN ARGS...: how many times the run opened IN ("exit N: ..." where it failed).
 opens() {
   local in=$1; shift
   rm -f "$T/tr"
   strace -f -e trace=open,openat -o "$T/tr" "$BIN" -q -y "$in" "$@" > /dev/null 2> "$T/err" || {
-    fail "$in $*: exit $? ($(cat "$T/err"))"; echo 0; return; }
+    echo "exit $?: $(head -c 300 "$T/err")"; return; }
   grep -c "\"$in\"" "$T/tr"
 }
 for args in "--stats $T/s.csv" "-o $T/m.npy" "-o $T/m.tif" "--band-rows 37 -o $T/m.npy" \
