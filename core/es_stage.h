@@ -223,6 +223,7 @@ typedef struct es_video_source_opts {
 } es_video_source_opts;
 int es_source_video(es_source *s, const char *path, const es_video_source_opts *o);
 
+struct es_tiff; /* io/es_tiff.h's open TIFF */
 /* A multi-page TIFF as a stack of frames, page after page (es_tiff.h; name: the path). Every
  * page is read as grey (band: the sample of a band stack); same_size: a page of another size
  * than page 0's is an input error ("page N: is WxH, page 0 WxH"), else it is lent in a
@@ -231,6 +232,9 @@ typedef struct es_tiff_source_opts {
   int64_t max_pixels;  /* pages larger are an input error */
   int band;
   int same_size;
+  struct es_tiff *tiff; /* path already opened on page 0 (es_tiff_open, max_pixels), handed
+                         * over so that its header is not read again (owned by the source
+                         * from the call on); or NULL */
 } es_tiff_source_opts;
 int es_source_tiff(es_source *s, const char *path, const es_tiff_source_opts *o);
 

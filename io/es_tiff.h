@@ -61,6 +61,9 @@ int es_tiff_open(const char *path, int64_t max_pixels, es_tiff **t, es_tiff_info
  * be NULL) describes it. On failure the file stays open but no page is current (reads fail
  * until a page is set). */
 int es_tiff_set_page(es_tiff *t, int page, es_tiff_info *info, char *msg, size_t len);
+/* What es_tiff_open or es_tiff_set_page said of the current page, without reading the file
+ * again (a header probed once, then handed on). */
+void es_tiff_info_of(const es_tiff *t, es_tiff_info *info);
 /* Rows y0 .. y0 + nrows - 1 of the current page as grey, into dst (rows dst_stride bytes
  * apart, at least width * depth / 8): uint8, native-endian uint16 or float32 as info.depth
  * says. Colour (RGB, RGBA, palette, JPEG-compressed YCbCr) becomes luma by SPEC section 1's

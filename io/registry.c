@@ -6,21 +6,25 @@
 #include <strings.h>
 #include <sys/stat.h>
 
+#include "es_band_stage.h"
 #include "es_stage.h"
+#include "es_tiff.h"
 
 /* By extension (any case). sink: what a video run writes there (NULL: nothing, e.g. a .png,
- * one picture); stack: what a stack's pages are written to (es_source_tiff). The rows "/" (a directory) and "-" (standard output) are matched by
- * es_out_kind_of's own rules, not by extension. */
+ * one picture); stack: what a stack's pages are written to (es_source_tiff); band: what one
+ * image in bands (es_run_bands) is written to. The rows "/" (a directory) and "-" (standard
+ * output) are matched by es_out_kind_of's own rules, not by extension. */
 static const struct {
   const char *ext;
   int kind;
   int (*sink)(es_sink *k, const char *path, const es_sink_opts *o);
   int (*stack)(es_sink *k, const char *path, const es_sink_opts *o);
+  int (*band)(es_band_sink *k, const char *path, const es_band_sink_opts *o);
 } outputs[] = {
-    {"png", ES_OUTK_PNG, NULL},
-    {"npy", ES_OUTK_NPY, es_sink_npy_stack, es_sink_npy_stack},
-    {"tif", ES_OUTK_TIFF, NULL, es_sink_tiff},
-    {"tiff", ES_OUTK_TIFF, NULL, es_sink_tiff},
+    {"png", ES_OUTK_PNG, NULL, NULL, es_band_sink_png},
+    {"npy", ES_OUTK_NPY, es_sink_npy_stack, es_sink_npy_stack, es_band_sink_npy},
+    {"tif", ES_OUTK_TIFF, NULL, es_sink_tiff, es_band_sink_tiff},
+    {"tiff", ES_OUTK_TIFF, NULL, es_sink_tiff, es_band_sink_tiff},
     {"mp4", ES_OUTK_VIDEO, es_sink_video},
     {"mkv", ES_OUTK_VIDEO, es_sink_video},
     {"avi", ES_OUTK_VIDEO, es_sink_video},
@@ -88,4 +92,40 @@ int es_sink_for_video(es_sink *k, const char *path, const es_sink_opts *o) {
 int es_sink_for_stack(es_sink *k, const char *path, const es_sink_opts *o) {
   const int i = row_of(path);
   return i >= 0 && outputs[i].stack ? outputs[i].stack(k, path, o) : ES_ERR_USAGE;
+}
+
+int es_band_sink_for(es_band_sink *k, const char *path, const es_band_sink_opts *o) {
+  const int i = row_of(path);
+  return i >= 0 && outputs[i].band ? outputs[i].band(k, path, o) : ES_ERR_USAGE;
+}
+
+/* Inputs of a band run, by extension: the whole-slide formats OpenSlide reads (a TIFF is
+ * one only with a level); then a TIFF by es_path_is_tiff, the name rule of the whole
+ * program; anything else is read as a PNG. */
+static const struct {
+  const char *ext;
+  int (*band)(es_band_source *s, const char *path, const es_band_source_opts *o);
+} band_inputs[] = {
+    {"svs", es_band_source_slide},  {"ndpi", es_band_source_slide},
+    {"vms", es_band_source_slide},  {"vmu", es_band_source_slide},
+    {"scn", es_band_source_slide},  {"mrxs", es_band_source_slide},
+    {"svslide", es_band_source_slide}, {"bif", es_band_source_slide},
+};
+enum { NBIN = sizeof band_inputs / sizeof band_inputs[0] };
+
+int es_path_is_slide(const char *path) {
+  const char *e = ext_of(path);
+  for (int i = 0; i < NBIN; i++)
+    if (band_inputs[i].band == es_band_source_slide && !strcasecmp(e, band_inputs[i].ext))
+      return 1;
+  return 0;
+}
+
+int es_band_source_for(es_band_source *s, const char *path, const es_band_source_opts *o) {
+  const char *e = ext_of(path);
+  if (o->level >= 0) return es_band_source_slide(s, path, o);
+  for (int i = 0; i < NBIN; i++)
+    if (!strcasecmp(e, band_inputs[i].ext)) return band_inputs[i].band(s, path, o);
+  if (es_path_is_tiff(path)) return es_band_source_tiff(s, path, o);
+  return es_band_source_png(s, path, o);
 }

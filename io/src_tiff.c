@@ -26,7 +26,14 @@ static int st_open(es_source *s, const es_stage_env *env, es_source_info *info, 
                    size_t len) {
   src_tiff *v = s->self;
   (void)env;
-  int rc = es_tiff_open(v->path, v->o.max_pixels, &v->t, &v->first, msg, len);
+  int rc = ES_OK;
+  if (v->o.tiff) { /* opened by the caller, on page 0: what its header said is kept there */
+    v->t = v->o.tiff;
+    v->o.tiff = NULL;
+    es_tiff_info_of(v->t, &v->first);
+  } else {
+    rc = es_tiff_open(v->path, v->o.max_pixels, &v->t, &v->first, msg, len);
+  }
   if (rc != ES_OK) return rc;
   memset(info, 0, sizeof *info);
   info->width = v->first.width;
@@ -102,6 +109,7 @@ static void st_close(es_source *s) {
   src_tiff *v = s->self;
   if (!v) return;
   es_tiff_close(&v->t);
+  es_tiff_close(&v->o.tiff); /* handed over, never opened */
   free(v);
   s->self = NULL;
 }
@@ -109,7 +117,11 @@ static void st_close(es_source *s) {
 int es_source_tiff(es_source *s, const char *path, const es_tiff_source_opts *o) {
   src_tiff *v = calloc(1, sizeof *v);
   memset(s, 0, sizeof *s);
-  if (!v) return ES_ERR_NOMEM;
+  if (!v) {
+    es_tiff *t = o ? o->tiff : NULL; /* owned from the call on */
+    es_tiff_close(&t);
+    return ES_ERR_NOMEM;
+  }
   if (o) v->o = *o;
   v->path = path;
   s->name = path;

@@ -302,6 +302,8 @@ int es_tiff_set_page(es_tiff *t, int page, es_tiff_info *info, char *msg, size_t
   return ES_OK;
 }
 
+void es_tiff_info_of(const es_tiff *t, es_tiff_info *info) { *info = t->info; }
+
 int es_tiff_open(const char *path, int64_t max_pixels, es_tiff **out, es_tiff_info *info,
                  char *msg, size_t len) {
   es_tiff *t = NULL;

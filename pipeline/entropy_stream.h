@@ -18,6 +18,8 @@
 #include "es_types.h"
 /* The sources and sinks of a run (core/es_stage.h; written in here as es_types.h is). */
 #include "es_stage.h"
+/* The band sources and sinks of a band run (core/es_band_stage.h; written in as es_stage.h). */
+#include "es_band_stage.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -296,6 +298,60 @@ int es_bands_rows(const es_context *ctx, const es_bands_config *bc);
  * or YUV planes), the callbacks' own statuses, es_compute's, ES_ERR_INTERRUPTED from stop.
  * Safe from several threads at once on one context (each its own bc). */
 int es_compute_bands(es_context *ctx, const es_bands_config *bc);
+
+/* ---- A band run: one image from a band source to band sinks and statistics sinks
+ * (docs/library.md, "Bands"; pipeline/bands_run.c). It opens the source, creates a context
+ * of cfg (its GPUs opened before the first band: every band may go to one), opens the
+ * statistics sinks, then the band sinks (one kept, -n, is said through notice and dropped;
+ * where every output was kept and no statistics are asked for, nothing is computed), runs
+ * es_compute_bands, and commits the band sinks, then hands the statistics sinks one record
+ * (index 0) of the whole image. Any failure ends the run: every output is closed
+ * uncommitted (nothing left under its name; a statistics file too) and the summary says
+ * whose it was; a stop (stopped) ends it as ES_ERR_INTERRUPTED, nothing written. The source
+ * and every sink are closed before es_run_bands returns, in every case. */
+#define ES_BANDS_MAX_SINKS 4
+typedef struct es_bands_summary {
+  int width, height, depth; /* the source's (0 before it opened) */
+  int band_rows, nbands;
+  int computed;             /* the image was computed (the bands ran to the end) */
+  double elapsed_s;         /* from the first band's start to the last band written */
+  es_stats stats;           /* the whole image's, with want_stats or statistics sinks */
+  char device[64];          /* what computed (es_context_describe) */
+  int status;               /* ES_OK or the run's failure */
+  int exit_code;            /* SPEC 3's */
+  /* The failure: whose (the source's or a sink's name; NULL where none is at fault, a
+   * context that could not be created), the parameter at fault where it is one ("range":
+   * the message starts with it), and the one-line reason. */
+  const char *failed;
+  const char *param;
+  char msg[512];
+} es_bands_summary;
+typedef struct es_bands_run_config {
+  es_config cfg;            /* the context the run creates (gpu_background is not used) */
+  es_render render;         /* colormap and range of a rendering (its format: a sink's);
+                             * the range must be fixed */
+  int band_rows;            /* 0: from mem_budget (es_bands_config's) */
+  int64_t mem_budget;
+  es_band_source source;    /* owned by the run from the call on */
+  es_band_sink sinks[ES_BANDS_MAX_SINKS]; /* owned too; written and committed in order */
+  int nsinks;
+  es_sink stats_sinks[ES_BANDS_MAX_SINKS]; /* es_stage.h sinks given the one record */
+  int nstats;
+  int want_stats;           /* the statistics in the summary also without a sink */
+  int (*stopped)(void *user); /* polled between bands; may be NULL */
+  /* Before the first band, the summary's geometry, band rows and device filled; after each
+   * band (rows done); a notice such as "exists, skipped" for an output kept (-n). Each may
+   * be NULL; called on the caller's thread. */
+  void (*begin)(void *user, const es_bands_summary *s);
+  void (*progress)(void *user, int rows_done, int height);
+  void (*notice)(void *user, const char *name, const char *line);
+  void *user;
+} es_bands_run_config;
+void es_bands_run_config_default(es_bands_run_config *c);
+/* Runs c (see above); s filled in every case. Returns s->status. */
+int es_run_bands(const es_bands_run_config *c, es_bands_summary *s);
+/* Closes c's source and sinks (uncommitted) where c will not be run: a constructor failed. */
+void es_bands_run_config_close(es_bands_run_config *c);
 
 /* Page-locks host memory for the GPUs (cudaHostRegister, portable): 1 if done, 0 if not
  * (no GPU, or the driver refused). es_host_unpin undoes it before the memory is freed. */

@@ -148,17 +148,14 @@ int cli_shard_video(const cli_opts *o, es_shard_range *r, es_video_source_opts *
 /* ---- The runners: each returns the exit code (SPEC 3). */
 /* One PNG or a directory of them (cli_images.c). */
 int cli_run_images(cli_opts *o, int in_kind, int out_kind);
-/* The pages of a multi-page TIFF as frames, through the library's run (cli_video.c). */
-int cli_run_stack(cli_opts *o, int out_kind);
-/* Pages in the TIFF at path, 0 where it cannot be opened (its reading says why). */
-int cli_tiff_pages(const char *path, int64_t max_pixels);
-/* One image in row bands: a slide, or --band-rows (cli_bands.c). cli_bands_wanted: 1 when
- * the input and output go that way. */
-int cli_bands_wanted(const cli_opts *o, int in_kind, int out_kind);
-/* 1 for the extension of a whole-slide format (.svs, .ndpi, .mrxs, ...; a .tif is a slide
- * only with --level). */
-int cli_is_slide_name(const char *path);
-int cli_run_bands(cli_opts *o, int in_kind, int out_kind);
+/* The pages of a multi-page TIFF as frames, through the library's run (cli_video.c); tiff:
+ * the input already open (main read its header), taken and closed. */
+int cli_run_stack(cli_opts *o, int out_kind, es_tiff *tiff);
+/* One image in row bands: a slide, a TIFF, or --band-rows (cli_bands.c). cli_bands_wanted:
+ * 1 when the input and output go that way (tiff: the input TIFF's header, or NULL);
+ * cli_run_bands takes tiff, the input already open (or NULL), and closes it. */
+int cli_bands_wanted(const cli_opts *o, int in_kind, int out_kind, const es_tiff_info *tiff);
+int cli_run_bands(cli_opts *o, int in_kind, es_tiff *tiff);
 /* A video, a FIFO or standard input (cli_video.c). */
 int cli_run_video(cli_opts *o, int out_kind);
 /* Several videos in one run, over one context (cli_many.c): the inputs given, or a

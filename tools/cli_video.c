@@ -288,14 +288,28 @@ int cli_run_video(cli_opts *o, int out_kind) {
   return run_source(o, out_kind, &src, 0, shard.first);
 }
 
-int cli_tiff_pages(const char *path, int64_t max_pixels) {
-  es_tiff *t = NULL;
-  es_tiff_info in;
-  char msg[MSG_LEN];
-  int n = 0;
-  if (es_tiff_open(path, max_pixels, &t, &in, msg, sizeof msg) == ES_OK) n = in.pages;
-  es_tiff_close(&t);
-  return n;
+/* The outputs a stack refuses, an existing output, the --stats file: the exit code to end
+ * with (said), or -1 to go on (out_kind OUT_NONE where the output was kept, -n). */
+static int stack_checks(cli_opts *o, int *out_kind) {
+  int rc;
+
+  if (*out_kind == OUT_PNG || *out_kind == OUT_STDOUT || *out_kind == OUT_VIDEO ||
+      (*out_kind == OUT_DIR && o->format == FMT_F32)) {
+    cli_err(o->output, "a multi-page TIFF is a stack: write it to x.npy, x.tif, a directory of "
+            "pictures, or --stats");
+    return 1;
+  }
+  if (*out_kind == OUT_NPY || *out_kind == OUT_TIFF) {
+    if ((rc = out_exists(o)) == 3) return 3;
+    if (rc == 1) {
+      if (!o->stats_path) return 0;
+      *out_kind = OUT_NONE;
+    }
+  }
+  rc = cli_stats_file_check(o);
+  if (rc == STATS_REFUSED) return 3;
+  if (rc == STATS_SKIPPED && *out_kind == OUT_NONE) return 0;
+  return -1;
 }
 
 /* A multi-page TIFF (issue 28): its pages, in order, as a video's frames (io/src_tiff.c),
@@ -303,30 +317,21 @@ int cli_tiff_pages(const char *path, int64_t max_pixels) {
  * of frame_000000.png, ..., and --stats (index = page). A page that cannot be read, or is
  * not page 0's size where the output needs one size, ends the run with exit 2 and, as for
  * any failed image, no .npy or .tif left under its final name (ES_SOURCE_WHOLE). */
-int cli_run_stack(cli_opts *o, int out_kind) {
+int cli_run_stack(cli_opts *o, int out_kind, es_tiff *tiff) {
   es_source src;
-  es_tiff_source_opts to = {o->max_pixels, o->band, out_kind == OUT_NPY || out_kind == OUT_TIFF};
-  int rc;
+  es_tiff_source_opts to = {o->max_pixels, o->band, out_kind == OUT_NPY || out_kind == OUT_TIFF,
+                            NULL};
+  int rc = stack_checks(o, &out_kind);
 
-  if (out_kind == OUT_PNG || out_kind == OUT_STDOUT || out_kind == OUT_VIDEO ||
-      (out_kind == OUT_DIR && o->format == FMT_F32)) {
-    cli_err(o->output, "a multi-page TIFF is a stack: write it to x.npy, x.tif, a directory of "
-            "pictures, or --stats");
-    return 1;
+  if (rc >= 0) {
+    es_tiff_close(&tiff);
+    return rc;
   }
-  if (out_kind == OUT_NPY || out_kind == OUT_TIFF) {
-    if ((rc = out_exists(o)) == 3) return 3;
-    if (rc == 1) {
-      if (!o->stats_path) return 0;
-      out_kind = OUT_NONE;
-    }
-  }
-  rc = cli_stats_file_check(o);
-  if (rc == STATS_REFUSED) return 3;
-  if (rc == STATS_SKIPPED && out_kind == OUT_NONE) return 0;
+  to.tiff = tiff; /* the header main read, not read again; the source owns it now */
   if ((rc = es_source_tiff(&src, o->input, &to)) != ES_OK) {
     cli_err(NULL, "%s", es_strerror(rc));
     return es_exit_code(rc);
   }
   return run_source(o, out_kind, &src, 1, 0);
 }
+

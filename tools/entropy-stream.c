@@ -133,7 +133,7 @@ int main(int argc, char **argv) {
     return 2;
   } else if (S_ISDIR(st.st_mode)) {
     in_kind = IN_DIR;
-  } else if (o.level >= 0 || cli_is_slide_name(o.input)) {
+  } else if (o.level >= 0 || es_path_is_slide(o.input)) {
     in_kind = IN_SLIDE; /* a whole-slide image (cli_bands.c), in bands through OpenSlide */
   } else if (es_still_ext_ok(o.input, NULL) ||
              (es_out_kind_of(o.input) != OUT_VIDEO && strcasecmp(cli_ext_of(o.input), "mjpeg") &&
@@ -286,14 +286,24 @@ int main(int argc, char **argv) {
   }
   o.stats_line = !o.output && !o.stats_path;
   if (o.mask_path && (rc = cli_mask_load(&o)) != 0) return rc;
-  /* A multi-page TIFF is a stack (its pages are frames); one page goes in bands below. */
-  const int stack = in_kind == IN_STILL && es_path_is_tiff(o.input) &&
-                    cli_tiff_pages(o.input, o.max_pixels) > 1;
+  /* A TIFF's header is read once, here: its pages (a multi-page TIFF is a stack, its pages
+   * frames), its depth (a float one is computed whole); a stack's run and the band run
+   * below read this open file. Where it cannot be opened, the run that reads it says why. */
+  es_tiff *tiff = NULL;
+  es_tiff_info ti;
+  if (in_kind == IN_STILL && es_path_is_tiff(o.input)) {
+    char msg[MSG_LEN];
+    if (es_tiff_open(o.input, o.max_pixels, &tiff, &ti, msg, sizeof msg) != ES_OK) tiff = NULL;
+  }
+  const int stack = tiff && ti.pages > 1;
+  const int bands = !stack && cli_bands_wanted(&o, in_kind, out_kind, tiff ? &ti : NULL);
+  if (!bands && !stack) es_tiff_close(&tiff); /* the images' run opens it its own way */
   if (o.mask && (in_kind == IN_SLIDE || o.band_rows >= 0)) {
     cli_err(o.mask_path, "--mask: not yet for an image in bands (a slide, --band-rows)");
     rc = 1;
-  } else if (!stack && cli_bands_wanted(&o, in_kind, out_kind)) {
-    rc = cli_run_bands(&o, in_kind, out_kind);
+  } else if (bands) {
+    rc = cli_run_bands(&o, in_kind, tiff); /* takes the open TIFF */
+    tiff = NULL;
   } else if (in_kind == IN_SLIDE || o.band_rows >= 0) {
     cli_err(o.output ? o.output : o.input, "%s: only for one image into a .npy, a .tif, a .png "
             "or --stats", in_kind == IN_SLIDE ? "a slide" : "--band-rows");
@@ -310,10 +320,12 @@ int main(int argc, char **argv) {
   } else if (in_kind == IN_VIDEO) {
     rc = cli_run_video(&o, out_kind);
   } else if (stack) {
-    rc = cli_run_stack(&o, out_kind); /* its pages are frames */
+    rc = cli_run_stack(&o, out_kind, tiff); /* its pages are frames; takes the open TIFF */
+    tiff = NULL;
   } else {
     rc = cli_run_images(&o, in_kind, out_kind);
   }
+  es_tiff_close(&tiff);
   free(o.mask);
   return rc;
 }

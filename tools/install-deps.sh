@@ -13,6 +13,7 @@ pkgs=(build-essential cmake ninja-build pkg-config git
       man-db groff-base # man -l docs/entropy-stream.1; tests/test_docs.sh renders it
       valgrind # tests/test_valgrind.sh
       universal-ctags # tools/long-functions.py (functions over 150 lines)
+      strace # tests/test_cli_tiff_once.sh: a TIFF input opened once
       libopenslide-dev openslide-tools python3-pil zstd # whole-slide images; tests/test_bands_*
       libtiff-tools gdal-bin python3-tifffile # tests/test_tiff_cli.py: tiffinfo, tiffcp, gdalinfo
       python3-dev python3-venv python3-pip python3-setuptools python3-wheel python3-pytest
