@@ -64,14 +64,19 @@ def main():
     clips = os.path.join(a.out, "clips")
     os.makedirs(clips, exist_ok=True)
     names = []
+    # Each clip of its own hue where this FFmpeg has the filter (the GPU machine's minimal
+    # build has not: its clips start at different seconds of testsrc2 instead).
+    flt = subprocess.run(["ffmpeg", "-hide_banner", "-filters"], capture_output=True, text=True).stdout
+    has_hue = any(l.split()[1:2] == ["hue"] for l in flt.splitlines())
     for i in range(a.clips):
         p = os.path.join(clips, "clip%02d.mp4" % i)
         names.append(p)
         if not os.path.exists(p):
+            vary = (["-vf", "hue=h=%d" % (i * 360 // max(a.clips, 1))] if has_hue
+                    else ["-ss", "%.1f" % (i * 0.5)])
             sh(["ffmpeg", "-nostdin", "-loglevel", "error", "-y", "-f", "lavfi", "-i",
-                "testsrc2=s=%s:r=30" % a.size, "-frames:v", str(a.frames), "-vf",
-                "hue=h=%d" % (i * 360 // max(a.clips, 1)), "-c:v", "libx264", "-preset", "veryfast",
-                "-pix_fmt", "yuv420p", p])
+                "testsrc2=s=%s:r=30" % a.size, "-frames:v", str(a.frames)] + vary +
+               ["-c:v", "libx264", "-preset", "veryfast", "-pix_fmt", "yuv420p", p])
     total = a.clips * a.frames
     ngpu = gpu_count()
     rows = [("cpu", ["--device", "cpu"], {})]
