@@ -259,3 +259,22 @@ def test_bad_parameters_raise_at_the_call(pngs):
         es.open(d, raw="gray8:4x4")
     with pytest.raises(ValueError, match="in_range"):
         es.open(d, in_range=(1.0, 0.0))
+
+
+def test_video_mask():
+    """mask= reaches a video's run too: every frame's statistics cover its inside, and a mask
+    of another size than the frames is a ValueError."""
+    clip = os.path.join(ROOT, "samples", "clip.mp4")
+    try:
+        with es.open(clip) as frames:
+            h, w = next(frames).map.shape
+    except OSError as e:
+        pytest.skip(f"es.open cannot read video: {e}")
+    m = np.zeros((h, w), bool)
+    m[10:50, 20:90] = True
+    with es.open(clip, mask=m) as frames:
+        f = next(frames)
+        assert f.stats["count"] == m.sum()
+        assert np.isnan(f.map[~m]).all() and not np.isnan(f.map[m]).any()
+    with pytest.raises(ValueError, match="the mask"):
+        list(es.open(clip, mask=np.ones((h, w + 1), bool)))
