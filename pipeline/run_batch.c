@@ -29,7 +29,7 @@ typedef struct batch_item {
   const struct es_tiff_geo *geo;
   int status;          /* ES_OK, ES_SINK_KEPT or the failure's es_status */
   int done;            /* finished (under the batch's lock) */
-  int width, height;
+  int width, height, depth;
   es_stats *stats;     /* kept for the ordered sinks until its turn (owned) */
   float *map;          /* the same, where an ordered sink takes the map (width floats a row) */
 } batch_item;
@@ -82,6 +82,7 @@ static void write_ordered(batch *b, int64_t i) {
   it.pts_seconds = NAN;
   it.width = t->width;
   it.height = t->height;
+  it.depth = t->depth;
   it.stats = t->stats;
   it.map = t->map;
   it.map_stride = (size_t)t->width;
@@ -240,6 +241,7 @@ static int write_item(batch *b, es_frame *f) {
   }
   t->width = f->width;
   t->height = f->height;
+  t->depth = f->depth;
   if (b->want_stats) {
     /* Kept until the records are written in order, so only what they hold. */
     int bins = f->stats.bins > 0 && f->stats.bins <= ES_STATS_MAX_BINS ? f->stats.bins : 0;
@@ -269,6 +271,7 @@ static int write_item(batch *b, es_frame *f) {
   it.damaged = f->damaged;
   it.width = f->width;
   it.height = f->height;
+  it.depth = f->depth;
   it.map = f->map;
   it.map_stride = f->map_stride;
   it.pix = &f->pix;

@@ -59,6 +59,7 @@ typedef struct open_item {
   double pts; /* seconds, or NAN */
   int damaged;
   int width, height;
+  int depth;  /* the frame's (a directory's images differ), or 0: the source's */
   float *map; /* width x height, malloc'd; NULL without map */
   int has_stats;
   es_stats stats;
@@ -176,6 +177,7 @@ static int sink_write(es_sink *k, const es_item *it, char *msg, size_t len) {
   s->damaged = it->damaged;
   s->width = it->width;
   s->height = it->height;
+  s->depth = it->depth;
   s->map = map;
   s->has_stats = q->want_stats && it->stats;
   if (s->has_stats) s->stats = *it->stats;
@@ -403,10 +405,10 @@ static PyObject *frames_next(frames_object *o) {
       if (pthread_cond_timedwait(&o->q.changed, &o->q.lock, &dl) == ETIMEDOUT) break;
     if (o->q.count) {
       it = o->q.ring[o->q.head];
+      depth = it.depth ? it.depth : o->q.depth;
       o->q.ring[o->q.head].map = NULL;
       o->q.head = (o->q.head + 1) % o->q.cap;
       o->q.count--;
-      depth = o->q.depth;
       got = 1;
       pthread_cond_broadcast(&o->q.changed); /* a slot for the sink */
     } else if (o->q.ended || o->q.gone) {

@@ -278,3 +278,20 @@ def test_video_mask():
         assert np.isnan(f.map[~m]).all() and not np.isnan(f.map[m]).any()
     with pytest.raises(ValueError, match="the mask"):
         list(es.open(clip, mask=np.ones((h, w + 1), bool)))
+
+
+def test_hmax_each_image_its_own_depth(tmp_path):
+    """levels above 256 with a window of more than 256 pixels: an 8-bit image's hmax is
+    log2(256), a 16-bit one's log2(K*K), in one directory (the sink is told each item's
+    depth, es_item.depth)."""
+    a8, a16 = image(40, 50, 1), image(40, 50, 2, np.uint16)
+    write_png(tmp_path / "a8.png", a8)
+    write_png(tmp_path / "b16.png", a16)
+    got = list(es.open(tmp_path, window=31, levels=1024))
+    assert [f.name for f in got] == ["a8.png", "b16.png"]
+    for f, a in zip(got, (a8, a16)):
+        # es.stats refuses an 8-bit image levels above 256: it computes them as 256
+        want = es.stats(a, window=31, levels=256 if a.dtype == np.uint8 else 1024)
+        assert f.stats["hmax"] == want["hmax"], f.name
+        assert list(f.stats["hist"]) == list(want["hist"])
+    assert got[0].stats["hmax"] == 8.0 and got[1].stats["hmax"] > 9.9
