@@ -295,3 +295,23 @@ def test_hmax_each_image_its_own_depth(tmp_path):
         assert f.stats["hmax"] == want["hmax"], f.name
         assert list(f.stats["hist"]) == list(want["hist"])
     assert got[0].stats["hmax"] == 8.0 and got[1].stats["hmax"] > 9.9
+
+
+def test_float_tiff_in_range(tmp_path):
+    """A float32 TIFF (the CLI's --format f32 map of a PNG) in a directory: quantized over
+    in_range=, or its own min..max without; equal to es.entropy of the same floats."""
+    write_png(tmp_path / "g.png", image(37, 52, 7))
+    d = tmp_path / "in"
+    d.mkdir()
+    subprocess.run([cli(), "-q", str(tmp_path / "g.png"), "-o", str(d / "h.tif"), "--format",
+                    "f32"], check=True)
+    subprocess.run([cli(), "-q", str(tmp_path / "g.png"), "-o", str(tmp_path / "h.npy")],
+                   check=True)
+    floats = np.load(tmp_path / "h.npy").reshape(37, 52).astype(np.float32)
+    for rng in (None, (0.0, 4.0)):
+        (f,) = list(es.open(d, in_range=rng, levels=32))
+        assert f.name == "h.tif"
+        assert same(f.map, es.entropy(floats, in_range=rng, levels=32)), rng
+    a = next(iter(es.open(d, in_range=(0.0, 4.0), levels=32))).map
+    b = next(iter(es.open(d, in_range=(0.0, 1.0), levels=32))).map
+    assert not np.array_equal(a, b, equal_nan=True)
