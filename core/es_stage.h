@@ -142,6 +142,7 @@ typedef struct es_item {
   const es_planes *pix; /* the rendering a sink asked for */
   const es_stats *stats; /* when a sink asked for them */
   const struct es_tiff_geo *geo; /* an item's GeoTIFF tags (es_source_frame.geo), or NULL */
+  int depth;           /* the frame's sample depth (8, 16; 32 float): a list's items differ */
 } es_item;
 
 /* What a sink asks the compute to make: one rendering (ES_PIX_NONE: none), the float map,

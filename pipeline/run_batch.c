@@ -6,7 +6,8 @@
  * write at once), and every other sink (statistics) gets the items in index order, whatever
  * order they were finished in. An item that fails (undecodable, of a size the mask or the
  * engines refuse, not computed, its output not written) is said once and counted; the
- * others go on (SPEC 3), the exit code the worst of theirs.
+ * others go on (SPEC 3), the exit code the worst of theirs. An ordered sink may take the
+ * maps too (es.open of a directory): each kept until its turn, at most a queue of them.
  */
 #include <inttypes.h>
 #include <math.h>
@@ -16,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "es_run_internal.h"
@@ -27,8 +29,9 @@ typedef struct batch_item {
   const struct es_tiff_geo *geo;
   int status;          /* ES_OK, ES_SINK_KEPT or the failure's es_status */
   int done;            /* finished (under the batch's lock) */
-  int width, height;
+  int width, height, depth;
   es_stats *stats;     /* kept for the ordered sinks until its turn (owned) */
+  float *map;          /* the same, where an ordered sink takes the map (width floats a row) */
 } batch_item;
 
 typedef struct batch {
@@ -40,6 +43,12 @@ typedef struct batch {
   int64_t ordered;      /* the next item the ordered sinks take */
   int decoders;         /* decoding threads still running: the last one finishes the stream */
   int want_stats;       /* an ordered sink takes statistics */
+  /* An ordered sink takes the map (es.open of a directory): each item's map is kept until
+   * its turn, so a decoder waits (on turn) while `window` items are started and not yet
+   * handed in order: the maps held stay bounded by the frames in flight, not the list. */
+  int want_map;
+  int64_t window;
+  pthread_cond_t turn;
 } batch;
 
 static int stopping(const batch *b) {
@@ -73,7 +82,10 @@ static void write_ordered(batch *b, int64_t i) {
   it.pts_seconds = NAN;
   it.width = t->width;
   it.height = t->height;
+  it.depth = t->depth;
   it.stats = t->stats;
+  it.map = t->map;
+  it.map_stride = (size_t)t->width;
   it.geo = t->geo;
   for (int k = 0; k < r->nsinks; k++) {
     run_sink *s = &r->sinks[k];
@@ -112,7 +124,10 @@ static void item_over(batch *b, int64_t i, int status) {
     write_ordered(b, b->ordered);
     free(b->items[b->ordered].stats);
     b->items[b->ordered].stats = NULL;
+    free(b->items[b->ordered].map);
+    b->items[b->ordered].map = NULL;
     b->ordered++;
+    pthread_cond_broadcast(&b->turn);
   }
   if (r->c.progress) {
     r->counts.elapsed_s = es_run_now_s() - r->t0;
@@ -184,6 +199,13 @@ static void *decoder_main(void *arg) {
   for (;;) {
     int64_t i;
     pthread_mutex_lock(&b->lock);
+    while (b->want_map && !stopping(b) && b->next - b->ordered >= b->window) {
+      struct timespec dl; /* timed: a stop (an atomic store) broadcasts nothing */
+      clock_gettime(CLOCK_REALTIME, &dl);
+      dl.tv_nsec += 50000000L;
+      if (dl.tv_nsec >= 1000000000L) dl.tv_sec++, dl.tv_nsec -= 1000000000L;
+      pthread_cond_timedwait(&b->turn, &b->lock, &dl);
+    }
     if (stopping(b) || b->next >= b->n) {
       pthread_mutex_unlock(&b->lock);
       break;
@@ -219,6 +241,7 @@ static int write_item(batch *b, es_frame *f) {
   }
   t->width = f->width;
   t->height = f->height;
+  t->depth = f->depth;
   if (b->want_stats) {
     /* Kept until the records are written in order, so only what they hold. */
     int bins = f->stats.bins > 0 && f->stats.bins <= ES_STATS_MAX_BINS ? f->stats.bins : 0;
@@ -230,6 +253,16 @@ static int write_item(batch *b, es_frame *f) {
     }
     memcpy(t->stats, &f->stats, size);
   }
+  if (b->want_map && f->map) { /* kept until its turn, as the statistics */
+    t->map = malloc(sizeof(float) * (size_t)f->width * (size_t)f->height);
+    if (!t->map) {
+      es_run_say(r, t->what, "out of memory");
+      return ES_ERR_NOMEM;
+    }
+    for (int y = 0; y < f->height; y++)
+      memcpy(t->map + (size_t)y * f->width, f->map + (size_t)y * f->map_stride,
+             sizeof(float) * (size_t)f->width);
+  }
   memset(&it, 0, sizeof it);
   it.name = t->name;
   it.index = (t - b->items) + r->c.index_base;
@@ -238,6 +271,7 @@ static int write_item(batch *b, es_frame *f) {
   it.damaged = f->damaged;
   it.width = f->width;
   it.height = f->height;
+  it.depth = f->depth;
   it.map = f->map;
   it.map_stride = f->map_stride;
   it.pix = &f->pix;
@@ -285,6 +319,7 @@ int es_run_batch(es_run *r) {
   int code, nw, ndec = 0, nwr = 0, writing = 0;
   memset(&b, 0, sizeof b);
   pthread_mutex_init(&b.lock, NULL);
+  pthread_cond_init(&b.turn, NULL);
   b.r = r;
   int rc = r->src.open(&r->src, &r->env, &r->info, msg, sizeof msg);
   if (rc != ES_OK) {
@@ -304,18 +339,20 @@ int es_run_batch(es_run *r) {
   for (int k = 0; k < r->nsinks; k++) {
     const run_sink *s = &r->sinks[k];
     if (s->k.flags & ES_SINK_PER_ITEM) continue;
-    if (s->needs.pixfmt != ES_PIX_NONE || s->needs.want_map) {
-      es_run_say(r, s->k.name, "takes a rendering or a map: a batch hands the outputs that "
-                 "are not a file an item its statistics only");
+    if (s->needs.pixfmt != ES_PIX_NONE) {
+      es_run_say(r, s->k.name, "takes a rendering: a batch hands the outputs that are not a "
+                 "file an item their statistics and map only");
       code = 1;
       goto end;
     }
-    b.want_stats = 1; /* an ordered sink takes the statistics alone */
+    b.want_stats = 1; /* an ordered sink takes the statistics (and the map, where asked) */
+    b.want_map |= s->needs.want_map;
   }
   /* One frame an item at most, so a single image gets every core. */
   r->c.cfg.queue = es_config_queue(&r->c.cfg);
   if (b.n < r->c.cfg.queue) r->c.cfg.queue = b.n > 0 ? (int)b.n : 1;
   if ((code = es_run_open_compute(r, &sc)) != 0) goto end;
+  b.window = r->c.cfg.queue;
   nw = r->c.workers > 0 ? r->c.workers : (int)sysconf(_SC_NPROCESSORS_ONLN);
   if (nw < 1) nw = 1;
   if (nw > r->c.cfg.queue) nw = r->c.cfg.queue;
@@ -358,9 +395,13 @@ int es_run_batch(es_run *r) {
   code = r->code;
 end:
   if (writing) r->c.writing(r->c.user, 0);
-  for (int64_t i = 0; b.items && i < b.n; i++) free(b.items[i].stats);
+  for (int64_t i = 0; b.items && i < b.n; i++) {
+    free(b.items[i].stats);
+    free(b.items[i].map);
+  }
   free(b.items);
   free(th);
+  pthread_cond_destroy(&b.turn);
   pthread_mutex_destroy(&b.lock);
   return code;
 }

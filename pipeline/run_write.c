@@ -33,6 +33,7 @@ static int write_item(es_run *r, const es_frame *f) {
   it.damaged = f->damaged;
   it.width = f->width;
   it.height = f->height;
+  it.depth = f->depth;
   it.map = f->map;
   it.map_stride = f->map_stride;
   it.pix = &f->pix;

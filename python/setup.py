@@ -30,7 +30,9 @@ ext = Extension(
     "entropy_stream._core",
     sources=[os.path.join("src", "core.c"), os.path.join("src", "open.c")],
     depends=[os.path.join("src", "es_py.h")],
-    include_dirs=[os.path.join(root, "pipeline"), os.path.join(root, "core"), numpy.get_include()],
+    # io/ for es_paths.h: es.open lists a directory with the CLI's walk (es_still_list_dir)
+    include_dirs=[os.path.join(root, "pipeline"), os.path.join(root, "core"),
+                  os.path.join(root, "io"), numpy.get_include()],
     library_dirs=[libdir],
     libraries=["entropy-stream"],
     runtime_library_dirs=[libdir],

@@ -7,8 +7,8 @@
  * file among them is said once, counted failed, has no output and no record, and the run's
  * exit code is 2 while the others are all written; a second run with -n keeps every
  * output (ES_SINK_KEPT: counted skipped, the records still written); an ordered sink asking
- * for a map is refused before anything is computed (exit 1); a stop asked for before the run
- * leaves every item unstarted (exit 130).
+ * for a map (es.open of a directory) gets every item in name order with es_compute's map and
+ * the file's depth; a stop asked for before the run leaves every item unstarted (exit 130).
  */
 #include <pthread.h>
 #include <stdio.h>
@@ -83,6 +83,8 @@ typedef struct recs {
   char name[MAXN][64];
   int64_t index[MAXN];
   es_stats st[MAXN];
+  float *map[MAXN]; /* with want_map: each item's, copied */
+  int depth[MAXN];
 } recs;
 static int r_open(es_sink *k, const es_source_info *in, es_sink_needs *nd, char *msg, size_t len) {
   recs *r = k->self;
@@ -94,10 +96,18 @@ static int r_open(es_sink *k, const es_source_info *in, es_sink_needs *nd, char 
 static int r_write(es_sink *k, const es_item *it, char *msg, size_t len) {
   recs *r = k->self;
   (void)msg, (void)len;
-  if (r->n < MAXN && it->stats && !it->map && !it->pix) {
+  if (r->n < MAXN && it->stats && !it->pix && !it->map == !r->want_map) {
     snprintf(r->name[r->n], sizeof r->name[0], "%s", it->name);
     r->index[r->n] = it->index;
     r->st[r->n] = *it->stats;
+    r->depth[r->n] = it->depth;
+    if (it->map) {
+      float *p = malloc((size_t)it->width * it->height * sizeof *p);
+      for (int y = 0; p && y < it->height; y++)
+        memcpy(p + (size_t)y * it->width, it->map + (size_t)y * it->map_stride,
+               (size_t)it->width * sizeof *p);
+      r->map[r->n] = p;
+    }
   }
   r->n++;
   return ES_OK;
@@ -283,12 +293,22 @@ int main(void) {
   CHECK(code == 130 && m.n == before && r.n == 0 && c.frames == 0, "stop: exit %d, %d written",
         code, m.n - before);
 
-  /* An ordered sink asking for a map: refused, nothing computed. */
+  /* An ordered sink asking for a map: every item in name order with its map (each kept
+   * until its turn), the bad one left out; each with its file's depth. */
   memset(&r, 0, sizeof r);
   r.want_map = 1;
-  before = m.n;
-  code = run_dir(&l, &m, &r, 0, 0, &c);
-  CHECK(code == 1 && m.n == before && r.n == 0, "an ordered sink with a map: exit %d", code);
+  code = run_dir(&l, &m, &r, 1, 0, &c);
+  CHECK(code == 2 && r.n == 6, "an ordered sink with a map: exit %d, %d records", code, r.n);
+  for (int k = 0, i = 0; k < r.n && k < MAXN && i < (int)l.n; k++, i++) {
+    if (i == bad) i++;
+    CHECK(r.index[k] == i && r.map[k] && ref[i] &&
+              !memcmp(r.map[k], ref[i], (size_t)ref_w[i] * ref_h[i] * sizeof(float)),
+          "ordered record %d (%s): not es_compute's map", k, l.e[i].name);
+    const int want_depth = !strcmp(l.e[i].name, "b.png") || !strcmp(l.e[i].name, "f.png") ? 16 : 8;
+    CHECK(r.depth[k] == want_depth, "ordered record %d: depth %d, want %d", k, r.depth[k],
+          want_depth);
+    free(r.map[k]);
+  }
 
   for (int i = 0; i < MAXN; i++) free(m.map[i]), free(ref[i]);
   pthread_mutex_destroy(&m.lock);

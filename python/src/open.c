@@ -14,6 +14,12 @@
  * for its end, joins the thread, destroys the run and frees the frames still queued; the
  * end of the input does the same before StopIteration. Nothing here runs Python code off
  * the interpreter's threads.
+ *
+ * A directory: its stills listed as the CLI lists them (es_still_list_dir: -r, --ext, name
+ * order) become the library's list source (es_source_stills), whose run decodes and writes
+ * through pools (run_batch.c) and hands our sink, an ordered one, each item in index order
+ * with its map (kept until its turn, at most the run's queue of them). A file that fails is
+ * said (the last line kept), skipped and counted; the end of the iteration raises it.
  */
 #define PY_SSIZE_T_CLEAN
 #define NO_IMPORT_ARRAY
@@ -35,6 +41,7 @@
 
 #include <numpy/arrayobject.h>
 
+#include "es_paths.h" /* es_still_list_dir: the CLI's directory walk (io/still_list.c) */
 #include "es_py.h"
 
 #define OPEN_MSG_LEN 512
@@ -52,6 +59,7 @@ typedef struct open_item {
   double pts; /* seconds, or NAN */
   int damaged;
   int width, height;
+  int depth;  /* the frame's (a directory's images differ), or 0: the source's */
   float *map; /* width x height, malloc'd; NULL without map */
   int has_stats;
   es_stats stats;
@@ -71,6 +79,8 @@ typedef struct open_queue {
   int depth;                  /* the source's bit depth, once the sink was opened */
   int ended;                  /* es_run_execute returned: code and msg are final */
   int code;                   /* the run's exit code (SPEC 3) */
+  int64_t failed, items;      /* a directory's files that failed (its subdirectories that
+                               * could not be read too), and its files */
   char msg[OPEN_MSG_LEN];     /* the run's last line: its error where code is not 0 */
 } open_queue;
 
@@ -87,6 +97,8 @@ typedef struct frames_object {
   int fifo;           /* path is a named FIFO: a close may have to open it (below) */
   PyObject *keep;     /* the file object whose descriptor is read: alive while the run is */
   PyObject *name_obj; /* Frame.name */
+  PyObject *names;    /* a directory's: Frame.name of item i (a list), else NULL */
+  PyObject *mask;     /* the mask's uint8 C-contiguous array: the run reads it until destroyed */
   es_params params;   /* for hmax */
 } frames_object;
 
@@ -165,6 +177,7 @@ static int sink_write(es_sink *k, const es_item *it, char *msg, size_t len) {
   s->damaged = it->damaged;
   s->width = it->width;
   s->height = it->height;
+  s->depth = it->depth;
   s->map = map;
   s->has_stats = q->want_stats && it->stats;
   if (s->has_stats) s->stats = *it->stats;
@@ -191,6 +204,15 @@ static void on_message(void *user, const char *line) {
   pthread_mutex_unlock(&q->lock);
 }
 
+/* A directory's walk: a subdirectory that cannot be read, a name that is not a regular file
+ * ("PATH", "what"): kept as the last line (counted by the caller). */
+static void list_say(void *user, const char *what, const char *line) {
+  open_queue *q = user;
+  pthread_mutex_lock(&q->lock);
+  snprintf(q->msg, sizeof q->msg, "%s: %s", what, line);
+  pthread_mutex_unlock(&q->lock);
+}
+
 static void *run_main(void *arg) {
   frames_object *o = arg; /* only o->run and o->q: no Python here */
   es_run_counts c;
@@ -199,6 +221,7 @@ static void *run_main(void *arg) {
   pthread_mutex_lock(&o->q.lock);
   o->q.ended = 1;
   o->q.code = c.exit_code;
+  o->q.failed += c.failed;
   pthread_cond_broadcast(&o->q.changed);
   pthread_mutex_unlock(&o->q.lock);
   return NULL;
@@ -250,6 +273,7 @@ static void frames_close_run(frames_object *o) {
     pthread_mutex_unlock(&o->q.lock);
   }
   Py_CLEAR(o->keep);
+  Py_CLEAR(o->mask); /* after es_run_destroy: the run read it */
 }
 
 static void frames_dealloc(frames_object *o) {
@@ -263,6 +287,7 @@ static void frames_dealloc(frames_object *o) {
   PyMem_RawFree(o->name);
   PyMem_RawFree(o->raw);
   Py_XDECREF(o->name_obj);
+  Py_XDECREF(o->names);
   Py_TYPE(o)->tp_free((PyObject *)o);
 }
 
@@ -319,8 +344,11 @@ static PyObject *make_frame(frames_object *o, open_item *it, int depth) {
   PyStructSequence_SET_ITEM(f, 0, PyLong_FromLongLong((long long)it->index));
   PyStructSequence_SET_ITEM(f, 1, isnan(it->pts) ? (Py_INCREF(Py_None), Py_None)
                                                  : PyFloat_FromDouble(it->pts));
-  Py_INCREF(o->name_obj);
-  PyStructSequence_SET_ITEM(f, 2, o->name_obj);
+  PyObject *name = o->name_obj;
+  if (o->names && it->index >= 0 && it->index < PyList_GET_SIZE(o->names))
+    name = PyList_GET_ITEM(o->names, it->index); /* a directory's item: its relative name */
+  Py_INCREF(name);
+  PyStructSequence_SET_ITEM(f, 2, name);
   PyStructSequence_SET_ITEM(f, 3, PyBool_FromLong(it->damaged));
   PyStructSequence_SET_ITEM(f, 4, map);
   PyStructSequence_SET_ITEM(f, 5, stats);
@@ -339,8 +367,16 @@ fail:
 
 /* The run's failure as the exception of its exit code (SPEC 3): usage ValueError, input
  * and output OSError, out of memory MemoryError, a device RuntimeError. */
-static void raise_run_error(int code, const char *msg) {
+static void raise_run_error(int code, const char *msg, int64_t failed, int64_t items) {
   PyObject *type = PyExc_RuntimeError;
+  /* A mask of another size than a frame or an image is a bad parameter, as es.entropy's. */
+  const int mask_size = strstr(msg, ", the mask") && strstr(msg, "not the same size");
+  if (failed > 0) { /* a directory: the others were given; the last failure is said */
+    type = mask_size ? PyExc_ValueError : PyExc_OSError;
+    PyErr_Format(type, "entropy-stream: %s (%lld of %lld files failed, the others were given)",
+                 *msg ? msg : "a file failed", (long long)failed, (long long)items);
+    return;
+  }
   switch (code) {
   case 1: type = PyExc_ValueError; break;
   case 2:
@@ -350,12 +386,14 @@ static void raise_run_error(int code, const char *msg) {
     if (strstr(msg, "out of memory")) type = PyExc_MemoryError;
     break;
   }
+  if (mask_size) type = PyExc_ValueError;
   PyErr_Format(type, "entropy-stream: %s", *msg ? msg : "the run failed");
 }
 
 static PyObject *frames_next(frames_object *o) {
   open_item it;
   int got = 0, ended = 0, code = 0, depth = 0;
+  int64_t failed = 0, items = 0;
   char msg[OPEN_MSG_LEN] = "";
   if (o->reported || o->closing) return NULL; /* StopIteration */
   for (;;) {
@@ -367,15 +405,18 @@ static PyObject *frames_next(frames_object *o) {
       if (pthread_cond_timedwait(&o->q.changed, &o->q.lock, &dl) == ETIMEDOUT) break;
     if (o->q.count) {
       it = o->q.ring[o->q.head];
+      depth = it.depth ? it.depth : o->q.depth;
       o->q.ring[o->q.head].map = NULL;
       o->q.head = (o->q.head + 1) % o->q.cap;
       o->q.count--;
-      depth = o->q.depth;
       got = 1;
       pthread_cond_broadcast(&o->q.changed); /* a slot for the sink */
     } else if (o->q.ended || o->q.gone) {
       ended = 1;
       code = o->q.gone ? 0 : o->q.code;
+      failed = o->q.gone ? 0 : o->q.failed;
+      items = o->q.items;
+      if (failed && code == 0) code = 2; /* a subdirectory unreadable (SPEC 3: input) */
       snprintf(msg, sizeof msg, "%s", o->q.msg);
     }
     pthread_mutex_unlock(&o->q.lock);
@@ -386,7 +427,7 @@ static PyObject *frames_next(frames_object *o) {
   }
   o->reported = 1;
   frames_close_run(o); /* the run has ended: its thread is joined at once */
-  if (code != 0) raise_run_error(code, msg);
+  if (code != 0) raise_run_error(code, msg, failed, items);
   return NULL;
 }
 
@@ -449,27 +490,36 @@ static char *raw_strdup(const char *s) {
 }
 
 /* _core.open_run(path, name, keep, *, window, shape, border, levels, base, device, map,
- * stats, raw, queue, bins, threads): entropy_stream.open checked the source (path is what
- * the library opens, name what messages and frames call it, keep the file object to keep
- * alive) and passes the rest as given. */
+ * stats, raw, queue, bins, threads, dir, recursive, ext, mask, in_lo, in_hi):
+ * entropy_stream.open checked the source (path is what the library opens, name what
+ * messages and frames call it, keep the file object to keep alive; dir: path is a
+ * directory) and the mask (None, or a 2-D uint8 C-contiguous array, 1 inside) and passes
+ * the rest as given. */
 static PyObject *py_open_run(PyObject *self, PyObject *args, PyObject *kw) {
   (void)self;
   static char *names[] = {"path", "name", "keep", "window", "shape", "border", "levels", "base",
-                          "device", "map", "stats", "raw", "queue", "bins", "threads", NULL};
+                          "device", "map", "stats", "raw", "queue", "bins", "threads", "dir",
+                          "recursive", "ext", "mask", "in_lo", "in_hi", NULL};
   PyObject *path_b, *name_b, *keep, *shape = NULL, *border = NULL, *base = NULL, *device = NULL,
                                     *raw = Py_None;
   int window = 5, levels = 16, want_map = 1, want_stats = 1, queue = 4, bins = 16, threads = 0;
+  int is_dir = 0, recursive = 0;
+  PyObject *ext = Py_None, *mask = Py_None;
+  double in_lo = NAN, in_hi = NAN;
+  const char **lpaths = NULL, **lnames = NULL;
+  es_still_list list;
+  memset(&list, 0, sizeof list);
   frames_object *o = NULL;
   es_source src;
   es_sink sink;
   es_run_config rc;
   call_args a;
   int rc_lib;
-  if (!PyArg_ParseTupleAndKeywords(args, kw, "O&O&O|$iOOiOOppOiii:open_run", names,
+  if (!PyArg_ParseTupleAndKeywords(args, kw, "O&O&O|$iOOiOOppOiiippOOdd:open_run", names,
                                    PyUnicode_FSConverter, &path_b, PyUnicode_FSConverter,
                                    &name_b, &keep, &window, &shape, &border, &levels, &base,
                                    &device, &want_map, &want_stats, &raw, &queue, &bins,
-                                   &threads))
+                                   &threads, &is_dir, &recursive, &ext, &mask, &in_lo, &in_hi))
     return NULL;
   if (!parse_common(shape, border, base, device, window, levels, threads, bins, &a)) goto fail;
   /* levels: any depth takes 2..65536 (8-bit input computes those above 256 as 256) */
@@ -479,6 +529,29 @@ static PyObject *py_open_run(PyObject *self, PyObject *args, PyObject *kw) {
   }
   if (queue < 1 || queue > 4096) {
     PyErr_Format(PyExc_ValueError, "queue=%d: must be 1..4096 (frames waiting for the caller)", queue);
+    goto fail;
+  }
+  if (!(isnan(in_lo) && isnan(in_hi)) && !(isfinite(in_lo) && isfinite(in_hi) && in_lo < in_hi)) {
+    char m[160];
+    snprintf(m, sizeof m, "in_range=(%g, %g): must be None or (lo, hi), finite, lo < hi", in_lo,
+             in_hi);
+    PyErr_SetString(PyExc_ValueError, m);
+    goto fail;
+  }
+  a.key.params.in_lo = in_lo; /* float samples (a float32 TIFF): NaN, NaN: each its own range */
+  a.key.params.in_hi = in_hi;
+  if (ext != Py_None && !PyUnicode_Check(ext)) {
+    PyErr_Format(PyExc_TypeError, "ext=%R: must be a str such as 'png,jpg' or None", ext);
+    goto fail;
+  }
+  if (mask != Py_None &&
+      (!PyArray_Check(mask) || PyArray_NDIM((PyArrayObject *)mask) != 2 ||
+       PyArray_TYPE((PyArrayObject *)mask) != NPY_UINT8 ||
+       !PyArray_IS_C_CONTIGUOUS((PyArrayObject *)mask) ||
+       PyArray_DIM((PyArrayObject *)mask, 0) < 1 || PyArray_DIM((PyArrayObject *)mask, 1) < 1 ||
+       PyArray_DIM((PyArrayObject *)mask, 0) > INT32_MAX ||
+       PyArray_DIM((PyArrayObject *)mask, 1) > INT32_MAX)) {
+    PyErr_SetString(PyExc_ValueError, "mask: must be a non-empty 2-D array");
     goto fail;
   }
   if (raw != Py_None && !PyUnicode_Check(raw)) {
@@ -531,12 +604,54 @@ static PyObject *py_open_run(PyObject *self, PyObject *args, PyObject *kw) {
   rc.cfg.verbose = 0; /* errors only: they become the exception */
   rc.cfg.message = on_message;
   rc.cfg.message_user = &o->q;
-  es_video_source_opts vso = {o->raw, (int64_t)1 << 31, 0}; /* the CLI's --max-pixels */
-  rc_lib = es_source_video(&src, o->path, &vso);
-  if (rc_lib == ES_OK) {
-    src.name = o->name; /* "-" for standard input read through /dev/fd/0 */
-    rc_lib = es_run_create(&o->run, &rc, &src); /* owns src from here, also on failure */
+  if (mask != Py_None) { /* every frame's: read by the run until es_run_destroy */
+    Py_INCREF(mask);
+    o->mask = mask;
+    rc.mask = PyArray_DATA((PyArrayObject *)mask);
+    rc.mask_stride = (size_t)PyArray_STRIDE((PyArrayObject *)mask, 0);
+    rc.mask_height = (int)PyArray_DIM((PyArrayObject *)mask, 0);
+    rc.mask_width = (int)PyArray_DIM((PyArrayObject *)mask, 1);
   }
+  if (is_dir) {
+    /* The CLI's walk (hidden names skipped, -r into real subdirectories, --ext), in name
+     * order; item i is Frame i. */
+    char lmsg[OPEN_MSG_LEN] = "";
+    es_still_list_opts lo;
+    memset(&lo, 0, sizeof lo);
+    lo.recursive = recursive;
+    lo.ext = ext != Py_None ? PyUnicode_AsUTF8(ext) : NULL;
+    if (ext != Py_None && !lo.ext) goto fail;
+    lo.say = list_say;
+    lo.say_arg = &o->q;
+    Py_BEGIN_ALLOW_THREADS
+    rc_lib = es_still_list_dir(&list, o->path, &lo, lmsg, sizeof lmsg);
+    Py_END_ALLOW_THREADS
+    if (rc_lib == ES_ERR_NOMEM) goto nomem;
+    if (rc_lib != ES_OK) {
+      PyErr_Format(PyExc_OSError, "entropy-stream: %s: %s", o->name, lmsg);
+      goto fail;
+    }
+    o->q.failed = (int64_t)list.unreadable;
+    o->q.items = (int64_t)list.n;
+    o->names = PyList_New((Py_ssize_t)list.n);
+    lpaths = PyMem_RawCalloc(list.n ? list.n : 1, sizeof *lpaths);
+    lnames = PyMem_RawCalloc(list.n ? list.n : 1, sizeof *lnames);
+    if (!o->names || !lpaths || !lnames) goto nomem;
+    for (size_t i = 0; i < list.n; i++) {
+      PyObject *nm = PyUnicode_DecodeFSDefault(list.e[i].name);
+      if (!nm) goto fail;
+      PyList_SET_ITEM(o->names, (Py_ssize_t)i, nm);
+      lpaths[i] = list.e[i].path;
+      lnames[i] = list.e[i].name;
+    }
+    es_stills_source_opts so = {(int64_t)1 << 31, 0, 0, o->name}; /* the CLI's --max-pixels */
+    rc_lib = es_source_stills(&src, lpaths, lnames, list.n, &so); /* copies both */
+  } else {
+    es_video_source_opts vso = {o->raw, (int64_t)1 << 31, 0}; /* the CLI's --max-pixels */
+    rc_lib = es_source_video(&src, o->path, &vso);
+    if (rc_lib == ES_OK) src.name = o->name; /* "-" for standard input read through /dev/fd/0 */
+  }
+  if (rc_lib == ES_OK) rc_lib = es_run_create(&o->run, &rc, &src); /* owns src from here */
   if (rc_lib == ES_OK) {
     memset(&sink, 0, sizeof sink);
     sink.name = "entropy_stream.open";
@@ -571,12 +686,18 @@ static PyObject *py_open_run(PyObject *self, PyObject *args, PyObject *kw) {
   }
   Py_DECREF(path_b);
   Py_DECREF(name_b);
+  PyMem_RawFree(lpaths);
+  PyMem_RawFree(lnames);
+  es_still_list_free(&list);
   return (PyObject *)o;
 nomem:
   PyErr_NoMemory();
 fail:
   Py_DECREF(path_b);
   Py_DECREF(name_b);
+  PyMem_RawFree(lpaths);
+  PyMem_RawFree(lnames);
+  es_still_list_free(&list);
   Py_XDECREF(o); /* its dealloc destroys what was made */
   return NULL;
 }
