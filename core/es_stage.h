@@ -221,6 +221,7 @@ typedef struct es_video_source_opts {
   int keep;
   int64_t keep_from, keep_to;
   int64_t frames;      /* the frames the source will give, for progress (0: the header's) */
+  int threads;         /* decoder threads (0: FFmpeg's choice, the cores + 1) */
 } es_video_source_opts;
 int es_source_video(es_source *s, const char *path, const es_video_source_opts *o);
 

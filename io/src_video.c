@@ -45,7 +45,7 @@ static int src_open(es_source *s, const es_stage_env *env, es_source_info *info,
   }
   vio.raw = v->o.raw;
   vio.max_pixels = v->o.max_pixels;
-  vio.threads = 0;
+  vio.threads = v->o.threads;
   vio.lend = 1; /* decoded frames lent to the stream, not copied (BENCHMARKS S10) */
   vio.pin = env->pin;
   vio.unpin = env->unpin;
