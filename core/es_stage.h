@@ -142,6 +142,9 @@ typedef struct es_item {
   const es_planes *pix; /* the rendering a sink asked for */
   const es_stats *stats; /* when a sink asked for them */
   const struct es_tiff_geo *geo; /* an item's GeoTIFF tags (es_source_frame.geo), or NULL */
+  /* A run of a read_item source: the item's number in the source (0 .. count-1), the slot a
+   * file-an-item sink writes (index may differ: es_run_config.item_index); 0 elsewhere. */
+  int64_t item;
 } es_item;
 
 /* What a sink asks the compute to make: one rendering (ES_PIX_NONE: none), the float map,
@@ -182,6 +185,12 @@ struct es_sink {
   void (*end)(es_sink *k, int64_t end_pts); /* the input's end, where read to it; may be NULL */
   /* Commits or removes, and frees self. Called once, also for a sink never opened. */
   int (*close)(es_sink *k, int commit, char *msg, size_t len);
+  /* A file an item (ES_SINK_PER_ITEM), before item `item` is read (may be NULL): ES_OK to
+   * write it; ES_SINK_KEPT where its output exists and is kept (-n: not written, and the item
+   * not even read unless an ordered sink takes its statistics); or an error, the reason in
+   * msg naming the file (its output exists and may not be replaced): the item fails unread,
+   * so that a refused output costs no decoding. Thread-safe, as write. */
+  int (*check)(es_sink *k, int64_t item, char *msg, size_t len);
 };
 
 /* ---- The sources and sinks of io/, and the table that matches names to them

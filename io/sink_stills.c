@@ -88,13 +88,25 @@ static int sk_write(es_sink *k, const es_item *it, char *msg, size_t len) {
   sink_stills *s = k->self;
   char m[400] = "";
   int rc;
-  if (it->index < 0 || (size_t)it->index >= s->n || !s->outs[it->index]) return ES_OK;
-  const char *out = s->outs[it->index];
+  if (it->item < 0 || (size_t)it->item >= s->n || !s->outs[it->item]) return ES_OK;
+  const char *out = s->outs[it->item];
   rc = es_still_result_write(out, s->ow, it->width, it->height, s->f32 ? ES_PIX_NONE : s->pixfmt,
                              it->map, it->map_stride, it->pix, it->geo, m, sizeof m);
   if (rc == ES_WRITE_KEPT) return ES_SINK_KEPT;
   if (rc != ES_OK) snprintf(msg, len, "%s: %s", out, *m ? m : "cannot be written");
   return rc;
+}
+
+/* Before item i is read: an output that exists is kept (-n) or refused unless it may be
+ * replaced (-y), so that neither costs a decoding. A file that appears after this look is
+ * the write's to settle (ES_WRITE_KEEP: kept). */
+static int sk_check(es_sink *k, int64_t i, char *msg, size_t len) {
+  sink_stills *s = k->self;
+  if (i < 0 || (size_t)i >= s->n || !s->outs[i] || !es_output_exists(s->outs[i])) return ES_OK;
+  if (s->ow == ES_WRITE_KEEP) return ES_SINK_KEPT;
+  if (s->ow) return ES_OK;
+  snprintf(msg, len, "%s: exists (use -y to overwrite, -n to skip)", s->outs[i]);
+  return ES_ERR_OUTPUT;
 }
 
 static int sk_close(es_sink *k, int commit, char *msg, size_t len) {
@@ -127,6 +139,7 @@ int es_sink_stills(es_sink *k, const char *const *outs, size_t n, const es_sink_
   k->flags = ES_SINK_PER_ITEM;
   k->open = sk_open;
   k->write = sk_write;
+  k->check = sk_check;
   return ES_OK;
 nomem:
   sk_close(k, 0, NULL, 0);
