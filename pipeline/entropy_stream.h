@@ -435,6 +435,10 @@ typedef struct es_run_config {
   const int *item_failed;
   void (*item_done)(void *user, int64_t item, int status, int width, int height,
                     double seconds);
+  /* Once the sinks are open, before the compute opens and any item is read (may be NULL):
+   * where a caller makes what the items need (their output directories, marking in
+   * item_failed those it could not make). Nonzero is an exit code that ends the run. */
+  int (*prepare)(void *user);
   /* A context to compute on instead of creating one (NULL: the run creates its own from
    * cfg). The caller's: it outlives the run (es_run_destroy does not destroy it), and
    * several runs may use it at once, each on threads of its own, so that a list of videos

@@ -363,10 +363,16 @@ int es_run_batch(es_run *r) {
     }
     b.want_stats = 1; /* an ordered sink takes the statistics alone */
   }
+  if (r->c.prepare && (code = r->c.prepare(r->c.user)) != 0) goto end;
   /* One frame an item at most, so a single image gets every core. */
   r->c.cfg.queue = es_config_queue(&r->c.cfg);
   if (b.n < r->c.cfg.queue) r->c.cfg.queue = b.n > 0 ? (int)b.n : 1;
   if ((code = es_run_open_compute(r, &sc)) != 0) goto end;
+  if (r->verbose >= 2) {
+    char d[64];
+    es_run_say(r, NULL, "%" PRId64 " file%s, %d in flight, %s", b.n, b.n == 1 ? "" : "s",
+               r->c.cfg.queue, es_context_describe(r->ctx, d, sizeof d));
+  }
   nw = r->c.workers > 0 ? r->c.workers : (int)sysconf(_SC_NPROCESSORS_ONLN);
   if (nw < 1) nw = 1;
   if (nw > r->c.cfg.queue) nw = r->c.cfg.queue;
