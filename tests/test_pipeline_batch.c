@@ -31,6 +31,7 @@
 
 enum { MAXN = 16 };
 static char g_dir[64];
+static int g_records_opened; /* the records sink's open ran */
 
 static int write_png(const char *name, int w, int h, int depth, int seed) {
   char path[128], msg[256] = "";
@@ -96,6 +97,7 @@ static int r_open(es_sink *k, const es_source_info *in, es_sink_needs *nd, char 
   (void)in, (void)msg, (void)len;
   nd->want_stats = 1;
   nd->want_map = r->want_map;
+  g_records_opened = 1;
   return ES_OK;
 }
 static int r_write(es_sink *k, const es_item *it, char *msg, size_t len) {
@@ -157,7 +159,17 @@ typedef struct item_run {
   const int *failed;
   int64_t cut;
   dones *d;
+  int prep; /* prepare's answer (-1: no prepare) */
 } item_run;
+
+/* prepare: called once, after the sinks opened (the records' open has run), before any item. */
+static int g_prep_calls, g_prep_after_open, g_prep_code;
+static int prep(void *user) {
+  (void)user;
+  g_prep_calls++;
+  g_prep_after_open = g_records_opened;
+  return g_prep_code;
+}
 static int run_items(const es_still_list *l, const item_run *ir, es_run_counts *counts) {
   const char *paths[MAXN], *names[MAXN], *outs[MAXN];
   char out_store[MAXN][160];
@@ -183,6 +195,7 @@ static int run_items(const es_still_list *l, const item_run *ir, es_run_counts *
   rc.item_failed = ir->failed;
   rc.item_done = ir->d ? on_done : NULL;
   rc.user = ir->d;
+  if (ir->prep >= 0) rc.prepare = prep, g_prep_code = ir->prep;
   memset(&po, 0, sizeof po);
   po.pixfmt = ES_PIX_RGB24;
   po.overwrite = ir->overwrite;
@@ -384,7 +397,7 @@ int main(void) {
   /* Every output but bad.png's exists. Neither -y nor -n: each refused before it is read
    * (one line each, exit 3), bad.png read and failed as before. */
   {
-    item_run ir = {0, 0, NULL, NULL, NULL, -1, NULL};
+    item_run ir = {0, 0, NULL, NULL, NULL, -1, NULL, -1};
     dones d;
     memset(&d, 0, sizeof d);
     ir.d = &d;
@@ -405,7 +418,7 @@ int main(void) {
   fp = fopen(path, "wb");
   if (fp) fclose(fp);
   {
-    item_run ir = {0, 1, NULL, NULL, NULL, -1, NULL};
+    item_run ir = {0, 1, NULL, NULL, NULL, -1, NULL, -1};
     g_bad_lines = 0;
     code = run_items(&l, &ir, &c);
     CHECK(code == 0 && c.skipped == 7 && c.frames == 7 && c.failed == 0 && g_bad_lines == 0,
@@ -419,7 +432,7 @@ int main(void) {
   {
     int64_t index[MAXN];
     int failed[MAXN] = {0};
-    item_run ir = {1, 0, NULL, index, failed, 4, NULL};
+    item_run ir = {1, 0, NULL, index, failed, 4, NULL, -1};
     dones d;
     memset(&d, 0, sizeof d);
     memset(&r, 0, sizeof r);
@@ -447,6 +460,28 @@ int main(void) {
             "share record %d: %s %lld, want %s %d", k, r.name[k], (long long)r.index[k],
             l.e[i].name, 10 + 3 * i);
     }
+  }
+
+  /* prepare: after the sinks open, before anything is read; its code ends the run. */
+  {
+    item_run ir = {1, 0, NULL, NULL, NULL, -1, NULL, 3};
+    dones d;
+    memset(&d, 0, sizeof d);
+    memset(&r, 0, sizeof r);
+    ir.rc_ = &r;
+    ir.d = &d;
+    g_records_opened = g_prep_calls = 0;
+    code = run_items(&l, &ir, &c);
+    CHECK(code == 3 && g_prep_calls == 1 && g_prep_after_open && r.n == 0 && d.calls[0] == 0 &&
+              c.frames == 0 && c.failed == 0,
+          "prepare 3: exit %d, %d calls, after open %d, %d records", code, g_prep_calls,
+          g_prep_after_open, r.n);
+    ir.prep = 0;
+    g_prep_calls = 0;
+    memset(&r, 0, sizeof r);
+    code = run_items(&l, &ir, &c);
+    CHECK(code == 2 && g_prep_calls == 1 && r.n == 6, "prepare 0: exit %d, %d calls, %d records",
+          code, g_prep_calls, r.n);
   }
 
   for (int i = 0; i < MAXN; i++) free(m.map[i]), free(ref[i]);
