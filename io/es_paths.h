@@ -76,6 +76,29 @@ int es_still_out_clashes(const char *const *ins, const char *const *outs, size_t
  * (failed[i] = ES_ERR_OUTPUT), named once whatever the files under it ("DIR: reason"). */
 void es_still_make_out_dirs(char *const *outs, size_t n, int *failed, es_still_say_fn say,
                             void *arg);
+/* A batch of stills: item i reads ins[i], is named names[i] (the statistics' name), writes
+ * outs[i] (outs NULL: no outputs), failed[i] before any run (an es_status, said: 0 none),
+ * index[i] its index in the whole listing. */
+typedef struct es_still_batch {
+  size_t n;
+  char **ins, **names, **outs;
+  int *failed;
+  int64_t *index;
+  size_t unreadable; /* subdirectories that could not be read (each said) */
+} es_still_batch;
+/* A directory's stills as a batch: listed as es_still_list_dir does (lo), each one's output
+ * under out_dir (NULL: none) named by es_still_out_name (f32: .npy), and outputs two inputs
+ * share failed (es_still_out_clashes, said through lo->say). ES_OK, ES_ERR_NOMEM, or
+ * es_still_list_dir's failure (msg). Free with es_still_batch_free (also after a failure). */
+int es_still_batch_dir(es_still_batch *b, const char *root, const es_still_list_opts *lo,
+                       const char *out_dir, int f32, char *msg, size_t len);
+/* One still as a batch: path, named path, written to out (NULL: none). ES_OK or
+ * ES_ERR_NOMEM. */
+int es_still_batch_one(es_still_batch *b, const char *path, const char *out);
+/* Keeps the items with keep[i] set (a --shard share), in order, each keeping its index. */
+void es_still_batch_keep(es_still_batch *b, const unsigned char *keep);
+void es_still_batch_free(es_still_batch *b);
+
 /* The inputs by identity (links followed), to find an output that would replace one. */
 typedef struct es_still_ids es_still_ids;
 int es_still_ids_make(es_still_ids **ids, const char *const *ins, size_t n);

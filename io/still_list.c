@@ -343,3 +343,81 @@ void es_still_ids_free(es_still_ids **ids) {
   free(*ids);
   *ids = NULL;
 }
+
+/* ---- A batch of stills: its items' inputs, names, outputs and failures. */
+
+static int batch_alloc(es_still_batch *b, size_t n, int outs) {
+  const size_t m = n ? n : 1;
+  memset(b, 0, sizeof *b);
+  b->ins = calloc(m, sizeof *b->ins);
+  b->names = calloc(m, sizeof *b->names);
+  b->outs = outs ? calloc(m, sizeof *b->outs) : NULL;
+  b->failed = calloc(m, sizeof *b->failed);
+  b->index = calloc(m, sizeof *b->index);
+  if (!b->ins || !b->names || (outs && !b->outs) || !b->failed || !b->index) return ES_ERR_NOMEM;
+  b->n = n;
+  for (size_t i = 0; i < n; i++) b->index[i] = (int64_t)i;
+  return ES_OK;
+}
+
+int es_still_batch_dir(es_still_batch *b, const char *root, const es_still_list_opts *lo,
+                       const char *out_dir, int f32, char *msg, size_t len) {
+  es_still_list l;
+  int rc = es_still_list_dir(&l, root, lo, msg, len);
+  memset(b, 0, sizeof *b);
+  if (rc != ES_OK) return rc;
+  if ((rc = batch_alloc(b, l.n, out_dir != NULL)) != ES_OK) goto end;
+  b->unreadable = l.unreadable;
+  for (size_t i = 0; i < l.n; i++) { /* the strings move to the batch */
+    b->ins[i] = l.e[i].path;
+    b->names[i] = l.e[i].name;
+    b->failed[i] = l.e[i].failed;
+    l.e[i].path = l.e[i].name = NULL;
+    if (!out_dir) continue;
+    char *rel = es_still_out_name(b->names[i], l.e[i].keep_ext, f32);
+    b->outs[i] = rel ? es_join_path(out_dir, rel) : NULL;
+    free(rel);
+    if (!b->outs[i]) {
+      rc = ES_ERR_NOMEM;
+      goto end;
+    }
+  }
+  if (out_dir)
+    rc = es_still_out_clashes((const char *const *)b->ins, (const char *const *)b->outs, b->n,
+                              b->failed, lo ? lo->say : NULL, lo ? lo->say_arg : NULL);
+end:
+  es_still_list_free(&l);
+  return rc;
+}
+
+int es_still_batch_one(es_still_batch *b, const char *path, const char *out) {
+  if (batch_alloc(b, 1, out != NULL) != ES_OK) return ES_ERR_NOMEM;
+  b->ins[0] = strdup(path);
+  b->names[0] = strdup(path);
+  if (out) b->outs[0] = strdup(out);
+  return b->ins[0] && b->names[0] && (!out || b->outs[0]) ? ES_OK : ES_ERR_NOMEM;
+}
+
+void es_still_batch_keep(es_still_batch *b, const unsigned char *keep) {
+  size_t k = 0;
+  for (size_t i = 0; i < b->n; i++) {
+    if (!keep[i]) {
+      free(b->ins[i]), free(b->names[i]), free(b->outs ? b->outs[i] : NULL);
+      continue;
+    }
+    b->ins[k] = b->ins[i], b->names[k] = b->names[i], b->failed[k] = b->failed[i];
+    if (b->outs) b->outs[k] = b->outs[i];
+    b->index[k++] = b->index[i];
+  }
+  b->n = k;
+}
+
+void es_still_batch_free(es_still_batch *b) {
+  for (size_t i = 0; i < b->n; i++) {
+    if (b->ins) free(b->ins[i]);
+    if (b->names) free(b->names[i]);
+    if (b->outs) free(b->outs[i]);
+  }
+  free(b->ins), free(b->names), free(b->outs), free(b->failed), free(b->index);
+  memset(b, 0, sizeof *b);
+}

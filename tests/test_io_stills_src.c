@@ -8,7 +8,9 @@
  * item. A batch's outputs checked before its run: es_still_out_clashes (the first of two
  * inputs sharing an output keeps it, the other fails, said once; one failed already is
  * passed over), es_still_make_out_dirs (a directory that cannot be made fails the outputs
- * under it, said once) and es_still_ids_* (an output that is an input, links followed).
+ * under it, said once) and es_still_ids_* (an output that is an input, links followed);
+ * es_still_batch_dir (the list as a batch, outputs named), es_still_batch_keep (a share,
+ * keeping the whole listing's indices) and es_still_batch_one.
  */
 #include <pthread.h>
 #include <stdio.h>
@@ -283,6 +285,43 @@ int main(void) {
           "a file not an input found");
     es_still_ids_free(&ids);
     CHECK(!ids, "ids not cleared");
+  }
+  /* The directory as a batch: the list's items with outputs under o2/ (f32: .npy), then a
+   * share of it keeping the whole listing's indices. */
+  {
+    es_still_batch b;
+    es_still_list l2;
+    es_still_list_opts lo2 = {0, NULL, NULL, NULL, NULL};
+    unsigned char keep[NF] = {0};
+    char want[200];
+    CHECK(es_still_list_dir(&l2, g_dir, &lo2, msg, sizeof msg) == ES_OK && l2.n > 2 && l2.n <= NF,
+          "list 2: %zu", l2.n);
+    int rc = es_still_batch_dir(&b, g_dir, &lo2, "o2", 1, msg, sizeof msg);
+    CHECK(rc == ES_OK && b.n == l2.n && b.outs, "batch: %d %s, %zu items", rc, msg, b.n);
+    for (size_t i = 0; rc == ES_OK && i < b.n && i < l2.n; i++) {
+      char *rel = es_still_out_name(l2.e[i].name, l2.e[i].keep_ext, 1);
+      snprintf(want, sizeof want, "o2/%s", rel ? rel : "");
+      free(rel);
+      CHECK(!strcmp(b.ins[i], l2.e[i].path) && !strcmp(b.names[i], l2.e[i].name) &&
+                !strcmp(b.outs[i], want) && b.failed[i] == l2.e[i].failed &&
+                b.index[i] == (int64_t)i,
+            "batch item %zu: %s %s %s %d", i, b.ins[i], b.names[i], b.outs[i], b.failed[i]);
+    }
+    for (size_t i = 1; i < b.n && i < NF; i += 2) keep[i] = 1;
+    const size_t n0 = b.n;
+    es_still_batch_keep(&b, keep);
+    CHECK(b.n == n0 / 2, "share: %zu of %zu", b.n, n0);
+    for (size_t k = 0; k < b.n; k++)
+      CHECK(b.index[k] == (int64_t)(2 * k + 1) && !strcmp(b.names[k], l2.e[2 * k + 1].name),
+            "share item %zu: index %lld %s", k, (long long)b.index[k], b.names[k]);
+    es_still_batch_free(&b);
+    es_still_list_free(&l2);
+    CHECK(es_still_batch_one(&b, "x/a.tif", "-") == ES_OK && b.n == 1 &&
+              !strcmp(b.names[0], "x/a.tif") && !strcmp(b.outs[0], "-") && !b.failed[0],
+          "one");
+    es_still_batch_free(&b);
+    CHECK(es_still_batch_one(&b, "a.png", NULL) == ES_OK && b.n == 1 && !b.outs, "one, no output");
+    es_still_batch_free(&b);
   }
   es_still_list_free(&l);
   char cmd[200];

@@ -14,14 +14,12 @@
 
 #include "cli.h"
 
-/* The batch: item i reads ins[i], is named names[i], writes outs[i] (NULL: no output). */
 typedef struct img_batch {
   const cli_opts *o;
   int in_kind, out_kind;
-  size_t n;
-  char **ins, **names, **outs;
-  int *failed;     /* failed before the run (said), an es_status */
-  int64_t *index;  /* in the whole batch, all --shard shares together: the records' index */
+  es_still_batch sb; /* the items: inputs, names, outputs, failures, indices (whole batch) */
+  size_t n;        /* sb.n */
+  char **ins, **outs; /* sb's */
   int single;      /* one still, not a directory: no summary counts its skip, so it is told */
   int show;        /* the progress line is drawn */
   double last;     /* when it was last drawn (0: at the next item) */
@@ -72,7 +70,7 @@ static int prepare(void *user) {
   b->prepared = 1;
   if (!b->o->output || (b->out_kind != OUT_DIR && b->in_kind != IN_DIR)) return 0;
   if (cli_make_out_dir(b->o->output) != ES_OK) return 3;
-  es_still_make_out_dirs(b->outs, b->n, b->failed, say, NULL);
+  es_still_make_out_dirs(b->outs, b->n, b->sb.failed, say, NULL);
   return 0;
 }
 
@@ -105,13 +103,11 @@ static int line_close(es_sink *k, int commit, char *msg, size_t len) {
 
 /* The list: a directory's stills (named, checked for clashes, this run's --shard share), or
  * the one still. The exit code to end with, or -1 to go on. */
-static int make_list(img_batch *b, size_t *unreadable) {
+static int make_list(img_batch *b) {
   const cli_opts *o = b->o;
   char msg[MSG_LEN] = "", outreal[PATH_MAX];
   const int f32 = o->format == FMT_F32;
-  es_still_list l;
-  size_t n;
-  memset(&l, 0, sizeof l);
+  int rc = -1;
   if (b->in_kind == IN_DIR) {
     es_still_list_opts lo = {o->recursive, o->ext, NULL, say, NULL};
     if (b->out_kind != OUT_DIR && b->out_kind != OUT_NONE) {
@@ -119,86 +115,39 @@ static int make_list(img_batch *b, size_t *unreadable) {
       return 1;
     }
     if (o->output && realpath(o->output, outreal)) lo.skip_dir = outreal;
-    int rc = es_still_list_dir(&l, o->input, &lo, msg, sizeof msg);
-    if (rc != ES_OK) {
+    if ((rc = es_still_batch_dir(&b->sb, o->input, &lo, o->output, f32, msg, sizeof msg))) {
       cli_err(o->input, "%s", *msg ? msg : es_strerror(rc));
       return es_exit_code(rc);
     }
-    *unreadable = l.unreadable;
-    n = l.n;
-  } else {
-    n = 1;
-  }
-  b->ins = calloc(n ? n : 1, sizeof *b->ins);
-  b->names = calloc(n ? n : 1, sizeof *b->names);
-  b->outs = o->output ? calloc(n ? n : 1, sizeof *b->outs) : NULL;
-  b->failed = calloc(n ? n : 1, sizeof *b->failed);
-  b->index = calloc(n ? n : 1, sizeof *b->index);
-  if (!b->ins || !b->names || (o->output && !b->outs) || !b->failed || !b->index) goto nomem;
-  b->n = n;
-  for (size_t i = 0; i < n && b->in_kind == IN_DIR; i++) { /* the strings move to the batch */
-    b->ins[i] = l.e[i].path;
-    b->names[i] = l.e[i].name;
-    b->failed[i] = l.e[i].failed;
-    l.e[i].path = l.e[i].name = NULL;
-    if (!o->output) continue;
-    char *rel = es_still_out_name(b->names[i], l.e[i].keep_ext, f32);
-    b->outs[i] = rel ? es_join_path(o->output, rel) : NULL;
-    free(rel);
-    if (!b->outs[i]) goto nomem;
-  }
-  es_still_list_free(&l);
-  if (b->in_kind == IN_DIR) {
-    if (o->output && es_still_out_clashes((const char *const *)b->ins,
-                                          (const char *const *)b->outs, n, b->failed, say,
-                                          NULL) != ES_OK)
-      return 4;
-    if (n == 0 && !o->quiet)
+    if (b->sb.n == 0 && !o->quiet)
       cli_err(o->input, "no image files%s%s%s", o->ext ? " (--ext " : "", o->ext ? o->ext : "",
               o->recursive ? (o->ext ? ")" : "") : (o->ext ? "; -r descends)" : " (-r descends)"));
     /* --shard: this run's share, each item keeping its index in the whole batch; outputs were
      * named and checked for clashes across all. */
-    unsigned char *keep = malloc(n ? n : 1);
-    size_t k = 0;
+    unsigned char *keep = malloc(b->sb.n ? b->sb.n : 1);
     if (!keep) return 4;
-    int rc = cli_shard_files(o, (const char *const *)b->ins, n, keep);
-    for (size_t i = 0; i < n && rc < 0; i++) {
-      if (!keep[i]) {
-        free(b->ins[i]), free(b->names[i]), free(b->outs ? b->outs[i] : NULL);
-        continue;
-      }
-      b->ins[k] = b->ins[i], b->names[k] = b->names[i], b->failed[k] = b->failed[i];
-      if (b->outs) b->outs[k] = b->outs[i];
-      b->index[k++] = (int64_t)i;
-    }
+    if ((rc = cli_shard_files(o, (const char *const *)b->sb.ins, b->sb.n, keep)) < 0)
+      es_still_batch_keep(&b->sb, keep);
     free(keep);
-    if (rc >= 0) return rc;
-    b->n = k;
-    return -1;
-  }
-  if (b->out_kind == OUT_VIDEO) {
+  } else if (b->out_kind == OUT_VIDEO) {
     cli_err(o->output, "an image input needs a .png, .npy, .tif, directory or - output");
     return 1;
-  }
-  if (b->out_kind == OUT_PNG && f32) {
+  } else if (b->out_kind == OUT_PNG && f32) {
     cli_err(o->output, "--format f32 needs a .npy output (or -)");
     return 1;
-  }
-  b->ins[0] = strdup(o->input);
-  b->names[0] = strdup(o->input);
-  if (b->out_kind == OUT_DIR) {
+  } else {
     const char *base = strrchr(o->input, '/');
-    char *rel = es_still_out_name(base ? base + 1 : o->input, 0, f32);
-    b->outs[0] = rel ? es_join_path(o->output, rel) : NULL;
+    char *rel = NULL, *out = NULL;
+    if (b->out_kind == OUT_DIR) rel = es_still_out_name(base ? base + 1 : o->input, 0, f32);
+    if (rel) out = es_join_path(o->output, rel);
     free(rel);
-  } else if (o->output) {
-    b->outs[0] = strdup(b->out_kind == OUT_STDOUT ? "-" : o->output);
+    if (b->out_kind == OUT_DIR && !out) return 4;
+    rc = es_still_batch_one(&b->sb, o->input, b->out_kind == OUT_DIR ? out :
+                            b->out_kind == OUT_STDOUT ? "-" : o->output) ? 4 : -1;
+    free(out);
   }
-  if (!b->ins[0] || !b->names[0] || (o->output && !b->outs[0])) return 4;
-  return -1;
-nomem:
-  es_still_list_free(&l);
-  return 4;
+  b->n = b->sb.n, b->ins = b->sb.ins, b->outs = b->sb.outs;
+  return rc;
 }
 
 /* Never let an output replace an input of the run, its own or another's (an image written
@@ -266,7 +215,7 @@ int cli_run_images(cli_opts *o, int in_kind, int out_kind) {
   es_sink k;
   es_sink_opts so = {cli_png_pixfmt(o->format), o->format == FMT_F32, NULL, -1, NULL,
                      ES_PIX_NONE, o->overwrite, o->skip, o->input, o->cfg.stats_bins};
-  size_t unreadable = 0, made = 0;
+  size_t made = 0;
   int code, rc, inside;
 
   memset(&b, 0, sizeof b);
@@ -274,7 +223,7 @@ int cli_run_images(cli_opts *o, int in_kind, int out_kind) {
   b.in_kind = in_kind;
   b.out_kind = out_kind;
   b.single = in_kind != IN_DIR;
-  if ((code = make_list(&b, &unreadable)) >= 0 || (code = outputs_not_inputs(&b)) >= 0) goto end;
+  if ((code = make_list(&b)) >= 0 || (code = outputs_not_inputs(&b)) >= 0) goto end;
   code = 0;
   /* The statistics file opens first: one that cannot be written creates no output directory,
    * unless it is to be inside that directory, made first then (and removed again where the
@@ -308,16 +257,16 @@ int cli_run_images(cli_opts *o, int in_kind, int out_kind) {
   rc_cfg.mask_width = o->mask_w;
   rc_cfg.mask_height = o->mask_h;
   rc_cfg.mask_name = o->mask_path;
-  rc_cfg.item_index = b.index;
-  rc_cfg.item_failed = b.failed;
+  rc_cfg.item_index = b.sb.index;
+  rc_cfg.item_failed = b.sb.failed;
   rc_cfg.item_done = item_done;
   rc_cfg.prepare = prepare;
   b.show = !o->quiet && (o->progress == 1 || (o->progress < 0 && isatty(2))) && b.n > 1;
   {
     /* a TIFF: its page 0, band --band; the georeferencing where a .tif is written */
     es_stills_source_opts sso = {o->max_pixels, o->band, out_kind == OUT_TIFF, o->input};
-    if ((rc = es_source_stills(&src, (const char *const *)b.ins, (const char *const *)b.names,
-                               b.n, &sso)) != ES_OK ||
+    if ((rc = es_source_stills(&src, (const char *const *)b.ins,
+                               (const char *const *)b.sb.names, b.n, &sso)) != ES_OK ||
         (rc = es_run_create(&run, &rc_cfg, &src)) != ES_OK)
       goto fail;
   }
@@ -349,8 +298,8 @@ int cli_run_images(cli_opts *o, int in_kind, int out_kind) {
     es_run_counts c;
     es_run_get_counts(run, &c);
     code = c.exit_code;
-    if (unreadable) code = cli_worse(code, 2); /* each was said when the list was made */
-    if (c.started) summary(&b, run, unreadable);
+    if (b.sb.unreadable) code = cli_worse(code, 2); /* each was said when the list was made */
+    if (c.started) summary(&b, run, b.sb.unreadable);
   }
   goto end;
 fail:
@@ -362,11 +311,6 @@ end:
   if (made && (b.single || !b.prepared)) es_remove_made_dirs(o->output, made);
   if (run) cli_exit_if_gpus_opening(es_run_context(run), code);
   es_run_destroy(&run);
-  for (size_t i = 0; i < b.n; i++) {
-    free(b.ins[i]);
-    free(b.names[i]);
-    if (b.outs) free(b.outs[i]);
-  }
-  free(b.ins), free(b.names), free(b.outs), free(b.failed), free(b.index);
+  es_still_batch_free(&b.sb);
   return code;
 }
