@@ -98,6 +98,13 @@ int es_still_batch_one(es_still_batch *b, const char *path, const char *out);
 /* Keeps the items with keep[i] set (a --shard share), in order, each keeping its index. */
 void es_still_batch_keep(es_still_batch *b, const unsigned char *keep);
 void es_still_batch_free(es_still_batch *b);
+/* Never an output onto an input of the batch, its own or another's (an image written into
+ * its own directory, d/d/a.png into d, a statistics file): the index of the first input that
+ * an output of b (outs_files 0: b's outputs are not files, "-") or stats (NULL: none; "-":
+ * standard output's file, where a regular one) is, links followed, with *bad that output;
+ * -1 none; -2 out of memory. */
+int64_t es_still_batch_clobbers(const es_still_batch *b, int outs_files, const char *stats,
+                                const char **bad);
 
 /* The inputs by identity (links followed), to find an output that would replace one. */
 typedef struct es_still_ids es_still_ids;

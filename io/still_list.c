@@ -421,3 +421,17 @@ void es_still_batch_free(es_still_batch *b) {
   free(b->ins), free(b->names), free(b->outs), free(b->failed), free(b->index);
   memset(b, 0, sizeof *b);
 }
+
+int64_t es_still_batch_clobbers(const es_still_batch *b, int outs_files, const char *stats,
+                                const char **bad) {
+  es_still_ids *ids = NULL;
+  int64_t hit = -1;
+  *bad = NULL;
+  if (es_still_ids_make(&ids, (const char *const *)b->ins, b->n) != ES_OK) return -2;
+  for (size_t i = 0; i < b->n && b->outs && outs_files && hit < 0; i++)
+    if ((hit = es_still_ids_find(ids, b->outs[i])) >= 0) *bad = b->outs[i];
+  if (hit < 0 && stats && (hit = es_still_ids_find(ids, strcmp(stats, "-") ? stats : NULL)) >= 0)
+    *bad = stats;
+  es_still_ids_free(&ids);
+  return hit;
+}

@@ -10,7 +10,7 @@
  * passed over), es_still_make_out_dirs (a directory that cannot be made fails the outputs
  * under it, said once) and es_still_ids_* (an output that is an input, links followed);
  * es_still_batch_dir (the list as a batch, outputs named), es_still_batch_keep (a share,
- * keeping the whole listing's indices) and es_still_batch_one.
+ * keeping the whole listing's indices), es_still_batch_one and es_still_batch_clobbers.
  */
 #include <pthread.h>
 #include <stdio.h>
@@ -319,6 +319,13 @@ int main(void) {
     CHECK(es_still_batch_one(&b, "x/a.tif", "-") == ES_OK && b.n == 1 &&
               !strcmp(b.names[0], "x/a.tif") && !strcmp(b.outs[0], "-") && !b.failed[0],
           "one");
+    /* An output onto its own input, a statistics file onto one: found; "-" outputs not. */
+    const char *bad = NULL;
+    CHECK(es_still_batch_one(&b, paths[1], paths[1]) == ES_OK &&
+              es_still_batch_clobbers(&b, 1, NULL, &bad) == 0 && bad == b.outs[0] &&
+              es_still_batch_clobbers(&b, 0, NULL, &bad) == -1 &&
+              es_still_batch_clobbers(&b, 0, paths[1], &bad) == 0 && bad && !strcmp(bad, paths[1]),
+          "clobbers");
     es_still_batch_free(&b);
     CHECK(es_still_batch_one(&b, "a.png", NULL) == ES_OK && b.n == 1 && !b.outs, "one, no output");
     es_still_batch_free(&b);

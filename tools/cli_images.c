@@ -150,26 +150,16 @@ static int make_list(img_batch *b) {
   return rc;
 }
 
-/* Never let an output replace an input of the run, its own or another's (an image written
- * into its own directory, d/d/a.png into d, the statistics file). The exit code, or -1. */
+/* Never let an output replace an input of the run (es_still_batch_clobbers). The exit code,
+ * or -1. */
 static int outputs_not_inputs(const img_batch *b) {
-  const cli_opts *o = b->o;
-  es_still_ids *ids = NULL;
-  int64_t hit = -1;
-  const char *bad = NULL;
-  if (es_still_ids_make(&ids, (const char *const *)b->ins, b->n) != ES_OK) return 4;
-  for (size_t i = 0; i < b->n && b->outs && b->out_kind != OUT_STDOUT && hit < 0; i++)
-    if ((hit = es_still_ids_find(ids, b->outs[i])) >= 0) bad = b->outs[i];
-  if (hit < 0 && o->stats_path && strcmp(o->stats_path, "-") &&
-      (hit = es_still_ids_find(ids, o->stats_path)) >= 0)
-    bad = o->stats_path;
-  /* --stats - appended to an input (>> in/a.png), as main refuses it for one input. */
-  if (hit < 0 && o->stats_path && !strcmp(o->stats_path, "-") &&
-      (hit = es_still_ids_find(ids, NULL)) >= 0)
+  const char *bad;
+  int64_t hit = es_still_batch_clobbers(&b->sb, b->out_kind != OUT_STDOUT, b->o->stats_path, &bad);
+  if (hit == -2) return 4;
+  if (hit >= 0 && !strcmp(bad, "-")) /* --stats - appended to an input (>> in/a.png) */
     cli_err("-", "standard output is the input %s itself (choose another output)", b->ins[hit]);
   else if (hit >= 0)
     cli_err(bad, "is the input %s itself (choose another output)", b->ins[hit]);
-  es_still_ids_free(&ids);
   return hit >= 0 ? 1 : -1;
 }
 
