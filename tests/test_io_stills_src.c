@@ -319,6 +319,7 @@ int main(void) {
     CHECK(es_still_batch_one(&b, "x/a.tif", "-") == ES_OK && b.n == 1 &&
               !strcmp(b.names[0], "x/a.tif") && !strcmp(b.outs[0], "-") && !b.failed[0],
           "one");
+    es_still_batch_free(&b);
     /* An output onto its own input, a statistics file onto one: found; "-" outputs not. */
     const char *bad = NULL;
     CHECK(es_still_batch_one(&b, paths[1], paths[1]) == ES_OK &&
