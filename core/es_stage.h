@@ -268,10 +268,12 @@ int es_sink_npy_stack(es_sink *k, const char *path, const es_sink_opts *o);
 int es_sink_tiff(es_sink *k, const char *path, const es_sink_opts *o);
 /* A directory of frame_NNNNNN.png (or .npy with f32), made where missing. */
 int es_sink_frame_dir(es_sink *k, const char *path, const es_sink_opts *o);
-/* A batch's outputs (ES_SINK_PER_ITEM): item i's result to outs[i] (NULL: none), each
- * file by its extension: .png the rendering (o->pixfmt), .npy the float map, .tif the
- * rendering or, with f32, the map, with the item's GeoTIFF tags (es_item.geo). o->overwrite
- * and o->skip as es_sink_opts says; a file kept (-n) is ES_SINK_KEPT. outs are copied. */
+/* A batch's outputs (ES_SINK_PER_ITEM): item i's result (es_item.item) to outs[i] (NULL:
+ * none), each file by its extension: .png the rendering (o->pixfmt), .npy the float map,
+ * .tif the rendering or, with f32, the map, with the item's GeoTIFF tags (es_item.geo); "-"
+ * one frame of y4m on standard output (heat as 4:4:4, grey as mono; f32: raw float32).
+ * o->overwrite and o->skip as es_sink_opts says, looked at by check before an item is read
+ * and again at its write; a file kept (-n) is ES_SINK_KEPT. outs are copied. */
 int es_sink_stills(es_sink *k, const char *const *outs, size_t n, const es_sink_opts *o);
 /* The statistics records (CSV, JSON lines; "-": CSV on stdout), one a frame. Flags
  * ES_SINK_KEEP_EMPTY and ES_SINK_OPEN_FIRST (clear the latter where the file lies in a
