@@ -143,6 +143,9 @@ typedef struct es_item {
   const es_stats *stats; /* when a sink asked for them */
   const struct es_tiff_geo *geo; /* an item's GeoTIFF tags (es_source_frame.geo), or NULL */
   int depth;           /* the frame's sample depth (8, 16; 32 float): a list's items differ */
+  /* A run of a read_item source: the item's number in the source (0 .. count-1), the slot a
+   * file-an-item sink writes (index may differ: es_run_config.item_index); 0 elsewhere. */
+  int64_t item;
 } es_item;
 
 /* What a sink asks the compute to make: one rendering (ES_PIX_NONE: none), the float map,
@@ -183,6 +186,12 @@ struct es_sink {
   void (*end)(es_sink *k, int64_t end_pts); /* the input's end, where read to it; may be NULL */
   /* Commits or removes, and frees self. Called once, also for a sink never opened. */
   int (*close)(es_sink *k, int commit, char *msg, size_t len);
+  /* A file an item (ES_SINK_PER_ITEM), before item `item` is read (may be NULL): ES_OK to
+   * write it; ES_SINK_KEPT where its output exists and is kept (-n: not written, and the item
+   * not even read unless an ordered sink takes its statistics); or an error, the reason in
+   * msg naming the file (its output exists and may not be replaced): the item fails unread,
+   * so that a refused output costs no decoding. Thread-safe, as write. */
+  int (*check)(es_sink *k, int64_t item, char *msg, size_t len);
 };
 
 /* ---- The sources and sinks of io/, and the table that matches names to them
@@ -265,10 +274,12 @@ int es_sink_npy_stack(es_sink *k, const char *path, const es_sink_opts *o);
 int es_sink_tiff(es_sink *k, const char *path, const es_sink_opts *o);
 /* A directory of frame_NNNNNN.png (or .npy with f32), made where missing. */
 int es_sink_frame_dir(es_sink *k, const char *path, const es_sink_opts *o);
-/* A batch's outputs (ES_SINK_PER_ITEM): item i's result to outs[i] (NULL: none), each
- * file by its extension: .png the rendering (o->pixfmt), .npy the float map, .tif the
- * rendering or, with f32, the map, with the item's GeoTIFF tags (es_item.geo). o->overwrite
- * and o->skip as es_sink_opts says; a file kept (-n) is ES_SINK_KEPT. outs are copied. */
+/* A batch's outputs (ES_SINK_PER_ITEM): item i's result (es_item.item) to outs[i] (NULL:
+ * none), each file by its extension: .png the rendering (o->pixfmt), .npy the float map,
+ * .tif the rendering or, with f32, the map, with the item's GeoTIFF tags (es_item.geo); "-"
+ * one frame of y4m on standard output (heat as 4:4:4, grey as mono; f32: raw float32).
+ * o->overwrite and o->skip as es_sink_opts says, looked at by check before an item is read
+ * and again at its write; a file kept (-n) is ES_SINK_KEPT. outs are copied. */
 int es_sink_stills(es_sink *k, const char *const *outs, size_t n, const es_sink_opts *o);
 /* The statistics records (CSV, JSON lines; "-": CSV on stdout), one a frame. Flags
  * ES_SINK_KEEP_EMPTY and ES_SINK_OPEN_FIRST (clear the latter where the file lies in a

@@ -6,6 +6,7 @@
 #define ES_PATHS_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 /* mkdir -p; ES_OK or ES_ERR_OUTPUT with the reason in msg. On failure *bad (if not NULL) is
  * the length of the leading part of path that could not be made (what the message is
@@ -60,5 +61,57 @@ void es_still_list_free(es_still_list *l);
  * (a.jpg -> a.png, as a converter would name it), or, where keep_ext, after it (a.jpg ->
  * a.jpg.png); float maps (f32) take .npy the same way (a.png -> a.npy). */
 char *es_still_out_name(const char *rel, int keep_ext, int f32);
+
+/* What a batch checks of its outputs before its run (the CLI's directory and still runs).
+ * say: each failure, as es_still_list_opts.say ("OUT", "reason"); may be NULL. */
+typedef void (*es_still_say_fn)(void *arg, const char *what, const char *msg);
+/* Outputs two inputs share (m.PNG and m.png both make m.npy: both written at once, one map
+ * lost): the first in the list's order of those not failed keeps it, each other fails
+ * (failed[i] = ES_ERR_OUTPUT, "OUT: also the output of IN (rename one of them)"). outs[i]
+ * NULL: none. ES_OK or ES_ERR_NOMEM. */
+int es_still_out_clashes(const char *const *ins, const char *const *outs, size_t n, int *failed,
+                         es_still_say_fn say, void *arg);
+/* Makes the directory of each output not failed (a recursive batch's subdirectories; the
+ * name's own part before its last '/'). One that cannot be made fails the outputs under it
+ * (failed[i] = ES_ERR_OUTPUT), named once whatever the files under it ("DIR: reason"). */
+void es_still_make_out_dirs(char *const *outs, size_t n, int *failed, es_still_say_fn say,
+                            void *arg);
+/* A batch of stills: item i reads ins[i], is named names[i] (the statistics' name), writes
+ * outs[i] (outs NULL: no outputs), failed[i] before any run (an es_status, said: 0 none),
+ * index[i] its index in the whole listing. */
+typedef struct es_still_batch {
+  size_t n;
+  char **ins, **names, **outs;
+  int *failed;
+  int64_t *index;
+  size_t unreadable; /* subdirectories that could not be read (each said) */
+} es_still_batch;
+/* A directory's stills as a batch: listed as es_still_list_dir does (lo), each one's output
+ * under out_dir (NULL: none) named by es_still_out_name (f32: .npy), and outputs two inputs
+ * share failed (es_still_out_clashes, said through lo->say). ES_OK, ES_ERR_NOMEM, or
+ * es_still_list_dir's failure (msg). Free with es_still_batch_free (also after a failure). */
+int es_still_batch_dir(es_still_batch *b, const char *root, const es_still_list_opts *lo,
+                       const char *out_dir, int f32, char *msg, size_t len);
+/* One still as a batch: path, named path, written to out (NULL: none). ES_OK or
+ * ES_ERR_NOMEM. */
+int es_still_batch_one(es_still_batch *b, const char *path, const char *out);
+/* Keeps the items with keep[i] set (a --shard share), in order, each keeping its index. */
+void es_still_batch_keep(es_still_batch *b, const unsigned char *keep);
+void es_still_batch_free(es_still_batch *b);
+/* Never an output onto an input of the batch, its own or another's (an image written into
+ * its own directory, d/d/a.png into d, a statistics file): the index of the first input that
+ * an output of b (outs_files 0: b's outputs are not files, "-") or stats (NULL: none; "-":
+ * standard output's file, where a regular one) is, links followed, with *bad that output;
+ * -1 none; -2 out of memory. */
+int64_t es_still_batch_clobbers(const es_still_batch *b, int outs_files, const char *stats,
+                                const char **bad);
+
+/* The inputs by identity (links followed), to find an output that would replace one. */
+typedef struct es_still_ids es_still_ids;
+int es_still_ids_make(es_still_ids **ids, const char *const *ins, size_t n);
+/* The index of the input that path is (path NULL: standard output's file, where a regular
+ * one), or -1. */
+int64_t es_still_ids_find(const es_still_ids *ids, const char *path);
+void es_still_ids_free(es_still_ids **ids);
 
 #endif

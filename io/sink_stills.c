@@ -1,7 +1,8 @@
 /*
  * sink_stills.c - a batch's outputs, one file an item (es_stage.h, ES_SINK_PER_ITEM): item i
  * goes to outs[i] (.png: the rendering; .npy: the float map; .tif: the rendering, or the map
- * with f32, with the item's GeoTIFF tags). The run's writer threads call write at once for
+ * with f32, with the item's GeoTIFF tags; "-": one frame of y4m, or raw float32 with f32, on
+ * standard output, for a single still). The run's writer threads call write at once for
  * different items: it touches nothing but its own item's file.
  */
 #include <stdio.h>
@@ -21,7 +22,38 @@ typedef struct sink_stills {
 /* By the registry's table (io/registry.c), as the CLI chose its output kind. */
 static int kind_of(const char *out) {
   const int k = es_out_kind_of(out);
-  return k == ES_OUTK_NPY || k == ES_OUTK_TIFF ? k : ES_OUTK_PNG;
+  return k == ES_OUTK_NPY || k == ES_OUTK_TIFF || k == ES_OUTK_STDOUT ? k : ES_OUTK_PNG;
+}
+
+/* The rendering a y4m frame on standard output takes: heat as 4:4:4, grey as mono. */
+static int stdout_pixfmt(int pixfmt) {
+  return pixfmt == ES_PIX_RGB24 ? ES_PIX_YUV444P : pixfmt;
+}
+
+/* One frame of y4m (or raw float32) on standard output, in the rendering asked for. */
+static int write_stdout(const sink_stills *s, const es_item *it, char *msg, size_t len) {
+  es_video_out *vo = NULL;
+  es_video_out_opts vopt;
+  memset(&vopt, 0, sizeof vopt);
+  vopt.width = it->width;
+  vopt.height = it->height;
+  vopt.fps_num = 25;
+  vopt.fps_den = 1;
+  vopt.tb_num = 1;
+  vopt.tb_den = 25;
+  vopt.format = s->pixfmt;
+  vopt.f32 = s->f32;
+  vopt.crf = -1;
+  vopt.overwrite = 1;
+  int rc = es_video_out_open(&vo, "-", &vopt, msg, len);
+  if (rc == ES_OK && es_video_out_pixfmt(vo) != (s->f32 ? ES_PIX_NONE : stdout_pixfmt(s->pixfmt))) {
+    snprintf(msg, len, "the writer wants another rendering");
+    rc = ES_ERR_INTERNAL;
+  }
+  if (rc == ES_OK) rc = es_video_out_write(vo, it->pix, it->map, it->map_stride, 0, msg, len);
+  if (rc == ES_OK) rc = es_video_out_close(&vo, 1, msg, len);
+  if (vo) es_video_out_close(&vo, 0, NULL, 0);
+  return rc;
 }
 
 static int sk_open(es_sink *k, const es_source_info *in, es_sink_needs *needs, char *msg,
@@ -31,10 +63,10 @@ static int sk_open(es_sink *k, const es_source_info *in, es_sink_needs *needs, c
   for (size_t i = 0; i < s->n; i++) {
     if (!s->outs[i]) continue;
     const int kind = kind_of(s->outs[i]);
-    if (kind == ES_OUTK_NPY || (kind == ES_OUTK_TIFF && s->f32))
+    if (kind == ES_OUTK_NPY || ((kind == ES_OUTK_TIFF || kind == ES_OUTK_STDOUT) && s->f32))
       needs->want_map = 1;
     else
-      needs->pixfmt = s->pixfmt;
+      needs->pixfmt = kind == ES_OUTK_STDOUT ? stdout_pixfmt(s->pixfmt) : s->pixfmt;
   }
   if (needs->pixfmt == ES_PIX_NONE && !needs->want_map && s->n && s->f32) needs->want_map = 1;
   if (needs->pixfmt != ES_PIX_NONE && s->f32) {
@@ -88,13 +120,30 @@ static int sk_write(es_sink *k, const es_item *it, char *msg, size_t len) {
   sink_stills *s = k->self;
   char m[400] = "";
   int rc;
-  if (it->index < 0 || (size_t)it->index >= s->n || !s->outs[it->index]) return ES_OK;
-  const char *out = s->outs[it->index];
-  rc = es_still_result_write(out, s->ow, it->width, it->height, s->f32 ? ES_PIX_NONE : s->pixfmt,
+  if (it->item < 0 || (size_t)it->item >= s->n || !s->outs[it->item]) return ES_OK;
+  const char *out = s->outs[it->item];
+  if (kind_of(out) == ES_OUTK_STDOUT)
+    rc = write_stdout(s, it, m, sizeof m);
+  else
+    rc = es_still_result_write(out, s->ow, it->width, it->height, s->f32 ? ES_PIX_NONE : s->pixfmt,
                              it->map, it->map_stride, it->pix, it->geo, m, sizeof m);
   if (rc == ES_WRITE_KEPT) return ES_SINK_KEPT;
   if (rc != ES_OK) snprintf(msg, len, "%s: %s", out, *m ? m : "cannot be written");
   return rc;
+}
+
+/* Before item i is read: an output that exists is kept (-n) or refused unless it may be
+ * replaced (-y), so that neither costs a decoding. A file that appears after this look is
+ * the write's to settle (ES_WRITE_KEEP: kept). */
+static int sk_check(es_sink *k, int64_t i, char *msg, size_t len) {
+  sink_stills *s = k->self;
+  if (i < 0 || (size_t)i >= s->n || !s->outs[i] || kind_of(s->outs[i]) == ES_OUTK_STDOUT ||
+      !es_output_exists(s->outs[i]))
+    return ES_OK;
+  if (s->ow == ES_WRITE_KEEP) return ES_SINK_KEPT;
+  if (s->ow) return ES_OK;
+  snprintf(msg, len, "%s: exists (use -y to overwrite, -n to skip)", s->outs[i]);
+  return ES_ERR_OUTPUT;
 }
 
 static int sk_close(es_sink *k, int commit, char *msg, size_t len) {
@@ -127,6 +176,7 @@ int es_sink_stills(es_sink *k, const char *const *outs, size_t n, const es_sink_
   k->flags = ES_SINK_PER_ITEM;
   k->open = sk_open;
   k->write = sk_write;
+  k->check = sk_check;
   return ES_OK;
 nomem:
   sk_close(k, 0, NULL, 0);

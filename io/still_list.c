@@ -7,6 +7,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <limits.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -205,4 +206,232 @@ char *es_still_out_name(const char *rel, int keep_ext, int f32) {
   memcpy(r, rel, k);
   memcpy(r + k, f32 ? ".npy" : ".png", 5);
   return r;
+}
+
+/* ---- A batch's outputs, checked before its run. */
+
+/* An output by name, then in the list's order. */
+typedef struct out_at {
+  const char *out;
+  size_t i;
+} out_at;
+static int out_at_cmp(const void *a, const void *b) {
+  const out_at *x = a, *y = b;
+  int c = strcmp(x->out, y->out);
+  return c ? c : (x->i > y->i) - (x->i < y->i);
+}
+
+int es_still_out_clashes(const char *const *ins, const char *const *outs, size_t n, int *failed,
+                         es_still_say_fn say, void *arg) {
+  out_at *by = malloc((n ? n : 1) * sizeof *by);
+  size_t m = 0;
+  char msg[PATH_MAX + 64];
+  if (!by) return ES_ERR_NOMEM;
+  for (size_t i = 0; i < n; i++)
+    if (outs[i]) by[m].out = outs[i], by[m++].i = i;
+  qsort(by, m, sizeof *by, out_at_cmp);
+  for (size_t k = 0, owner = SIZE_MAX; k < m; k++) {
+    const size_t i = by[k].i;
+    if (owner != SIZE_MAX && strcmp(outs[i], outs[owner])) owner = SIZE_MAX;
+    if (failed[i]) continue;
+    if (owner == SIZE_MAX) {
+      owner = i;
+      continue;
+    }
+    snprintf(msg, sizeof msg, "also the output of %s (rename one of them)", ins[owner]);
+    if (say) say(arg, outs[i], msg);
+    failed[i] = ES_ERR_OUTPUT;
+  }
+  free(by);
+  return ES_OK;
+}
+
+void es_still_make_out_dirs(char *const *outs, size_t n, int *failed, es_still_say_fn say,
+                            void *arg) {
+  /* Sorted names do not keep a directory's files together ("a/b/x.png" < "a/c.png" <
+   * "a/d/y.png"): the directories that failed are remembered, each said once. */
+  typedef struct {
+    const char *path; /* into an output's name */
+    size_t len;
+  } bad_dir;
+  bad_dir *bad = NULL;
+  size_t nbad = 0;
+  char msg[512];
+  for (size_t i = 0; i < n; i++) {
+    char *slash = outs[i] ? strrchr(outs[i], '/') : NULL;
+    size_t dlen, at = 0;
+    int under = 0;
+    if (!slash || slash == outs[i] || failed[i]) continue;
+    dlen = (size_t)(slash - outs[i]);
+    for (size_t k = 0; k < nbad && !under; k++)
+      under = dlen >= bad[k].len && !strncmp(outs[i], bad[k].path, bad[k].len) &&
+              (dlen == bad[k].len || outs[i][bad[k].len] == '/');
+    if (under) {
+      failed[i] = ES_ERR_OUTPUT;
+      continue;
+    }
+    *slash = 0;
+    if (es_make_dirs(outs[i], &at, NULL, msg, sizeof msg) != ES_OK) {
+      char save = outs[i][at];
+      bad_dir *nb = realloc(bad, (nbad + 1) * sizeof *bad);
+      outs[i][at] = 0;
+      if (say) say(arg, outs[i], msg);
+      outs[i][at] = save;
+      failed[i] = ES_ERR_OUTPUT;
+      if (nb) {
+        bad = nb;
+        bad[nbad].path = outs[i];
+        bad[nbad++].len = at;
+      }
+    }
+    *slash = '/';
+  }
+  free(bad);
+}
+
+/* A file by its identity, and the input it is. */
+typedef struct file_id {
+  dev_t dev;
+  ino_t ino;
+  size_t at;
+} file_id;
+struct es_still_ids {
+  file_id *id;
+  size_t n;
+};
+
+static int file_id_cmp(const void *a, const void *b) {
+  const file_id *x = a, *y = b;
+  if (x->dev != y->dev) return x->dev < y->dev ? -1 : 1;
+  return (x->ino > y->ino) - (x->ino < y->ino);
+}
+
+int es_still_ids_make(es_still_ids **out, const char *const *ins, size_t n) {
+  es_still_ids *ids = calloc(1, sizeof *ids);
+  struct stat st;
+  *out = NULL;
+  if (!ids || !(ids->id = malloc((n ? n : 1) * sizeof *ids->id))) {
+    free(ids);
+    return ES_ERR_NOMEM;
+  }
+  for (size_t i = 0; i < n; i++) {
+    if (stat(ins[i], &st) != 0) continue;
+    ids->id[ids->n].dev = st.st_dev;
+    ids->id[ids->n].ino = st.st_ino;
+    ids->id[ids->n++].at = i;
+  }
+  if (ids->n) qsort(ids->id, ids->n, sizeof *ids->id, file_id_cmp);
+  *out = ids;
+  return ES_OK;
+}
+
+int64_t es_still_ids_find(const es_still_ids *ids, const char *path) {
+  struct stat st;
+  file_id key;
+  const file_id *hit;
+  if (path ? stat(path, &st) != 0 : fstat(1, &st) != 0 || !S_ISREG(st.st_mode)) return -1;
+  key.dev = st.st_dev;
+  key.ino = st.st_ino;
+  key.at = 0;
+  hit = ids->n ? bsearch(&key, ids->id, ids->n, sizeof *ids->id, file_id_cmp) : NULL;
+  return hit ? (int64_t)hit->at : -1;
+}
+
+void es_still_ids_free(es_still_ids **ids) {
+  if (!*ids) return;
+  free((*ids)->id);
+  free(*ids);
+  *ids = NULL;
+}
+
+/* ---- A batch of stills: its items' inputs, names, outputs and failures. */
+
+static int batch_alloc(es_still_batch *b, size_t n, int outs) {
+  const size_t m = n ? n : 1;
+  memset(b, 0, sizeof *b);
+  b->ins = calloc(m, sizeof *b->ins);
+  b->names = calloc(m, sizeof *b->names);
+  b->outs = outs ? calloc(m, sizeof *b->outs) : NULL;
+  b->failed = calloc(m, sizeof *b->failed);
+  b->index = calloc(m, sizeof *b->index);
+  if (!b->ins || !b->names || (outs && !b->outs) || !b->failed || !b->index) return ES_ERR_NOMEM;
+  b->n = n;
+  for (size_t i = 0; i < n; i++) b->index[i] = (int64_t)i;
+  return ES_OK;
+}
+
+int es_still_batch_dir(es_still_batch *b, const char *root, const es_still_list_opts *lo,
+                       const char *out_dir, int f32, char *msg, size_t len) {
+  es_still_list l;
+  int rc = es_still_list_dir(&l, root, lo, msg, len);
+  memset(b, 0, sizeof *b);
+  if (rc != ES_OK) return rc;
+  if ((rc = batch_alloc(b, l.n, out_dir != NULL)) != ES_OK) goto end;
+  b->unreadable = l.unreadable;
+  for (size_t i = 0; i < l.n; i++) { /* the strings move to the batch */
+    b->ins[i] = l.e[i].path;
+    b->names[i] = l.e[i].name;
+    b->failed[i] = l.e[i].failed;
+    l.e[i].path = l.e[i].name = NULL;
+    if (!out_dir) continue;
+    char *rel = es_still_out_name(b->names[i], l.e[i].keep_ext, f32);
+    b->outs[i] = rel ? es_join_path(out_dir, rel) : NULL;
+    free(rel);
+    if (!b->outs[i]) {
+      rc = ES_ERR_NOMEM;
+      goto end;
+    }
+  }
+  if (out_dir)
+    rc = es_still_out_clashes((const char *const *)b->ins, (const char *const *)b->outs, b->n,
+                              b->failed, lo ? lo->say : NULL, lo ? lo->say_arg : NULL);
+end:
+  es_still_list_free(&l);
+  return rc;
+}
+
+int es_still_batch_one(es_still_batch *b, const char *path, const char *out) {
+  if (batch_alloc(b, 1, out != NULL) != ES_OK) return ES_ERR_NOMEM;
+  b->ins[0] = strdup(path);
+  b->names[0] = strdup(path);
+  if (out) b->outs[0] = strdup(out);
+  return b->ins[0] && b->names[0] && (!out || b->outs[0]) ? ES_OK : ES_ERR_NOMEM;
+}
+
+void es_still_batch_keep(es_still_batch *b, const unsigned char *keep) {
+  size_t k = 0;
+  for (size_t i = 0; i < b->n; i++) {
+    if (!keep[i]) {
+      free(b->ins[i]), free(b->names[i]), free(b->outs ? b->outs[i] : NULL);
+      continue;
+    }
+    b->ins[k] = b->ins[i], b->names[k] = b->names[i], b->failed[k] = b->failed[i];
+    if (b->outs) b->outs[k] = b->outs[i];
+    b->index[k++] = b->index[i];
+  }
+  b->n = k;
+}
+
+void es_still_batch_free(es_still_batch *b) {
+  for (size_t i = 0; i < b->n; i++) {
+    if (b->ins) free(b->ins[i]);
+    if (b->names) free(b->names[i]);
+    if (b->outs) free(b->outs[i]);
+  }
+  free(b->ins), free(b->names), free(b->outs), free(b->failed), free(b->index);
+  memset(b, 0, sizeof *b);
+}
+
+int64_t es_still_batch_clobbers(const es_still_batch *b, int outs_files, const char *stats,
+                                const char **bad) {
+  es_still_ids *ids = NULL;
+  int64_t hit = -1;
+  *bad = NULL;
+  if (es_still_ids_make(&ids, (const char *const *)b->ins, b->n) != ES_OK) return -2;
+  for (size_t i = 0; i < b->n && b->outs && outs_files && hit < 0; i++)
+    if ((hit = es_still_ids_find(ids, b->outs[i])) >= 0) *bad = b->outs[i];
+  if (hit < 0 && stats && (hit = es_still_ids_find(ids, strcmp(stats, "-") ? stats : NULL)) >= 0)
+    *bad = stats;
+  es_still_ids_free(&ids);
+  return hit;
 }

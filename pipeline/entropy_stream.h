@@ -449,6 +449,8 @@ typedef struct es_run_counts {
   /* A run of a read_item source (a batch of stills): */
   int64_t failed;    /* items that failed (undecodable, not computed, an output not written) */
   int64_t pixels;    /* pixels of the items written */
+  int64_t interrupted; /* of the failed items, those a stop gave up (ES_ERR_INTERRUPTED: an
+                        * output FIFO without a reader): not done, but no error of theirs */
 } es_run_counts;
 typedef struct es_run_config {
   es_config cfg;      /* the context the run creates (on a thread of its own, while the
@@ -477,6 +479,22 @@ typedef struct es_run_config {
   /* A run of a read_item source: its decoding and its writing threads, each (0: the cores
    * online); never more than the items or the context's queue. */
   int workers;
+  /* A run of a read_item source, item by item (each NULL: none; the caller's, kept until
+   * es_run_destroy, count entries). item_index: item i's index in what the sinks get (a
+   * --shard share's items numbered as in the whole batch; NULL: i + index_base).
+   * item_failed: item i failed before the run (an es_status; 0: none) and was said then (an
+   * output name two inputs share, a directory that could not be made): counted failed,
+   * never read, checked or said again. item_done: item i is over, with its status (ES_OK,
+   * ES_SINK_KEPT, or its failure), its size (0 where never read) and the seconds since its
+   * check began; called under the run's lock, one at a time, on a worker thread. */
+  const int64_t *item_index;
+  const int *item_failed;
+  void (*item_done)(void *user, int64_t item, int status, int width, int height,
+                    double seconds);
+  /* Once the sinks are open, before the compute opens and any item is read (may be NULL):
+   * where a caller makes what the items need (their output directories, marking in
+   * item_failed those it could not make). Nonzero is an exit code that ends the run. */
+  int (*prepare)(void *user);
   /* A context to compute on instead of creating one (NULL: the run creates its own from
    * cfg). The caller's: it outlives the run (es_run_destroy does not destroy it), and
    * several runs may use it at once, each on threads of its own, so that a list of videos

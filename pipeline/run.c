@@ -266,7 +266,7 @@ int es_run_open_compute(es_run *r, const es_stream_config *sc) {
     es_run_say(r, NULL, "%s", *r->co.msg ? r->co.msg : es_strerror(r->co.rc));
     return es_exit_code(r->co.rc);
   }
-  if (r->verbose >= 2) {
+  if (r->verbose >= 2 && !r->src.read_item) { /* a batch says it with its items (run_batch.c) */
     char d[64];
     es_run_say(r, NULL, "computing on %s", es_context_describe(r->ctx, d, sizeof d));
   }

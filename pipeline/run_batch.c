@@ -30,6 +30,8 @@ typedef struct batch_item {
   int status;          /* ES_OK, ES_SINK_KEPT or the failure's es_status */
   int done;            /* finished (under the batch's lock) */
   int width, height, depth;
+  unsigned kept;       /* bit k: per-item sink k's output exists and is kept (its check) */
+  double t0;           /* when its check began */
   es_stats *stats;     /* kept for the ordered sinks until its turn (owned) */
   float *map;          /* the same, where an ordered sink takes the map (width floats a row) */
 } batch_item;
@@ -49,7 +51,13 @@ typedef struct batch {
   int want_map;
   int64_t window;
   pthread_cond_t turn;
+  unsigned per_item;    /* bit k: sink k is a file an item */
 } batch;
+
+/* The index the sinks get for item i: the caller's (a share of a batch), or i + base. */
+static int64_t item_index(const batch *b, int64_t i) {
+  return b->r->c.item_index ? b->r->c.item_index[i] : i + b->r->c.index_base;
+}
 
 static int stopping(const batch *b) {
   return es_run_stop_requested(b->r) || atomic_load(&b->r->abort);
@@ -77,7 +85,8 @@ static void write_ordered(batch *b, int64_t i) {
   if (!t->stats && t->status != ES_OK && t->status != ES_SINK_KEPT) return;
   memset(&it, 0, sizeof it);
   it.name = t->name;
-  it.index = i + r->c.index_base;
+  it.index = item_index(b, i);
+  it.item = i;
   it.pts = INT64_MIN;
   it.pts_seconds = NAN;
   it.width = t->width;
@@ -118,8 +127,11 @@ static void item_over(batch *b, int64_t i, int status) {
     else r->counts.pixels += (int64_t)t->width * t->height;
   } else {
     r->counts.failed++;
+    if (status == ES_ERR_INTERRUPTED) r->counts.interrupted++;
     r->code = es_run_worse(r->code, es_exit_code(status));
   }
+  if (r->c.item_done)
+    r->c.item_done(r->c.user, i, status, t->width, t->height, es_run_now_s() - t->t0);
   while (b->ordered < b->n && b->items[b->ordered].done) {
     write_ordered(b, b->ordered);
     free(b->items[b->ordered].stats);
@@ -159,16 +171,47 @@ static int frame_dest_fn(void *user, int width, int height, int depth, void **ds
   return ES_OK;
 }
 
+/* The per-item sinks' checks of item i before it is read: ES_OK to read it (t->kept the
+ * outputs kept), ES_SINK_KEPT where every output is kept and no ordered sink takes its
+ * statistics (nothing to compute), or the first refusal, said. */
+static int check_item(batch *b, int64_t i) {
+  es_run *r = b->r;
+  batch_item *t = &b->items[i];
+  char msg[RUN_MSG_LEN];
+  int checked = 0;
+  for (int k = 0; k < r->nsinks; k++) {
+    run_sink *s = &r->sinks[k];
+    if (!(b->per_item & 1u << k)) continue;
+    checked++;
+    if (!s->k.check) continue;
+    msg[0] = 0;
+    int rc = s->k.check(&s->k, i, msg, sizeof msg);
+    if (rc == ES_SINK_KEPT) {
+      t->kept |= 1u << k;
+    } else if (rc != ES_OK) { /* the sink's message names its file */
+      es_run_say(r, NULL, "%s", *msg ? msg : es_strerror(rc));
+      return rc;
+    }
+  }
+  /* Every output kept: read only for the statistics. */
+  if (checked && t->kept == b->per_item && !b->want_stats) return ES_SINK_KEPT;
+  return ES_OK;
+}
+
 /* Reads item i into a frame and pushes it: ES_OK (a writer ends the item), or the item's
- * failure, said. */
+ * status: its failure, said (or said before the run: item_failed), or ES_SINK_KEPT. */
 static int decode_item(batch *b, int64_t i) {
   es_run *r = b->r;
   batch_item *t = &b->items[i];
   char msg[RUN_MSG_LEN] = "";
   frame_dest d = {r, NULL};
   es_source_frame fr;
-  int rc = es_stream_acquire(r->st, &d.f);
+  int rc;
   t->name = t->what = r->src.name;
+  t->t0 = es_run_now_s();
+  if (r->c.item_failed && r->c.item_failed[i] != ES_OK) return r->c.item_failed[i];
+  if ((rc = check_item(b, i)) != ES_OK) return rc;
+  rc = es_stream_acquire(r->st, &d.f);
   if (rc != ES_OK) return rc; /* the stream was aborted: the run is ending */
   memset(&fr, 0, sizeof fr);
   fr.pts = INT64_MIN;
@@ -265,7 +308,8 @@ static int write_item(batch *b, es_frame *f) {
   }
   memset(&it, 0, sizeof it);
   it.name = t->name;
-  it.index = (t - b->items) + r->c.index_base;
+  it.index = item_index(b, t - b->items);
+  it.item = t - b->items;
   it.pts = INT64_MIN;
   it.pts_seconds = NAN;
   it.damaged = f->damaged;
@@ -280,6 +324,10 @@ static int write_item(batch *b, es_frame *f) {
   for (int k = 0; k < r->nsinks; k++) {
     run_sink *s = &r->sinks[k];
     if (!(s->k.flags & ES_SINK_PER_ITEM)) continue;
+    if (t->kept & 1u << k) { /* its check kept the output: computed for the statistics */
+      kept = 1;
+      continue;
+    }
     msg[0] = 0;
     int rc = s->k.write(&s->k, &it, msg, sizeof msg);
     if (rc == ES_SINK_KEPT) {
@@ -338,7 +386,10 @@ int es_run_batch(es_run *r) {
   if ((code = es_run_open_sinks(r, &sc)) != 0) goto end;
   for (int k = 0; k < r->nsinks; k++) {
     const run_sink *s = &r->sinks[k];
-    if (s->k.flags & ES_SINK_PER_ITEM) continue;
+    if (s->k.flags & ES_SINK_PER_ITEM) {
+      b.per_item |= 1u << k;
+      continue;
+    }
     if (s->needs.pixfmt != ES_PIX_NONE) {
       es_run_say(r, s->k.name, "takes a rendering: a batch hands the outputs that are not a "
                  "file an item their statistics and map only");
@@ -348,11 +399,17 @@ int es_run_batch(es_run *r) {
     b.want_stats = 1; /* an ordered sink takes the statistics (and the map, where asked) */
     b.want_map |= s->needs.want_map;
   }
+  if (r->c.prepare && (code = r->c.prepare(r->c.user)) != 0) goto end;
   /* One frame an item at most, so a single image gets every core. */
   r->c.cfg.queue = es_config_queue(&r->c.cfg);
   if (b.n < r->c.cfg.queue) r->c.cfg.queue = b.n > 0 ? (int)b.n : 1;
   if ((code = es_run_open_compute(r, &sc)) != 0) goto end;
   b.window = r->c.cfg.queue;
+  if (r->verbose >= 2) {
+    char d[64];
+    es_run_say(r, NULL, "%" PRId64 " file%s, %d in flight, %s", b.n, b.n == 1 ? "" : "s",
+               r->c.cfg.queue, es_context_describe(r->ctx, d, sizeof d));
+  }
   nw = r->c.workers > 0 ? r->c.workers : (int)sysconf(_SC_NPROCESSORS_ONLN);
   if (nw < 1) nw = 1;
   if (nw > r->c.cfg.queue) nw = r->c.cfg.queue;

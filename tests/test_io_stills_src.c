@@ -5,7 +5,12 @@
  * sequential read (items in order, each lent at its own size and depth, named) and its
  * read_item from four threads at once in opposite orders, every item's samples equal to
  * es_still_read_to's of the file, an undecodable file and a FIFO failing only their own
- * item.
+ * item. A batch's outputs checked before its run: es_still_out_clashes (the first of two
+ * inputs sharing an output keeps it, the other fails, said once; one failed already is
+ * passed over), es_still_make_out_dirs (a directory that cannot be made fails the outputs
+ * under it, said once) and es_still_ids_* (an output that is an input, links followed);
+ * es_still_batch_dir (the list as a batch, outputs named), es_still_batch_keep (a share,
+ * keeping the whole listing's indices), es_still_batch_one and es_still_batch_clobbers.
  */
 #include <pthread.h>
 #include <stdio.h>
@@ -23,6 +28,13 @@ enum { NF = 7 };
 /* The files in name order: 0 a.jpg (no JPEG here: garbage, undecodable), 1 a.png, 2 b16.png,
  * 3 c.png, 4 d/e.png (recursive only), 5 f.png (a FIFO), 6 g.png (8 bit, wide). */
 static char g_dir[64];
+static int g_said;
+static char g_last[400];
+static void say(void *arg, const char *what, const char *msg) {
+  (void)arg;
+  g_said++;
+  snprintf(g_last, sizeof g_last, "%s: %s", what, msg);
+}
 
 static int write_png(const char *name, int w, int h, int depth, int seed) {
   char path[128];
@@ -215,6 +227,109 @@ int main(void) {
     }
     CHECK(got == 4, "%d items read", got);
     s.close(&s);
+  }
+  /* Clashes: m.PNG and m.png both make m.npy; x failed already, so y keeps x.npy. */
+  {
+    const char *ins[5] = {"m.PNG", "m.png", "q.png", "x.png", "x.jpg"};
+    const char *outs[5] = {"o/m.npy", "o/m.npy", "o/q.npy", "o/x.npy", "o/x.npy"};
+    int failed[5] = {0, 0, 0, ES_ERR_INPUT, 0};
+    g_said = 0;
+    g_last[0] = 0;
+    CHECK(es_still_out_clashes(ins, outs, 5, failed, say, NULL) == ES_OK, "clashes");
+    CHECK(failed[0] == 0 && failed[1] == ES_ERR_OUTPUT && failed[2] == 0 &&
+              failed[3] == ES_ERR_INPUT && failed[4] == 0 && g_said == 1 &&
+              !strcmp(g_last, "o/m.npy: also the output of m.PNG (rename one of them)"),
+          "clashes: %d %d %d %d %d, said %d: %s", failed[0], failed[1], failed[2], failed[3],
+          failed[4], g_said, g_last);
+  }
+  /* Output directories: o/a/x and o/a/y made; "o/f" is a file, so o/f/1.png and o/f/g/2.png
+   * fail, the directory said once. */
+  {
+    char o1[160], o2[160], o3[160], o4[160], blk[160];
+    char *outs[4] = {o1, o2, o3, o4};
+    int failed[4] = {0};
+    struct stat st;
+    snprintf(o1, sizeof o1, "%s/o/a/x/1.png", g_dir);
+    snprintf(o2, sizeof o2, "%s/o/f/1.png", g_dir);
+    snprintf(o3, sizeof o3, "%s/o/a/y/2.png", g_dir);
+    snprintf(o4, sizeof o4, "%s/o/f/g/2.png", g_dir);
+    snprintf(blk, sizeof blk, "%s/o", g_dir);
+    mkdir(blk, 0777);
+    snprintf(blk, sizeof blk, "%s/o/f", g_dir);
+    FILE *fp = fopen(blk, "w");
+    if (fp) fclose(fp);
+    g_said = 0;
+    es_still_make_out_dirs(outs, 4, failed, say, NULL);
+    snprintf(blk, sizeof blk, "%s/o/a/x", g_dir);
+    CHECK(stat(blk, &st) == 0 && S_ISDIR(st.st_mode), "o/a/x not made");
+    snprintf(blk, sizeof blk, "%s/o/a/y", g_dir);
+    CHECK(stat(blk, &st) == 0 && S_ISDIR(st.st_mode), "o/a/y not made");
+    CHECK(!failed[0] && failed[1] == ES_ERR_OUTPUT && !failed[2] && failed[3] == ES_ERR_OUTPUT &&
+              g_said == 1 && strstr(g_last, "/o/f: "),
+          "dirs: %d %d %d %d, said %d: %s", failed[0], failed[1], failed[2], failed[3], g_said,
+          g_last);
+    CHECK(!strcmp(o2 + strlen(g_dir), "/o/f/1.png"), "an output name changed: %s", o2);
+  }
+  /* An output that is an input: by identity, through a link. */
+  {
+    const char *ins[2] = {paths[1], paths[2]};
+    char link_path[160];
+    es_still_ids *ids = NULL;
+    snprintf(link_path, sizeof link_path, "%s/o/link.png", g_dir);
+    CHECK(symlink(paths[2], link_path) == 0, "symlink");
+    CHECK(es_still_ids_make(&ids, ins, 2) == ES_OK && ids, "ids");
+    CHECK(es_still_ids_find(ids, paths[1]) == 0 && es_still_ids_find(ids, link_path) == 1,
+          "an input not found");
+    snprintf(link_path, sizeof link_path, "%s/o/none.png", g_dir);
+    CHECK(es_still_ids_find(ids, link_path) == -1 && es_still_ids_find(ids, paths[3]) == -1,
+          "a file not an input found");
+    es_still_ids_free(&ids);
+    CHECK(!ids, "ids not cleared");
+  }
+  /* The directory as a batch: the list's items with outputs under o2/ (f32: .npy), then a
+   * share of it keeping the whole listing's indices. */
+  {
+    es_still_batch b;
+    es_still_list l2;
+    es_still_list_opts lo2 = {0, NULL, NULL, NULL, NULL};
+    unsigned char keep[NF] = {0};
+    char want[200];
+    CHECK(es_still_list_dir(&l2, g_dir, &lo2, msg, sizeof msg) == ES_OK && l2.n > 2 && l2.n <= NF,
+          "list 2: %zu", l2.n);
+    int rc = es_still_batch_dir(&b, g_dir, &lo2, "o2", 1, msg, sizeof msg);
+    CHECK(rc == ES_OK && b.n == l2.n && b.outs, "batch: %d %s, %zu items", rc, msg, b.n);
+    for (size_t i = 0; rc == ES_OK && i < b.n && i < l2.n; i++) {
+      char *rel = es_still_out_name(l2.e[i].name, l2.e[i].keep_ext, 1);
+      snprintf(want, sizeof want, "o2/%s", rel ? rel : "");
+      free(rel);
+      CHECK(!strcmp(b.ins[i], l2.e[i].path) && !strcmp(b.names[i], l2.e[i].name) &&
+                !strcmp(b.outs[i], want) && b.failed[i] == l2.e[i].failed &&
+                b.index[i] == (int64_t)i,
+            "batch item %zu: %s %s %s %d", i, b.ins[i], b.names[i], b.outs[i], b.failed[i]);
+    }
+    for (size_t i = 1; i < b.n && i < NF; i += 2) keep[i] = 1;
+    const size_t n0 = b.n;
+    es_still_batch_keep(&b, keep);
+    CHECK(b.n == n0 / 2, "share: %zu of %zu", b.n, n0);
+    for (size_t k = 0; k < b.n; k++)
+      CHECK(b.index[k] == (int64_t)(2 * k + 1) && !strcmp(b.names[k], l2.e[2 * k + 1].name),
+            "share item %zu: index %lld %s", k, (long long)b.index[k], b.names[k]);
+    es_still_batch_free(&b);
+    es_still_list_free(&l2);
+    CHECK(es_still_batch_one(&b, "x/a.tif", "-") == ES_OK && b.n == 1 &&
+              !strcmp(b.names[0], "x/a.tif") && !strcmp(b.outs[0], "-") && !b.failed[0],
+          "one");
+    es_still_batch_free(&b);
+    /* An output onto its own input, a statistics file onto one: found; "-" outputs not. */
+    const char *bad = NULL;
+    CHECK(es_still_batch_one(&b, paths[1], paths[1]) == ES_OK &&
+              es_still_batch_clobbers(&b, 1, NULL, &bad) == 0 && bad == b.outs[0] &&
+              es_still_batch_clobbers(&b, 0, NULL, &bad) == -1 &&
+              es_still_batch_clobbers(&b, 0, paths[1], &bad) == 0 && bad && !strcmp(bad, paths[1]),
+          "clobbers");
+    es_still_batch_free(&b);
+    CHECK(es_still_batch_one(&b, "a.png", NULL) == ES_OK && b.n == 1 && !b.outs, "one, no output");
+    es_still_batch_free(&b);
   }
   es_still_list_free(&l);
   char cmd[200];

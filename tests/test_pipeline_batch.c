@@ -9,6 +9,13 @@
  * output (ES_SINK_KEPT: counted skipped, the records still written); an ordered sink asking
  * for a map (es.open of a directory) gets every item in name order with es_compute's map and
  * the file's depth; a stop asked for before the run leaves every item unstarted (exit 130).
+ * What a CLI's batch needs of the run, item by item: es_sink_stills's check before an item is
+ * read (an existing output refused without -y, "exists (use -y ...)", exit 3, nothing read or
+ * written; kept with -n and no statistics: not even read, so a broken input whose output
+ * exists is skipped, not failed), items failed before the run (item_failed: counted, never
+ * read nor said again), the whole batch's index (item_index) in the records while a
+ * file-an-item sink writes by es_item.item, item_done once an item with its status and size,
+ * and the count of items a stop gave up (es_run_counts.interrupted).
  */
 #include <pthread.h>
 #include <stdio.h>
@@ -24,6 +31,7 @@
 
 enum { MAXN = 16 };
 static char g_dir[64];
+static int g_records_opened; /* the records sink's open ran */
 
 static int write_png(const char *name, int w, int h, int depth, int seed) {
   char path[128], msg[256] = "";
@@ -91,6 +99,7 @@ static int r_open(es_sink *k, const es_source_info *in, es_sink_needs *nd, char 
   (void)in, (void)msg, (void)len;
   nd->want_stats = 1;
   nd->want_map = r->want_map;
+  g_records_opened = 1;
   return ES_OK;
 }
 static int r_write(es_sink *k, const es_item *it, char *msg, size_t len) {
@@ -120,11 +129,106 @@ static int r_close(es_sink *k, int commit, char *msg, size_t len) {
   return ES_OK;
 }
 
-static int g_lines, g_bad_lines;
+static int g_lines, g_bad_lines, g_exists_lines, g_a_lines;
 static void on_message(void *user, const char *line) {
   (void)user;
   g_lines++;
   if (strstr(line, "bad.png: ")) g_bad_lines++;
+  if (strstr(line, ": exists (use -y to overwrite, -n to skip)")) g_exists_lines++;
+  if (strstr(line, "/a.png")) g_a_lines++;
+}
+
+/* What item_done was told, item by item. */
+typedef struct dones {
+  int calls[MAXN], status[MAXN], w[MAXN], h[MAXN];
+} dones;
+static void on_done(void *user, int64_t i, int status, int width, int height, double seconds) {
+  dones *d = user;
+  if (i < 0 || i >= MAXN || seconds < 0) return;
+  d->calls[i]++;
+  d->status[i] = status;
+  d->w[i] = width;
+  d->h[i] = height;
+}
+
+/* A file-an-item sink whose write of item `stop_at` is given up as a stop gives up a write
+ * to a FIFO without a reader. */
+static int cut_write(es_sink *k, const es_item *it, char *msg, size_t len) {
+  const int64_t *stop_at = k->self;
+  if (it->item != *stop_at) return ES_OK;
+  snprintf(msg, len, "cut: given up");
+  return ES_ERR_INTERRUPTED;
+}
+
+/* A run of the listed directory with the item-by-item options: es_sink_stills (overwrite,
+ * skip), the records sink where rc_ is set, the cutting sink where cut >= 0. The exit code. */
+typedef struct item_run {
+  int overwrite, skip;
+  recs *rc_;
+  const int64_t *index;
+  const int *failed;
+  int64_t cut;
+  dones *d;
+  int prep; /* prepare's answer (-1: no prepare) */
+} item_run;
+
+/* prepare: called once, after the sinks opened (the records' open has run), before any item. */
+static int g_prep_calls, g_prep_after_open, g_prep_code;
+static int prep(void *user) {
+  (void)user;
+  g_prep_calls++;
+  g_prep_after_open = g_records_opened;
+  return g_prep_code;
+}
+static int run_items(const es_still_list *l, const item_run *ir, es_run_counts *counts) {
+  const char *paths[MAXN], *names[MAXN], *outs[MAXN];
+  char out_store[MAXN][160];
+  es_run_config rc;
+  es_source src;
+  es_sink kr, kp, kc;
+  es_run *run = NULL;
+  es_stills_source_opts so = {0, 0, 0, g_dir};
+  es_sink_opts po;
+  for (size_t i = 0; i < l->n; i++) {
+    char *o = es_still_out_name(l->e[i].name, l->e[i].keep_ext, 0);
+    paths[i] = l->e[i].path;
+    names[i] = l->e[i].name;
+    snprintf(out_store[i], sizeof out_store[i], "%s/out/%s", g_dir, o ? o : "x");
+    outs[i] = out_store[i];
+    free(o);
+  }
+  es_run_config_default(&rc);
+  rc.cfg.device = ES_DEVICE_CPU;
+  rc.cfg.message = on_message;
+  rc.workers = 3;
+  rc.item_index = ir->index;
+  rc.item_failed = ir->failed;
+  rc.item_done = ir->d ? on_done : NULL;
+  rc.user = ir->d;
+  if (ir->prep >= 0) rc.prepare = prep, g_prep_code = ir->prep;
+  memset(&po, 0, sizeof po);
+  po.pixfmt = ES_PIX_RGB24;
+  po.overwrite = ir->overwrite;
+  po.skip = ir->skip;
+  if (es_source_stills(&src, paths, names, l->n, &so) != ES_OK) return -1;
+  if (es_run_create(&run, &rc, &src) != ES_OK) return -1;
+  if (ir->rc_) {
+    memset(&kr, 0, sizeof kr);
+    kr.name = "records", kr.self = ir->rc_, kr.flags = ES_SINK_KEEP_EMPTY;
+    kr.open = r_open, kr.write = r_write, kr.close = r_close;
+    es_run_add_sink(run, &kr);
+  }
+  if (ir->cut >= 0) {
+    memset(&kc, 0, sizeof kc);
+    kc.name = "cut", kc.self = (void *)&ir->cut, kc.flags = ES_SINK_PER_ITEM;
+    kc.open = m_open, kc.write = cut_write, kc.close = m_close;
+    es_run_add_sink(run, &kc);
+  }
+  if (es_sink_stills(&kp, outs, l->n, &po) == ES_OK) es_run_add_sink(run, &kp);
+  es_run_execute(run);
+  es_run_get_counts(run, counts);
+  es_run_destroy(&run);
+  return counts->exit_code;
 }
 
 typedef struct buf_dest {
@@ -308,6 +412,96 @@ int main(void) {
     CHECK(r.depth[k] == want_depth, "ordered record %d: depth %d, want %d", k, r.depth[k],
           want_depth);
     free(r.map[k]);
+  }
+
+  /* Every output but bad.png's exists. Neither -y nor -n: each refused before it is read
+   * (one line each, exit 3), bad.png read and failed as before. */
+  {
+    item_run ir = {0, 0, NULL, NULL, NULL, -1, NULL, -1};
+    dones d;
+    memset(&d, 0, sizeof d);
+    ir.d = &d;
+    g_exists_lines = g_bad_lines = 0;
+    code = run_items(&l, &ir, &c);
+    CHECK(code == 3 && c.failed == 7 && c.frames == 0 && g_exists_lines == 6 && g_bad_lines == 1,
+          "exists: exit %d, failed %lld, %d exists lines, bad said %d", code,
+          (long long)c.failed, g_exists_lines, g_bad_lines);
+    for (size_t i = 0; i < l.n; i++)
+      CHECK(d.calls[i] == 1 && d.status[i] == (i == (size_t)bad ? ES_ERR_INPUT : ES_ERR_OUTPUT) &&
+                d.w[i] == 0,
+            "exists: item %zu done %d times, status %d, width %d", i, d.calls[i], d.status[i],
+            d.w[i]);
+  }
+  /* bad.png's output exists too: -n without statistics keeps every output unread, so the
+   * broken input is skipped, not failed. */
+  snprintf(path, sizeof path, "%s/out/bad.png", g_dir);
+  fp = fopen(path, "wb");
+  if (fp) fclose(fp);
+  {
+    item_run ir = {0, 1, NULL, NULL, NULL, -1, NULL, -1};
+    g_bad_lines = 0;
+    code = run_items(&l, &ir, &c);
+    CHECK(code == 0 && c.skipped == 7 && c.frames == 7 && c.failed == 0 && g_bad_lines == 0,
+          "-n unread: exit %d, skipped %lld, failed %lld, bad said %d", code, (long long)c.skipped,
+          (long long)c.failed, g_bad_lines);
+  }
+  unlink(path);
+  /* A share of a bigger batch: item i is index 10 + 3i of the whole; a.png failed before the
+   * run (not read, not said again); item 4 (d.png) given up by a stop's cut (exit 130: a
+   * give-up is an interruption's code, the worst). */
+  {
+    int64_t index[MAXN];
+    int failed[MAXN] = {0};
+    item_run ir = {1, 0, NULL, index, failed, 4, NULL, -1};
+    dones d;
+    memset(&d, 0, sizeof d);
+    memset(&r, 0, sizeof r);
+    for (size_t i = 0; i < l.n; i++) index[i] = 10 + 3 * (int64_t)i;
+    failed[0] = ES_ERR_OUTPUT;
+    ir.rc_ = &r;
+    ir.d = &d;
+    g_a_lines = g_bad_lines = 0;
+    code = run_items(&l, &ir, &c);
+    CHECK(code == 130 && c.failed == 3 && c.interrupted == 1 && g_a_lines == 0 && g_bad_lines == 1,
+          "share: exit %d, failed %lld, interrupted %lld, a.png said %d", code,
+          (long long)c.failed, (long long)c.interrupted, g_a_lines);
+    CHECK(d.calls[0] == 1 && d.status[0] == ES_ERR_OUTPUT && d.w[0] == 0, "a.png: %d %d",
+          d.calls[0], d.status[0]);
+    CHECK(d.status[4] == ES_ERR_INTERRUPTED && d.w[4] == ref_w[4] && d.h[4] == ref_h[4],
+          "d.png: status %d, %dx%d", d.status[4], d.w[4], d.h[4]);
+    CHECK(d.status[1] == ES_OK && d.w[1] == ref_w[1] && d.h[1] == ref_h[1], "b.png: %d %dx%d",
+          d.status[1], d.w[1], d.h[1]);
+    /* The records: b c d e f (a failed before, bad unreadable; d computed, its record kept),
+     * with the whole batch's index. */
+    CHECK(r.n == 5, "share: %d records", r.n);
+    for (int k = 0, i = 1; k < r.n && k < MAXN && i < (int)l.n; k++, i++) {
+      if (i == bad) i++;
+      CHECK(!strcmp(r.name[k], l.e[i].name) && r.index[k] == 10 + 3 * i,
+            "share record %d: %s %lld, want %s %d", k, r.name[k], (long long)r.index[k],
+            l.e[i].name, 10 + 3 * i);
+    }
+  }
+
+  /* prepare: after the sinks open, before anything is read; its code ends the run. */
+  {
+    item_run ir = {1, 0, NULL, NULL, NULL, -1, NULL, 3};
+    dones d;
+    memset(&d, 0, sizeof d);
+    memset(&r, 0, sizeof r);
+    ir.rc_ = &r;
+    ir.d = &d;
+    g_records_opened = g_prep_calls = 0;
+    code = run_items(&l, &ir, &c);
+    CHECK(code == 3 && g_prep_calls == 1 && g_prep_after_open && r.n == 0 && d.calls[0] == 0 &&
+              c.frames == 0 && c.failed == 0,
+          "prepare 3: exit %d, %d calls, after open %d, %d records", code, g_prep_calls,
+          g_prep_after_open, r.n);
+    ir.prep = 0;
+    g_prep_calls = 0;
+    memset(&r, 0, sizeof r);
+    code = run_items(&l, &ir, &c);
+    CHECK(code == 2 && g_prep_calls == 1 && r.n == 6, "prepare 0: exit %d, %d calls, %d records",
+          code, g_prep_calls, r.n);
   }
 
   for (int i = 0; i < MAXN; i++) free(m.map[i]), free(ref[i]);
