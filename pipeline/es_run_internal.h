@@ -118,6 +118,9 @@ void es_run_pin_release(void);
 int es_run_pin(void *p, size_t bytes);
 
 /* run_write.c */
+/* What a sink gets of a computed frame: it, under the given name and index (the item's
+ * slot and GeoTIFF tags are the caller's to add). */
+void es_run_item_of(es_item *it, const es_frame *f, const char *name, int64_t index);
 /* Pulls every result and writes it to every sink still live; then the end of the input. */
 void es_run_write_all(es_run *r);
 /* Closes every sink still open: committed unless the run failed (ES_SINK_KEEP_EMPTY) */

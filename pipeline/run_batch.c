@@ -306,20 +306,8 @@ static int write_item(batch *b, es_frame *f) {
       memcpy(t->map + (size_t)y * f->width, f->map + (size_t)y * f->map_stride,
              sizeof(float) * (size_t)f->width);
   }
-  memset(&it, 0, sizeof it);
-  it.name = t->name;
-  it.index = item_index(b, t - b->items);
+  es_run_item_of(&it, f, t->name, item_index(b, t - b->items)); /* pts: none, as pushed */
   it.item = t - b->items;
-  it.pts = INT64_MIN;
-  it.pts_seconds = NAN;
-  it.damaged = f->damaged;
-  it.width = f->width;
-  it.height = f->height;
-  it.depth = f->depth;
-  it.map = f->map;
-  it.map_stride = f->map_stride;
-  it.pix = &f->pix;
-  it.stats = &f->stats;
   it.geo = t->geo;
   for (int k = 0; k < r->nsinks; k++) {
     run_sink *s = &r->sinks[k];

@@ -20,24 +20,29 @@ static void end_early(es_run *r) {
   es_stream_abort(r->st);
 }
 
+void es_run_item_of(es_item *it, const es_frame *f, const char *name, int64_t index) {
+  memset(it, 0, sizeof *it);
+  it->name = name;
+  it->index = index;
+  it->pts = f->pts;
+  it->pts_seconds = f->pts_seconds;
+  it->damaged = f->damaged;
+  it->width = f->width;
+  it->height = f->height;
+  it->depth = f->depth;
+  it->map = f->map;
+  it->map_stride = f->map_stride;
+  it->pix = &f->pix;
+  it->stats = &f->stats;
+}
+
 /* Hands one computed frame to every live sink; 1 when one of them took it. */
 static int write_item(es_run *r, const es_frame *f) {
   char msg[RUN_MSG_LEN];
   int took = 0;
   es_item it;
-  memset(&it, 0, sizeof it);
-  it.name = r->src.name; /* named by the input ("-": standard input) */
-  it.index = f->index + r->c.index_base; /* a share's: the whole video's number */
-  it.pts = f->pts;
-  it.pts_seconds = f->pts_seconds;
-  it.damaged = f->damaged;
-  it.width = f->width;
-  it.height = f->height;
-  it.depth = f->depth;
-  it.map = f->map;
-  it.map_stride = f->map_stride;
-  it.pix = &f->pix;
-  it.stats = &f->stats;
+  /* named by the input ("-": standard input); a share's index is the whole video's */
+  es_run_item_of(&it, f, r->src.name, f->index + r->c.index_base);
   for (int i = 0; i < r->nsinks; i++) {
     run_sink *s = &r->sinks[i];
     if (s->closed) continue;
