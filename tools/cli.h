@@ -106,6 +106,20 @@ void cli_fmt_eta(char *buf, size_t len, double s);
 void cli_stats_line(const char *name, int64_t index, double pts, int width, int height,
                     const es_stats *st, int base);
 
+/* ---- cli_sinks.c: the CLI's own sinks of a run. What the progress line and they share. */
+typedef struct cli_ui {
+  const cli_opts *o;
+  int show;      /* the progress line is drawn */
+  double last;   /* when it was last drawn (0: at the next frame) */
+  int still;     /* stills: a statistics line has no index nor time */
+  es_sink inner; /* cli_sink_tty's: the sink whose records go where the progress line is */
+} cli_ui;
+/* --stats - on a terminal: k wrapped so that the progress line is wiped before each record
+ * (k's own calls kept in u->inner). */
+void cli_sink_tty(es_sink *k, cli_ui *u);
+/* Neither -o nor --stats: each frame's statistics line on standard output. */
+es_sink cli_sink_line(cli_ui *u);
+
 /* ---- cli_args.c: the command line. */
 /* Fills o from argv: 0 to go on, 1 for a usage error (said), -2 after --help/--version. */
 int cli_parse_args(int argc, char **argv, cli_opts *o);

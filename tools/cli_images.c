@@ -4,9 +4,7 @@
  * names, clashes, outputs that are inputs, --shard's share), the source and sinks chosen,
  * the progress line and -v lines drawn from the run's callbacks, and the summary.
  */
-#include <errno.h>
 #include <limits.h>
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,11 +19,9 @@ typedef struct img_batch {
   size_t n;        /* sb.n */
   char **ins, **outs; /* sb's */
   int single;      /* one still, not a directory: no summary counts its skip, so it is told */
-  int show;        /* the progress line is drawn */
-  double last;     /* when it was last drawn (0: at the next item) */
   int width, height; /* the single still's */
   int prepared;    /* prepare ran: the --stats file opened */
-  es_sink inner;   /* --stats - on a terminal: the sink whose records go where the line is */
+  cli_ui ui;       /* the progress line (drawn or not) and the CLI's own sinks */
 } img_batch;
 
 static void say(void *arg, const char *what, const char *msg) {
@@ -42,11 +38,11 @@ static void run_progress(void *user, const es_run_counts *c) {
   img_batch *b = user;
   const size_t done = (size_t)(c->frames + c->failed);
   double t = cli_now_s();
-  if (!b->show || (t - b->last <= 0.2 && done != b->n)) return;
+  if (!b->ui.show || (t - b->ui.last <= 0.2 && done != b->n)) return;
   double rate = c->elapsed_s > 0 ? done / c->elapsed_s : 0;
   char eta[32];
   cli_fmt_eta(eta, sizeof eta, rate > 0 ? (b->n - done) / rate : -1);
-  b->last = t;
+  b->ui.last = t;
   cli_progress_line("%zu/%zu file%s, %.1f files/s, ETA %s", done, b->n, b->n == 1 ? "" : "s",
                     rate, eta);
 }
@@ -74,32 +70,6 @@ static int prepare(void *user) {
   return 0;
 }
 
-/* Records and statistics lines come out while the progress line is drawn: it is wiped first
- * and drawn again below. The statistics line of an image has no index. */
-static int line_open(es_sink *k, const es_source_info *in, es_sink_needs *n, char *msg,
-                     size_t len) {
-  img_batch *b = k->self;
-  if (b->inner.open) return b->inner.open(&b->inner, in, n, msg, len);
-  n->want_stats = 1;
-  return ES_OK;
-}
-static int line_write(es_sink *k, const es_item *it, char *msg, size_t len) {
-  img_batch *b = k->self;
-  if (b->show) {
-    cli_clear_progress();
-    b->last = 0;
-  }
-  if (b->inner.write) return b->inner.write(&b->inner, it, msg, len);
-  cli_stats_line(it->name, -1, NAN, it->width, it->height, it->stats, b->o->cfg.params.base);
-  return ES_OK;
-}
-static int line_close(es_sink *k, int commit, char *msg, size_t len) {
-  img_batch *b = k->self;
-  if (b->inner.close) return b->inner.close(&b->inner, commit, msg, len);
-  if (fflush(stdout) == 0 && !ferror(stdout)) return ES_OK;
-  snprintf(msg, len, "write error: %s", strerror(errno ? errno : EIO));
-  return ES_ERR_OUTPUT;
-}
 
 /* The list: a directory's stills (named, checked for clashes, this run's --shard share), or
  * the one still. The exit code to end with, or -1 to go on. */
@@ -251,7 +221,9 @@ int cli_run_images(cli_opts *o, int in_kind, int out_kind) {
   rc_cfg.item_failed = b.sb.failed;
   rc_cfg.item_done = item_done;
   rc_cfg.prepare = prepare;
-  b.show = !o->quiet && (o->progress == 1 || (o->progress < 0 && isatty(2))) && b.n > 1;
+  b.ui.o = o;
+  b.ui.still = 1;
+  b.ui.show = !o->quiet && (o->progress == 1 || (o->progress < 0 && isatty(2))) && b.n > 1;
   {
     /* a TIFF: its page 0, band --band; the georeferencing where a .tif is written */
     es_stills_source_opts sso = {o->max_pixels, o->band, out_kind == OUT_TIFF, o->input};
@@ -268,19 +240,12 @@ int cli_run_images(cli_opts *o, int in_kind, int out_kind) {
   if (o->stats_path) {
     if ((rc = es_sink_stats(&k, o->stats_path, &so)) != ES_OK) goto fail;
     if (inside) k.flags &= ~ES_SINK_OPEN_FIRST;
-    if (b.show && !strcmp(o->stats_path, "-") && isatty(1)) { /* --stats - on a terminal */
-      b.inner = k;
-      k.self = &b;
-      k.open = line_open;
-      k.write = line_write;
-      k.end = NULL;
-      k.close = line_close;
-    }
+    if (b.ui.show && !strcmp(o->stats_path, "-") && isatty(1)) /* --stats - on a terminal */
+      cli_sink_tty(&k, &b.ui);
     if ((rc = es_run_add_sink(run, &k)) != ES_OK) goto fail;
   }
   if (o->stats_line) {
-    es_sink line = {"-", NULL, ES_SINK_KEEP_EMPTY, &b, line_open, line_write, NULL, line_close,
-                    NULL};
+    es_sink line = cli_sink_line(&b.ui);
     if ((rc = es_run_add_sink(run, &line)) != ES_OK) goto fail;
   }
   es_run_execute(run);

@@ -4,7 +4,6 @@
  * the options checked, the source and the sinks chosen (io/registry.c matches the -o name),
  * the progress line drawn from the run's counters, and the summary.
  */
-#include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,12 +26,6 @@ static void failed_note(char *buf, size_t len, const char *opt, const char *name
 }
 
 /* What the run's callbacks share: the progress line's state. */
-typedef struct vid_ui {
-  const cli_opts *o;
-  int show;     /* the progress line is drawn */
-  double last;  /* when it was last drawn (0: draw at the next frame) */
-  es_sink inner; /* stats_tty: the sink whose records go where the progress line is */
-} vid_ui;
 
 static int run_stopped(void) { return atomic_load(&g_stop) != 0; }
 /* Signals stay blocked on this thread until the summary is written (cli_run_video's end). */
@@ -42,7 +35,7 @@ static void run_writing(void *user, int begin) {
 }
 
 static void run_progress(void *user, const es_run_counts *c) {
-  vid_ui *u = user;
+  cli_ui *u = user;
   double t = cli_now_s();
   if (!u->show || t - u->last <= 0.2) return;
   const int64_t written = c->frames, total = c->expected;
@@ -59,52 +52,6 @@ static void run_progress(void *user, const es_run_counts *c) {
                       total == 1 ? "" : "s", fps, eta);
   else
     cli_progress_line("%" PRId64 " frame%s, %.1f fps", written, written == 1 ? "" : "s", fps);
-}
-
-/* ---- Sinks of the CLI's own. Records on a terminal's standard output go where the progress
- * line is: it is wiped first and drawn again below the record. */
-static int tty_open(es_sink *k, const es_source_info *in, es_sink_needs *n, char *msg, size_t len) {
-  vid_ui *u = k->self;
-  int rc = u->inner.open(&u->inner, in, n, msg, len);
-  k->what = u->inner.what;
-  return rc;
-}
-static int tty_write(es_sink *k, const es_item *it, char *msg, size_t len) {
-  vid_ui *u = k->self;
-  cli_clear_progress();
-  u->last = 0;
-  int rc = u->inner.write(&u->inner, it, msg, len);
-  k->what = u->inner.what;
-  return rc;
-}
-static int tty_close(es_sink *k, int commit, char *msg, size_t len) {
-  vid_ui *u = k->self;
-  return u->inner.close(&u->inner, commit, msg, len);
-}
-
-/* Neither -o nor --stats: each frame's statistics line on standard output. */
-static int line_open(es_sink *k, const es_source_info *in, es_sink_needs *n, char *msg,
-                     size_t len) {
-  (void)k, (void)in, (void)msg, (void)len;
-  n->want_stats = 1;
-  return ES_OK;
-}
-static int line_write(es_sink *k, const es_item *it, char *msg, size_t len) {
-  vid_ui *u = k->self;
-  (void)msg, (void)len;
-  if (u->show) {
-    cli_clear_progress();
-    u->last = 0;
-  }
-  cli_stats_line(it->name, it->index, it->pts_seconds, it->width, it->height, it->stats,
-                 u->o->cfg.params.base);
-  return ES_OK;
-}
-static int line_close(es_sink *k, int commit, char *msg, size_t len) {
-  (void)k, (void)commit;
-  if (fflush(stdout) == 0 && !ferror(stdout)) return ES_OK;
-  snprintf(msg, len, "write error: %s", strerror(errno ? errno : EIO));
-  return ES_ERR_OUTPUT;
 }
 
 /* The summary line of a run whose frames began. */
@@ -160,13 +107,13 @@ static void stack_summary(const cli_opts *o, es_run *run, int code) {
  * registry), --stats and the statistics lines, and says the summary. The exit code. */
 static int run_source(cli_opts *o, int out_kind, es_source *src, int stack, int64_t index_base) {
   es_run_config rc_cfg;
-  es_sink k, inner;
+  es_sink k;
   es_run *run = NULL;
   es_sink_opts so = {cli_png_pixfmt(o->format), o->format == FMT_F32, o->codec, o->crf,
                      o->preset, o->pix_fmt, o->overwrite, o->skip, o->input, o->cfg.stats_bins};
   /* A stack draws no progress line (its pages go as fast as files are read). */
-  vid_ui ui = {o, !stack && !o->quiet && (o->progress == 1 || (o->progress < 0 && isatty(2))),
-               0, {0}};
+  cli_ui ui = {o, !stack && !o->quiet && (o->progress == 1 || (o->progress < 0 && isatty(2))),
+               0, 0, {0}};
   int out_sink = -1, stats_sink = -1, code = 0, rc;
 
   es_run_config_default(&rc_cfg);
@@ -197,20 +144,13 @@ static int run_source(cli_opts *o, int out_kind, es_source *src, int stack, int6
     if ((rc = es_sink_stats(&k, o->stats_path, &so)) != ES_OK) goto fail;
     if (out_kind == OUT_DIR && cli_path_inside(o->output, o->stats_path))
       k.flags &= ~ES_SINK_OPEN_FIRST;
-    if (ui.show && !strcmp(o->stats_path, "-") && isatty(1)) { /* --stats - on a terminal */
-      inner = k;
-      ui.inner = inner;
-      k.self = &ui;
-      k.open = tty_open;
-      k.write = tty_write;
-      k.end = NULL;
-      k.close = tty_close;
-    }
+    if (ui.show && !strcmp(o->stats_path, "-") && isatty(1)) /* --stats - on a terminal */
+      cli_sink_tty(&k, &ui);
     if ((rc = es_run_add_sink(run, &k)) != ES_OK) goto fail;
     stats_sink = out_sink + 1;
   }
   if (o->stats_line) {
-    es_sink line = {"-", NULL, ES_SINK_KEEP_EMPTY, &ui, line_open, line_write, NULL, line_close};
+    es_sink line = cli_sink_line(&ui);
     if ((rc = es_run_add_sink(run, &line)) != ES_OK) goto fail;
   }
 
