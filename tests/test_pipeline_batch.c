@@ -172,6 +172,20 @@ typedef struct item_run {
   int prep; /* prepare's answer (-1: no prepare) */
 } item_run;
 
+/* The listed items' paths and names, and each one's output under out/ (out_store holds
+ * them). */
+static void list_items(const es_still_list *l, const char **paths, const char **names,
+                       const char **outs, char (*out_store)[160]) {
+  for (size_t i = 0; i < l->n; i++) {
+    char *o = es_still_out_name(l->e[i].name, l->e[i].keep_ext, 0);
+    paths[i] = l->e[i].path;
+    names[i] = l->e[i].name;
+    snprintf(out_store[i], sizeof out_store[i], "%s/out/%s", g_dir, o ? o : "x");
+    outs[i] = out_store[i];
+    free(o);
+  }
+}
+
 /* prepare: called once, after the sinks opened (the records' open has run), before any item. */
 static int g_prep_calls, g_prep_after_open, g_prep_code;
 static int prep(void *user) {
@@ -189,14 +203,7 @@ static int run_items(const es_still_list *l, const item_run *ir, es_run_counts *
   es_run *run = NULL;
   es_stills_source_opts so = {0, 0, 0, g_dir};
   es_sink_opts po;
-  for (size_t i = 0; i < l->n; i++) {
-    char *o = es_still_out_name(l->e[i].name, l->e[i].keep_ext, 0);
-    paths[i] = l->e[i].path;
-    names[i] = l->e[i].name;
-    snprintf(out_store[i], sizeof out_store[i], "%s/out/%s", g_dir, o ? o : "x");
-    outs[i] = out_store[i];
-    free(o);
-  }
+  list_items(l, paths, names, outs, out_store);
   es_run_config_default(&rc);
   rc.cfg.device = ES_DEVICE_CPU;
   rc.cfg.message = on_message;
@@ -257,14 +264,7 @@ static int run_dir(const es_still_list *l, maps *m, recs *rc_, int skip, int sto
   es_run *run = NULL;
   es_stills_source_opts so = {0, 0, 0, g_dir};
   es_sink_opts po;
-  for (size_t i = 0; i < l->n; i++) {
-    char *o = es_still_out_name(l->e[i].name, l->e[i].keep_ext, 0);
-    paths[i] = l->e[i].path;
-    names[i] = l->e[i].name;
-    snprintf(out_store[i], sizeof out_store[i], "%s/out/%s", g_dir, o ? o : "x");
-    outs[i] = out_store[i];
-    free(o);
-  }
+  list_items(l, paths, names, outs, out_store);
   es_run_config_default(&rc);
   rc.cfg.device = ES_DEVICE_CPU;
   rc.cfg.message = on_message;
