@@ -787,20 +787,12 @@ static int band_rows(const es_range *R, const es_job *job, int in_pinned, int ou
   const size_t inrow = (size_t)W * (job->in.depth == 16 ? 2 : 1);
   int brows = (int)((ES_BAND_BYTES + (size_t)W * 4 - 1) / ((size_t)W * 4));
   if (brows < 16) brows = 16;
-  /* A range whose output is more than one band takes at least ES_MIN_BANDS bands of 64 rows
-   * or more, so that upload, kernels and download overlap (2560^2: 4 bands, where 16 MB bands
-   * make 2; BENCHMARKS P2). A smaller one (a 1080p map) is cut into up to ES_MIN_BANDS bands
-   * of at least 64 rows and:
-   * - pinned buffers both ways (the stream's frames): 16K rows. A lone 1080p K=9 job went from
-   *   0.29 to 0.25 ms in 4 bands (BENCHMARKS H1), but in a stream other frames overlap a
-   *   frame's transfers anyway, and every band's strips start with first windows: y4m at K=51
-   *   ran 1848-1896 fps in 4 bands and 2162-2403 in one, K=75 1391-1637 against 1782-2187
-   *   (J10);
-   * - pageable buffers: 6K rows (at K=75 four bands were slower than two) and
-   *   ES_COPY_TEAM_MIN bytes of input (so that its copies go to the team): the host copies
-   *   of one band then overlap the transfers and kernels of the next. Host to host (J5, J7):
-   *   1080p K=3 0.582 -> 0.463 ms, K=75 0.803 -> 0.701 ms (two bands), 720p K=5 0.326 ->
-   *   0.260 ms (three). */
+  /* Bands let upload, kernels and download overlap. A range over one band's bytes takes at
+   * least ES_MIN_BANDS bands of 64 rows or more (BENCHMARKS P2). A smaller one (a 1080p map)
+   * takes up to ES_MIN_BANDS bands of at least 16K rows where both buffers are pinned (a
+   * stream's other frames overlap its transfers anyway, and each band restarts its windows:
+   * J10), 6K rows and ES_COPY_TEAM_MIN bytes where pageable (the host copies of one band
+   * overlap the next band's transfers: J5, J7). */
   if ((size_t)W * 4 * (size_t)nrows > ES_BAND_BYTES) {
     const int per = (nrows + ES_MIN_BANDS - 1) / ES_MIN_BANDS;
     const int bcap = per > 64 ? per : 64;
@@ -861,7 +853,8 @@ end:
  * its ev_up event: by DMA from pinned (or device) memory, else through the pinned slots,
  * a slot refilled once its last upload is done. */
 static int upload_bands(es_gpu_worker *w, const es_range *R, const es_job *job, int brows,
-                        int in_pinned, int *up_next, int target, char *msg, size_t msglen) {
+                        int in_pinned, cudaStream_t s_up, int *up_next, int target, char *msg,
+                        size_t msglen) {
   int rc = ES_OK, dev = w->device;
   const size_t inrow = (size_t)job->in.width * (job->in.depth == 16 ? 2 : 1);
   while (*up_next <= target) {
@@ -872,14 +865,14 @@ static int upload_bands(es_gpu_worker *w, const es_range *R, const es_job *job, 
     char *dst = (char *)w->d_in + (size_t)(u * brows) * inrow;
     if (in_pinned) {
       ES_CK(cudaMemcpy2DAsync(dst, inrow, src, job->in.stride, inrow, (size_t)rr,
-                              cudaMemcpyDefault, w->s_up));
+                              cudaMemcpyDefault, s_up));
     } else {
       ES_CK(cudaEventSynchronize(w->ev_up[slot])); /* slot free again */
       copy_rows(w->h_in[slot], inrow, src, job->in.stride, inrow, rr);
       ES_CK(cudaMemcpyAsync(dst, w->h_in[slot], inrow * (size_t)rr, cudaMemcpyHostToDevice,
-                            w->s_up));
+                            s_up));
     }
-    ES_CK(cudaEventRecord(w->ev_up[slot], w->s_up));
+    ES_CK(cudaEventRecord(w->ev_up[slot], s_up));
     (*up_next)++;
   }
 end:
@@ -890,8 +883,8 @@ end:
  * pinned map, else into a staging slot, copied out to the caller's map ES_OUT_LAG bands
  * behind (*out_next: the next band to copy out). */
 static int download_map_band(es_gpu_worker *w, const es_range *R, const es_job *job, int b,
-                             int y0, int y1, int brows, int out_pinned, int *out_next,
-                             char *msg, size_t msglen) {
+                             int y0, int y1, int brows, int out_pinned, int one_stream,
+                             int *out_next, char *msg, size_t msglen) {
   int rc = ES_OK, dev = w->device;
   const int W = job->in.width;
   /* The out slot of band b was last used by band b - NSLOT: copied out already? */
@@ -899,14 +892,17 @@ static int download_map_band(es_gpu_worker *w, const es_range *R, const es_job *
     ES_CK(copy_out_band(w, R, job, *out_next, brows));
     (*out_next)++;
   }
-  ES_CK(cudaEventRecord(w->ev_comp, w->s_comp));
-  ES_CK(cudaStreamWaitEvent(w->s_down, w->ev_comp, 0));
+  if (!one_stream) {
+    ES_CK(cudaEventRecord(w->ev_comp, w->s_comp));
+    ES_CK(cudaStreamWaitEvent(w->s_down, w->ev_comp, 0));
+  }
   {
     const float *dsrc = w->d_map + (size_t)y0 * W;
     if (out_pinned)
       ES_CK(cudaMemcpy2DAsync(job->map + (size_t)(R->row0 + y0) * job->map_stride,
                               job->map_stride * 4, dsrc, (size_t)W * 4, (size_t)W * 4,
-                              (size_t)(y1 - y0), cudaMemcpyDefault, w->s_down));
+                              (size_t)(y1 - y0), cudaMemcpyDefault,
+                              one_stream ? w->s_comp : w->s_down));
     else
       ES_CK(cudaMemcpyAsync(out_take(w, b), dsrc, (size_t)W * 4 * (size_t)(y1 - y0),
                             cudaMemcpyDeviceToHost, w->s_down));
@@ -966,7 +962,13 @@ int range_compute(es_gpu_worker *w, es_range *R, const es_job *job, int kernels_
   /* "pinned": moved directly by DMA (is_direct: device memory too). */
   const int in_pinned = !kernels_only && gpu_is_direct(job->in.data);
   const int out_pinned = want_map && gpu_is_direct(job->map);
-  const int brows = band_rows(R, job, in_pinned, out_pinned, kernels_only);
+  /* Device memory both ways (es_compute_device: a CuPy array in, its map out): no PCIe
+   * transfer to overlap, so one band, and its copies on s_comp with the kernels: the events
+   * between streams only added latency to a call whose kernels take a few hundredths of a
+   * millisecond at 1080p (BENCHMARKS W1). */
+  const int one_stream = in_pinned && gpu_is_device(job->in.data) &&
+                         (!want_map || (out_pinned && gpu_is_device(job->map)));
+  const int brows = one_stream ? nrows : band_rows(R, job, in_pinned, out_pinned, kernels_only);
   const int nb = (nrows + brows - 1) / brows;
   const int nin = R->in1 - R->in0;
   const int nup = nin > 0 ? (nin + brows - 1) / brows : 0;
@@ -1001,10 +1003,10 @@ int range_compute(es_gpu_worker *w, es_range *R, const es_job *job, int kernels_
     if (g > f) {
       const int need = kernels_only ? -1 : band_need(R, job, f, g, brows);
       /* Upload through the band the rows need, and one band ahead to keep PCIe busy. */
-      rc = upload_bands(w, R, job, brows, in_pinned, &up_next,
-                        need + 1 < nup - 1 ? need + 1 : nup - 1, msg, msglen);
+      rc = upload_bands(w, R, job, brows, in_pinned, one_stream ? w->s_comp : w->s_up,
+                        &up_next, need + 1 < nup - 1 ? need + 1 : nup - 1, msg, msglen);
       if (rc) goto end;
-      if (need >= 0 && !kernels_only) /* the latest upload follows `need` on s_up */
+      if (need >= 0 && !kernels_only && !one_stream) /* the latest upload follows `need` on s_up */
         ES_CK(cudaStreamWaitEvent(w->s_comp, w->ev_up[(up_next - 1) % ES_NSLOT], 0));
       ES_CK(launch_quant(w, R, job, f, g, want_stats));
       f = g;
@@ -1022,7 +1024,8 @@ int range_compute(es_gpu_worker *w, es_range *R, const es_job *job, int kernels_
       ES_CKL("k_maskfix");
     }
     if (want_map && !kernels_only) {
-      rc = download_map_band(w, R, job, b, y0, y1, brows, out_pinned, &out_next, msg, msglen);
+      rc = download_map_band(w, R, job, b, y0, y1, brows, out_pinned, one_stream, &out_next,
+                             msg, msglen);
       if (rc) goto end;
     }
   }

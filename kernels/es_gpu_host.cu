@@ -114,6 +114,21 @@ int gpu_is_direct(const void *p) {
   return direct;
 }
 
+/* Device (or managed) memory, not page-locked host memory: a buffer that never crosses PCIe,
+ * so range_compute gives it no bands to overlap transfers with. */
+int gpu_is_device(const void *p) {
+  cudaPointerAttributes a;
+  int dev = 0;
+  if (!p) return 0;
+  const int h = home_enter();
+  if (cudaPointerGetAttributes(&a, p) == cudaSuccess)
+    dev = a.type == cudaMemoryTypeDevice || a.type == cudaMemoryTypeManaged;
+  else
+    cudaGetLastError();
+  home_leave(h);
+  return dev;
+}
+
 /* ---- identification ---- */
 
 extern "C" int es_gpu_built(void) { return 1; }

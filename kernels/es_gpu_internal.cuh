@@ -148,6 +148,7 @@ ES_GPU_PRIVATE void cuda_note(const char *entry);
 ES_GPU_PRIVATE void gpu_home_set(int device);
 ES_GPU_PRIVATE int gpu_is_pinned(const void *p);
 ES_GPU_PRIVATE int gpu_is_direct(const void *p);
+ES_GPU_PRIVATE int gpu_is_device(const void *p);
 
 ES_GPU_PRIVATE void range_plan(es_range *R, const es_job *job, const es_gpu_worker *w);
 ES_GPU_PRIVATE int range_compute(es_gpu_worker *w, es_range *R, const es_job *job,
