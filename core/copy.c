@@ -3,15 +3,12 @@
  * the host half of its pipeline, which must keep up with PCIe), on an OpenMP team of the
  * calling thread sized to the cores that thread actually gets.
  *
- * Measured on the H100 machine (16 cores): 16 threads per copy gave 10240^2 pageable runs of
- * 9.0-13.5 ms (PCIe floor 9.5); a fixed team of 8 threads, or blocking-sync events, made
- * 10240^2 slower (BENCHMARKS P1, D8). A copy is cut into pieces of ES_COPY_PIECE bytes handed
- * out as threads come free, by a team sized to the cores this host thread actually gets: an
- * OpenMP team ends in a barrier, so one member without a core holds a copy up for a
- * scheduler time slice (ms). With four busy processes on a 16-core host, 16-thread teams
- * took a 1080p map's copies from 0.57 to 16 ms and 10240^2 from 8.5 to 400 ms; 8-thread
- * teams stayed at 0.57 and 10 ms (BENCHMARKS D8). es_copy_team_next has the rule: a stalled
- * copy halves the team, 32 good ones grow it by a thread, up to the cap.
+ * A copy is cut into pieces of ES_COPY_PIECE bytes handed out as threads come free, by a
+ * team sized to the cores this host thread actually gets: an OpenMP team ends in a barrier,
+ * so one member without a core holds the copy up for a scheduler time slice (BENCHMARKS P1,
+ * D8: with four busy processes on 16 cores, 16-thread teams made copies 30-40x slower).
+ * es_copy_team_next has the rule: a stalled copy halves the team, 32 good ones grow it by
+ * a thread, up to the cap.
  */
 #include <stddef.h>
 #include <string.h>

@@ -166,23 +166,12 @@ int es_pick_target(const es_context *ctx, int64_t pixels, int allow_multi) {
 }
 
 /* ---- How many GPUs share one image. ----
- * Constants from BENCHMARKS (4 x H200, 64 cores; one H100, 16 cores), ms and GB/s:
- * - kernels: 1080p L=256 square windows on one GPU took 0.063 / 0.078 / 0.124 / 0.189 /
- *   0.418 / 0.695 ms for K = 3 / 7 / 15 / 25 / 51 / 75 (session 6's final check): about
- *   (0.0155 + 0.0043 K) ms a megapixel; 10240^2 K=5 L=16 0.97 ms, a quarter of that rate
- *   (small level counts have small histograms); 16-bit level counts above 256 use the
- *   global-histogram kernels, about 4 times slower (L=4096: 0.51 ms at 1080p).
- * - links: one GPU alone moves ~50 GB/s (PCIe floor 9.47 ms for 10240^2's 524 MB); n GPUs at
- *   once ~50 n up to ~145 GB/s in all (F1: two 104-110, four 131-182 each way).
- * - the host's staging copies of pageable buffers: at one GPU they hide behind the DMA
- *   (10240^2 pageable 8.42 ms against 8.10 page-locked), ~62 GB/s; on two or more GPUs they
- *   are the bound and do not scale: 10240^2 pageable 5.5-6.9 ms on two against 4.33
- *   page-locked, and 6.2-16.7 ms on four (F1, issue 31), so ~80 GB/s whatever the count.
- * - a fixed cost of 0.1 ms a GPU added: 1080p K=3 pageable took 0.38 / 0.34 ms on 1 / 2.
- * The model ranks the counts; it is not a prediction to the tenth of a millisecond, hence
- * the 15% a larger count must save. By it: 10240^2 K=5 page-locked takes three GPUs of four
- * (the links of three already move ~145 GB/s; measured x2 4.33, x4 3.79 ms), pageable two (the copies bound it; four were slower than two in
- * every run of F1); 1080p K=3 one GPU; 1080p K=75 pageable two (0.47 ms against 0.63). */
+ * A model of the time on n GPUs: kernels (ms a megapixel, linear in K: the 1080p L=256 rows of
+ * BENCHMARKS' session 6 check), links (one GPU's, and all GPUs' at once: F1), the host's
+ * staging copies of pageable buffers (they hide behind one GPU's DMA and bound two or more:
+ * F1), and a fixed cost a GPU added. It ranks the counts, it does not predict to the tenth of
+ * a millisecond, hence the 15% a larger count must save; each call's own time then corrects
+ * its class's rate (es_split_observe, V1-V2). */
 #define ES_SPLIT_MPX_MS 0.0155        /* kernel ms a megapixel, K=0 */
 #define ES_SPLIT_MPX_MS_K 0.0043      /* and per unit of K */
 #define ES_SPLIT_LINK_GBS 50.0        /* one GPU's link */
