@@ -13,7 +13,7 @@
      the result left on the GPU (the issue's target: under 0.2 ms at K=9).
 
   build/python-venv/bin/python tools/bench-python.py [--reps N] [--dask-size SIZE]
-      [--chunk CHUNK] [--workers W] [--no-dask] [--clock wall|thread]
+      [--chunk CHUNK] [--workers W] [--no-dask] [--no-skimage] [--clock wall|thread]
 
 Needs the module installed (tests/test_python_module.sh installs it into
 build/python-venv), scikit-image, and Dask's distributed for part 2.
@@ -53,10 +53,9 @@ def median_ms(fn, reps, clock=None):
     return statistics.median(times), times
 
 
-def bench_skimage(reps, sk_reps):
+def bench_skimage(img, reps, sk_reps):
     from skimage.filters.rank import entropy as sk_entropy
     from skimage.morphology import square
-    img = photo_1080p()
     ours = es.entropy(img, window=9, levels=256, device="cpu", threads=1)
     ref = sk_entropy(img, square(9))
     ref32 = ref.astype(np.float32)
@@ -161,12 +160,15 @@ def main():
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--dask-reps", type=int, default=1)
     ap.add_argument("--no-dask", action="store_true")
+    ap.add_argument("--no-skimage", action="store_true", help="no part 1 (CuPy and Dask only)")
     ap.add_argument("--clock", choices=("wall", "thread"), default="wall",
                     help="part 1's clock: wall time, or the calling thread's CPU time")
     a = ap.parse_args()
     global part1_clock
     part1_clock = time.thread_time if a.clock == "thread" else time.perf_counter
-    img = bench_skimage(a.reps, a.sk_reps)
+    img = photo_1080p()
+    if not a.no_skimage:
+        bench_skimage(img, a.reps, a.sk_reps)
     bench_cupy(img, a.reps)
     if not a.no_dask:
         bench_dask(img, a.dask_size, a.chunk, a.workers, a.dask_reps)
