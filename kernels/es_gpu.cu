@@ -965,7 +965,7 @@ int range_compute(es_gpu_worker *w, es_range *R, const es_job *job, int kernels_
   /* Device memory both ways (es_compute_device: a CuPy array in, its map out): no PCIe
    * transfer to overlap, so one band, and its copies on s_comp with the kernels: the events
    * between streams only added latency to a call whose kernels take a few hundredths of a
-   * millisecond at 1080p (BENCHMARKS W1). */
+   * millisecond at 1080p (BENCHMARKS Z2). */
   const int one_stream = in_pinned && gpu_is_device(job->in.data) &&
                          (!want_map || (out_pinned && gpu_is_device(job->map)));
   const int brows = one_stream ? nrows : band_rows(R, job, in_pinned, out_pinned, kernels_only);
