@@ -138,9 +138,10 @@ int main(void) {
     named("colormap", cmap, cmap_v, 5, "inferno, viridis, magma, turbo or gray");
     named("range", range, range_v, 2, "fixed or auto");
     named("pix_fmt", pix, pix_v, 2, "yuv420p or yuv444p");
-    /* The colormap table is the renderers' order (es_colormap_name). */
-    for (int i = 0; i < 5; i++)
-      CHECK(!strcmp(es_colormap_name(i), es_param_name_of("colormap", i)), "colormap %d", i);
+    /* The named colormaps are the renderers' tables, one for one. */
+    for (int i = -1; i <= 5; i++)
+      CHECK(!es_colormap_lut(i) == !es_param_name_of("colormap", i), "colormap %d: lut %p", i,
+            (const void *)es_colormap_lut(i));
     char q[64];
     CHECK(es_param_names("shape", "'", q, sizeof q) == ES_OK && !strcmp(q, "'square' or 'disk'"),
           "quoted names: %s", q);
