@@ -366,8 +366,10 @@ int cli_parse_args(int argc, char **argv, cli_opts *o) {
           o->cfg.gpus[o->cfg.ngpus++] = v;
         }
         if (o->cfg.ngpus <= 0) {
-          cli_err(NULL, "--gpus %s: must be all or a list of distinct ordinals 0..%d (0,2,...)",
-                  a, ES_MAX_GPUS - 1);
+          char rule[32];
+          es_param_rule("gpu", rule, sizeof rule); /* "must be 0..63" */
+          cli_err(NULL, "--gpus %s: must be all or a list of distinct ordinals %s (0,2,...)", a,
+                  rule + strlen("must be "));
           return 1;
         }
       }
