@@ -3,7 +3,7 @@
  * kernels/ include this header, not the public one, which includes it (and whose installed
  * copy has it written in, so that entropy_stream.h stays the one header installed).
  * es_params_default, es_params_check, es_params_hmax and es_render_default are defined
- * in kernels/tables.c.
+ * in kernels/tables.c; the es_param_* functions (each parameter's rule) in core/params.c.
  */
 #ifndef ES_TYPES_H
 #define ES_TYPES_H
@@ -62,10 +62,43 @@ typedef struct es_params {
 /* Fills the defaults above (p NULL: does nothing; so do the other *_default functions). */
 void es_params_default(es_params *p);
 /* Checks p for input of bit depth `depth` (8, 16, or 32 for float samples). On ES_ERR_USAGE writes a one-line
- * message naming the option and its allowed range into msg (may be NULL). */
+ * message naming the parameter and its allowed range into msg (may be NULL): "window 4: must
+ * be odd, 1..255" (the rules are es_param_check's). */
 int es_params_check(const es_params *p, int depth, char *msg, size_t msglen);
 /* The largest value H can take: log2(min(|W|, L)) in the output unit (bits or nats). */
 double es_params_hmax(const es_params *p);
+
+/* ---- Parameters by name (core/params.c). Each parameter's rule is kept once, here, and
+ * its messages name the parameter as the library spells it: "window 4: must be odd, 1..255",
+ * "device x: must be auto, gpu or cpu", never a program's flag (a program maps the name: the
+ * CLI to --window, Python to window=). msg may be NULL; every function returns ES_OK or
+ * ES_ERR_USAGE (a bad value, or a name that is not a parameter of that kind).
+ * Number parameters: window (odd, 1..ES_WINDOW_MAX), levels (2..65536), stats_bins
+ * (1..ES_STATS_MAX_BINS), threads (0..4096, 0 = all cores), queue (1..4096), gpu (an ordinal,
+ * 0..ES_MAX_GPUS-1), cpu_below (0..2^62 pixels), max_pixels (1..2^62), crf (0..63), band
+ * (0..65535), band_rows (0..2^30), level (0..63), mask_computed (0..1). */
+int es_param_check(const char *name, int64_t v, char *msg, size_t msglen);
+/* overlay (0..1), the one real-number parameter checked alone. NaN is refused. */
+int es_param_check_real(const char *name, double v, char *msg, size_t msglen);
+/* The rule of a number or enumerated parameter, as its messages end: "must be odd, 1..255",
+ * "must be square or disk". */
+int es_param_rule(const char *name, char *buf, size_t len);
+/* Enumerated parameters: shape (square, disk), border (clip, reflect), base (2, e), device
+ * (auto, gpu, cpu), colormap (enum es_colormap: inferno, viridis, magma, turbo, gray), range
+ * (es_render.range_auto: fixed, auto), pix_fmt (yuv420p, yuv444p). es_param_parse sets
+ * *value from a name ("shape x: must be square or disk" otherwise); es_param_name_of gives
+ * a value's name (NULL: none); es_param_names lists the names, each between two `quote`
+ * strings (NULL: none), "square or disk". */
+int es_param_parse(const char *name, const char *text, int *value, char *msg, size_t msglen);
+/* A value given as its number (a struct field): "shape 7: must be square or disk". */
+int es_param_check_enum(const char *name, int value, char *msg, size_t msglen);
+const char *es_param_name_of(const char *name, int value);
+int es_param_names(const char *name, const char *quote, char *buf, size_t len);
+/* The length of a parameter's name at s where s begins a reference to it, "NAME:", "NAME
+ * VALUE:" or "NAME VALUE)" (as in a library message: "gpus 3: listed twice", "(device gpu)"),
+ * else 0. The parameters checked elsewhere are named too: in_range, overlay, gpus, shard,
+ * stats. */
+size_t es_param_ref(const char *s);
 
 /* A grey image in caller memory. Not owned. Samples are uint8_t (depth 8), native-endian
  * uint16_t (depth 16) or native float (depth 32: quantized by es_params' in_lo..in_hi,

@@ -72,13 +72,10 @@ int es_stats_writer_open(es_stats_writer **out, const char *path, int overwrite,
   int status = ES_OK;
   *out = NULL;
   if (!path || es_stats_format(path) < 0) {
-    snprintf(msg, len, "--stats FILE: must end in .csv or .jsonl (or be -)");
+    snprintf(msg, len, "stats FILE: must end in .csv or .jsonl (or be -)");
     return ES_ERR_USAGE;
   }
-  if (bins < 1 || bins > ES_STATS_MAX_BINS) {
-    snprintf(msg, len, "--stats-bins %d: must be 1..%d", bins, ES_STATS_MAX_BINS);
-    return ES_ERR_USAGE;
-  }
+  if ((status = es_param_check("stats_bins", bins, msg, len)) != ES_OK) return status;
   es_stats_writer *w = calloc(1, sizeof *w);
   if (!w) {
     snprintf(msg, len, "out of memory");

@@ -1434,7 +1434,7 @@ extern "C" int es_gpu_naive(es_gpu_worker *w, const es_image *img, const es_para
   rc = es_job_check(&job, msg, msglen);
   if (rc) return rc;
   if (p->levels > 256) {
-    if (msg && msglen) snprintf(msg, msglen, "naive kernel: --levels %d: must be 2..256", p->levels);
+    if (msg && msglen) snprintf(msg, msglen, "naive kernel: levels %d: must be 2..256", p->levels);
     return ES_ERR_USAGE;
   }
   memset(&R, 0, sizeof R);

@@ -81,42 +81,26 @@ int es_params_check(const es_params *p, int depth, char *msg, size_t msglen) {
     snprintf(msg, msglen, "no parameters");
     return ES_ERR_USAGE;
   }
-  if (p->window < 1 || p->window > ES_WINDOW_MAX || p->window % 2 == 0) {
-    snprintf(msg, msglen, "--window %d: must be odd, 1..%d", p->window, ES_WINDOW_MAX);
-    return ES_ERR_USAGE;
-  }
-  if (p->shape != ES_SHAPE_SQUARE && p->shape != ES_SHAPE_DISK) {
-    snprintf(msg, msglen, "--shape: must be square or disk");
-    return ES_ERR_USAGE;
-  }
-  if (p->border != ES_BORDER_CLIP && p->border != ES_BORDER_REFLECT) {
-    snprintf(msg, msglen, "--border: must be clip or reflect");
-    return ES_ERR_USAGE;
-  }
-  if (p->base != ES_BASE_2 && p->base != ES_BASE_E) {
-    snprintf(msg, msglen, "--base: must be 2 or e");
-    return ES_ERR_USAGE;
-  }
+  /* The rules are core/params.c's, so that the CLI and Python check the same. */
+  int rc = es_param_check("window", p->window, msg, msglen);
+  if (rc) return rc;
+  if ((rc = es_param_check_enum("shape", p->shape, msg, msglen)) ||
+      (rc = es_param_check_enum("border", p->border, msg, msglen)) ||
+      (rc = es_param_check_enum("base", p->base, msg, msglen)))
+    return rc;
   if (depth != 8 && depth != 16 && depth != 32) {
     snprintf(msg, msglen, "bit depth %d: must be 8, 16 or 32 (float)", depth);
     return ES_ERR_USAGE;
   }
   if (!es_params_range_auto(p) &&
       !(isfinite(p->in_lo) && isfinite(p->in_hi) && p->in_lo < p->in_hi)) {
-    snprintf(msg, msglen, "--in-range %g:%g: must be finite, LO < HI", p->in_lo, p->in_hi);
+    snprintf(msg, msglen, "in_range %g:%g: must be finite, LO < HI", p->in_lo, p->in_hi);
     return ES_ERR_USAGE;
   }
-  if (p->mask_computed != 0 && p->mask_computed != 1) {
-    snprintf(msg, msglen, "mask_computed %d: must be 0 or 1", p->mask_computed);
-    return ES_ERR_USAGE;
-  }
+  if ((rc = es_param_check("mask_computed", p->mask_computed, msg, msglen))) return rc;
   /* Any depth: above 2^depth the levels are those of 2^depth (es_params_for_depth), so a
    * batch mixing 8- and 16-bit input takes one L (-L 1024 failed on every 8-bit file). */
-  if (p->levels < 2 || p->levels > 65536) {
-    snprintf(msg, msglen, "--levels %d: must be 2..65536", p->levels);
-    return ES_ERR_USAGE;
-  }
-  return ES_OK;
+  return es_param_check("levels", p->levels, msg, msglen);
 }
 
 void es_params_for_depth(es_params *p, int depth) {
@@ -295,21 +279,14 @@ int es_job_check(const es_job *job, char *msg, size_t msglen) {
              job->map_stride, job->in.height);
     return ES_ERR_USAGE;
   }
-  if (job->stats && (job->stats_bins < 1 || job->stats_bins > ES_STATS_MAX_BINS)) {
-    snprintf(msg, msglen, "--stats-bins %d: must be 1..%d", job->stats_bins,
-             ES_STATS_MAX_BINS);
-    return ES_ERR_USAGE;
-  }
+  if (job->stats && (rc = es_param_check("stats_bins", job->stats_bins, msg, msglen))) return rc;
   if (job->render.format != ES_PIX_NONE) {
-    if (job->render.format < ES_PIX_RGB24 || job->render.format > ES_PIX_YUV420P ||
-        !es_colormap_lut(job->render.colormap)) {
-      snprintf(msg, msglen, "bad rendering format or colormap");
+    if (job->render.format < ES_PIX_RGB24 || job->render.format > ES_PIX_YUV420P) {
+      snprintf(msg, msglen, "bad rendering format");
       return ES_ERR_USAGE;
     }
-    if (!(job->render.overlay >= 0.0f && job->render.overlay <= 1.0f)) {
-      snprintf(msg, msglen, "--overlay %g: must be 0..1", job->render.overlay);
-      return ES_ERR_USAGE;
-    }
+    if ((rc = es_param_check_enum("colormap", job->render.colormap, msg, msglen))) return rc;
+    if ((rc = es_param_check_real("overlay", job->render.overlay, msg, msglen))) return rc;
     for (int i = 0; i < es_pix_planes(job->render.format); i++) {
       if (!job->pix.plane[i] ||
           job->pix.stride[i] < es_pix_stride(job->render.format, i, job->in.width)) {

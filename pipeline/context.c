@@ -132,26 +132,17 @@ static int config_check(const es_config *c, char *msg, size_t len) {
   /* Depth 16 allows every level count; the per-image depth is checked at compute time. */
   int rc = es_params_check(&c->params, 16, msg, len);
   if (rc) return rc;
-  if (c->device != ES_DEVICE_AUTO && c->device != ES_DEVICE_GPU && c->device != ES_DEVICE_CPU) {
-    snprintf(msg, len, "--device: must be auto, gpu or cpu");
-    return ES_ERR_USAGE;
-  }
+  /* The rules are core/params.c's (es_param_check), as the CLI's and Python's are. */
+  if ((rc = es_param_check_enum("device", c->device, msg, len))) return rc;
   if (c->ngpus < 0 || c->ngpus > ES_MAX_GPUS) {
-    snprintf(msg, len, "--gpus: 0..%d entries allowed", ES_MAX_GPUS);
+    snprintf(msg, len, "gpus: 0..%d entries allowed", ES_MAX_GPUS);
     return ES_ERR_USAGE;
   }
-  if (c->threads < 0) {
-    snprintf(msg, len, "--threads %d: must be 0 (all cores) or more", c->threads);
-    return ES_ERR_USAGE;
-  }
-  if (c->stats_bins < 1 || c->stats_bins > ES_STATS_MAX_BINS) {
-    snprintf(msg, len, "--stats-bins %d: must be 1..%d", c->stats_bins, ES_STATS_MAX_BINS);
-    return ES_ERR_USAGE;
-  }
-  if (c->queue < 0 || c->queue > ES_QUEUE_MAX) {
-    snprintf(msg, len, "--queue %d: must be 1..%d (0: the default)", c->queue, ES_QUEUE_MAX);
-    return ES_ERR_USAGE;
-  }
+  if ((rc = es_param_check("threads", c->threads, msg, len)) ||
+      (rc = es_param_check("stats_bins", c->stats_bins, msg, len)))
+    return rc;
+  /* queue 0: the default (es_config_queue) */
+  if (c->queue != 0 && (rc = es_param_check("queue", c->queue, msg, len))) return rc;
   return ES_OK;
 }
 
@@ -211,15 +202,15 @@ static int gpus_choose(const es_config *c, int visible, int *ord, int *n, char *
         /* A GPU asked for that is not there: a device problem, as --device gpu without
          * one is (ES_ERR_DEVICE), not a bad value. */
         if (visible == 0)
-          snprintf(msg, len, "--gpus %d: " ES_NO_GPU, g);
+          snprintf(msg, len, "gpus %d: " ES_NO_GPU, g);
         else
-          snprintf(msg, len, "--gpus %d: only %d GPU%s visible (0..%d)", g, visible,
+          snprintf(msg, len, "gpus %d: only %d GPU%s visible (0..%d)", g, visible,
                    visible == 1 ? "" : "s", visible - 1);
         return g < 0 ? ES_ERR_USAGE : ES_ERR_DEVICE;
       }
       for (int j = 0; j < i; j++) {
         if (c->gpus[j] == g) {
-          snprintf(msg, len, "--gpus %d: listed twice", g);
+          snprintf(msg, len, "gpus %d: listed twice", g);
           return ES_ERR_USAGE;
         }
       }
@@ -227,7 +218,7 @@ static int gpus_choose(const es_config *c, int visible, int *ord, int *n, char *
     }
   }
   if (*n == 0 && c->device == ES_DEVICE_GPU) {
-    snprintf(msg, len, ES_NO_GPU " (--device gpu)");
+    snprintf(msg, len, ES_NO_GPU " (device gpu)");
     return ES_ERR_DEVICE;
   }
   return ES_OK;
@@ -344,7 +335,7 @@ static int gpus_open(es_context *ctx, const int *ord, int n, char *msg, size_t l
   }
   if (rc != ES_OK) goto end;
   if (ctx->ngpu == 0 && ctx->cfg.device == ES_DEVICE_GPU) {
-    snprintf(msg, len, "no usable GPU (--device gpu)");
+    snprintf(msg, len, "no usable GPU (device gpu)");
     rc = ES_ERR_DEVICE;
   }
 end:

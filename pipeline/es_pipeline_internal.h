@@ -28,7 +28,6 @@
  * 2-core build machine: a 320x240 frame ran at 414 fps on 1 thread and 141 fps on 2 (fork,
  * barriers and a loaded machine cost more than the band saves); 1920x1080 gained from 2. */
 #define ES_CPU_PIXELS_PER_THREAD 262144
-#define ES_QUEUE_MAX 4096
 #define ES_ERRLEN 512
 
 /* Fault injection for tests (ES_FAULT_INJECT="frames=3,7"): the FIRST attempt of each listed

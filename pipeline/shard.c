@@ -44,7 +44,7 @@ static int from_slurm(es_shard *out, char *msg, size_t len) {
       slurm_var("SLURM_ARRAY_TASK_ID", &id, &has_id) ||
       slurm_var("SLURM_ARRAY_TASK_MIN", &min, &set) ||
       slurm_var("SLURM_ARRAY_TASK_STEP", &step, &set)) {
-    snprintf(msg, len, "--shard slurm: a SLURM_ARRAY_TASK_* variable is not a number");
+    snprintf(msg, len, "shard slurm: a SLURM_ARRAY_TASK_* variable is not a number");
     return ES_ERR_USAGE;
   }
   if (has_array && has_id) {
@@ -53,8 +53,8 @@ static int from_slurm(es_shard *out, char *msg, size_t len) {
      * place among the tasks no variable says. */
     if (id < min || (id - min) % step || (id - min) / step >= cnt || cnt < 1) {
       snprintf(msg, len,
-               "--shard slurm: array task %" PRId64 " is not the %" PRId64 "-th of %" PRId64
-               " tasks from %" PRId64 " by %" PRId64 " (use --array=A-B[:S], or --shard I/N)",
+               "shard slurm: array task %" PRId64 " is not the %" PRId64 "-th of %" PRId64
+               " tasks from %" PRId64 " by %" PRId64 " (use --array=A-B[:S], or shard I/N)",
                id, (id - min) / step, cnt, min, step);
       return ES_ERR_USAGE;
     }
@@ -69,29 +69,29 @@ static int from_slurm(es_shard *out, char *msg, size_t len) {
     int has_p, has_n;
     if (slurm_var("SLURM_PROCID", &procid, &has_p) ||
         slurm_var("SLURM_STEP_NUM_TASKS", &ntasks, &has_n)) {
-      snprintf(msg, len, "--shard slurm: SLURM_PROCID or SLURM_STEP_NUM_TASKS is not a number");
+      snprintf(msg, len, "shard slurm: SLURM_PROCID or SLURM_STEP_NUM_TASKS is not a number");
       return ES_ERR_USAGE;
     }
     if (!has_n) {
       if (slurm_var("SLURM_NTASKS", &v, &has_n)) {
-        snprintf(msg, len, "--shard slurm: SLURM_NTASKS is not a number");
+        snprintf(msg, len, "shard slurm: SLURM_NTASKS is not a number");
         return ES_ERR_USAGE;
       }
       if (has_n) ntasks = v;
     }
     if (!has_p || !has_n) ntasks = 1, procid = 0;
     if (ntasks < 1 || procid >= ntasks) {
-      snprintf(msg, len, "--shard slurm: task %" PRId64 " of %" PRId64 " tasks", procid, ntasks);
+      snprintf(msg, len, "shard slurm: task %" PRId64 " of %" PRId64 " tasks", procid, ntasks);
       return ES_ERR_USAGE;
     }
   }
   if (!(has_array && has_id) && !has_step_id) {
-    snprintf(msg, len, "--shard slurm: not in a Slurm job array or srun step "
+    snprintf(msg, len, "shard slurm: not in a Slurm job array or srun step "
                        "(SLURM_ARRAY_TASK_ID and SLURM_STEP_ID are unset)");
     return ES_ERR_USAGE;
   }
   if (a_count * ntasks > ES_SHARD_MAX) {
-    snprintf(msg, len, "--shard slurm: %" PRId64 " shares, more than %d", a_count * ntasks,
+    snprintf(msg, len, "shard slurm: %" PRId64 " shares, more than %d", a_count * ntasks,
              ES_SHARD_MAX);
     return ES_ERR_USAGE;
   }
@@ -104,14 +104,14 @@ int es_shard_parse(const char *spec, es_shard *out, char *msg, size_t len) {
   const char *slash;
   int64_t i, n;
   if (!spec || !out) {
-    snprintf(msg, len, "--shard: no value");
+    snprintf(msg, len, "shard: no value");
     return ES_ERR_USAGE;
   }
   if (!strcmp(spec, "slurm")) return from_slurm(out, msg, len);
   slash = strchr(spec, '/');
   if (!slash || parse_num(slash + 1, strlen(slash + 1), 1, ES_SHARD_MAX, &n) ||
       parse_num(spec, (size_t)(slash - spec), 0, n - 1, &i)) {
-    snprintf(msg, len, "--shard %s: must be I/N with 0 <= I < N <= %d, or slurm", spec,
+    snprintf(msg, len, "shard %s: must be I/N with 0 <= I < N <= %d, or slurm", spec,
              ES_SHARD_MAX);
     return ES_ERR_USAGE;
   }
@@ -183,7 +183,7 @@ int es_shard_video(const es_shard *sh, const char *path, es_shard_range *r, char
   memset(r, 0, sizeof *r);
   if (!sh || sh->count < 1 || sh->count > ES_SHARD_MAX || sh->index < 0 ||
       sh->index >= sh->count) {
-    snprintf(msg, len, "--shard: no such share");
+    snprintf(msg, len, "shard: no such share");
     return ES_ERR_USAGE;
   }
   rc = es_video_index_read(path, &ix, msg, len);

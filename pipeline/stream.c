@@ -333,14 +333,18 @@ int es_stream_open(es_context *ctx, const es_stream_config *sc, es_stream **out)
   *out = NULL;
   if (!ctx || !sc) return ES_ERR_USAGE;
   int fmt = sc->render.format;
-  if (fmt != ES_PIX_NONE && (es_pix_planes(fmt) == 0 || !es_colormap_lut(sc->render.colormap))) {
-    es_ctx_set_error(ctx, "bad rendering format or colormap");
+  if (fmt != ES_PIX_NONE && es_pix_planes(fmt) == 0) {
+    es_ctx_set_error(ctx, "bad rendering format");
     return ES_ERR_USAGE;
   }
-  /* Checked here as es_compute checks it, rather than failing every frame later. */
-  if (fmt != ES_PIX_NONE && !(sc->render.overlay >= 0.0f && sc->render.overlay <= 1.0f)) {
-    es_ctx_set_error(ctx, "--overlay %g: must be 0..1", sc->render.overlay);
-    return ES_ERR_USAGE;
+  /* Checked here as es_compute checks them, rather than failing every frame later. */
+  if (fmt != ES_PIX_NONE) {
+    char why[96];
+    if (es_param_check_enum("colormap", sc->render.colormap, why, sizeof why) != ES_OK ||
+        es_param_check_real("overlay", sc->render.overlay, why, sizeof why) != ES_OK) {
+      es_ctx_set_error(ctx, "%s", why);
+      return ES_ERR_USAGE;
+    }
   }
   if (sc->max_width < 0 || sc->max_height < 0 || (sc->max_width > 0) != (sc->max_height > 0) ||
       (sc->max_width > 0 && !depth_ok(sc->depth))) {

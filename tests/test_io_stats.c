@@ -278,7 +278,7 @@ int main(void) {
   static const char *bad[] = {"stats.txt", "stats", "dir.csv/stats", "stats.csv.gz", ""};
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
     int st = es_stats_writer_open(&w, bad[i], 1, 16, msg, sizeof msg);
-    CHECK(st == ES_ERR_USAGE && !w && !strcmp(msg, "--stats FILE: must end in .csv or .jsonl (or be -)"),
+    CHECK(st == ES_ERR_USAGE && !w && !strcmp(msg, "stats FILE: must end in .csv or .jsonl (or be -)"),
           "\"%s\": %d %s", bad[i], st, msg);
   }
   char path[600];

@@ -22,6 +22,8 @@ static void expect(const es_config *cfg, int code, const char *want, const char 
   if (code != ES_OK) {
     CHECK(ctx == NULL, "%s: context not NULL after failure", what);
     CHECK(want == NULL || strstr(msg, want), "%s: message \"%s\" lacks \"%s\"", what, msg, want);
+    /* The library names parameters, never a program's flags (the CLI maps them). */
+    CHECK(!strstr(msg, "--"), "%s: message \"%s\" names a flag", what, msg);
     CHECK(!strchr(msg, '\n') && msg[0] && msg[strlen(msg) - 1] != '.',
           "%s: message \"%s\" not one line without a trailing period", what, msg);
   } else {
@@ -60,7 +62,7 @@ int main(void) {
   expect(&c, ES_OK, NULL, "defaults");
   expect(NULL, ES_OK, NULL, "NULL config");
 
-  /* Every check, with the option named in the message. */
+  /* Every check, with the parameter named in the message as the library spells it. */
   es_config b;
 #define BAD(field, value, code, want)                                                       \
   do {                                                                                      \
@@ -68,24 +70,28 @@ int main(void) {
     b.field = value;                                                                        \
     expect(&b, code, want, #field " = " #value);                                            \
   } while (0)
-  BAD(params.window, 4, ES_ERR_USAGE, "--window 4");
-  BAD(params.window, 257, ES_ERR_USAGE, "--window 257");
-  BAD(params.window, 0, ES_ERR_USAGE, "--window 0");
-  BAD(params.levels, 1, ES_ERR_USAGE, "--levels 1");
-  BAD(params.levels, 65537, ES_ERR_USAGE, "--levels 65537");
-  BAD(params.shape, 7, ES_ERR_USAGE, "--shape");
-  BAD(params.border, -1, ES_ERR_USAGE, "--border");
-  BAD(params.base, 3, ES_ERR_USAGE, "--base");
-  BAD(device, 9, ES_ERR_USAGE, "--device");
-  BAD(threads, -1, ES_ERR_USAGE, "--threads -1");
-  BAD(stats_bins, 0, ES_ERR_USAGE, "--stats-bins 0");
-  BAD(stats_bins, ES_STATS_MAX_BINS + 1, ES_ERR_USAGE, "--stats-bins");
-  BAD(queue, -1, ES_ERR_USAGE, "--queue -1");
-  BAD(queue, 4097, ES_ERR_USAGE, "--queue 4097");
-  BAD(ngpus, -2, ES_ERR_USAGE, "--gpus");
+  BAD(params.window, 4, ES_ERR_USAGE, "window 4: must be odd, 1..255");
+  BAD(params.window, 257, ES_ERR_USAGE, "window 257: must be odd, 1..255");
+  BAD(params.window, 0, ES_ERR_USAGE, "window 0: must be odd, 1..255");
+  BAD(params.levels, 1, ES_ERR_USAGE, "levels 1: must be 2..65536");
+  BAD(params.levels, 65537, ES_ERR_USAGE, "levels 65537: must be 2..65536");
+  BAD(params.shape, 7, ES_ERR_USAGE, "shape 7: must be square or disk");
+  BAD(params.border, -1, ES_ERR_USAGE, "border -1: must be clip or reflect");
+  BAD(params.base, 3, ES_ERR_USAGE, "base 3: must be 2 or e");
+  BAD(device, 9, ES_ERR_USAGE, "device 9: must be auto, gpu or cpu");
+  BAD(threads, -1, ES_ERR_USAGE, "threads -1: must be 0..4096 (0 = all cores)");
+  BAD(stats_bins, 0, ES_ERR_USAGE, "stats_bins 0: must be 1..1024");
+  BAD(stats_bins, ES_STATS_MAX_BINS + 1, ES_ERR_USAGE, "stats_bins 1025: must be 1..1024");
+  BAD(queue, -1, ES_ERR_USAGE, "queue -1: must be 1..4096");
+  BAD(queue, 4097, ES_ERR_USAGE, "queue 4097: must be 1..4096");
+  BAD(ngpus, -2, ES_ERR_USAGE, "gpus: 0..64 entries allowed");
   /* Levels above 256 are fine for the context (16-bit input); checked per image. */
   BAD(params.levels, 65536, ES_OK, NULL);
   BAD(params.window, 255, ES_OK, NULL);
+  BAD(threads, 4096, ES_OK, NULL);
+  BAD(threads, 4097, ES_ERR_USAGE, "threads 4097: must be 0..4096 (0 = all cores)");
+  BAD(queue, 4096, ES_OK, NULL);
+  BAD(params.mask_computed, 2, ES_ERR_USAGE, "mask_computed 2: must be 0..1");
 
   int visible = es_gpu_device_count();
   printf("GPUs visible: %d\n", visible);
@@ -128,9 +134,9 @@ int main(void) {
   const char *cuda = getenv("ES_HAVE_CUDA");
   const char *no_gpu = cuda && !strcmp(cuda, "0") ? "built without CUDA" : "no GPU visible";
   if (visible == 0)
-    snprintf(want, sizeof want, "--gpus %d: %s", visible + 2, no_gpu);
+    snprintf(want, sizeof want, "gpus %d: %s", visible + 2, no_gpu);
   else
-    snprintf(want, sizeof want, "--gpus %d: only %d GPU", visible + 2, visible);
+    snprintf(want, sizeof want, "gpus %d: only %d GPU", visible + 2, visible);
   expect(&b, ES_ERR_DEVICE, want, "--gpus beyond the visible ones");
   /* --device cpu ignores the GPU list. */
   b.device = ES_DEVICE_CPU;
@@ -139,7 +145,7 @@ int main(void) {
   if (visible == 0) {
     es_config_default(&b);
     b.device = ES_DEVICE_GPU;
-    snprintf(want, sizeof want, "%s (--device gpu)", no_gpu);
+    snprintf(want, sizeof want, "%s (device gpu)", no_gpu);
     expect(&b, ES_ERR_DEVICE, want, "--device gpu without GPU");
     /* auto without GPU: the CPU. */
     es_context *ctx = NULL;

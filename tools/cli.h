@@ -84,8 +84,11 @@ extern atomic_int g_stop;
 void cli_install_signals(void);
 /* Blocks (begin 1) or unblocks (0) SIGINT and SIGTERM on the calling (main) thread. */
 void cli_main_writes(int begin);
-/* One line on stderr, "entropy-stream: WHAT: why" (what may be NULL), control bytes escaped. */
+/* One line on stderr, "entropy-stream: WHAT: why" (what may be NULL), control bytes escaped;
+ * a library message's parameter names become flags ("window 4: ..." -> "--window 4: ..."). */
 void cli_err(const char *what, const char *fmt, ...);
+/* A library parameter's flag: "stats_bins" -> "--stats-bins" (into buf, returned). */
+const char *cli_flag(const char *param, char *buf, size_t len);
 /* Draws the progress line (stderr, \r-updated). */
 void cli_progress_line(const char *fmt, ...);
 /* Wipes a progress line on the screen. */

@@ -14,6 +14,9 @@
 
 #include "cli.h"
 
+/* --queue's bound: below the library's (see OPT_QUEUE). */
+#define CLI_QUEUE_MAX 1024
+
 const char *const cli_fmt_names[] = {"heat", "gray8", "gray16", "f32"}; /* by enum fmt */
 
 /* ---- Usage: one screen (under 40 lines), the options with their ranges and defaults and four
@@ -111,6 +114,30 @@ static int parse_in_range(const char *s, double *lo, double *hi) {
   const char *c = strchr(s, ':');
   if (!c || parse_real(s, (size_t)(c - s), lo) || parse_real(c + 1, strlen(c + 1), hi)) return -1;
   return *lo < *hi ? 0 : -1;
+}
+
+/* ---- The values' rules are the library's (core/params.c, es_param_*): the CLI parses the
+ * text (decimal digits, a name) and refuses a bad value with the library's rule under its
+ * flag, "--window x: must be odd, 1..255". */
+static int bad_value(const char *param, const char *a) {
+  char rule[128], flag[40];
+  es_param_rule(param, rule, sizeof rule);
+  cli_err(NULL, "%s %s: %s", cli_flag(param, flag, sizeof flag), a, rule);
+  return 1;
+}
+
+/* A number option: decimal digits, in the range the library gives param. */
+static int num_opt(const char *param, const char *a, int64_t *v) {
+  int64_t x;
+  if (parse_i64(a, INT64_MIN, INT64_MAX, &x) || es_param_check(param, x, NULL, 0) != ES_OK) return -1;
+  *v = x;
+  return 0;
+}
+static int int_opt(const char *param, const char *a, int *v) {
+  int64_t x;
+  if (num_opt(param, a, &x)) return -1; /* every int parameter's range is within an int */
+  *v = (int)x;
+  return 0;
 }
 
 static int pick(const char *s, const char *const *names, int n) {
@@ -241,11 +268,6 @@ int cli_parse_args(int argc, char **argv, cli_opts *o) {
     {"version", no_argument, 0, OPT_VERSION}, {"help", no_argument, 0, 'h'},
     {"mask", required_argument, 0, OPT_MASK}, {"in-range", required_argument, 0, OPT_IN_RANGE},
     {0, 0, 0, 0}};
-  static const char *const shapes[] = {"square", "disk"};
-  static const char *const borders[] = {"clip", "reflect"};
-  static const char *const cmaps[] = {"inferno", "viridis", "magma", "turbo", "gray"};
-  static const char *const ranges[] = {"fixed", "auto"};
-  static const char *const devices[] = {"auto", "gpu", "cpu"};
   int c, v;
   int64_t v64;
 
@@ -253,41 +275,21 @@ int cli_parse_args(int argc, char **argv, cli_opts *o) {
   while ((c = getopt_long(argc, argv, ":w:L:o:rynqvh", longopts, NULL)) != -1) {
     const char *a = optarg;
     switch (c) {
+    /* The window's and the levels' ranges: es_params_check once every option is read. */
     case 'w':
-      if (parse_int(a, INT_MIN, INT_MAX, &o->cfg.params.window)) {
-        cli_err(NULL, "--window %s: must be odd, 1..%d", a, ES_WINDOW_MAX);
-        return 1;
-      }
+      if (parse_int(a, INT_MIN, INT_MAX, &o->cfg.params.window)) return bad_value("window", a);
       break;
     case 'L':
-      if (parse_int(a, INT_MIN, INT_MAX, &o->cfg.params.levels)) {
-        cli_err(NULL, "--levels %s: must be 2..65536", a);
-        return 1;
-      }
+      if (parse_int(a, INT_MIN, INT_MAX, &o->cfg.params.levels)) return bad_value("levels", a);
       break;
     case OPT_SHAPE:
-      if ((v = pick(a, shapes, 2)) < 0) {
-        cli_err(NULL, "--shape %s: must be square or disk", a);
-        return 1;
-      }
-      o->cfg.params.shape = v ? ES_SHAPE_DISK : ES_SHAPE_SQUARE;
+      if (es_param_parse("shape", a, &o->cfg.params.shape, NULL, 0)) return bad_value("shape", a);
       break;
     case OPT_BORDER:
-      if ((v = pick(a, borders, 2)) < 0) {
-        cli_err(NULL, "--border %s: must be clip or reflect", a);
-        return 1;
-      }
-      o->cfg.params.border = v ? ES_BORDER_REFLECT : ES_BORDER_CLIP;
+      if (es_param_parse("border", a, &o->cfg.params.border, NULL, 0)) return bad_value("border", a);
       break;
     case OPT_BASE:
-      if (!strcmp(a, "2"))
-        o->cfg.params.base = ES_BASE_2;
-      else if (!strcmp(a, "e"))
-        o->cfg.params.base = ES_BASE_E;
-      else {
-        cli_err(NULL, "--base %s: must be 2 or e", a);
-        return 1;
-      }
+      if (es_param_parse("base", a, &o->cfg.params.base, NULL, 0)) return bad_value("base", a);
       break;
     case OPT_FORMAT:
       if ((v = pick(a, cli_fmt_names, 4)) < 0) {
@@ -298,19 +300,11 @@ int cli_parse_args(int argc, char **argv, cli_opts *o) {
       o->format_set = 1;
       break;
     case OPT_COLORMAP:
-      if ((v = pick(a, cmaps, 5)) < 0) {
-        cli_err(NULL, "--colormap %s: must be inferno, viridis, magma, turbo or gray", a);
-        return 1;
-      }
-      o->render.colormap = v; /* the names are in es_colormap order */
+      if (es_param_parse("colormap", a, &o->render.colormap, NULL, 0)) return bad_value("colormap", a);
       o->colormap_set = 1;
       break;
     case OPT_RANGE:
-      if ((v = pick(a, ranges, 2)) < 0) {
-        cli_err(NULL, "--range %s: must be fixed or auto", a);
-        return 1;
-      }
-      o->render.range_auto = v;
+      if (es_param_parse("range", a, &o->render.range_auto, NULL, 0)) return bad_value("range", a);
       o->range_set = 1;
       break;
     case OPT_OVERLAY: {
@@ -319,8 +313,10 @@ int cli_parse_args(int argc, char **argv, cli_opts *o) {
       size_t n = decimal_len(a);
       errno = 0;
       d = n ? strtod(a, &end) : -1; /* plain decimal: no " 0.5", "+0.5", "0x1", "1e-1", "nan" */
-      if (!n || errno || end != a + n || *end || !(d >= 0 && d <= 1)) {
-        cli_err(NULL, "--overlay %s: must be a decimal number 0..1 (0.3)", a);
+      if (!n || errno || end != a + n || *end || es_param_check_real("overlay", d, NULL, 0)) {
+        char rule[32];
+        es_param_rule("overlay", rule, sizeof rule); /* "must be 0..1" */
+        cli_err(NULL, "--overlay %s: must be a decimal number %s (0.3)", a, rule + strlen("must be "));
         return 1;
       }
       o->render.overlay = (float)d;
@@ -343,17 +339,10 @@ int cli_parse_args(int argc, char **argv, cli_opts *o) {
       o->stats_path = a;
       break;
     case OPT_STATS_BINS:
-      if (parse_int(a, 1, ES_STATS_MAX_BINS, &o->cfg.stats_bins)) {
-        cli_err(NULL, "--stats-bins %s: must be 1..%d", a, ES_STATS_MAX_BINS);
-        return 1;
-      }
+      if (int_opt("stats_bins", a, &o->cfg.stats_bins)) return bad_value("stats_bins", a);
       break;
     case OPT_DEVICE:
-      if ((v = pick(a, devices, 3)) < 0) {
-        cli_err(NULL, "--device %s: must be auto, gpu or cpu", a);
-        return 1;
-      }
-      o->cfg.device = v == 0 ? ES_DEVICE_AUTO : v == 1 ? ES_DEVICE_GPU : ES_DEVICE_CPU;
+      if (es_param_parse("device", a, &o->cfg.device, NULL, 0)) return bad_value("device", a);
       break;
     case OPT_GPUS:
       o->gpus_set = 1;
@@ -367,7 +356,7 @@ int cli_parse_args(int argc, char **argv, cli_opts *o) {
           o->cfg.ngpus = -1;
         for (tok = o->cfg.ngpus < 0 ? NULL : strtok_r(buf, ",", &save); tok;
              tok = strtok_r(NULL, ",", &save)) {
-          if (o->cfg.ngpus >= ES_MAX_GPUS || parse_int(tok, 0, ES_MAX_GPUS - 1, &v)) {
+          if (o->cfg.ngpus >= ES_MAX_GPUS || int_opt("gpu", tok, &v)) {
             o->cfg.ngpus = -1;
             break;
           }
@@ -377,29 +366,27 @@ int cli_parse_args(int argc, char **argv, cli_opts *o) {
           o->cfg.gpus[o->cfg.ngpus++] = v;
         }
         if (o->cfg.ngpus <= 0) {
-          cli_err(NULL, "--gpus %s: must be all or a list of distinct ordinals 0..%d (0,2,...)",
-                  a, ES_MAX_GPUS - 1);
+          char rule[32];
+          es_param_rule("gpu", rule, sizeof rule); /* "must be 0..63" */
+          cli_err(NULL, "--gpus %s: must be all or a list of distinct ordinals %s (0,2,...)", a,
+                  rule + strlen("must be "));
           return 1;
         }
       }
       break;
     case OPT_CPU_BELOW:
-      if (parse_i64(a, 0, INT64_C(1) << 62, &v64)) {
-        cli_err(NULL, "--cpu-below %s: must be 0..%" PRId64 " pixels", a, INT64_C(1) << 62);
-        return 1;
-      }
+      if (num_opt("cpu_below", a, &v64)) return bad_value("cpu_below", a);
       o->cfg.cpu_below = v64;
       o->cpu_below_set = 1;
       break;
     case OPT_THREADS:
-      if (parse_int(a, 0, 4096, &o->cfg.threads)) {
-        cli_err(NULL, "--threads %s: must be 0..4096 (0 = all cores)", a);
-        return 1;
-      }
+      if (int_opt("threads", a, &o->cfg.threads)) return bad_value("threads", a);
       break;
     case OPT_QUEUE:
-      if (parse_int(a, 1, 1024, &o->cfg.queue)) {
-        cli_err(NULL, "--queue %s: must be 1..1024", a);
+      /* The library takes 1..4096; the CLI stops at CLI_QUEUE_MAX, a program's choice: each
+       * stage's frames are memory held, and more gained nothing measured. */
+      if (int_opt("queue", a, &o->cfg.queue) || o->cfg.queue > CLI_QUEUE_MAX) {
+        cli_err(NULL, "--queue %s: must be 1..%d", a, CLI_QUEUE_MAX);
         return 1;
       }
       break;
@@ -419,29 +406,16 @@ int cli_parse_args(int argc, char **argv, cli_opts *o) {
       o->codec = a;
       break;
     case OPT_CRF:
-      if (parse_int(a, 0, 63, &o->crf)) {
-        cli_err(NULL, "--crf %s: must be 0..63", a);
-        return 1;
-      }
+      if (int_opt("crf", a, &o->crf)) return bad_value("crf", a);
       break;
     case OPT_PRESET:
       o->preset = a;
       break;
     case OPT_PIX_FMT:
-      if (!strcmp(a, "yuv420p")) {
-        o->pix_fmt = ES_PIX_YUV420P;
-      } else if (!strcmp(a, "yuv444p")) {
-        o->pix_fmt = ES_PIX_YUV444P;
-      } else {
-        cli_err(NULL, "--pix-fmt %s: must be yuv420p or yuv444p", a);
-        return 1;
-      }
+      if (es_param_parse("pix_fmt", a, &o->pix_fmt, NULL, 0)) return bad_value("pix_fmt", a);
       break;
     case OPT_MAX_PIXELS:
-      if (parse_i64(a, 1, INT64_C(1) << 62, &o->max_pixels)) {
-        cli_err(NULL, "--max-pixels %s: must be 1..%" PRId64, a, INT64_C(1) << 62);
-        return 1;
-      }
+      if (num_opt("max_pixels", a, &o->max_pixels)) return bad_value("max_pixels", a);
       break;
     case OPT_MASK:
       if (o->mask_path || !*a) {
@@ -457,22 +431,13 @@ int cli_parse_args(int argc, char **argv, cli_opts *o) {
       }
       break;
     case OPT_BAND_ROWS: /* an image in row bands (cli_bands.c); 0: from a memory budget */
-      if (parse_int(a, 0, 1 << 30, &o->band_rows)) {
-        cli_err(NULL, "--band-rows %s: must be 0..%d (0: from a 256 MiB budget)", a, 1 << 30);
-        return 1;
-      }
+      if (int_opt("band_rows", a, &o->band_rows)) return bad_value("band_rows", a);
       break;
     case OPT_LEVEL: /* a whole-slide image's pyramid level */
-      if (parse_int(a, 0, 63, &o->level)) {
-        cli_err(NULL, "--level %s: must be 0..63", a);
-        return 1;
-      }
+      if (int_opt("level", a, &o->level)) return bad_value("level", a);
       break;
     case OPT_BAND:
-      if (parse_int(a, 0, 65535, &o->band)) {
-        cli_err(NULL, "--band %s: must be 0..65535", a);
-        return 1;
-      }
+      if (int_opt("band", a, &o->band)) return bad_value("band", a);
       o->band_set = 1;
       break;
     case 'r': o->recursive = 1; break;

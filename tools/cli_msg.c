@@ -137,14 +137,46 @@ static void escape_into(char *dst, size_t cap, size_t *at, const char *s) {
   dst[*at] = 0;
 }
 
+const char *cli_flag(const char *param, char *buf, size_t len) {
+  size_t at = 0;
+  for (; at < 2 && at + 1 < len; at++) buf[at] = '-';
+  for (; *param && at + 1 < len; param++) buf[at++] = *param == '_' ? '-' : *param;
+  buf[at] = 0;
+  return buf;
+}
+
+/* The library's messages name parameters ("window 4: must be odd, 1..255", "no GPU visible
+ * (device gpu)", "... or shard I/N)"); ours name flags. A reference (es_param_ref) at the
+ * start of the line, after "(" or after ", or " is given its flag. Nowhere else: "no band 3:
+ * the image has 1" is not about --band. */
+static void flags_for_params(const char *in, char *out, size_t cap) {
+  size_t at = 0;
+  for (const char *p = in; *p && at + 1 < cap;) {
+    int start = p == in || p[-1] == '(' || (p - in >= 5 && !strncmp(p - 5, ", or ", 5));
+    size_t n = start ? es_param_ref(p) : 0;
+    if (n) {
+      char name[64], flag[72];
+      snprintf(name, sizeof name, "%.*s", (int)n, p);
+      cli_flag(name, flag, sizeof flag);
+      at += (size_t)snprintf(out + at, cap - at, "%s", flag);
+      p += n;
+      continue;
+    }
+    out[at++] = *p++;
+  }
+  out[at < cap ? at : cap - 1] = 0;
+}
+
 void cli_err(const char *what, const char *fmt, ...) {
   va_list ap;
-  char line[PATH_MAX + 1024]; /* may name a file too: "also the output of PATH (...)" */
+  char text[PATH_MAX + 1024]; /* may name a file too: "also the output of PATH (...)" */
+  char line[sizeof text + 256];
   char out[4 * (PATH_MAX + sizeof line) + 8]; /* every byte escaped as \xHH still fits */
   size_t at = 0;
   va_start(ap, fmt);
-  vsnprintf(line, sizeof line, fmt, ap);
+  vsnprintf(text, sizeof text, fmt, ap);
   va_end(ap);
+  flags_for_params(text, line, sizeof line);
   if (what) {
     escape_into(out, sizeof out, &at, what);
     escape_into(out, sizeof out, &at, ": ");

@@ -106,33 +106,50 @@ void raise_status(int rc, const char *what) {
 
 /* ---- Arguments. ---- */
 
-/* A keyword argument that names one of n choices: its index into values in *v, or a
- * ValueError naming the argument and the allowed names ("must be 'square' or 'disk'"). */
-typedef struct choice {
-  const char *name;
-  int value;
-} choice;
+/* The library's rules (core/params.c, es_param_*) with the keywords' names: a library
+ * message "window 4: must be odd, 1..255" becomes "window=4: must be odd, 1..255", and a
+ * parameter's name its keyword's (stats_bins: bins). */
+static const char *keyword_of(const char *param) {
+  return !strcmp(param, "stats_bins") ? "bins" : param;
+}
 
-static int parse_choice(PyObject *o, const char *arg, const choice *c, int n, int *v) {
-  for (int i = 0; PyUnicode_Check(o) && i < n; i++)
-    if (PyUnicode_CompareWithASCIIString(o, c[i].name) == 0) return *v = c[i].value, 1;
-  char allowed[128] = "";
-  for (int i = 0; i < n; i++)
-    snprintf(allowed + strlen(allowed), sizeof allowed - strlen(allowed), "%s'%s'",
-             i == 0 ? "" : i == n - 1 ? " or " : ", ", c[i].name);
-  PyErr_Format(PyExc_ValueError, "%s=%R: must be %s", arg, o, allowed);
+/* A ValueError from a library message about a parameter (es_param_ref), named as its keyword. */
+static void raise_param(const char *msg) {
+  size_t n = es_param_ref(msg);
+  char name[32];
+  if (!n || n >= sizeof name) {
+    PyErr_SetString(PyExc_ValueError, msg);
+    return;
+  }
+  snprintf(name, sizeof name, "%.*s", (int)n, msg);
+  PyErr_Format(PyExc_ValueError, "%s%s%s", keyword_of(name), msg[n] == ' ' ? "=" : "",
+               msg + n + (msg[n] == ' '));
+}
+
+/* A number keyword: ValueError ("threads=5000: must be 0..4096 (0 = all cores)") unless
+ * the library takes it. */
+static int check_number(const char *param, int64_t v) {
+  char msg[160];
+  if (es_param_check(param, v, msg, sizeof msg) == ES_OK) return 1;
+  raise_param(msg);
   return 0;
 }
 
-static int parse_shape(PyObject *o, int *v) {
-  static const choice c[] = {{"square", ES_SHAPE_SQUARE}, {"disk", ES_SHAPE_DISK}};
-  return parse_choice(o, "shape", c, 2, v);
+/* A keyword argument that names a value of an enumerated parameter (es_param_parse): the
+ * value in *v, or a ValueError naming the argument and the allowed names ("must be 'square'
+ * or 'disk'"). */
+static int parse_choice(PyObject *o, const char *param, int *v) {
+  const char *s = PyUnicode_Check(o) ? PyUnicode_AsUTF8(o) : NULL;
+  if (s && es_param_parse(param, s, v, NULL, 0) == ES_OK) return 1;
+  PyErr_Clear(); /* a string that is not UTF-8: refused as any other */
+  char allowed[128];
+  es_param_names(param, "'", allowed, sizeof allowed);
+  PyErr_Format(PyExc_ValueError, "%s=%R: must be %s", keyword_of(param), o, allowed);
+  return 0;
 }
 
-static int parse_border(PyObject *o, int *v) {
-  static const choice c[] = {{"clip", ES_BORDER_CLIP}, {"reflect", ES_BORDER_REFLECT}};
-  return parse_choice(o, "border", c, 2, v);
-}
+static int parse_shape(PyObject *o, int *v) { return parse_choice(o, "shape", v); }
+static int parse_border(PyObject *o, int *v) { return parse_choice(o, "border", v); }
 
 /* base: 2 (bits) or "e" (nats); math.e is taken for "e" too. */
 static int parse_base(PyObject *o, int *v) {
@@ -150,10 +167,7 @@ static int parse_base(PyObject *o, int *v) {
   return 0;
 }
 
-static int parse_device(PyObject *o, int *v) {
-  static const choice c[] = {{"auto", ES_DEVICE_AUTO}, {"cpu", ES_DEVICE_CPU}, {"gpu", ES_DEVICE_GPU}};
-  return parse_choice(o, "device", c, 3, v);
-}
+static int parse_device(PyObject *o, int *v) { return parse_choice(o, "device", v); }
 
 /* The keyword arguments common to entropy and stats; everything checked that does not
  * depend on the image. shape, border, base or device NULL (not given): the default, square,
@@ -162,10 +176,7 @@ int parse_common(PyObject *shape, PyObject *border, PyObject *base, PyObject *de
                  int window, int levels, int threads, int bins, call_args *a) {
   memset(a, 0, sizeof *a);
   es_params_default(&a->key.params);
-  if (window < 1 || window > ES_WINDOW_MAX || window % 2 == 0) {
-    PyErr_Format(PyExc_ValueError, "window=%d: must be odd, 1..%d", window, ES_WINDOW_MAX);
-    return 0;
-  }
+  if (!check_number("window", window)) return 0;
   a->key.params.window = window;
   a->key.params.levels = levels; /* its range depends on the dtype: checked with the image */
   if ((shape && !parse_shape(shape, &a->key.params.shape)) ||
@@ -173,15 +184,8 @@ int parse_common(PyObject *shape, PyObject *border, PyObject *base, PyObject *de
       (base && !parse_base(base, &a->key.params.base)) ||
       (device && !parse_device(device, &a->key.device)))
     return 0;
-  if (threads < 0 || threads > 4096) {
-    PyErr_Format(PyExc_ValueError, "threads=%d: must be 0 (all cores)..4096", threads);
-    return 0;
-  }
+  if (!check_number("threads", threads) || !check_number("stats_bins", bins)) return 0;
   a->key.threads = threads;
-  if (bins < 1 || bins > ES_STATS_MAX_BINS) {
-    PyErr_Format(PyExc_ValueError, "bins=%d: must be 1..%d", bins, ES_STATS_MAX_BINS);
-    return 0;
-  }
   a->key.stats_bins = bins;
   return 1;
 }
@@ -263,16 +267,20 @@ static size_t row_stride(PyArrayObject *a) {
   return (size_t)PyArray_STRIDES(a)[nd - 2];
 }
 
-/* levels for this depth, with the Python names in the message. */
+/* levels for this depth, with the Python names in the message: the library's rule, and
+ * the module's own for uint8 (no more levels than values: where the library computes L
+ * above 256 as 256, a Python caller is told). */
 static int check_levels(const call_args *a, int depth) {
-  int lmax = depth == 8 ? 256 : 65536;
-  if (a->key.params.levels < 2 || a->key.params.levels > lmax) {
-    PyErr_Format(PyExc_ValueError, "levels=%d: must be 2..%d for %s input",
-                 a->key.params.levels, lmax,
-                 depth == 8 ? "uint8" : depth == 16 ? "uint16" : "float32");
-    return 0;
-  }
-  return 1;
+  const char *dtype = depth == 8 ? "uint8" : depth == 16 ? "uint16" : "float32";
+  int levels = a->key.params.levels;
+  char msg[160];
+  if (es_param_check("levels", levels, msg, sizeof msg) == ES_OK && (depth != 8 || levels <= 256))
+    return 1;
+  if (depth == 8) /* "levels=300: must be 2..256 for uint8 input" */
+    PyErr_Format(PyExc_ValueError, "levels=%d: must be 2..256 for %s input", levels, dtype);
+  else /* "levels=1: must be 2..65536 for uint16 input" */
+    PyErr_Format(PyExc_ValueError, "levels=%s for %s input", msg + strlen("levels "), dtype);
+  return 0;
 }
 
 /* The bytes [lo, hi) an array's elements span. */

@@ -274,10 +274,14 @@ def test_bad_input():
         es.entropy(img, border="wrap")
     with pytest.raises(ValueError, match="base=10"):
         es.entropy(img, base=10)
-    with pytest.raises(ValueError, match="'auto', 'cpu' or 'gpu'"):
+    # The names in the library's order (core/params.c), the CLI's "auto, gpu or cpu".
+    with pytest.raises(ValueError, match=r"device='tpu': must be 'auto', 'gpu' or 'cpu'"):
         es.entropy(img, device="tpu")
-    with pytest.raises(ValueError, match="bins=0"):
+    with pytest.raises(ValueError, match=r"bins=0: must be 1\.\.1024"):
         es.stats(img, bins=0)
+    # The library's rule, under the keyword.
+    with pytest.raises(ValueError, match=r"threads=5000: must be 0\.\.4096 \(0 = all cores\)"):
+        es.entropy(img, threads=5000)
     ro = np.zeros(img.shape, np.float32)
     ro.flags.writeable = False
     with pytest.raises(ValueError, match="read-only"):
