@@ -594,6 +594,7 @@ typedef struct es_many_counts {
   double elapsed_s;  /* from the first video's start to the statistics joined */
   int started;       /* the videos began (the checks passed, the context made): a summary
                       * applies */
+  int interrupted;   /* a stop ended the call (exit 130) */
   int exit_code;     /* SPEC 3's, once es_many_execute returned */
 } es_many_counts;
 void es_many_config_default(es_many_config *c);

@@ -518,6 +518,7 @@ end:
   for (size_t i = 0; i < m->n; i++) part_drop(&m->it[i].part);
   part_drop(&m->hdr);
   free(keep);
+  k->interrupted = code == 130;
   k->exit_code = code;
   return status_of(code);
 }

@@ -14,6 +14,7 @@
  *   untouched, said "exists, skipped", its records still joined), and with skip and no
  *   statistics its video is not run at all;
  * - a share (es_many_config.share) runs its videos only, and their records only;
+ * - a stop before the first video begins none (exit 130), the statistics the header alone;
  * - es_video_dir_list lists a directory of videos in name order, and none where a still is.
  */
 #include <pthread.h>
@@ -111,6 +112,9 @@ static void on_message(void *user, const char *line) {
   atomic_fetch_add(&g_lib_lines, 1);
 }
 
+static int g_stop_now; /* es_many_config.stopped's answer */
+static int stop_now(void) { return g_stop_now; }
+
 /* es_many over ins[0..n) into out_dir and stats: its counts; h collects its lines. */
 static int many(const char *const *ins, size_t n, const char *out_dir, const char *stats,
                 int skip, int overwrite, const unsigned char *share, heard *h,
@@ -129,6 +133,7 @@ static int many(const char *const *ins, size_t n, const char *out_dir, const cha
   c.share = share;
   c.runs = 3;
   c.say = on_say;
+  c.stopped = stop_now;
   c.user = h;
   memset(h->text, 0, sizeof h->text);
   h->lines = h->overwrite = 0;
@@ -283,6 +288,22 @@ int main(void) {
     CHECK(rc == ES_OK && k.videos == 2 && k.ran == 2 && !tv_exists(path_of("heat5/a.y4m")) &&
               same_file(path_of("s5.csv"), path_of("want5.csv")),
           "share: status %d, %zu videos, %zu ran", rc, k.videos, k.ran);
+  }
+
+  /* ---- A stop before any video began: none begins, the statistics file is the header. */
+  {
+    size_t len = 0;
+    g_stop_now = 1;
+    rc = many(list, NCLIP, path_of("heat6"), path_of("s6.csv"), 0, 0, NULL, &h, &k, NULL);
+    g_stop_now = 0;
+    uint8_t *b = tv_read_file(path_of("s6.csv"), &len);
+    CHECK(rc == ES_ERR_INTERRUPTED && k.exit_code == 130 && k.interrupted && k.started &&
+              k.videos == NCLIP && k.ran == 0 && k.frames == 0,
+          "stop: status %d, exit %d, %zu of %zu videos ran", rc, k.exit_code, k.ran, k.videos);
+    CHECK(b && len > 0 && memchr(b, '\n', len) == b + len - 1 && !strncmp((char *)b, "name,", 5),
+          "stop: the statistics file is not the header alone");
+    CHECK(!tv_exists(path_of("heat6")), "stop: the output directory made is left");
+    free(b);
   }
 
   /* ---- A directory's videos, in name order; none where a still is among them. */

@@ -42,7 +42,7 @@ static void summary(es_many *m, const es_many_counts *k) {
           k->ran == 1 && !*of_s ? "" : "s", fail_s, k->frames, k->frames == 1 ? "" : "s",
           k->elapsed_s, k->elapsed_s > 0 ? k->frames / k->elapsed_s : 0.0,
           cli_device_desc(es_many_context(m), d, sizeof d),
-          k->exit_code == 130 ? ", interrupted" : "");
+          k->interrupted ? ", interrupted" : "");
 }
 
 int cli_run_many(cli_opts *o, const char *const *inputs, size_t n, int out_kind) {
