@@ -304,6 +304,16 @@ int es_sink_for_video(es_sink *k, const char *path, const es_sink_opts *o);
 /* The same for a stack's pages (es_source_tiff): .npy, .tif, directory; ES_ERR_USAGE for
  * the others. */
 int es_sink_for_stack(es_sink *k, const char *path, const es_sink_opts *o);
+/* 1 for a video file's extension, any case (.mp4, .mkv, .m2ts, .y4m, .h264, ...: the table of
+ * io/registry.c), what a directory's list of videos takes (es_video_dir_list). */
+int es_path_is_video(const char *path);
+/* The video files of the directory dir (es_path_is_video; regular files, links followed;
+ * hidden names and subdirectories left out) as "dir/NAME", sorted by name, where it holds
+ * some and no still (a name a still reader of the build takes): 1, with *paths (malloc'd,
+ * each name too) and *n. 0 where it holds a still or no video, or cannot be read: a batch
+ * of stills, whose run says why; *paths NULL. ES_ERR_NOMEM. Free with es_video_dir_free. */
+int es_video_dir_list(const char *dir, char ***paths, size_t *n);
+void es_video_dir_free(char ***paths, size_t n);
 
 #ifdef __cplusplus
 }

@@ -35,6 +35,7 @@ typedef struct es_still_entry {
   int failed;   /* not a regular file (said): ES_ERR_INPUT, never to be opened */
   int keep_ext; /* shares its stem with another input: its output keeps its extension */
   int narrowed; /* (internal: left out by ext) */
+  int video;    /* a video file, not a still (es_still_list_opts.videos) */
 } es_still_entry;
 typedef struct es_still_list {
   es_still_entry *e; /* sorted by name (strcmp) */
@@ -49,6 +50,9 @@ typedef struct es_still_list_opts {
   /* A failure of one file or subdirectory ("PATH", "not a regular file"); may be NULL. */
   void (*say)(void *arg, const char *what, const char *msg);
   void *say_arg;
+  /* List the video files too (es_path_is_video, where not a still), marked video: they take
+   * no part in keep_ext, and ext does not leave them out (es_video_dir_list's walk). */
+  int videos;
 } es_still_list_opts;
 /* Lists the stills under root (every name es_still_ext_ok takes, hidden names skipped),
  * sorted by name. ES_OK, ES_ERR_NOMEM, or ES_ERR_INPUT where root cannot be read (msg

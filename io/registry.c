@@ -99,6 +99,22 @@ int es_band_sink_for(es_band_sink *k, const char *path, const es_band_sink_opts 
   return i >= 0 && outputs[i].band ? outputs[i].band(k, path, o) : ES_ERR_USAGE;
 }
 
+/* Video files by extension (any case), the inputs of a list of videos: a directory that
+ * holds any of these and no still is a list of videos (es_video_dir_list). Wider than the
+ * outputs above: a video run reads containers no sink writes (.m2ts, .mxf, raw .h264). */
+static const char *const video_inputs[] = {"mp4", "mkv", "mov", "avi", "webm", "ts", "m2ts",
+                                           "mts", "m4v", "mpg", "mpeg", "y4m", "nut", "flv",
+                                           "wmv", "ogv", "3gp", "mxf", "h264", "264", "hevc",
+                                           "h265", "ivf", "mjpeg"};
+enum { NVIN = sizeof video_inputs / sizeof video_inputs[0] };
+
+int es_path_is_video(const char *path) {
+  const char *e = ext_of(path);
+  for (int i = 0; i < NVIN; i++)
+    if (!strcasecmp(e, video_inputs[i])) return 1;
+  return 0;
+}
+
 /* Inputs of a band run, by extension: the whole-slide formats OpenSlide reads (a TIFF is
  * one only with a level); then a TIFF by es_path_is_tiff, the name rule of the whole
  * program; anything else is read as a PNG. */

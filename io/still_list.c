@@ -2,7 +2,8 @@
  * still_list.c - the stills of a directory batch (es_paths.h): the walk (-r, --ext), the
  * names in sorted order, and the output names, moved here from tools/cli_images.c so that
  * the library's still-list source (src_stills.c) and the Python module list a directory as
- * the CLI does.
+ * the CLI does; and, by the same walk, a directory's video files (es_video_dir_list: a list
+ * of videos, pipeline/run_many.c), moved here from tools/cli_many.c.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -17,6 +18,7 @@
 
 #include "es_io.h"
 #include "es_paths.h"
+#include "es_stage.h"
 
 /* The extension of a name (after its last dot, not a leading one), or "". */
 static const char *ext_of(const char *path) {
@@ -95,7 +97,9 @@ static int collect(es_still_list *l, const char *root, const char *rel,
       if (rc) goto end;
       continue;
     }
-    if (!es_still_ext_ok(e->d_name, NULL)) {
+    const int video = o->videos && !es_still_ext_ok(e->d_name, NULL) &&
+                      es_path_is_video(e->d_name);
+    if (!video && !es_still_ext_ok(e->d_name, NULL)) {
       free(relname);
       free(full);
       continue;
@@ -117,7 +121,8 @@ static int collect(es_still_list *l, const char *root, const char *rel,
       goto end;
     }
     if (not_regular) l->e[l->n - 1].failed = ES_ERR_INPUT;
-    l->e[l->n - 1].narrowed = !es_still_ext_ok(e->d_name, o->ext);
+    l->e[l->n - 1].video = video;
+    l->e[l->n - 1].narrowed = !video && !es_still_ext_ok(e->d_name, o->ext);
   }
 end:
   if (d) closedir(d);
@@ -148,8 +153,11 @@ static int stem_cmp(const void *a, const void *b) {
  * files. Other inputs take .png in place of their extension (a.jpg -> a.png). */
 static int mark_shared_stems(es_still_entry *e, size_t n) {
   es_still_entry **by = malloc(n * sizeof *by);
+  size_t m = 0;
   if (!by) return ES_ERR_NOMEM;
-  for (size_t i = 0; i < n; i++) by[i] = &e[i];
+  for (size_t i = 0; i < n; i++)
+    if (!e[i].video) by[m++] = &e[i]; /* a video's output is named otherwise */
+  n = m;
   qsort(by, n, sizeof *by, stem_cmp);
   for (size_t i = 0, k; i < n; i = k) {
     for (k = i + 1; k < n && !stem_cmp(&by[i], &by[k]);) k++;
@@ -206,6 +214,48 @@ char *es_still_out_name(const char *rel, int keep_ext, int f32) {
   memcpy(r, rel, k);
   memcpy(r + k, f32 ? ".npy" : ".png", 5);
   return r;
+}
+
+int es_video_dir_list(const char *dir, char ***paths, size_t *n) {
+  es_still_list l;
+  es_still_list_opts lo;
+  char msg[256];
+  char **v;
+  size_t k = 0;
+  int rc, still = 0;
+  *paths = NULL;
+  *n = 0;
+  memset(&lo, 0, sizeof lo);
+  lo.videos = 1;
+  rc = es_still_list_dir(&l, dir, &lo, msg, sizeof msg);
+  if (rc != ES_OK) return rc == ES_ERR_NOMEM ? rc : 0; /* unreadable: the batch says why */
+  if (!(v = malloc((l.n ? l.n : 1) * sizeof *v))) {
+    es_still_list_free(&l);
+    return ES_ERR_NOMEM;
+  }
+  /* Regular files only (links followed): a FIFO or a dangling link named a.png makes no
+   * batch of stills, nor is one named a.mp4 a video to open. */
+  for (size_t i = 0; i < l.n && !still; i++) {
+    struct stat st;
+    if (stat(l.e[i].path, &st) != 0 || !S_ISREG(st.st_mode)) continue;
+    if (!l.e[i].video) still = 1; /* a batch of stills, its videos left out */
+    else v[k++] = l.e[i].path, l.e[i].path = NULL;
+  }
+  es_still_list_free(&l);
+  if (still || !k) {
+    es_video_dir_free(&v, k);
+    return 0;
+  }
+  *paths = v;
+  *n = k;
+  return 1;
+}
+
+void es_video_dir_free(char ***paths, size_t n) {
+  if (!*paths) return;
+  for (size_t i = 0; i < n; i++) free((*paths)[i]);
+  free(*paths);
+  *paths = NULL;
 }
 
 /* ---- A batch's outputs, checked before its run. */

@@ -523,6 +523,94 @@ es_context *es_run_context(const es_run *r);
 /* Frees the stream, the source and the context; NULL is ignored. */
 void es_run_destroy(es_run **r);
 
+/* ---- Several videos in one call (pipeline/run_many.c; docs/library.md, "Several videos"):
+ * each video's heat video into one directory, and one statistics file of every video's
+ * records in the inputs' order under one header, as the single runs' files one after another
+ * would be, byte for byte. One context for all of them (the GPUs opened once), a few es_runs
+ * at once on threads of their own (each video's decoder given its share of the cores), so
+ * that several videos keep the cores and the GPUs busy. Before any work, the outputs are
+ * named and checked: two inputs of one output name, an output that is an input (refused,
+ * exit 1), an existing output (refused, exit 3; kept with sink.skip, replaced with
+ * sink.overwrite), a statistics file the same way; then the directory is made and each
+ * video's statistics go to a part file of its own beside the statistics file, joined in
+ * order at the end (a record at a time: memory bounded). A video that fails is said by its
+ * run and counted, the others finish; the exit code is the worst (SPEC 3). A stop
+ * (es_many_config.stopped) begins no other video, finishes those begun and joins their
+ * records (exit 130). The lines of the runs go through cfg.message; the list's own through
+ * say. */
+typedef struct es_many es_many;
+typedef struct es_many_config {
+  es_config cfg;        /* the context made for all the videos (where context is NULL) */
+  es_render render;     /* colormap, range, overlay of the heat videos */
+  /* Each video's heat video: out_dir/BASE, the input's base name where es_sink_for_video
+   * writes its container, else BASE with .mkv for its extension; NULL: none. */
+  const char *out_dir;
+  /* Every video's statistics records (.csv, .jsonl, .json; "-": CSV on standard output),
+   * cfg.stats_bins bins; NULL: none. */
+  const char *stats;
+  /* The heat videos' options (es_sink_opts: pixfmt, codec, crf, preset, pix_fmt; its input
+   * and bins are set for each video). overwrite and skip apply to every output, the
+   * statistics file's included: an existing one is replaced, or kept (said, with verbose 1
+   * or more; a video whose heat video is kept is run only for the statistics). */
+  es_sink_opts sink;
+  int64_t max_pixels;   /* a video's frames larger are an input error (0: no limit) */
+  int verbose_log;      /* FFmpeg's error lines through cfg.message */
+  /* Every frame's mask, as es_run_config's (mask_name names it in messages). */
+  const uint8_t *mask;
+  size_t mask_stride;
+  int mask_width, mask_height;
+  const char *mask_name;
+  /* Videos run at once (0: a quarter of the cores online, at least 2, at most 8); never
+   * more than the videos. decoder_threads: each video's decoder (0: the cores online over
+   * the videos at once, at least 1). */
+  int runs;
+  int decoder_threads;
+  /* A share of the list (es_shard_files' answer for this process), kept by the caller until
+   * es_many_execute returns: share[i] 0 leaves input i to another process (checked as an
+   * input, never named, run or joined); NULL: every input. */
+  const unsigned char *share;
+  /* Input i's own check before any work, in the list's order, after the library's refusal
+   * of "-" and before its checks of the statistics file against it (may be NULL): nonzero
+   * is an exit code that ends the call before any output is made (said by check). */
+  int (*check)(void *user, size_t i, const char *path);
+  /* Polled before each video begins and by every run (es_run_config.stopped; may be NULL). */
+  int (*stopped)(void);
+  /* The list's own lines (a refusal, an output kept, a video that could not begin, the
+   * join): whose (a path, "-", or NULL), the parameter at fault where one could change the
+   * outcome ("overwrite": the output exists, and overwrite or skip would let the call go on;
+   * NULL otherwise), and the line ("exists"). Called from the caller's thread and from the
+   * workers, one line at a time. NULL: "NAME: line" through cfg.message (as es_run says). */
+  void (*say)(void *user, const char *name, const char *param, const char *line);
+  void *user;
+  /* A context of the caller's to compute on instead (as es_run_config.context): it outlives
+   * the call, es_many_destroy leaves it. */
+  es_context *context;
+} es_many_config;
+typedef struct es_many_counts {
+  size_t videos;     /* of the list (this share's) */
+  size_t ran;        /* videos begun (a stop leaves the others out) */
+  size_t failed;     /* of those, videos that failed (an interrupted one is not failed) */
+  int64_t frames;    /* frames that reached an output, every video's */
+  double elapsed_s;  /* from the first video's start to the statistics joined */
+  int started;       /* the videos began (the checks passed, the context made): a summary
+                      * applies */
+  int interrupted;   /* a stop ended the call (exit 130) */
+  int exit_code;     /* SPEC 3's, once es_many_execute returned */
+} es_many_counts;
+void es_many_config_default(es_many_config *c);
+/* A list of the n videos inputs[] (copied), with c (copied; its pointers the caller's until
+ * es_many_destroy). ES_OK, ES_ERR_NOMEM, or ES_ERR_USAGE (no input, NULL). */
+int es_many_create(es_many **out, const es_many_config *c, const char *const *inputs, size_t n);
+/* Checks, runs every video and joins the statistics (see above). ES_OK, or the status of the
+ * worst exit code (what failed was said); the exit code in es_many_get_counts. Once. */
+int es_many_execute(es_many *m);
+void es_many_get_counts(const es_many *m, es_many_counts *c);
+/* The context the videos computed on (NULL before es_many_execute made it, or where that
+ * failed): its es_context_describe for a summary. */
+es_context *es_many_context(const es_many *m);
+/* Frees the list, and the context where it made it; NULL is ignored. */
+void es_many_destroy(es_many **m);
+
 #ifdef __cplusplus
 }
 #endif

@@ -175,10 +175,8 @@ int cli_bands_wanted(const cli_opts *o, int in_kind, int out_kind, const es_tiff
 int cli_run_bands(cli_opts *o, int in_kind, es_tiff *tiff);
 /* A video, a FIFO or standard input (cli_video.c). */
 int cli_run_video(cli_opts *o, int out_kind);
-/* Several videos in one run, over one context (cli_many.c): the inputs given, or a
- * directory's videos. cli_dir_videos: 1 with the directory's video files (by extension, in
- * name order, malloc'd) where it holds some and no still; else 0 (a batch of stills). */
+/* Several videos in one run, over one context (cli_many.c, through the library's es_many):
+ * the inputs given, or a directory's videos (es_video_dir_list). */
 int cli_run_many(cli_opts *o, const char *const *inputs, size_t n, int out_kind);
-int cli_dir_videos(const char *dir, char ***paths, size_t *n);
 
 #endif

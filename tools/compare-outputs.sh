@@ -4,7 +4,7 @@
 # directory, samples/clip.mp4), the README's examples, and the inputs of the tests (clip.mp4
 # to .mp4, .mkv, .npy, a frame directory, y4m and float32 on standard output, --stats CSV and
 # JSON lines, the statistics lines, y4m and raw frames on standard input), masks (a video's
-# and an image's), a JPEG still, the shares of a video (--shard: each share's heat video,
+# and an image's), a JPEG still, several videos in one run, the shares of a video (--shard: each share's heat video,
 # records and frame names, an empty share, a share with a mask), multi-page TIFF stacks (each
 # output, pages of two sizes, a damaged page), plus a few bad inputs, whose
 # messages (under -q: no timings) and exit codes are compared too, and the directories each
@@ -180,6 +180,22 @@ run bad-mask-size $N -q samples/clip.mp4 --mask in/mask512.png -o x.mkv --stats 
 run bad-mask-missing $N -q samples/clip.mp4 --mask in/none.png -o x.mkv
 run bad-shard-stdin "$T/in/clip.y4m" -q - --shard 1/2 -o x.mkv
 run bad-shard-still $N -q samples/camera.png --shard 1/2 -o x.png
+# Several videos in one run (a list, a directory of them): heat videos and one statistics
+# file; -n with outputs that exist (copies of the inputs, not the inputs), a clash, a missing
+# and a damaged video among good ones, an existing output refused, a share.
+mkdir -p "$T/in/vids"
+cp "$T/in/clip.y4m" "$T/in/gop.mp4" "$T/in/vids/"
+head -c 3000 "$T/in/gop.mp4" > "$T/in/cut.mp4"
+run many-list $N in/clip.y4m in/gop.mp4 samples/clip.mp4 -o heat/ --stats s.csv
+run many-dir $N -q in/vids -o heat --stats s.jsonl
+run many-stats-stdout $N -q in/vids --stats -
+run many-skip $N in/gop.mp4 in/clip.y4m -o in/vids -n --stats s.csv
+run many-shard $N -q in/clip.y4m in/gop.mp4 samples/clip.mp4 --shard 1/2 --stats s.csv
+run bad-many-exists $N -q in/gop.mp4 in/clip.y4m -o in/vids --stats s.csv
+run bad-many-clash $N -q in/clip.y4m in/vids/clip.y4m -o heat/
+run bad-many-missing $N -q in/clip.y4m in/none.mp4 in/gop.mp4 -o heat --stats s.csv
+run bad-many-damaged $N -q in/cut.mp4 in/clip.y4m -o heat/ --stats s.csv
+run bad-many-file-out $N -q in/clip.y4m in/gop.mp4 -o x.mp4
 # Stacks: each output, pages of two sizes (refused by a .npy or .tif, taken by a directory),
 # a damaged page (exit 2, no .npy or .tif left), -n, the refusals.
 if [ $stacks = 1 ]; then

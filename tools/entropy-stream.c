@@ -82,7 +82,7 @@ int main(int argc, char **argv) {
   cli_opts o;
   int rc, in_kind, out_kind;
   struct stat st;
-  char **videos = NULL; /* a directory's videos (cli_dir_videos) */
+  char **videos = NULL; /* a directory's videos (es_video_dir_list) */
   size_t nvideos = 0;
 
   install_signals_early(argc, argv, NULL); /* before anything that takes time */
@@ -311,12 +311,11 @@ int main(int argc, char **argv) {
   } else if (o.ninputs > 1) {
     rc = cli_run_many(&o, o.inputs, (size_t)o.ninputs, out_kind);
   } else if (in_kind == IN_DIR && !o.recursive && !o.ext && !o.band_set &&
-             cli_dir_videos(o.input, &videos, &nvideos)) {
+             es_video_dir_list(o.input, &videos, &nvideos) > 0) {
     /* A directory of video files and no still: several videos (a directory with stills
      * stays a batch of them, its videos left out as before). */
     rc = cli_run_many(&o, (const char *const *)videos, nvideos, out_kind);
-    for (size_t i = 0; i < nvideos; i++) free(videos[i]);
-    free(videos);
+    es_video_dir_free(&videos, nvideos);
   } else if (in_kind == IN_VIDEO) {
     rc = cli_run_video(&o, out_kind);
   } else if (stack) {
