@@ -446,9 +446,8 @@ static PyObject *frames_enter(frames_object *o, PyObject *unused) {
 
 static PyObject *frames_exit(frames_object *o, PyObject *args) {
   (void)args;
-  frames_close_run(o);
-  o->reported = 1;
-  Py_RETURN_FALSE;
+  Py_DECREF(frames_close(o, NULL)); /* None */
+  Py_RETURN_FALSE;                  /* an exception in the with block goes on */
 }
 
 static PyObject *frames_closed(frames_object *o, void *unused) {
