@@ -301,9 +301,9 @@ end:
   return rc;
 }
 
-/* How one run's work is laid out: threads, bands, the kernel and the ring's element. */
+/* How one run's work is laid out: threads, the kernel and the ring's element. */
 typedef struct cpu_plan {
-  int nt, nbands;
+  int nt;
   int use_ph, use_short;
   int by_bands; /* each thread renders its rows as they come (no full-size map) */
   size_t lsz;   /* ring element: 1, 2 or 4 bytes */
@@ -408,6 +408,7 @@ static int cpu_threads_alloc(const cpu_ctx *c, cpu_thread *ts, const cpu_plan *p
   return ES_OK;
 }
 
+/* What cpu_threads_alloc made, also of a thread it did not reach (NULL pointers). */
 static void cpu_threads_free(cpu_thread *ts, int nt) {
   if (!ts) return;
   for (int i = 0; i < nt; i++) {
@@ -495,10 +496,9 @@ static int cpu_run_levels(const es_job *job, int threads, char *msg, size_t msgl
   int render = job->render.format != ES_PIX_NONE;
   const int stats = job->stats != NULL;
 
-  pl.nt = es_cpu_run_threads(job, threads);
-  const int nt = pl.nt;
-  pl.nbands = c.h < nt * 4 ? c.h : nt * 4;
-  const int nbands = pl.nbands;
+  const int nt = es_cpu_run_threads(job, threads);
+  const int nbands = c.h < nt * 4 ? c.h : nt * 4;
+  pl.nt = nt;
   pl.use_ph = cpu_use_ph(p, c.w, c.h);
   pl.use_short = !pl.use_ph && cpu_short(p, c.h);
   /* Ring element: the smallest type that holds the clip sentinel L (cache footprint of

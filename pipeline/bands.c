@@ -368,6 +368,7 @@ static int bands_alloc(bands_run *R, bands_total *T, int rows_max) {
   return 0;
 }
 
+/* What bands_alloc made, also where it stopped halfway (NULL pointers, pins not taken). */
 static void bands_free(bands_run *R, bands_total *T) {
   if (R->slots) {
     for (int i = 0; i < R->nslot; i++) {
