@@ -159,14 +159,162 @@ static void av_message(char *msg, size_t len, const char *what, int err, const c
   snprintf(msg, len, "%s: %s", what, m);
 }
 
+/* What open() would say, and "is a directory", before libavformat words it otherwise. */
+static int check_file(const char *path, struct stat *st, char *msg, size_t len) {
+  if (stat(path, st) != 0) {
+    snprintf(msg, len, "cannot open: %s", strerror(errno));
+    return ES_ERR_INPUT;
+  }
+  if (S_ISDIR(st->st_mode)) {
+    snprintf(msg, len, "is a directory");
+    return ES_ERR_INPUT;
+  }
+  if (S_ISREG(st->st_mode) && st->st_size == 0) {
+    snprintf(msg, len, "empty file");
+    return ES_ERR_INPUT;
+  }
+  return ES_OK;
+}
+
+/* The file through image2, as one file: its options and URL live only for the open. */
+static int open_file(es_still_av *s, const char *path, const AVInputFormat *image2,
+                     const char *logged, char *msg, size_t len) {
+  AVDictionary *opts = NULL;
+  char *url = NULL;
+  int rc = ES_OK, err;
+  /* The name is a file, never a pattern of numbered files ("shot%03d.bmp"). */
+  av_dict_set(&opts, "pattern_type", "none", 0);
+  url = av_asprintf("file:%s", path); /* "file:" keeps a name with a colon a file */
+  if (!url) {
+    snprintf(msg, len, "out of memory");
+    rc = ES_ERR_NOMEM;
+    goto end;
+  }
+  err = avformat_open_input(&s->fmt, url, image2, &opts);
+  if (err < 0) {
+    av_message(msg, len, "cannot open", err, logged);
+    rc = err == AVERROR(ENOMEM) ? ES_ERR_NOMEM : ES_ERR_INPUT;
+    goto end;
+  }
+end:
+  av_dict_free(&opts);
+  av_free(url);
+  return rc;
+}
+
+/* The decoder of the file's one stream, bounded before it allocates a picture. */
+static int open_decoder(es_still_av *s, const struct stat *st, int64_t max_pixels,
+                        const char *logged, char *msg, size_t len) {
+  int err;
+  const AVCodecParameters *par = s->fmt->nb_streams ? s->fmt->streams[0]->codecpar : NULL;
+  const AVCodec *codec = par ? avcodec_find_decoder(par->codec_id) : NULL;
+  if (!codec) {
+    if (par && par->codec_id != AV_CODEC_ID_NONE)
+      snprintf(msg, len, "libavcodec has no %s decoder", avcodec_get_name(par->codec_id));
+    else
+      snprintf(msg, len, "not an image format libavcodec decodes");
+    return ES_ERR_INPUT;
+  }
+  s->dec = avcodec_alloc_context3(codec);
+  s->pkt = av_packet_alloc();
+  s->frame = av_frame_alloc();
+  if (!s->dec || !s->pkt || !s->frame || avcodec_parameters_to_context(s->dec, par) < 0) {
+    snprintf(msg, len, "out of memory");
+    return ES_ERR_NOMEM;
+  }
+  /* libavcodec checks the header's size against this before it allocates the picture, and
+   * get_buffer what the file can hold. */
+  s->dec->max_pixels = max_pixels;
+  s->dec->opaque = s;
+  s->dec->get_buffer2 = get_buffer;
+  s->src_size = S_ISREG(st->st_mode) ? (int64_t)st->st_size : 0;
+  s->px_per_byte = px_per_byte(par->codec_id);
+  s->dec->thread_count = 1; /* a batch decodes a file on each core already */
+  if ((err = avcodec_open2(s->dec, codec, NULL)) < 0) {
+    av_message(msg, len, "cannot open the decoder", err, logged);
+    return ES_ERR_INPUT;
+  }
+  return ES_OK;
+}
+
+/* The file's one packet decoded into s->frame; any error the decoder met refuses it. */
+static int decode(es_still_av *s, int64_t max_pixels, const char *logged, char *msg, size_t len) {
+  int err;
+  if ((err = av_read_frame(s->fmt, s->pkt)) < 0) {
+    av_message(msg, len, "cannot read", err, logged);
+    return err == AVERROR(ENOMEM) ? ES_ERR_NOMEM : ES_ERR_INPUT;
+  }
+  if (s->fmt->streams[0]->codecpar->codec_id == AV_CODEC_ID_BMP) s->px_per_byte = bmp_floor(s->pkt);
+  err = avcodec_send_packet(s->dec, s->pkt);
+  if (err >= 0) err = avcodec_send_packet(s->dec, NULL); /* the file is the whole picture */
+  if (err >= 0) err = avcodec_receive_frame(s->dec, s->frame);
+  if (err == AVERROR(ENOMEM)) {
+    snprintf(msg, len, "decoding failed: out of memory");
+    return ES_ERR_NOMEM;
+  }
+  if (err < 0 || logged[0] || (s->frame->flags & AV_FRAME_FLAG_CORRUPT) ||
+      s->frame->decode_error_flags) {
+    /* Any error the decoder met, returned or only logged (a concealed picture is not the
+     * picture): the file is refused, as a corrupt PNG or JPEG is. */
+    if (s->cannot_hold) {
+      snprintf(msg, len, "truncated: a %d x %d image cannot be in %" PRId64 " bytes", s->dec->width,
+               s->dec->height, s->src_size);
+    } else if (!size_message(logged, max_pixels, msg, len)) {
+      if (err < 0)
+        av_message(msg, len, "cannot decode", err, logged);
+      else if (logged[0])
+        av_message(msg, len, "corrupt image data", 0, logged);
+      else
+        snprintf(msg, len, "corrupt image data");
+    }
+    return ES_ERR_INPUT;
+  }
+  return ES_OK;
+}
+
+/* The decoded picture's grey into the caller's destination, described by img. */
+static int deliver(es_still_av *s, int64_t max_pixels, es_png_dest_fn dest, void *user,
+                   es_image *img, char *msg, size_t len) {
+  int rc;
+  const int w = s->frame->width, h = s->frame->height;
+  if (w <= 0 || h <= 0) {
+    snprintf(msg, len, "invalid image size %dx%d", w, h);
+    return ES_ERR_INPUT;
+  }
+  if ((int64_t)w * h > max_pixels) { /* a decoder that did not check (libavcodec's does) */
+    snprintf(msg, len, "image is %d x %d = %" PRId64 " pixels, more than --max-pixels %" PRId64, w,
+             h, (int64_t)w * h, max_pixels);
+    return ES_ERR_INPUT;
+  }
+  const int depth = es_vin_depth_of(s->frame->format);
+  void *dst = NULL;
+  size_t dst_stride = 0;
+  rc = dest(user, w, h, depth, &dst, &dst_stride, msg, len);
+  if (rc != ES_OK) return rc;
+  if (!dst || dst_stride < (size_t)w * (depth / 8)) {
+    snprintf(msg, len, "no room for a %d x %d image", w, h);
+    return ES_ERR_INTERNAL;
+  }
+  rc = rgb_to_grey(s->frame, w, h, depth, dst, dst_stride, msg, len);
+  if (rc == 0)
+    rc = es_vin_grey_convert(&s->grey, s->frame, w, h, depth, dst, dst_stride, -1, msg, len);
+  else if (rc == 1)
+    rc = ES_OK;
+  if (rc != ES_OK) return rc;
+  img->data = dst;
+  img->width = w;
+  img->height = h;
+  img->stride = dst_stride;
+  img->depth = depth;
+  return ES_OK;
+}
+
 int es_still_av_read_to(const char *path, int64_t max_pixels, es_png_dest_fn dest, void *user,
                         es_image *img, char *msg, size_t len) {
   es_still_av s;
-  AVDictionary *opts = NULL;
   char logged[200] = "";
-  char *url = NULL;
   struct stat st;
-  int rc = ES_OK, err;
+  int rc = ES_OK;
   memset(&s, 0, sizeof s);
   memset(img, 0, sizeof *img);
   if (max_pixels <= 0) max_pixels = (int64_t)1 << 31;
@@ -174,19 +322,7 @@ int es_still_av_read_to(const char *path, int64_t max_pixels, es_png_dest_fn des
     snprintf(msg, len, "no destination");
     return ES_ERR_USAGE;
   }
-  /* What open() would say, and "is a directory", before libavformat words it otherwise. */
-  if (stat(path, &st) != 0) {
-    snprintf(msg, len, "cannot open: %s", strerror(errno));
-    return ES_ERR_INPUT;
-  }
-  if (S_ISDIR(st.st_mode)) {
-    snprintf(msg, len, "is a directory");
-    return ES_ERR_INPUT;
-  }
-  if (S_ISREG(st.st_mode) && st.st_size == 0) {
-    snprintf(msg, len, "empty file");
-    return ES_ERR_INPUT;
-  }
+  if ((rc = check_file(path, &st, msg, len)) != ES_OK) return rc;
   const AVInputFormat *image2 = av_find_input_format("image2");
   if (!image2) {
     snprintf(msg, len, "libavformat has no image2 demuxer");
@@ -198,121 +334,13 @@ int es_still_av_read_to(const char *path, int64_t max_pixels, es_png_dest_fn des
   es_vin_log_hook();
   es_vin_log_capture = logged;
   es_vin_log_capture_len = sizeof logged;
-  /* The name is a file, never a pattern of numbered files ("shot%03d.bmp"). */
-  av_dict_set(&opts, "pattern_type", "none", 0);
-  url = av_asprintf("file:%s", path); /* "file:" keeps a name with a colon a file */
-  if (!url) {
-    snprintf(msg, len, "out of memory");
-    rc = ES_ERR_NOMEM;
-    goto end;
-  }
-  err = avformat_open_input(&s.fmt, url, image2, &opts);
-  if (err < 0) {
-    av_message(msg, len, "cannot open", err, logged);
-    rc = err == AVERROR(ENOMEM) ? ES_ERR_NOMEM : ES_ERR_INPUT;
-    goto end;
-  }
+  if ((rc = open_file(&s, path, image2, logged, msg, len)) != ES_OK) goto end;
   logged[0] = 0; /* from here, a line logged is the decoder's */
-  const AVCodecParameters *par = s.fmt->nb_streams ? s.fmt->streams[0]->codecpar : NULL;
-  const AVCodec *codec = par ? avcodec_find_decoder(par->codec_id) : NULL;
-  if (!codec) {
-    if (par && par->codec_id != AV_CODEC_ID_NONE)
-      snprintf(msg, len, "libavcodec has no %s decoder", avcodec_get_name(par->codec_id));
-    else
-      snprintf(msg, len, "not an image format libavcodec decodes");
-    rc = ES_ERR_INPUT;
-    goto end;
-  }
-  s.dec = avcodec_alloc_context3(codec);
-  s.pkt = av_packet_alloc();
-  s.frame = av_frame_alloc();
-  if (!s.dec || !s.pkt || !s.frame || avcodec_parameters_to_context(s.dec, par) < 0) {
-    snprintf(msg, len, "out of memory");
-    rc = ES_ERR_NOMEM;
-    goto end;
-  }
-  /* libavcodec checks the header's size against this before it allocates the picture, and
-   * get_buffer what the file can hold. */
-  s.dec->max_pixels = max_pixels;
-  s.dec->opaque = &s;
-  s.dec->get_buffer2 = get_buffer;
-  s.src_size = S_ISREG(st.st_mode) ? (int64_t)st.st_size : 0;
-  s.px_per_byte = px_per_byte(par->codec_id);
-  s.dec->thread_count = 1; /* a batch decodes a file on each core already */
-  if ((err = avcodec_open2(s.dec, codec, NULL)) < 0) {
-    av_message(msg, len, "cannot open the decoder", err, logged);
-    rc = ES_ERR_INPUT;
-    goto end;
-  }
-  if ((err = av_read_frame(s.fmt, s.pkt)) < 0) {
-    av_message(msg, len, "cannot read", err, logged);
-    rc = err == AVERROR(ENOMEM) ? ES_ERR_NOMEM : ES_ERR_INPUT;
-    goto end;
-  }
-  if (par->codec_id == AV_CODEC_ID_BMP) s.px_per_byte = bmp_floor(s.pkt);
-  err = avcodec_send_packet(s.dec, s.pkt);
-  if (err >= 0) err = avcodec_send_packet(s.dec, NULL); /* the file is the whole picture */
-  if (err >= 0) err = avcodec_receive_frame(s.dec, s.frame);
-  if (err == AVERROR(ENOMEM)) {
-    snprintf(msg, len, "decoding failed: out of memory");
-    rc = ES_ERR_NOMEM;
-    goto end;
-  }
-  if (err < 0 || logged[0] || (s.frame->flags & AV_FRAME_FLAG_CORRUPT) ||
-      s.frame->decode_error_flags) {
-    /* Any error the decoder met, returned or only logged (a concealed picture is not the
-     * picture): the file is refused, as a corrupt PNG or JPEG is. */
-    if (s.cannot_hold) {
-      snprintf(msg, len, "truncated: a %d x %d image cannot be in %" PRId64 " bytes", s.dec->width,
-               s.dec->height, s.src_size);
-    } else if (!size_message(logged, max_pixels, msg, len)) {
-      if (err < 0)
-        av_message(msg, len, "cannot decode", err, logged);
-      else if (logged[0])
-        av_message(msg, len, "corrupt image data", 0, logged);
-      else
-        snprintf(msg, len, "corrupt image data");
-    }
-    rc = ES_ERR_INPUT;
-    goto end;
-  }
-  const int w = s.frame->width, h = s.frame->height;
-  if (w <= 0 || h <= 0) {
-    snprintf(msg, len, "invalid image size %dx%d", w, h);
-    rc = ES_ERR_INPUT;
-    goto end;
-  }
-  if ((int64_t)w * h > max_pixels) { /* a decoder that did not check (libavcodec's does) */
-    snprintf(msg, len, "image is %d x %d = %" PRId64 " pixels, more than --max-pixels %" PRId64, w,
-             h, (int64_t)w * h, max_pixels);
-    rc = ES_ERR_INPUT;
-    goto end;
-  }
-  const int depth = es_vin_depth_of(s.frame->format);
-  void *dst = NULL;
-  size_t dst_stride = 0;
-  rc = dest(user, w, h, depth, &dst, &dst_stride, msg, len);
-  if (rc != ES_OK) goto end;
-  if (!dst || dst_stride < (size_t)w * (depth / 8)) {
-    snprintf(msg, len, "no room for a %d x %d image", w, h);
-    rc = ES_ERR_INTERNAL;
-    goto end;
-  }
-  rc = rgb_to_grey(s.frame, w, h, depth, dst, dst_stride, msg, len);
-  if (rc == 0)
-    rc = es_vin_grey_convert(&s.grey, s.frame, w, h, depth, dst, dst_stride, -1, msg, len);
-  else if (rc == 1)
-    rc = ES_OK;
-  if (rc != ES_OK) goto end;
-  img->data = dst;
-  img->width = w;
-  img->height = h;
-  img->stride = dst_stride;
-  img->depth = depth;
+  if ((rc = open_decoder(&s, &st, max_pixels, logged, msg, len)) != ES_OK) goto end;
+  if ((rc = decode(&s, max_pixels, logged, msg, len)) != ES_OK) goto end;
+  rc = deliver(&s, max_pixels, dest, user, img, msg, len);
 end:
   es_vin_log_capture = NULL;
-  av_dict_free(&opts);
-  av_free(url);
   es_vin_grey_free(&s.grey);
   av_frame_free(&s.frame);
   av_packet_free(&s.pkt);

@@ -109,17 +109,18 @@ static const char *es_tiff_format_name(int fmt) {
   }
 }
 
-/* Reads the current directory's header into t->info and checks it; allocates nothing. */
-static int es_tiff_page_check(es_tiff *t, char *msg, size_t len) {
+/* A page's header fields as libtiff gives them (defaults filled in), before they are taken. */
+typedef struct es_tiff_header {
+  uint32_t w, h;
+  uint16_t spp, bits, fmt, photo, planar, comp, nextra;
+  uint16_t *extra;
+} es_tiff_header;
+
+/* Reads the current directory's header into hd and t->info; its size checked first. */
+static int es_tiff_page_header(es_tiff *t, es_tiff_header *hd, char *msg, size_t len) {
   TIFF *tif = t->tif;
   es_tiff_info *in = &t->info;
-  uint32_t w = 0, h = 0, bw = 0, bh = 0;
-  uint16_t spp = 1, bits = 1, fmt = SAMPLEFORMAT_UINT, photo = PHOTOMETRIC_MINISBLACK,
-           planar = PLANARCONFIG_CONTIG, comp = COMPRESSION_NONE, nextra = 0;
-  uint16_t *extra = NULL;
-  int pages = in->pages;
-  memset(in, 0, sizeof *in);
-  in->pages = pages;
+  uint32_t w = 0, h = 0;
   if (!TIFFGetField(tif, TIFFTAG_IMAGEWIDTH, &w) || !TIFFGetField(tif, TIFFTAG_IMAGELENGTH, &h)) {
     snprintf(msg, len, "no image size in the header");
     return ES_ERR_INPUT;
@@ -134,26 +135,62 @@ static int es_tiff_page_check(es_tiff *t, char *msg, size_t len) {
              w, h, (int64_t)w * h, t->max_pixels);
     return ES_ERR_INPUT;
   }
-  TIFFGetFieldDefaulted(tif, TIFFTAG_SAMPLESPERPIXEL, &spp);
-  TIFFGetFieldDefaulted(tif, TIFFTAG_BITSPERSAMPLE, &bits);
-  TIFFGetFieldDefaulted(tif, TIFFTAG_SAMPLEFORMAT, &fmt);
-  TIFFGetFieldDefaulted(tif, TIFFTAG_PLANARCONFIG, &planar);
-  TIFFGetFieldDefaulted(tif, TIFFTAG_COMPRESSION, &comp);
-  TIFFGetFieldDefaulted(tif, TIFFTAG_EXTRASAMPLES, &nextra, &extra);
-  if (!TIFFGetField(tif, TIFFTAG_PHOTOMETRIC, &photo)) /* absent: grey, or RGB by its samples */
-    photo = spp >= 3 ? PHOTOMETRIC_RGB : PHOTOMETRIC_MINISBLACK;
+  hd->w = w;
+  hd->h = h;
+  TIFFGetFieldDefaulted(tif, TIFFTAG_SAMPLESPERPIXEL, &hd->spp);
+  TIFFGetFieldDefaulted(tif, TIFFTAG_BITSPERSAMPLE, &hd->bits);
+  TIFFGetFieldDefaulted(tif, TIFFTAG_SAMPLEFORMAT, &hd->fmt);
+  TIFFGetFieldDefaulted(tif, TIFFTAG_PLANARCONFIG, &hd->planar);
+  TIFFGetFieldDefaulted(tif, TIFFTAG_COMPRESSION, &hd->comp);
+  TIFFGetFieldDefaulted(tif, TIFFTAG_EXTRASAMPLES, &hd->nextra, &hd->extra);
+  if (!TIFFGetField(tif, TIFFTAG_PHOTOMETRIC, &hd->photo)) /* absent: grey, or RGB by its samples */
+    hd->photo = hd->spp >= 3 ? PHOTOMETRIC_RGB : PHOTOMETRIC_MINISBLACK;
   in->width = (int)w;
   in->height = (int)h;
-  in->samples = spp;
-  in->bits = bits;
-  in->sample_format = fmt == SAMPLEFORMAT_IEEEFP ? ES_TIFF_FLOAT : ES_TIFF_UINT;
-  in->photometric = photo;
-  in->planar = planar;
-  in->compression = comp;
+  in->samples = hd->spp;
+  in->bits = hd->bits;
+  in->sample_format = hd->fmt == SAMPLEFORMAT_IEEEFP ? ES_TIFF_FLOAT : ES_TIFF_UINT;
+  in->photometric = hd->photo;
+  in->planar = hd->planar;
+  in->compression = hd->comp;
   in->tiled = TIFFIsTiled(tif) ? 1 : 0;
   in->bigtiff = TIFFIsBigTIFF(tif) ? 1 : 0;
   in->has_geo = es_tiff_geo_present(tif);
   in->bands = 1;
+  return ES_OK;
+}
+
+/* A palette page: its colormap made the luma of each index (t->pal). */
+static int es_tiff_page_palette(es_tiff *t, const es_tiff_header *hd, char *msg, size_t len) {
+  uint16_t *r, *g, *b;
+  if (hd->spp != 1 || hd->bits > 8 || hd->fmt != SAMPLEFORMAT_UINT) {
+    snprintf(msg, len, "unsupported palette image (%u samples of %u bits)", hd->spp, hd->bits);
+    return ES_ERR_INPUT;
+  }
+  if (!TIFFGetField(t->tif, TIFFTAG_COLORMAP, &r, &g, &b)) {
+    snprintf(msg, len, "palette image without a colormap");
+    return ES_ERR_INPUT;
+  }
+  /* TIFF colormaps are 16-bit; a few old writers stored 8-bit values, which libtiff's
+   * own RGBA reader recognises by every entry being below 256 (as here). */
+  const int n = 1 << hd->bits;
+  int eight = 1;
+  for (int i = 0; i < n; i++)
+    if (r[i] >= 256 || g[i] >= 256 || b[i] >= 256) eight = 0;
+  for (int i = 0; i < 256; i++) {
+    int k = i < n ? i : n - 1;
+    uint32_t R = eight ? r[k] : r[k] >> 8, G = eight ? g[k] : g[k] >> 8,
+             B = eight ? b[k] : b[k] >> 8;
+    t->pal[i] = (uint8_t)es_luma(R, G, B);
+  }
+  t->kind = KIND_PALETTE;
+  return ES_OK;
+}
+
+/* Which of the layouts this reader takes the page is (t->kind, t->invert), or why none. */
+static int es_tiff_page_kind(es_tiff *t, const es_tiff_header *hd, char *msg, size_t len) {
+  es_tiff_info *in = &t->info;
+  const uint16_t spp = hd->spp, bits = hd->bits, fmt = hd->fmt, planar = hd->planar;
   if (spp < 1 || (planar != PLANARCONFIG_CONTIG && planar != PLANARCONFIG_SEPARATE)) {
     snprintf(msg, len, "unsupported layout (%u samples, planar configuration %u)", spp, planar);
     return ES_ERR_INPUT;
@@ -168,12 +205,13 @@ static int es_tiff_page_check(es_tiff *t, char *msg, size_t len) {
   }
   t->invert = 0;
   t->sample0 = 0;
-  switch (photo) {
+  switch (hd->photo) {
   case PHOTOMETRIC_MINISWHITE:
   case PHOTOMETRIC_MINISBLACK:
     /* grey + alpha is grey (PNG's rule); other extra samples make a band stack */
-    if (spp == 1 || (spp == 2 && nextra == 1 && extra &&
-                     (extra[0] == EXTRASAMPLE_ASSOCALPHA || extra[0] == EXTRASAMPLE_UNASSALPHA))) {
+    if (spp == 1 ||
+        (spp == 2 && hd->nextra == 1 && hd->extra &&
+         (hd->extra[0] == EXTRASAMPLE_ASSOCALPHA || hd->extra[0] == EXTRASAMPLE_UNASSALPHA))) {
       t->kind = KIND_GREY;
     } else {
       t->kind = KIND_BANDS;
@@ -183,40 +221,16 @@ static int es_tiff_page_check(es_tiff *t, char *msg, size_t len) {
       snprintf(msg, len, "unsupported: %u samples of %u bits", spp, bits);
       return ES_ERR_INPUT;
     }
-    t->invert = photo == PHOTOMETRIC_MINISWHITE && fmt != SAMPLEFORMAT_IEEEFP;
+    t->invert = hd->photo == PHOTOMETRIC_MINISWHITE && fmt != SAMPLEFORMAT_IEEEFP;
     break;
-  case PHOTOMETRIC_PALETTE: {
-    uint16_t *r, *g, *b;
-    if (spp != 1 || bits > 8 || fmt != SAMPLEFORMAT_UINT) {
-      snprintf(msg, len, "unsupported palette image (%u samples of %u bits)", spp, bits);
-      return ES_ERR_INPUT;
-    }
-    if (!TIFFGetField(tif, TIFFTAG_COLORMAP, &r, &g, &b)) {
-      snprintf(msg, len, "palette image without a colormap");
-      return ES_ERR_INPUT;
-    }
-    /* TIFF colormaps are 16-bit; a few old writers stored 8-bit values, which libtiff's
-     * own RGBA reader recognises by every entry being below 256 (as here). */
-    const int n = 1 << bits;
-    int eight = 1;
-    for (int i = 0; i < n; i++)
-      if (r[i] >= 256 || g[i] >= 256 || b[i] >= 256) eight = 0;
-    for (int i = 0; i < 256; i++) {
-      int k = i < n ? i : n - 1;
-      uint32_t R = eight ? r[k] : r[k] >> 8, G = eight ? g[k] : g[k] >> 8,
-               B = eight ? b[k] : b[k] >> 8;
-      t->pal[i] = (uint8_t)es_luma(R, G, B);
-    }
-    t->kind = KIND_PALETTE;
-    break;
-  }
+  case PHOTOMETRIC_PALETTE: return es_tiff_page_palette(t, hd, msg, len);
   case PHOTOMETRIC_YCBCR:
-    if (comp != COMPRESSION_JPEG) {
+    if (hd->comp != COMPRESSION_JPEG) {
       snprintf(msg, len, "unsupported: YCbCr samples not JPEG-compressed");
       return ES_ERR_INPUT;
     }
     /* libjpeg converts to RGB as it decodes; strip and tile sizes follow */
-    TIFFSetField(tif, TIFFTAG_JPEGCOLORMODE, JPEGCOLORMODE_RGB);
+    TIFFSetField(t->tif, TIFFTAG_JPEGCOLORMODE, JPEGCOLORMODE_RGB);
     if (spp != 3 || planar != PLANARCONFIG_CONTIG) {
       snprintf(msg, len, "unsupported YCbCr layout (%u samples)", spp);
       return ES_ERR_INPUT;
@@ -234,13 +248,19 @@ static int es_tiff_page_check(es_tiff *t, char *msg, size_t len) {
     snprintf(msg, len, "unsupported photometric interpretation: CMYK");
     return ES_ERR_INPUT;
   default:
-    snprintf(msg, len, "unsupported photometric interpretation %u", photo);
+    snprintf(msg, len, "unsupported photometric interpretation %u", hd->photo);
     return ES_ERR_INPUT;
   }
-  in->depth = fmt == SAMPLEFORMAT_IEEEFP ? 32 : bits == 16 ? 16 : 8;
+  return ES_OK;
+}
 
-  /* Blocks: no larger than the image (tiles round it up to their size): a header with a
-   * 2^31-row strip or a 65536^2 tile over a small image must not allocate for it. */
+/* Blocks: no larger than the image (tiles round it up to their size): a header with a
+ * 2^31-row strip or a 65536^2 tile over a small image must not allocate for it. */
+static int es_tiff_page_blocks(es_tiff *t, const es_tiff_header *hd, char *msg, size_t len) {
+  TIFF *tif = t->tif;
+  es_tiff_info *in = &t->info;
+  const uint32_t w = hd->w, h = hd->h;
+  uint32_t bw = 0, bh = 0;
   if (in->tiled) {
     if (!TIFFGetField(tif, TIFFTAG_TILEWIDTH, &bw) || !TIFFGetField(tif, TIFFTAG_TILELENGTH, &bh) ||
         !bw || !bh) {
@@ -272,6 +292,28 @@ static int es_tiff_page_check(es_tiff *t, char *msg, size_t len) {
   in->block_width = (int)bw;
   in->block_height = (int)bh;
   return ES_OK;
+}
+
+/* Reads the current directory's header into t->info and checks it; allocates nothing. */
+static int es_tiff_page_check(es_tiff *t, char *msg, size_t len) {
+  es_tiff_info *in = &t->info;
+  es_tiff_header hd = {0,
+                       0,
+                       1,
+                       1,
+                       SAMPLEFORMAT_UINT,
+                       PHOTOMETRIC_MINISBLACK,
+                       PLANARCONFIG_CONTIG,
+                       COMPRESSION_NONE,
+                       0,
+                       NULL};
+  int pages = in->pages, rc;
+  memset(in, 0, sizeof *in);
+  in->pages = pages;
+  if ((rc = es_tiff_page_header(t, &hd, msg, len)) != ES_OK) return rc;
+  if ((rc = es_tiff_page_kind(t, &hd, msg, len)) != ES_OK) return rc;
+  in->depth = hd.fmt == SAMPLEFORMAT_IEEEFP ? 32 : hd.bits == 16 ? 16 : 8;
+  return es_tiff_page_blocks(t, &hd, msg, len);
 }
 
 static void es_tiff_drop_blocks(es_tiff *t) {

@@ -177,28 +177,10 @@ int es_video_built(void) { return 1; }
 
 static int next_frame(es_video_in *v, char *msg, size_t len);
 
-int es_video_in_open(es_video_in **out, const char *path, const es_video_in_opts *opts,
-                     es_video_info *info, char *msg, size_t len) {
-  int rc = ES_OK, err;
-  AVDictionary *fopts = NULL, **sopts = NULL;
-  es_video_in *v = NULL;
-  const char *raw = opts ? opts->raw : NULL;
-  int64_t max_pixels = opts ? opts->max_pixels : 0;
-  const AVInputFormat *ifmt = NULL;
-  AVRational raw_fps = {0, 1};
-  unsigned nb_streams = 0;
-
-  *out = NULL;
-  if (msg && len) msg[0] = 0;
-  /* Errors come back as statuses with a one-line message; libav*'s own log stays quiet
-   * unless the caller chose a level. */
-  if (av_log_get_level() == AV_LOG_INFO) av_log_set_level(AV_LOG_QUIET);
-
-  v = calloc(1, sizeof *v);
-  if (!v) {
-    snprintf(msg, len, "out of memory");
-    return ES_ERR_NOMEM;
-  }
+/* The reader's object with its options, before anything is opened: NULL out of memory. */
+static es_video_in *vin_new(const es_video_in_opts *opts) {
+  es_video_in *v = calloc(1, sizeof *v);
+  if (!v) return NULL;
   v->stream = -1;
   v->pfd = -1;
   pthread_mutex_init(&v->lend_lock, NULL);
@@ -207,29 +189,36 @@ int es_video_in_open(es_video_in **out, const char *path, const es_video_in_opts
   v->unpin = opts ? opts->unpin : NULL;
   v->log_fn = opts ? opts->log : NULL;
   v->log_arg = opts ? opts->log_arg : NULL;
-  /* Standard input redirected from a file may not start at offset 0: where libavformat's
-   * reading starts, for es_vin_pread_setup. */
-  const int64_t stdin_start = strcmp(path, "-") ? -1 : (int64_t)lseek(0, 0, SEEK_CUR);
-  if (raw) {
-    const char *pf;
-    int w, h;
-    if ((rc = parse_raw(raw, &pf, &w, &h, &raw_fps, msg, len)) < 0) goto end;
-    if ((rc = check_size(w, h, max_pixels, msg, len)) < 0) goto end;
-    ifmt = av_find_input_format("rawvideo");
-    if (!ifmt) {
-      snprintf(msg, len, "libavformat has no rawvideo demuxer");
-      rc = ES_ERR_INPUT;
-      goto end;
-    }
-    char size[64], rate[64];
-    snprintf(size, sizeof size, "%dx%d", w, h);
-    snprintf(rate, sizeof rate, "%d/%d", raw_fps.num, raw_fps.den);
-    av_dict_set(&fopts, "pixel_format", pf, 0);
-    av_dict_set(&fopts, "video_size", size, 0);
-    av_dict_set(&fopts, "framerate", rate, 0);
-    v->raw_frame_size = (size_t)w * h * (pf[4] ? 2 : 1);
-  }
+  return v;
+}
 
+/* --raw's frames: the rawvideo demuxer and its options (size, format, rate) in *fopts. */
+static int vin_raw_options(es_video_in *v, const char *raw, int64_t max_pixels,
+                           AVDictionary **fopts, const AVInputFormat **ifmt, AVRational *raw_fps,
+                           char *msg, size_t len) {
+  const char *pf;
+  int w, h, rc;
+  if ((rc = parse_raw(raw, &pf, &w, &h, raw_fps, msg, len)) < 0) return rc;
+  if ((rc = check_size(w, h, max_pixels, msg, len)) < 0) return rc;
+  *ifmt = av_find_input_format("rawvideo");
+  if (!*ifmt) {
+    snprintf(msg, len, "libavformat has no rawvideo demuxer");
+    return ES_ERR_INPUT;
+  }
+  char size[64], rate[64];
+  snprintf(size, sizeof size, "%dx%d", w, h);
+  snprintf(rate, sizeof rate, "%d/%d", raw_fps->num, raw_fps->den);
+  av_dict_set(fopts, "pixel_format", pf, 0);
+  av_dict_set(fopts, "video_size", size, 0);
+  av_dict_set(fopts, "framerate", rate, 0);
+  v->raw_frame_size = (size_t)w * h * (pf[4] ? 2 : 1);
+  return ES_OK;
+}
+
+/* The demuxer on path, with what FFmpeg logged as the message where it fails. */
+static int vin_open_input(es_video_in *v, const char *path, const char *raw,
+                          const AVInputFormat *ifmt, AVDictionary **fopts, char *msg, size_t len) {
+  int err;
   /* "-" through libavformat's pipe protocol; "file:" keeps a name with a colon a file. */
   char *url = NULL;
   if (!strcmp(path, "-"))
@@ -237,15 +226,14 @@ int es_video_in_open(es_video_in **out, const char *path, const es_video_in_opts
   else
     url = av_asprintf("file:%s", path);
   if (!url) {
-    rc = ES_ERR_NOMEM;
     snprintf(msg, len, "out of memory");
-    goto end;
+    return ES_ERR_NOMEM;
   }
   char logged[160] = "";
   es_vin_log_hook();
   es_vin_log_capture = logged;
   es_vin_log_capture_len = sizeof logged;
-  err = avformat_open_input(&v->fmt, url, ifmt, &fopts);
+  err = avformat_open_input(&v->fmt, url, ifmt, fopts);
   es_vin_log_capture = NULL;
   av_free(url);
   /* From here on errors the demuxer only logs are counted (find_stream_info reads packets
@@ -270,9 +258,17 @@ int es_video_in_open(es_video_in **out, const char *path, const es_video_in_opts
                " (this libavformat has no yuv4mpegpipe demuxer%s)",
                strcmp(path, "-") ? "" : "; raw frames: --raw");
     }
-    rc = ES_ERR_INPUT;
-    goto end;
+    return ES_ERR_INPUT;
   }
+  return ES_OK;
+}
+
+/* The streams' sizes as the header gives them, before any decoding (which would allocate
+ * frames), then find_stream_info where the header does not say everything. */
+static int vin_stream_info(es_video_in *v, int64_t max_pixels, int probe, char *msg, size_t len) {
+  AVDictionary **sopts = NULL;
+  unsigned nb_streams = 0;
+  int rc = ES_OK, err;
   /* The header gives the size for most containers: check it before any decoding (which
    * would allocate frames) - a 60-byte y4m must not ask for gigabytes. */
   for (unsigned i = 0; i < v->fmt->nb_streams; i++) {
@@ -298,51 +294,53 @@ int es_video_in_open(es_video_in **out, const char *path, const es_video_in_opts
       if (max_pixels > 0 && max_pixels <= INT_MAX)
         av_dict_set_int(&sopts[i], "max_pixels", max_pixels, 0);
   }
-  /* Raw frames: the demuxer's options already say everything, and a y4m header does too
-   * (find_stream_info would buffer frames that the reads below must see). */
-  const int y4m = raw ? 0 : y4m_kind(v->fmt);
-  if (!raw && !y4m && (err = avformat_find_stream_info(v->fmt, sopts)) < 0) {
+  if (probe && (err = avformat_find_stream_info(v->fmt, sopts)) < 0) {
     es_vin_averr(msg, len, "cannot read stream information", err);
     rc = ES_ERR_INPUT;
     goto end;
   }
-  /* A stream met only while reading (a PMT of MPEG-TS that adds one, or damage that reads
-   * as one) is probed as it goes, and until that ends av_read_frame holds back every packet
-   * of every stream: up to probesize bytes of payload, 5 MB by default, each packet keeping
-   * its whole demuxer buffer (200 KB in MPEG-TS). A long small-frame .ts with such a stream
-   * took the whole file in (191 MB for 30000 frames of 64x48). Only the stream chosen below
-   * is read, so late probing is cut short; 4096 is what FFmpeg's segment demuxers (hls,
-   * dash) open with where no probesize is set, should one open a segment while reading. */
-  if (!raw && !y4m) v->fmt->probesize = 4096;
-  const AVCodec *codec = NULL;
-  err = av_find_best_stream(v->fmt, AVMEDIA_TYPE_VIDEO, -1, -1, &codec, 0);
+end:
+  if (sopts) {
+    for (unsigned i = 0; i < nb_streams; i++)
+      av_dict_free(&sopts[i]);
+    av_free(sopts);
+  }
+  return rc;
+}
+
+/* The best video stream (v->stream, the others discarded) and its decoder. */
+static int vin_choose_stream(es_video_in *v, int64_t max_pixels, const AVCodec **codec, char *msg,
+                             size_t len) {
+  int err = av_find_best_stream(v->fmt, AVMEDIA_TYPE_VIDEO, -1, -1, codec, 0);
   if (err == AVERROR_DECODER_NOT_FOUND) {
     snprintf(msg, len, "no decoder for the video stream");
-    rc = ES_ERR_INPUT;
-    goto end;
+    return ES_ERR_INPUT;
   }
   if (err < 0) {
     snprintf(msg, len, "no video stream");
-    rc = ES_ERR_INPUT;
-    goto end;
+    return ES_ERR_INPUT;
   }
   v->stream = err;
   for (unsigned i = 0; i < v->fmt->nb_streams; i++)
     if ((int)i != v->stream) v->fmt->streams[i]->discard = AVDISCARD_ALL;
-  AVStream *st = v->fmt->streams[v->stream];
-  if ((rc = check_size(st->codecpar->width, st->codecpar->height, max_pixels, msg, len)) < 0)
-    goto end;
+  const AVStream *st = v->fmt->streams[v->stream];
+  return check_size(st->codecpar->width, st->codecpar->height, max_pixels, msg, len);
+}
 
+/* The stream's decoder, opened with the reader's limits, checks, lending and drop
+ * accounting, and its packet and frame. */
+static int vin_open_decoder(es_video_in *v, const AVCodec *codec, const es_video_in_opts *opts,
+                            int64_t max_pixels, char *msg, size_t len) {
+  const AVStream *st = v->fmt->streams[v->stream];
+  int err;
   v->dec = avcodec_alloc_context3(codec);
   if (!v->dec) {
-    rc = ES_ERR_NOMEM;
     snprintf(msg, len, "out of memory");
-    goto end;
+    return ES_ERR_NOMEM;
   }
   if ((err = avcodec_parameters_to_context(v->dec, st->codecpar)) < 0) {
     es_vin_averr(msg, len, "decoder parameters", err);
-    rc = ES_ERR_INPUT;
-    goto end;
+    return ES_ERR_INPUT;
   }
   v->dec->pkt_timebase = st->time_base;
   v->dec->thread_count = opts && opts->threads > 0 ? opts->threads : 0;
@@ -357,8 +355,7 @@ int es_video_in_open(es_video_in **out, const char *path, const es_video_in_opts
     v->dec->get_buffer2 = es_vin_lend_get_buffer;
   if ((err = avcodec_open2(v->dec, codec, NULL)) < 0) {
     es_vin_averr(msg, len, "cannot open the decoder", err);
-    rc = ES_ERR_INPUT;
-    goto end;
+    return ES_ERR_INPUT;
   }
   v->dec->opaque = v; /* for log_cb; copied into frame threads' contexts with each packet */
   /* Decoders that give one frame for every packet they take (or one for a pair of field
@@ -376,11 +373,17 @@ int es_video_in_open(es_video_in **out, const char *path, const es_video_in_opts
   v->pkt = av_packet_alloc();
   v->frame = av_frame_alloc();
   if (!v->pkt || !v->frame) {
-    rc = ES_ERR_NOMEM;
     snprintf(msg, len, "out of memory");
-    goto end;
+    return ES_ERR_NOMEM;
   }
+  return ES_OK;
+}
 
+/* The frames' size and depth from the stream, and how raw and YUV4MPEG2 frames are read:
+ * straight into the caller's buffer, or as packets for the rawvideo decoder. */
+static int vin_frame_layout(es_video_in *v, const char *path, const char *raw, int y4m,
+                            int64_t stdin_start, char *msg, size_t len) {
+  const AVStream *st = v->fmt->streams[v->stream];
   v->width = st->codecpar->width;
   v->height = st->codecpar->height;
   v->depth = es_vin_depth_of(v->dec->pix_fmt != AV_PIX_FMT_NONE
@@ -390,8 +393,7 @@ int es_video_in_open(es_video_in **out, const char *path, const es_video_in_opts
     int fs = av_image_get_buffer_size(st->codecpar->format, v->width, v->height, 1);
     if (fs <= 0) {
       snprintf(msg, len, "cannot size the frames of this YUV4MPEG2 stream");
-      rc = ES_ERR_INPUT;
-      goto end;
+      return ES_ERR_INPUT;
     }
     v->y4m_frame_size = (size_t)fs;
     v->y4m_format = st->codecpar->format;
@@ -416,6 +418,13 @@ int es_video_in_open(es_video_in **out, const char *path, const es_video_in_opts
     v->y4m_packets = 1;
   }
   if (v->raw_direct || v->y4m_packets) es_vin_pread_setup(v, path, stdin_start);
+  return ES_OK;
+}
+
+/* The time base, the frame rate (*fps: the stream's, else --raw's, else 25), the step of a
+ * frame and where the stream ends. */
+static void vin_timing(es_video_in *v, AVRational raw_fps, AVRational *fps_out) {
+  const AVStream *st = v->fmt->streams[v->stream];
   v->tb = st->time_base;
   if (v->tb.num <= 0 || v->tb.den <= 0) v->tb = (AVRational){1, 25};
   AVRational fps = st->avg_frame_rate;
@@ -440,6 +449,104 @@ int es_video_in_open(es_video_in **out, const char *path, const es_video_in_opts
       if (v->stream_end == AV_NOPTS_VALUE || e > v->stream_end) v->stream_end = e;
     }
   }
+  *fps_out = fps;
+}
+
+/* What the caller is told of the stream (es_video_info): size, rates, frame count, sample
+ * aspect, display matrix. */
+static void vin_info(const es_video_in *v, AVRational fps, es_video_info *info) {
+  AVStream *st = v->fmt->streams[v->stream];
+  memset(info, 0, sizeof *info);
+  info->width = v->width;
+  info->height = v->height;
+  info->depth = v->depth;
+  info->fps_num = fps.num;
+  info->fps_den = fps.den;
+  info->tb_num = v->tb.num;
+  info->tb_den = v->tb.den;
+  AVRational base = av_guess_frame_rate(v->fmt, st, NULL);
+  if (base.num <= 0 || base.den <= 0) base = fps;
+  av_reduce(&base.num, &base.den, base.num, base.den, INT_MAX);
+  info->base_num = base.num;
+  info->base_den = base.den;
+  info->field_order = st->codecpar->field_order;
+  info->ts_discont = (v->fmt->iformat->flags & AVFMT_TS_DISCONT) != 0;
+  if (st->nb_frames > 0)
+    info->frames = st->nb_frames;
+  else if (st->duration > 0 && st->duration != AV_NOPTS_VALUE)
+    info->frames = av_rescale_q(st->duration, st->time_base, av_inv_q(fps));
+  else if (v->fmt->duration > 0 && v->fmt->duration != AV_NOPTS_VALUE)
+    info->frames = av_rescale_q(v->fmt->duration, AV_TIME_BASE_Q, av_inv_q(fps));
+  const uint8_t *dm = NULL;
+  size_t dmsize = 0;
+#if LIBAVCODEC_VERSION_INT >= AV_VERSION_INT(60, 31, 102) /* FFmpeg 6.1: side data in codecpar */
+  const AVPacketSideData *sd = av_packet_side_data_get(
+      st->codecpar->coded_side_data, st->codecpar->nb_coded_side_data, AV_PKT_DATA_DISPLAYMATRIX);
+  if (sd) {
+    dm = sd->data;
+    dmsize = sd->size;
+  }
+#else
+  dm = av_stream_get_side_data(st, AV_PKT_DATA_DISPLAYMATRIX, &dmsize);
+#endif
+  const AVRational sar = av_guess_sample_aspect_ratio(v->fmt, st, NULL);
+  if (sar.num > 0 && sar.den > 0) {
+    info->sar_num = sar.num;
+    info->sar_den = sar.den;
+  } else {
+    info->sar_den = 1;
+  }
+  if (dm && dmsize >= sizeof info->display_matrix) {
+    memcpy(info->display_matrix, dm, sizeof info->display_matrix);
+    info->has_display_matrix = 1;
+  }
+}
+
+int es_video_in_open(es_video_in **out, const char *path, const es_video_in_opts *opts,
+                     es_video_info *info, char *msg, size_t len) {
+  int rc = ES_OK, err;
+  AVDictionary *fopts = NULL;
+  es_video_in *v = NULL;
+  const char *raw = opts ? opts->raw : NULL;
+  int64_t max_pixels = opts ? opts->max_pixels : 0;
+  const AVInputFormat *ifmt = NULL;
+  AVRational raw_fps = {0, 1};
+
+  *out = NULL;
+  if (msg && len) msg[0] = 0;
+  /* Errors come back as statuses with a one-line message; libav*'s own log stays quiet
+   * unless the caller chose a level. */
+  if (av_log_get_level() == AV_LOG_INFO) av_log_set_level(AV_LOG_QUIET);
+
+  v = vin_new(opts);
+  if (!v) {
+    snprintf(msg, len, "out of memory");
+    return ES_ERR_NOMEM;
+  }
+  /* Standard input redirected from a file may not start at offset 0: where libavformat's
+   * reading starts, for es_vin_pread_setup. */
+  const int64_t stdin_start = strcmp(path, "-") ? -1 : (int64_t)lseek(0, 0, SEEK_CUR);
+  if (raw && (rc = vin_raw_options(v, raw, max_pixels, &fopts, &ifmt, &raw_fps, msg, len)) < 0)
+    goto end;
+  if ((rc = vin_open_input(v, path, raw, ifmt, &fopts, msg, len)) < 0) goto end;
+  /* Raw frames: the demuxer's options already say everything, and a y4m header does too
+   * (find_stream_info would buffer frames that the reads below must see). */
+  const int y4m = raw ? 0 : y4m_kind(v->fmt);
+  if ((rc = vin_stream_info(v, max_pixels, !raw && !y4m, msg, len)) < 0) goto end;
+  /* A stream met only while reading (a PMT of MPEG-TS that adds one, or damage that reads
+   * as one) is probed as it goes, and until that ends av_read_frame holds back every packet
+   * of every stream: up to probesize bytes of payload, 5 MB by default, each packet keeping
+   * its whole demuxer buffer (200 KB in MPEG-TS). A long small-frame .ts with such a stream
+   * took the whole file in (191 MB for 30000 frames of 64x48). Only the stream chosen below
+   * is read, so late probing is cut short; 4096 is what FFmpeg's segment demuxers (hls,
+   * dash) open with where no probesize is set, should one open a segment while reading. */
+  if (!raw && !y4m) v->fmt->probesize = 4096;
+  const AVCodec *codec = NULL;
+  if ((rc = vin_choose_stream(v, max_pixels, &codec, msg, len)) < 0) goto end;
+  if ((rc = vin_open_decoder(v, codec, opts, max_pixels, msg, len)) < 0) goto end;
+  if ((rc = vin_frame_layout(v, path, raw, y4m, stdin_start, msg, len)) < 0) goto end;
+  AVRational fps;
+  vin_timing(v, raw_fps, &fps);
   /* The first frame sets the stream's size and depth, as it sets up ffmpeg's filters: the
    * stream's parameters are what libavformat's probing saw last, which can be a later part
    * (H.264 in MPEG-TS whose size changes in its first seconds gave the second size, and its
@@ -470,60 +577,10 @@ int es_video_in_open(es_video_in **out, const char *path, const es_video_in_opts
       if ((rc = check_size(v->width, v->height, max_pixels, msg, len)) < 0) goto end;
     }
   }
-
-  if (info) {
-    memset(info, 0, sizeof *info);
-    info->width = v->width;
-    info->height = v->height;
-    info->depth = v->depth;
-    info->fps_num = fps.num;
-    info->fps_den = fps.den;
-    info->tb_num = v->tb.num;
-    info->tb_den = v->tb.den;
-    AVRational base = av_guess_frame_rate(v->fmt, st, NULL);
-    if (base.num <= 0 || base.den <= 0) base = fps;
-    av_reduce(&base.num, &base.den, base.num, base.den, INT_MAX);
-    info->base_num = base.num;
-    info->base_den = base.den;
-    info->field_order = st->codecpar->field_order;
-    info->ts_discont = (v->fmt->iformat->flags & AVFMT_TS_DISCONT) != 0;
-    if (st->nb_frames > 0)
-      info->frames = st->nb_frames;
-    else if (st->duration > 0 && st->duration != AV_NOPTS_VALUE)
-      info->frames = av_rescale_q(st->duration, st->time_base, av_inv_q(fps));
-    else if (v->fmt->duration > 0 && v->fmt->duration != AV_NOPTS_VALUE)
-      info->frames = av_rescale_q(v->fmt->duration, AV_TIME_BASE_Q, av_inv_q(fps));
-    const uint8_t *dm = NULL;
-    size_t dmsize = 0;
-#if LIBAVCODEC_VERSION_INT >= AV_VERSION_INT(60, 31, 102) /* FFmpeg 6.1: side data in codecpar */
-    const AVPacketSideData *sd = av_packet_side_data_get(
-        st->codecpar->coded_side_data, st->codecpar->nb_coded_side_data, AV_PKT_DATA_DISPLAYMATRIX);
-    if (sd) {
-      dm = sd->data;
-      dmsize = sd->size;
-    }
-#else
-    dm = av_stream_get_side_data(st, AV_PKT_DATA_DISPLAYMATRIX, &dmsize);
-#endif
-    const AVRational sar = av_guess_sample_aspect_ratio(v->fmt, st, NULL);
-    if (sar.num > 0 && sar.den > 0) {
-      info->sar_num = sar.num;
-      info->sar_den = sar.den;
-    } else {
-      info->sar_den = 1;
-    }
-    if (dm && dmsize >= sizeof info->display_matrix) {
-      memcpy(info->display_matrix, dm, sizeof info->display_matrix);
-      info->has_display_matrix = 1;
-    }
-  }
+  if (info) vin_info(v, fps, info);
   *out = v;
   v = NULL;
 end:
-  if (sopts) {
-    for (unsigned i = 0; i < nb_streams; i++) av_dict_free(&sopts[i]);
-    av_free(sopts);
-  }
   av_dict_free(&fopts);
   es_video_in_close(&v);
   return rc;

@@ -301,52 +301,210 @@ end:
   return rc;
 }
 
+/* How one run's work is laid out: threads, the kernel and the ring's element. */
+typedef struct cpu_plan {
+  int nt;
+  int use_ph, use_short;
+  int by_bands; /* each thread renders its rows as they come (no full-size map) */
+  size_t lsz;   /* ring element: 1, 2 or 4 bytes */
+  size_t pw;    /* a padded row of the ring, in elements */
+} cpu_plan;
+
+/* The shared context of one run from the job: sizes, parameters and what is wanted. */
+static void cpu_ctx_init(cpu_ctx *c, const es_job *job) {
+  const es_params *p = &job->params;
+  memset(c, 0, sizeof *c);
+  c->tables = es_tables_get();
+  es_window_make(&c->win, p->window, p->shape);
+  c->w = job->in.width;
+  c->h = job->in.height;
+  c->K = p->window;
+  c->r = c->win.r;
+  c->R = c->win.r;
+  c->levels = p->levels;
+  c->depth = job->in.depth;
+  c->border = p->border;
+  c->win_square = p->shape == ES_SHAPE_SQUARE;
+  c->data = job->in.data;
+  c->stride = job->in.stride;
+  c->mask = job->in.mask;
+  c->mask_stride = job->in.mask_stride;
+  c->mask_computed = p->mask_computed;
+  c->oscale = es_out_scale(p->base);
+  for (int v = 0; v < 256; v++)
+    c->lut8[v] = (uint16_t)es_quantize((uint32_t)v, (uint32_t)p->levels, 8);
+  int render = job->render.format != ES_PIX_NONE;
+  const int stats = job->stats != NULL, minmax = stats || (render && job->render.range_auto);
+  c->want_stats = stats && !c->mask;
+  c->want_minmax = minmax && !c->mask;
+  c->mask_stats = stats && c->mask;
+  c->mask_minmax = minmax && c->mask;
+  c->level_hist_wanted = stats;
+  /* With a mask the level histogram differs from the samples' (masked samples are the
+   * sentinel level), so the samples always take their own. */
+  c->sample_hist_wanted = stats && (c->mask || es_stats_sample_hist_own(p->levels, c->depth));
+  c->bins = job->stats_bins;
+  c->binscale = stats ? es_stats_binscale(p, c->bins) : 0.0;
+  c->map = job->map;
+  c->map_stride = job->map_stride;
+}
+
+/* A mask needs the rows of H to take their statistics from (cpu_row_mask), and a rendering
+ * of the range auto the whole map: the job's scratch, or *tmpmap. ES_OK or ES_ERR_NOMEM. */
+static int cpu_map_buffer(cpu_ctx *c, const es_job *job, float **tmpmap) {
+  size_t need = (size_t)c->w * c->h;
+  es_cpu_scratch *sc = job->scratch;
+  if (sc && sc->cap < need) {
+    es_cpu_scratch_free(sc);
+    sc->map = malloc(need * sizeof *sc->map);
+    if (!sc->map) return ES_ERR_NOMEM;
+    sc->cap = need;
+  }
+  if (sc) {
+    c->map = sc->map;
+  } else {
+    *tmpmap = malloc(need * sizeof **tmpmap);
+    if (!*tmpmap) return ES_ERR_NOMEM;
+    c->map = *tmpmap;
+  }
+  c->map_stride = (size_t)c->w;
+  return ES_OK;
+}
+
+/* Each thread's ring, histograms and the buffers its kernel needs: ES_OK or ES_ERR_NOMEM
+ * (what was allocated is freed by cpu_threads_free). */
+static int cpu_threads_alloc(const cpu_ctx *c, cpu_thread *ts, const cpu_plan *pl,
+                             const es_params *p) {
+  for (int i = 0; i < pl->nt; i++) {
+    cpu_thread *t = &ts[i];
+    t->min = INFINITY;
+    t->max = -INFINITY;
+    t->ring = malloc((size_t)(pl->use_short ? c->h : c->K + 1) * pl->pw * pl->lsz);
+    t->hist = calloc((size_t)p->levels + 8, sizeof *t->hist); /* PH pads to 8 lanes */
+    if (!t->ring || !t->hist) return ES_ERR_NOMEM;
+    if (!pl->use_ph && !pl->use_short && p->shape == ES_SHAPE_SQUARE && !cpu_rows_algo()) {
+      t->colbuf = malloc((size_t)(c->w + 2 * c->R) * c->K * pl->lsz);
+      t->hists = calloc((size_t)ES_CPU_SEGS * ((size_t)p->levels + 1), sizeof *t->hists);
+      if (!t->colbuf || !t->hists) return ES_ERR_NOMEM;
+    }
+    if (pl->use_ph) {
+      t->colh = malloc((size_t)(c->w + 2 * c->R) * ((p->levels + 8) & ~7) * sizeof *t->colh);
+      if (!t->colh) return ES_ERR_NOMEM;
+    }
+    if (pl->by_bands) {
+      t->rows = malloc((size_t)c->chunk_rows * c->w * sizeof *t->rows);
+      if (!t->rows) return ES_ERR_NOMEM;
+    }
+    if (c->level_hist_wanted) {
+      /* L + 1: a masked pixel's level is the sentinel L, counted there and left out. */
+      t->level_hist = calloc((size_t)p->levels + 1, sizeof *t->level_hist);
+      if (!t->level_hist) return ES_ERR_NOMEM;
+    }
+    if (c->sample_hist_wanted) {
+      t->sample_hist = calloc((size_t)1 << c->depth, sizeof *t->sample_hist);
+      if (!t->sample_hist) return ES_ERR_NOMEM;
+    }
+  }
+  return ES_OK;
+}
+
+/* What cpu_threads_alloc made, also of a thread it did not reach (NULL pointers). */
+static void cpu_threads_free(cpu_thread *ts, int nt) {
+  if (!ts) return;
+  for (int i = 0; i < nt; i++) {
+    free(ts[i].ring);
+    free(ts[i].hist);
+    free(ts[i].hists);
+    free(ts[i].colh);
+    free(ts[i].colbuf);
+    free(ts[i].level_hist);
+    free(ts[i].sample_hist);
+    free(ts[i].rows);
+  }
+}
+
+/* Rows [y0, y1) through the plan's kernel, in the ring element's type. */
+static void cpu_band(const cpu_ctx *c, cpu_thread *t, const cpu_plan *pl, int y0, int y1) {
+  if (pl->lsz == 1) {
+    if (pl->use_ph)
+      band_ph_u8(c, t, y0, y1);
+    else if (pl->use_short)
+      band_short_u8(c, t, y0, y1);
+    else if (t->colbuf)
+      band_huang_sq_u8(c, t, y0, y1);
+    else
+      band_huang_u8(c, t, y0, y1);
+  } else if (pl->lsz == 2) {
+    if (pl->use_ph)
+      band_ph_u16(c, t, y0, y1);
+    else if (pl->use_short)
+      band_short_u16(c, t, y0, y1);
+    else if (t->colbuf)
+      band_huang_sq_u16(c, t, y0, y1);
+    else
+      band_huang_u16(c, t, y0, y1);
+  } else {
+    if (pl->use_ph)
+      band_ph_u32(c, t, y0, y1);
+    else if (pl->use_short)
+      band_short_u32(c, t, y0, y1);
+    else if (t->colbuf)
+      band_huang_sq_u32(c, t, y0, y1);
+    else
+      band_huang_u32(c, t, y0, y1);
+  }
+  if (c->sample_hist_wanted) cpu_sample_hist(c, t, y0, y1);
+}
+
+/* The job's statistics from the threads' partials, in a fixed order: the results do not
+ * depend on the thread count. */
+static void cpu_reduce_stats(const cpu_ctx *c, cpu_thread *ts, int nt, const es_job *job, float mn,
+                             float mx) {
+  const es_params *p = &job->params;
+  es_stats *st = job->stats;
+  es_stats_acc acc = {0.0, 0.0, mn, mx, (int64_t)c->w * c->h};
+  if (c->mask) acc.count = cpu_mask_count(c);
+  for (int y = 0; y < c->h; y++) {
+    acc.sum += c->rowsum[y];
+    acc.sumsq += c->rowsumsq[y];
+  }
+  uint64_t *lh = ts[0].level_hist;
+  for (int i = 1; i < nt; i++)
+    for (int k = 0; k < p->levels; k++)
+      lh[k] += ts[i].level_hist[k];
+  memset(st->hist, 0, sizeof st->hist);
+  st->bins = c->bins;
+  for (int i = 0; i < nt; i++)
+    for (int k = 0; k < c->bins; k++)
+      st->hist[k] += ts[i].bins[k];
+  uint64_t *sh = lh;
+  if (c->sample_hist_wanted) {
+    sh = ts[0].sample_hist;
+    for (int i = 1; i < nt; i++)
+      for (size_t k = 0; k < (size_t)1 << c->depth; k++)
+        sh[k] += ts[i].sample_hist[k];
+  }
+  es_stats_finish(st, &acc, lh, p->levels, sh, c->depth);
+}
+
 static int cpu_run_levels(const es_job *job, int threads, char *msg, size_t msglen) {
   int rc = ES_OK;
   const es_params *p = &job->params;
   cpu_ctx c;
-  memset(&c, 0, sizeof c);
-  c.tables = es_tables_get();
-  es_window_make(&c.win, p->window, p->shape);
-  c.w = job->in.width;
-  c.h = job->in.height;
-  c.K = p->window;
-  c.r = c.win.r;
-  c.R = c.win.r;
-  c.levels = p->levels;
-  c.depth = job->in.depth;
-  c.border = p->border;
-  c.win_square = p->shape == ES_SHAPE_SQUARE;
-  c.data = job->in.data;
-  c.stride = job->in.stride;
-  c.mask = job->in.mask;
-  c.mask_stride = job->in.mask_stride;
-  c.mask_computed = p->mask_computed;
-  c.oscale = es_out_scale(p->base);
-  for (int v = 0; v < 256; v++) c.lut8[v] = (uint16_t)es_quantize((uint32_t)v, (uint32_t)p->levels, 8);
+  cpu_plan pl;
+  cpu_ctx_init(&c, job);
   int render = job->render.format != ES_PIX_NONE;
-  const int stats = job->stats != NULL, minmax = stats || (render && job->render.range_auto);
-  c.want_stats = stats && !c.mask;
-  c.want_minmax = minmax && !c.mask;
-  c.mask_stats = stats && c.mask;
-  c.mask_minmax = minmax && c.mask;
-  c.level_hist_wanted = stats;
-  /* With a mask the level histogram differs from the samples' (masked samples are the
-   * sentinel level), so the samples always take their own. */
-  c.sample_hist_wanted = stats && (c.mask || es_stats_sample_hist_own(p->levels, c.depth));
-  c.bins = job->stats_bins;
-  c.binscale = stats ? es_stats_binscale(p, c.bins) : 0.0;
-  c.map = job->map;
-  c.map_stride = job->map_stride;
+  const int stats = job->stats != NULL;
 
-  int nt = es_cpu_run_threads(job, threads);
-  int nbands = c.h < nt * 4 ? c.h : nt * 4;
-  int use_ph = cpu_use_ph(p, c.w, c.h);
-  int use_short = !use_ph && cpu_short(p, c.h);
+  const int nt = es_cpu_run_threads(job, threads);
+  const int nbands = c.h < nt * 4 ? c.h : nt * 4;
+  pl.nt = nt;
+  pl.use_ph = cpu_use_ph(p, c.w, c.h);
+  pl.use_short = !pl.use_ph && cpu_short(p, c.h);
   /* Ring element: the smallest type that holds the clip sentinel L (cache footprint of
    * the K + 1 rows: large windows read 2 K row streams at once). */
-  size_t lsz = p->levels <= 255 ? 1 : p->levels <= 65535 ? 2 : 4;
-  size_t pw = (size_t)c.w + 2 * c.R + 1;
+  pl.lsz = p->levels <= 255 ? 1 : p->levels <= 65535 ? 2 : 4;
+  pl.pw = (size_t)c.w + 2 * c.R + 1;
   rc = ES_ERR_NOMEM; /* until every buffer below is allocated */
   cpu_thread *ts = calloc((size_t)nt, sizeof *ts);
   float *tmpmap = NULL;
@@ -357,7 +515,8 @@ static int cpu_run_levels(const es_job *job, int threads, char *msg, size_t msgl
   /* With a fixed range, and no map asked for, each thread renders its rows as they come
    * from a few rows' buffer (about 64 KB: still in cache): no full-size map. The range
    * auto needs the whole frame's min and max first, so it renders a whole map after. */
-  int by_bands = !c.map && render && !job->render.range_auto;
+  pl.by_bands = !c.map && render && !job->render.range_auto;
+  const int by_bands = pl.by_bands;
   if (by_bands) {
     rc = es_cpu_render_rows(NULL, 0, 0, 0, &job->in, p, &job->render, &job->pix);
     if (rc == ES_ERR_USAGE) { /* the format or colormap: before any work */
@@ -369,60 +528,14 @@ static int cpu_run_levels(const es_job *job, int threads, char *msg, size_t msgl
     c.chunk_rows = (int)((65536 / sizeof(float)) / (size_t)c.w) & ~1;
     if (c.chunk_rows < 2) c.chunk_rows = 2;
   }
-  /* A mask needs the rows of H to take their statistics from (cpu_row_mask). */
-  if (!c.map && (render || c.mask) && !by_bands) {
-    size_t need = (size_t)c.w * c.h;
-    es_cpu_scratch *sc = job->scratch;
-    if (sc && sc->cap < need) {
-      es_cpu_scratch_free(sc);
-      sc->map = malloc(need * sizeof *sc->map);
-      if (!sc->map) goto end;
-      sc->cap = need;
-    }
-    if (sc) {
-      c.map = sc->map;
-    } else {
-      tmpmap = malloc(need * sizeof *tmpmap);
-      if (!tmpmap) goto end;
-      c.map = tmpmap;
-    }
-    c.map_stride = (size_t)c.w;
-  }
+  if (!c.map && (render || c.mask) && !by_bands && cpu_map_buffer(&c, job, &tmpmap) != ES_OK)
+    goto end;
   if (stats) {
     c.rowsum = malloc((size_t)c.h * sizeof *c.rowsum);
     c.rowsumsq = malloc((size_t)c.h * sizeof *c.rowsumsq);
     if (!c.rowsum || !c.rowsumsq) goto end;
   }
-  for (int i = 0; i < nt; i++) {
-    cpu_thread *t = &ts[i];
-    t->min = INFINITY;
-    t->max = -INFINITY;
-    t->ring = malloc((size_t)(use_short ? c.h : c.K + 1) * pw * lsz);
-    t->hist = calloc((size_t)p->levels + 8, sizeof *t->hist); /* PH pads to 8 lanes */
-    if (!t->ring || !t->hist) goto end;
-    if (!use_ph && !use_short && p->shape == ES_SHAPE_SQUARE && !cpu_rows_algo()) {
-      t->colbuf = malloc((size_t)(c.w + 2 * c.R) * c.K * lsz);
-      t->hists = calloc((size_t)ES_CPU_SEGS * ((size_t)p->levels + 1), sizeof *t->hists);
-      if (!t->colbuf || !t->hists) goto end;
-    }
-    if (use_ph) {
-      t->colh = malloc((size_t)(c.w + 2 * c.R) * ((p->levels + 8) & ~7) * sizeof *t->colh);
-      if (!t->colh) goto end;
-    }
-    if (by_bands) {
-      t->rows = malloc((size_t)c.chunk_rows * c.w * sizeof *t->rows);
-      if (!t->rows) goto end;
-    }
-    if (c.level_hist_wanted) {
-      /* L + 1: a masked pixel's level is the sentinel L, counted there and left out. */
-      t->level_hist = calloc((size_t)p->levels + 1, sizeof *t->level_hist);
-      if (!t->level_hist) goto end;
-    }
-    if (c.sample_hist_wanted) {
-      t->sample_hist = calloc((size_t)1 << c.depth, sizeof *t->sample_hist);
-      if (!t->sample_hist) goto end;
-    }
-  }
+  if (cpu_threads_alloc(&c, ts, &pl, p) != ES_OK) goto end;
 
   rc = ES_OK;
 
@@ -444,23 +557,7 @@ static int cpu_run_levels(const es_job *job, int threads, char *msg, size_t msgl
     }
     if (y0 == y1) continue;
     t->cy0 = y0;
-    if (lsz == 1) {
-      if (use_ph) band_ph_u8(&c, t, y0, y1);
-      else if (use_short) band_short_u8(&c, t, y0, y1);
-      else if (t->colbuf) band_huang_sq_u8(&c, t, y0, y1);
-      else band_huang_u8(&c, t, y0, y1);
-    } else if (lsz == 2) {
-      if (use_ph) band_ph_u16(&c, t, y0, y1);
-      else if (use_short) band_short_u16(&c, t, y0, y1);
-      else if (t->colbuf) band_huang_sq_u16(&c, t, y0, y1);
-      else band_huang_u16(&c, t, y0, y1);
-    } else {
-      if (use_ph) band_ph_u32(&c, t, y0, y1);
-      else if (use_short) band_short_u32(&c, t, y0, y1);
-      else if (t->colbuf) band_huang_sq_u32(&c, t, y0, y1);
-      else band_huang_u32(&c, t, y0, y1);
-    }
-    if (c.sample_hist_wanted) cpu_sample_hist(&c, t, y0, y1);
+    cpu_band(&c, t, &pl, y0, y1);
   }
 
   /* Reduce in a fixed order: the results do not depend on the thread count. */
@@ -469,29 +566,7 @@ static int cpu_run_levels(const es_job *job, int threads, char *msg, size_t msgl
     if (ts[i].min < mn) mn = ts[i].min;
     if (ts[i].max > mx) mx = ts[i].max;
   }
-  if (stats) {
-    es_stats *st = job->stats;
-    es_stats_acc acc = {0.0, 0.0, mn, mx, (int64_t)c.w * c.h};
-    if (c.mask) acc.count = cpu_mask_count(&c);
-    for (int y = 0; y < c.h; y++) {
-      acc.sum += c.rowsum[y];
-      acc.sumsq += c.rowsumsq[y];
-    }
-    uint64_t *lh = ts[0].level_hist;
-    for (int i = 1; i < nt; i++)
-      for (int k = 0; k < p->levels; k++) lh[k] += ts[i].level_hist[k];
-    memset(st->hist, 0, sizeof st->hist);
-    st->bins = c.bins;
-    for (int i = 0; i < nt; i++)
-      for (int k = 0; k < c.bins; k++) st->hist[k] += ts[i].bins[k];
-    uint64_t *sh = lh;
-    if (c.sample_hist_wanted) {
-      sh = ts[0].sample_hist;
-      for (int i = 1; i < nt; i++)
-        for (size_t k = 0; k < (size_t)1 << c.depth; k++) sh[k] += ts[i].sample_hist[k];
-    }
-    es_stats_finish(st, &acc, lh, p->levels, sh, c.depth);
-  }
+  if (stats) cpu_reduce_stats(&c, ts, nt, job, mn, mx);
   if (render && !by_bands) {
     rc = es_cpu_render(c.map, c.map_stride, &job->in, p, &job->render, mn, mx, &job->pix,
                        nt);
@@ -499,18 +574,7 @@ static int cpu_run_levels(const es_job *job, int threads, char *msg, size_t msgl
   }
 end:
   if (rc == ES_ERR_NOMEM && msg) snprintf(msg, msglen, "out of memory for a %dx%d image", c.w, c.h);
-  if (ts) {
-    for (int i = 0; i < nt; i++) {
-      free(ts[i].ring);
-      free(ts[i].hist);
-      free(ts[i].hists);
-      free(ts[i].colh);
-      free(ts[i].colbuf);
-      free(ts[i].level_hist);
-      free(ts[i].sample_hist);
-      free(ts[i].rows);
-    }
-  }
+  cpu_threads_free(ts, nt);
   free(ts);
   free(tmpmap);
   free(c.dinc);

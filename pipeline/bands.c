@@ -294,10 +294,171 @@ static int bands_check(es_context *ctx, const es_bands_config *bc) {
   return ES_OK;
 }
 
+/* The whole image's statistics, added up by the writer band by band in row order. */
+typedef struct bands_total {
+  es_stats_acc acc;
+  uint64_t *hist, *sample_hist, *level_hist;
+} bands_total;
+
+/* The run's sizes and statistics parameters, from the context and the config. */
+static void bands_setup(bands_run *R, es_context *ctx, const es_bands_config *bc) {
+  R->ctx = ctx;
+  R->bc = bc;
+  R->W = bc->width;
+  R->H = bc->height;
+  R->r = (es_context_config(ctx)->params.window - 1) / 2;
+  R->B = es_bands_rows(ctx, bc);
+  R->nbands = (int)(((int64_t)R->H + R->B - 1) / R->B);
+  const int want_ncomp = bands_ncomp(ctx);
+  R->nslot = want_ncomp + 2;
+  R->need_map = bc->want_map || bc->stats;
+  R->in_stride = (size_t)R->W * (bc->depth == 16 ? 2 : 1);
+  R->pix_stride = (size_t)R->W * (size_t)bands_pix_bytes(bc->render.format);
+  R->sp = es_context_config(ctx)->params;
+  es_params_for_depth(&R->sp, bc->depth);
+  R->bins = es_context_config(ctx)->stats_bins;
+  R->binscale = es_stats_binscale(&R->sp, R->bins);
+  R->nsample = 1 << bc->depth;
+  /* A band's reduction runs on the cores a compute thread may take (all of them over the
+   * GPUs' threads), at most ES_MAX_GPUS * 8 chunks. */
+  R->nchunk = 1;
+#ifdef ES_HAVE_OPENMP
+  R->nchunk = omp_get_num_procs() / want_ncomp;
+#endif
+  if (R->nchunk < 1) R->nchunk = 1;
+  if (R->nchunk > ES_MAX_GPUS * 8) R->nchunk = ES_MAX_GPUS * 8;
+}
+
+/* Every slot's buffers (page-locked for the GPUs) and the whole image's histograms: 0, or
+ * -1 out of memory (what was allocated is freed by bands_free). */
+static int bands_alloc(bands_run *R, bands_total *T, int rows_max) {
+  const es_bands_config *bc = R->bc;
+  R->slots = calloc((size_t)R->nslot, sizeof *R->slots);
+  if (!R->slots) return -1;
+  for (int i = 0; i < R->nslot; i++) {
+    band_slot *s = &R->slots[i];
+    s->band = -1;
+    size_t nin = R->in_stride * (size_t)rows_max, nmap = sizeof(float) * R->W * (size_t)rows_max,
+           npix = R->pix_stride * (size_t)rows_max;
+    if (!(s->in = malloc(nin))) return -1;
+    s->pin_in = es_host_pin(s->in, nin);
+    if (R->need_map) {
+      if (!(s->map = malloc(nmap))) return -1;
+      s->pin_map = es_host_pin(s->map, nmap);
+    }
+    if (npix) {
+      if (!(s->pix = malloc(npix))) return -1;
+      s->pin_pix = es_host_pin(s->pix, npix);
+    }
+  }
+  if (bc->stats) {
+    for (int i = 0; i < R->nslot; i++) {
+      band_slot *s = &R->slots[i];
+      s->rowsum = malloc(sizeof *s->rowsum * (size_t)R->B);
+      s->rowsumsq = malloc(sizeof *s->rowsumsq * (size_t)R->B);
+      s->part = malloc(sizeof *s->part * ((size_t)R->bins + R->nsample) * (size_t)R->nchunk);
+      if (!s->rowsum || !s->rowsumsq || !s->part) return -1;
+    }
+    T->hist = calloc((size_t)R->bins, sizeof *T->hist);
+    T->sample_hist = calloc((size_t)R->nsample, sizeof *T->sample_hist);
+    T->level_hist = calloc((size_t)R->sp.levels, sizeof *T->level_hist);
+    if (!T->hist || !T->sample_hist || !T->level_hist) return -1;
+    T->acc.count = (int64_t)R->W * R->H;
+  }
+  return 0;
+}
+
+/* What bands_alloc made, also where it stopped halfway (NULL pointers, pins not taken). */
+static void bands_free(bands_run *R, bands_total *T) {
+  if (R->slots) {
+    for (int i = 0; i < R->nslot; i++) {
+      band_slot *s = &R->slots[i];
+      if (s->pin_in) es_host_unpin(s->in);
+      if (s->pin_map) es_host_unpin(s->map);
+      if (s->pin_pix) es_host_unpin(s->pix);
+      free(s->in);
+      free(s->map);
+      free(s->pix);
+      free(s->rowsum);
+      free(s->rowsumsq);
+      free(s->part);
+    }
+  }
+  free(R->slots);
+  free(T->hist);
+  free(T->sample_hist);
+  free(T->level_hist);
+}
+
+/* The caller's part: each band's statistics added, the band written and its slot freed, in
+ * band order, until the last band, a failure or a stop. */
+static void bands_write_all(bands_run *R, bands_total *T) {
+  const es_bands_config *bc = R->bc;
+  for (int k = 0; k < R->nbands; k++) {
+    band_slot *s = &R->slots[k % R->nslot];
+    pthread_mutex_lock(&R->lock);
+    while (!R->failed && !(s->state == SLOT_DONE && s->band == k))
+      pthread_cond_wait(&R->cond, &R->lock);
+    int stop = R->failed;
+    pthread_mutex_unlock(&R->lock);
+    if (stop) break;
+    int y0, y1, a, b;
+    band_rows_of(R, k, &y0, &y1, &a, &b);
+    const size_t off = (size_t)(y0 - a);
+    if (bc->stats) { /* rows in order, from 0.0, as the engines add them */
+      for (int y = 0; y < y1 - y0; y++) {
+        T->acc.sum += s->rowsum[y];
+        T->acc.sumsq += s->rowsumsq[y];
+      }
+      if (s->min < T->acc.min) T->acc.min = s->min;
+      if (s->max > T->acc.max) T->acc.max = s->max;
+      for (int k = 0; k < R->bins; k++)
+        T->hist[k] += s->part[k];
+      for (int k = 0; k < R->nsample; k++)
+        T->sample_hist[k] += s->part[R->bins + k];
+    }
+    if (bc->write) {
+      es_planes pix;
+      memset(&pix, 0, sizeof pix);
+      pix.plane[0] = s->pix ? s->pix + off * R->pix_stride : NULL;
+      pix.stride[0] = R->pix_stride;
+      char wm[ES_ERRLEN] = "";
+      int wrc = bc->write(bc->write_user, y0, y1 - y0, bc->want_map ? s->map + off * R->W : NULL,
+                          (size_t)R->W, s->pix ? &pix : NULL, wm, sizeof wm);
+      if (wrc) {
+        bands_fail(R, wrc, wm);
+        break;
+      }
+    }
+    if (bc->progress) bc->progress(bc->progress_user, y1, R->H);
+    pthread_mutex_lock(&R->lock);
+    s->state = SLOT_FREE;
+    pthread_cond_broadcast(&R->cond);
+    pthread_mutex_unlock(&R->lock);
+    if (bc->stop && bc->stop(bc->stop_user) && k + 1 < R->nbands) {
+      bands_fail(R, ES_ERR_INTERRUPTED, "interrupted");
+      break;
+    }
+  }
+}
+
+/* The whole image's es_stats from the totals, as the engines make them. */
+static void bands_finish_stats(const bands_run *R, bands_total *T) {
+  const es_bands_config *bc = R->bc;
+  es_stats *st = bc->stats;
+  /* The levels' histogram from the samples' (es_quantize maps each sample to one level:
+   * the same integer counts the engines make). */
+  for (int v = 0; v < R->nsample; v++)
+    T->level_hist[es_quantize((uint32_t)v, (uint32_t)R->sp.levels, bc->depth)] += T->sample_hist[v];
+  memset(st->hist, 0, sizeof st->hist);
+  memcpy(st->hist, T->hist, sizeof *T->hist * (size_t)R->bins);
+  st->bins = R->bins;
+  es_stats_finish(st, &T->acc, T->level_hist, R->sp.levels, T->sample_hist, bc->depth);
+}
+
 int es_compute_bands(es_context *ctx, const es_bands_config *bc) {
   bands_run R;
-  es_stats_acc acc = {0.0, 0.0, INFINITY, -INFINITY, 0};
-  uint64_t *hist = NULL, *sample_hist = NULL, *level_hist = NULL; /* the whole image's */
+  bands_total T = {{0.0, 0.0, INFINITY, -INFINITY, 0}, NULL, NULL, NULL};
   pthread_t reader, comp[ES_MAX_GPUS];
   int ncomp = 0, reader_started = 0, rc;
   char msg[ES_ERRLEN];
@@ -306,66 +467,12 @@ int es_compute_bands(es_context *ctx, const es_bands_config *bc) {
   memset(&R, 0, sizeof R);
   pthread_mutex_init(&R.lock, NULL);
   pthread_cond_init(&R.cond, NULL);
-  R.ctx = ctx;
-  R.bc = bc;
-  R.W = bc->width;
-  R.H = bc->height;
-  R.r = (es_context_config(ctx)->params.window - 1) / 2;
-  R.B = es_bands_rows(ctx, bc);
-  R.nbands = (int)(((int64_t)R.H + R.B - 1) / R.B);
-  const int want_ncomp = bands_ncomp(ctx);
-  R.nslot = want_ncomp + 2;
-  R.need_map = bc->want_map || bc->stats;
-  R.in_stride = (size_t)R.W * (bc->depth == 16 ? 2 : 1);
-  R.pix_stride = (size_t)R.W * (size_t)bands_pix_bytes(bc->render.format);
-  R.sp = es_context_config(ctx)->params;
-  es_params_for_depth(&R.sp, bc->depth);
-  R.bins = es_context_config(ctx)->stats_bins;
-  R.binscale = es_stats_binscale(&R.sp, R.bins);
-  R.nsample = 1 << bc->depth;
-  /* A band's reduction runs on the cores a compute thread may take (all of them over the
-   * GPUs' threads), at most ES_MAX_GPUS * 8 chunks. */
-  R.nchunk = 1;
-#ifdef ES_HAVE_OPENMP
-  R.nchunk = omp_get_num_procs() / want_ncomp;
-#endif
-  if (R.nchunk < 1) R.nchunk = 1;
-  if (R.nchunk > ES_MAX_GPUS * 8) R.nchunk = ES_MAX_GPUS * 8;
+  bands_setup(&R, ctx, bc);
+  const int want_ncomp = R.nslot - 2; /* bands_setup: a slot a compute thread, and two */
   const int rows_max = (R.B + 2 * R.r < R.H ? R.B + 2 * R.r : R.H);
   rc = ES_ERR_NOMEM;
   snprintf(msg, sizeof msg, "out of memory for bands of %d rows of %d pixels", rows_max, R.W);
-  R.slots = calloc((size_t)R.nslot, sizeof *R.slots);
-  if (!R.slots) goto end;
-  for (int i = 0; i < R.nslot; i++) {
-    band_slot *s = &R.slots[i];
-    s->band = -1;
-    size_t nin = R.in_stride * (size_t)rows_max, nmap = sizeof(float) * R.W * (size_t)rows_max,
-           npix = R.pix_stride * (size_t)rows_max;
-    if (!(s->in = malloc(nin))) goto end;
-    s->pin_in = es_host_pin(s->in, nin);
-    if (R.need_map) {
-      if (!(s->map = malloc(nmap))) goto end;
-      s->pin_map = es_host_pin(s->map, nmap);
-    }
-    if (npix) {
-      if (!(s->pix = malloc(npix))) goto end;
-      s->pin_pix = es_host_pin(s->pix, npix);
-    }
-  }
-  if (bc->stats) {
-    for (int i = 0; i < R.nslot; i++) {
-      band_slot *s = &R.slots[i];
-      s->rowsum = malloc(sizeof *s->rowsum * (size_t)R.B);
-      s->rowsumsq = malloc(sizeof *s->rowsumsq * (size_t)R.B);
-      s->part = malloc(sizeof *s->part * ((size_t)R.bins + R.nsample) * (size_t)R.nchunk);
-      if (!s->rowsum || !s->rowsumsq || !s->part) goto end;
-    }
-    hist = calloc((size_t)R.bins, sizeof *hist);
-    sample_hist = calloc((size_t)R.nsample, sizeof *sample_hist);
-    level_hist = calloc((size_t)R.sp.levels, sizeof *level_hist);
-    if (!hist || !sample_hist || !level_hist) goto end;
-    acc.count = (int64_t)R.W * R.H;
-  }
+  if (bands_alloc(&R, &T, rows_max) != 0) goto end;
   rc = ES_OK;
   msg[0] = 0;
   if (pthread_create(&reader, NULL, bands_reader_main, &R) != 0) {
@@ -380,86 +487,15 @@ int es_compute_bands(es_context *ctx, const es_bands_config *bc) {
     bands_fail(&R, ES_ERR_NOMEM, "cannot start a band compute thread");
     goto join;
   }
-  /* The caller writes, in band order. */
-  for (int k = 0; k < R.nbands; k++) {
-    band_slot *s = &R.slots[k % R.nslot];
-    pthread_mutex_lock(&R.lock);
-    while (!R.failed && !(s->state == SLOT_DONE && s->band == k))
-      pthread_cond_wait(&R.cond, &R.lock);
-    int stop = R.failed;
-    pthread_mutex_unlock(&R.lock);
-    if (stop) break;
-    int y0, y1, a, b;
-    band_rows_of(&R, k, &y0, &y1, &a, &b);
-    const size_t off = (size_t)(y0 - a);
-    if (bc->stats) { /* rows in order, from 0.0, as the engines add them */
-      for (int y = 0; y < y1 - y0; y++) {
-        acc.sum += s->rowsum[y];
-        acc.sumsq += s->rowsumsq[y];
-      }
-      if (s->min < acc.min) acc.min = s->min;
-      if (s->max > acc.max) acc.max = s->max;
-      for (int k = 0; k < R.bins; k++) hist[k] += s->part[k];
-      for (int k = 0; k < R.nsample; k++) sample_hist[k] += s->part[R.bins + k];
-    }
-    if (bc->write) {
-      es_planes pix;
-      memset(&pix, 0, sizeof pix);
-      pix.plane[0] = s->pix ? s->pix + off * R.pix_stride : NULL;
-      pix.stride[0] = R.pix_stride;
-      char wm[ES_ERRLEN] = "";
-      int wrc = bc->write(bc->write_user, y0, y1 - y0, bc->want_map ? s->map + off * R.W : NULL,
-                          (size_t)R.W, s->pix ? &pix : NULL, wm, sizeof wm);
-      if (wrc) {
-        bands_fail(&R, wrc, wm);
-        break;
-      }
-    }
-    if (bc->progress) bc->progress(bc->progress_user, y1, R.H);
-    pthread_mutex_lock(&R.lock);
-    s->state = SLOT_FREE;
-    pthread_cond_broadcast(&R.cond);
-    pthread_mutex_unlock(&R.lock);
-    if (bc->stop && bc->stop(bc->stop_user) && k + 1 < R.nbands) {
-      bands_fail(&R, ES_ERR_INTERRUPTED, "interrupted");
-      break;
-    }
-  }
+  bands_write_all(&R, &T); /* the caller writes, in band order */
 join:
   if (reader_started) pthread_join(reader, NULL);
   for (int i = 0; i < ncomp; i++) pthread_join(comp[i], NULL);
   rc = R.failed;
   if (rc) snprintf(msg, sizeof msg, "%s", R.msg);
-  if (!rc && bc->stats) {
-    es_stats *st = bc->stats;
-    /* The levels' histogram from the samples' (es_quantize maps each sample to one level:
-     * the same integer counts the engines make). */
-    for (int v = 0; v < R.nsample; v++)
-      level_hist[es_quantize((uint32_t)v, (uint32_t)R.sp.levels, bc->depth)] += sample_hist[v];
-    memset(st->hist, 0, sizeof st->hist);
-    memcpy(st->hist, hist, sizeof *hist * (size_t)R.bins);
-    st->bins = R.bins;
-    es_stats_finish(st, &acc, level_hist, R.sp.levels, sample_hist, bc->depth);
-  }
+  if (!rc && bc->stats) bands_finish_stats(&R, &T);
 end:
-  if (R.slots) {
-    for (int i = 0; i < R.nslot; i++) {
-      band_slot *s = &R.slots[i];
-      if (s->pin_in) es_host_unpin(s->in);
-      if (s->pin_map) es_host_unpin(s->map);
-      if (s->pin_pix) es_host_unpin(s->pix);
-      free(s->in);
-      free(s->map);
-      free(s->pix);
-      free(s->rowsum);
-      free(s->rowsumsq);
-      free(s->part);
-    }
-  }
-  free(R.slots);
-  free(hist);
-  free(sample_hist);
-  free(level_hist);
+  bands_free(&R, &T);
   pthread_mutex_destroy(&R.lock);
   pthread_cond_destroy(&R.cond);
   if (rc) es_ctx_set_error(ctx, "%s", msg[0] ? msg : es_strerror(rc));

@@ -23,6 +23,7 @@
 #include "es_paths.h"
 #include "es_stage.h"
 #include "es_test.h"
+#include "es_test_png.h"
 
 enum { NF = 7 };
 /* The files in name order: 0 a.jpg (no JPEG here: garbage, undecodable), 1 a.png, 2 b16.png,
@@ -36,44 +37,13 @@ static void say(void *arg, const char *what, const char *msg) {
   snprintf(g_last, sizeof g_last, "%s: %s", what, msg);
 }
 
-static int write_png(const char *name, int w, int h, int depth, int seed) {
-  char path[128];
-  const int bpp = depth / 8;
-  uint8_t *p = malloc((size_t)w * h * bpp);
-  char msg[256] = "";
-  for (int i = 0; i < w * h * bpp; i++) p[i] = (uint8_t)(i * 31 + seed * 7 + (i / w) * 5);
-  snprintf(path, sizeof path, "%s/%s", g_dir, name);
-  int rc = es_png_write(path, 1, w, h, depth == 16 ? ES_PIX_GRAY16 : ES_PIX_GRAY8, p, 0, msg,
-                        sizeof msg);
-  free(p);
-  return rc;
-}
-
-typedef struct buf_dest {
-  void *data;
-  size_t stride;
-  int w, h, depth;
-} buf_dest;
-
-static int to_buf(void *user, int width, int height, int depth, void **dst, size_t *dst_stride,
-                  char *msg, size_t len) {
-  buf_dest *b = user;
-  (void)msg, (void)len;
-  b->w = width, b->h = height, b->depth = depth;
-  b->stride = (size_t)width * (depth / 8) + 4; /* padded (png.c stores 16-bit samples aligned) */
-  b->data = calloc(b->stride, (size_t)height);
-  *dst = b->data;
-  *dst_stride = b->stride;
-  return b->data ? ES_OK : ES_ERR_NOMEM;
-}
-
 /* 1 when rows of (data, stride) equal the file's as es_still_read_to reads it. */
 static int same_as_file(const char *path, const void *data, size_t stride, int w, int h,
                         int depth) {
-  buf_dest ref = {0};
+  es_test_buf ref = {0};
   es_image img;
   char msg[256];
-  int ok = es_still_read_to(path, 0, to_buf, &ref, &img, msg, sizeof msg) == ES_OK &&
+  int ok = es_still_read_to(path, 0, es_test_to_buf, &ref, &img, msg, sizeof msg) == ES_OK &&
            ref.w == w && ref.h == h && ref.depth == depth;
   for (int y = 0; ok && y < h; y++)
     ok = !memcmp((const uint8_t *)data + y * stride, (uint8_t *)ref.data + y * ref.stride,
@@ -102,11 +72,11 @@ static void *read_all(void *arg) {
   wk->ok = 1;
   for (int64_t k = 0; k < wk->n; k++) {
     const int64_t i = wk->reverse ? wk->n - 1 - k : k;
-    buf_dest b = {0};
+    es_test_buf b = {0};
     es_source_frame fr;
     char msg[256] = "";
     memset(&fr, 0, sizeof fr);
-    int rc = wk->s->read_item(wk->s, i, to_buf, &b, &fr, msg, sizeof msg);
+    int rc = wk->s->read_item(wk->s, i, es_test_to_buf, &b, &fr, msg, sizeof msg);
     const char *name = wk->l->e[i].name;
     if (!fr.name || strcmp(fr.name, name) || !fr.what || strcmp(fr.what, wk->l->e[i].path)) wk->ok = 0;
     if (!strcmp(name, "a.jpg")) {
@@ -129,11 +99,11 @@ int main(void) {
   if (!mkdtemp(g_dir)) return 1;
   snprintf(path, sizeof path, "%s/d", g_dir);
   mkdir(path, 0777);
-  CHECK(write_png("a.png", 31, 17, 8, 1) == ES_OK, "a.png");
-  CHECK(write_png("b16.png", 20, 9, 16, 2) == ES_OK, "b16.png");
-  CHECK(write_png("c.png", 5, 40, 8, 3) == ES_OK, "c.png");
-  CHECK(write_png("d/e.png", 12, 12, 8, 4) == ES_OK, "d/e.png");
-  CHECK(write_png("g.png", 257, 3, 8, 5) == ES_OK, "g.png");
+  CHECK(es_test_write_png(g_dir, "a.png", 31, 17, 8, 1) == ES_OK, "a.png");
+  CHECK(es_test_write_png(g_dir, "b16.png", 20, 9, 16, 2) == ES_OK, "b16.png");
+  CHECK(es_test_write_png(g_dir, "c.png", 5, 40, 8, 3) == ES_OK, "c.png");
+  CHECK(es_test_write_png(g_dir, "d/e.png", 12, 12, 8, 4) == ES_OK, "d/e.png");
+  CHECK(es_test_write_png(g_dir, "g.png", 257, 3, 8, 5) == ES_OK, "g.png");
   snprintf(path, sizeof path, "%s/a.jpg", g_dir);
   FILE *fp = fopen(path, "wb");
   if (fp) {

@@ -28,22 +28,11 @@
 #include "es_io.h"
 #include "es_paths.h"
 #include "es_test.h"
+#include "es_test_png.h"
 
 enum { MAXN = 16 };
 static char g_dir[64];
 static int g_records_opened; /* the records sink's open ran */
-
-static int write_png(const char *name, int w, int h, int depth, int seed) {
-  char path[128], msg[256] = "";
-  const int bpp = depth / 8;
-  uint8_t *p = malloc((size_t)w * h * bpp);
-  for (int i = 0; i < w * h * bpp; i++) p[i] = (uint8_t)((i * 37 + seed * 11) ^ (i / w * 13));
-  snprintf(path, sizeof path, "%s/in/%s", g_dir, name);
-  int rc = es_png_write(path, 1, w, h, depth == 16 ? ES_PIX_GRAY16 : ES_PIX_GRAY8, p, 0, msg,
-                        sizeof msg);
-  free(p);
-  return rc;
-}
 
 /* The per-item sink: each item's map, copied (a slot an index: no two threads share one). */
 typedef struct maps {
@@ -238,21 +227,6 @@ static int run_items(const es_still_list *l, const item_run *ir, es_run_counts *
   return counts->exit_code;
 }
 
-typedef struct buf_dest {
-  void *data;
-  size_t stride;
-} buf_dest;
-static int to_buf(void *user, int width, int height, int depth, void **dst, size_t *dst_stride,
-                  char *msg, size_t len) {
-  buf_dest *b = user;
-  (void)msg, (void)len;
-  b->stride = (size_t)width * (depth / 8);
-  b->data = malloc(b->stride * (size_t)height);
-  *dst = b->data;
-  *dst_stride = b->stride;
-  return b->data ? ES_OK : ES_ERR_NOMEM;
-}
-
 /* One run of the listed directory; the exit code. */
 static int run_dir(const es_still_list *l, maps *m, recs *rc_, int skip, int stop,
                    es_run_counts *counts) {
@@ -291,7 +265,7 @@ static int run_dir(const es_still_list *l, maps *m, recs *rc_, int skip, int sto
 }
 
 int main(void) {
-  char path[160], msg[256] = "";
+  char path[160], in[160], msg[256] = "";
   es_still_list l;
   es_still_list_opts lo = {0, NULL, NULL, NULL, NULL};
   es_run_counts c;
@@ -300,16 +274,16 @@ int main(void) {
   int code;
   snprintf(g_dir, sizeof g_dir, "/tmp/test_pipeline_batch-XXXXXX");
   if (!mkdtemp(g_dir)) return 1;
-  snprintf(path, sizeof path, "%s/in", g_dir);
-  mkdir(path, 0777);
+  snprintf(in, sizeof in, "%s/in", g_dir);
+  mkdir(in, 0777);
   snprintf(path, sizeof path, "%s/out", g_dir);
   mkdir(path, 0777);
-  CHECK(write_png("a.png", 64, 40, 8, 1) == ES_OK, "a");
-  CHECK(write_png("b.png", 23, 71, 16, 2) == ES_OK, "b");
-  CHECK(write_png("c.png", 130, 9, 8, 3) == ES_OK, "c");
-  CHECK(write_png("d.png", 17, 17, 8, 4) == ES_OK, "d");
-  CHECK(write_png("e.png", 300, 200, 8, 5) == ES_OK, "e");
-  CHECK(write_png("f.png", 9, 33, 16, 6) == ES_OK, "f");
+  CHECK(es_test_write_png(in, "a.png", 64, 40, 8, 1) == ES_OK, "a");
+  CHECK(es_test_write_png(in, "b.png", 23, 71, 16, 2) == ES_OK, "b");
+  CHECK(es_test_write_png(in, "c.png", 130, 9, 8, 3) == ES_OK, "c");
+  CHECK(es_test_write_png(in, "d.png", 17, 17, 8, 4) == ES_OK, "d");
+  CHECK(es_test_write_png(in, "e.png", 300, 200, 8, 5) == ES_OK, "e");
+  CHECK(es_test_write_png(in, "f.png", 9, 33, 16, 6) == ES_OK, "f");
   snprintf(path, sizeof path, "%s/in/bad.png", g_dir);
   FILE *fp = fopen(path, "wb");
   if (fp) {
@@ -333,10 +307,11 @@ int main(void) {
   es_stats ref_st[MAXN];
   int ref_w[MAXN] = {0}, ref_h[MAXN] = {0};
   for (size_t i = 0; ctx && i < l.n; i++) {
-    buf_dest b = {0};
+    es_test_buf b = {0};
     es_image img;
     if (i == (size_t)bad) continue;
-    if (es_still_read_to(l.e[i].path, 0, to_buf, &b, &img, msg, sizeof msg) != ES_OK) continue;
+    if (es_still_read_to(l.e[i].path, 0, es_test_to_buf, &b, &img, msg, sizeof msg) != ES_OK)
+      continue;
     img.data = b.data;
     img.stride = b.stride;
     ref[i] = malloc((size_t)img.width * img.height * sizeof(float));

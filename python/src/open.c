@@ -446,9 +446,8 @@ static PyObject *frames_enter(frames_object *o, PyObject *unused) {
 
 static PyObject *frames_exit(frames_object *o, PyObject *args) {
   (void)args;
-  frames_close_run(o);
-  o->reported = 1;
-  Py_RETURN_FALSE;
+  Py_DECREF(frames_close(o, NULL)); /* None */
+  Py_RETURN_FALSE;                  /* an exception in the with block goes on */
 }
 
 static PyObject *frames_closed(frames_object *o, void *unused) {
@@ -489,60 +488,28 @@ static char *raw_strdup(const char *s) {
   return d;
 }
 
-/* _core.open_run(path, name, keep, *, window, shape, border, levels, base, device, map,
- * stats, raw, queue, bins, threads, dir, recursive, ext, mask, in_lo, in_hi):
- * entropy_stream.open checked the source (path is what the library opens, name what
- * messages and frames call it, keep the file object to keep alive; dir: path is a
- * directory) and the mask (None, or a 2-D uint8 C-contiguous array, 1 inside) and passes
- * the rest as given. */
-static PyObject *py_open_run(PyObject *self, PyObject *args, PyObject *kw) {
-  (void)self;
-  static char *names[] = {"path", "name", "keep", "window", "shape", "border", "levels", "base",
-                          "device", "map", "stats", "raw", "queue", "bins", "threads", "dir",
-                          "recursive", "ext", "mask", "in_lo", "in_hi", NULL};
-  PyObject *path_b, *name_b, *keep, *shape = NULL, *border = NULL, *base = NULL, *device = NULL,
-                                    *raw = Py_None;
-  int window = 5, levels = 16, want_map = 1, want_stats = 1, queue = 4, bins = 16, threads = 0;
-  int is_dir = 0, recursive = 0;
-  PyObject *ext = Py_None, *mask = Py_None;
-  double in_lo = NAN, in_hi = NAN;
-  const char **lpaths = NULL, **lnames = NULL;
-  es_still_list list;
-  memset(&list, 0, sizeof list);
-  frames_object *o = NULL;
-  es_source src;
-  es_sink sink;
-  es_run_config rc;
-  call_args a;
-  int rc_lib;
-  if (!PyArg_ParseTupleAndKeywords(args, kw, "O&O&O|$iOOiOOppOiiippOOdd:open_run", names,
-                                   PyUnicode_FSConverter, &path_b, PyUnicode_FSConverter,
-                                   &name_b, &keep, &window, &shape, &border, &levels, &base,
-                                   &device, &want_map, &want_stats, &raw, &queue, &bins,
-                                   &threads, &is_dir, &recursive, &ext, &mask, &in_lo, &in_hi))
-    return NULL;
-  if (!parse_common(shape, border, base, device, window, levels, threads, bins, &a)) goto fail;
+/* open_run's own arguments (beyond parse_common's), checked: 1, or 0 with the exception set. */
+static int open_args_ok(int levels, int queue, double in_lo, double in_hi, PyObject *ext,
+                        PyObject *mask, PyObject *raw) {
   /* levels: any depth takes 2..65536 (8-bit input computes those above 256 as 256) */
   if (levels < 2 || levels > 65536) {
     PyErr_Format(PyExc_ValueError, "levels=%d: must be 2..65536", levels);
-    goto fail;
+    return 0;
   }
   if (queue < 1 || queue > 4096) {
     PyErr_Format(PyExc_ValueError, "queue=%d: must be 1..4096 (frames waiting for the caller)", queue);
-    goto fail;
+    return 0;
   }
   if (!(isnan(in_lo) && isnan(in_hi)) && !(isfinite(in_lo) && isfinite(in_hi) && in_lo < in_hi)) {
     char m[160];
     snprintf(m, sizeof m, "in_range=(%g, %g): must be None or (lo, hi), finite, lo < hi", in_lo,
              in_hi);
     PyErr_SetString(PyExc_ValueError, m);
-    goto fail;
+    return 0;
   }
-  a.key.params.in_lo = in_lo; /* float samples (a float32 TIFF): NaN, NaN: each its own range */
-  a.key.params.in_hi = in_hi;
   if (ext != Py_None && !PyUnicode_Check(ext)) {
     PyErr_Format(PyExc_TypeError, "ext=%R: must be a str such as 'png,jpg' or None", ext);
-    goto fail;
+    return 0;
   }
   if (mask != Py_None &&
       (!PyArray_Check(mask) || PyArray_NDIM((PyArrayObject *)mask) != 2 ||
@@ -552,16 +519,23 @@ static PyObject *py_open_run(PyObject *self, PyObject *args, PyObject *kw) {
        PyArray_DIM((PyArrayObject *)mask, 0) > INT32_MAX ||
        PyArray_DIM((PyArrayObject *)mask, 1) > INT32_MAX)) {
     PyErr_SetString(PyExc_ValueError, "mask: must be a non-empty 2-D array");
-    goto fail;
+    return 0;
   }
   if (raw != Py_None && !PyUnicode_Check(raw)) {
     PyErr_Format(PyExc_TypeError, "raw=%R: must be a str such as 'gray8:640x480' or None", raw);
-    goto fail;
+    return 0;
   }
-  o = PyObject_New(frames_object, &frames_type);
-  if (!o) goto fail;
+  return 1;
+}
+
+/* The Frames object with its names and its queue to the caller, before any run: NULL with
+ * the exception set. */
+static frames_object *frames_new(PyObject *path_b, PyObject *name_b, PyObject *keep, PyObject *raw,
+                                 int queue, int want_map, int want_stats, const es_params *params) {
+  frames_object *o = PyObject_New(frames_object, &frames_type);
+  if (!o) return NULL;
   memset((char *)o + sizeof(PyObject), 0, sizeof *o - sizeof(PyObject));
-  o->params = a.key.params;
+  o->params = *params;
   o->path = raw_strdup(PyBytes_AS_STRING(path_b));
   o->name = raw_strdup(PyBytes_AS_STRING(name_b));
   o->name_obj = PyUnicode_DecodeFSDefault(PyBytes_AS_STRING(name_b));
@@ -592,112 +566,178 @@ static PyObject *py_open_run(PyObject *self, PyObject *args, PyObject *kw) {
     Py_INCREF(keep);
     o->keep = keep;
   }
+  return o;
+nomem:
+  PyErr_NoMemory();
+fail:
+  Py_DECREF(o); /* its dealloc destroys what was made */
+  return NULL;
+}
 
-  es_run_config_default(&rc);
-  rc.cfg.params = a.key.params;
-  rc.cfg.device = a.key.device;
-  rc.cfg.threads = a.key.threads;
-  rc.cfg.stats_bins = a.key.stats_bins;
+/* The run's configuration: the call's parameters, messages to the queue, and the mask,
+ * which o keeps alive while the run reads it. */
+static void open_run_config(frames_object *o, const call_args *a, PyObject *mask,
+                            es_run_config *rc) {
+  es_run_config_default(rc);
+  rc->cfg.params = a->key.params;
+  rc->cfg.device = a->key.device;
+  rc->cfg.threads = a->key.threads;
+  rc->cfg.stats_bins = a->key.stats_bins;
   /* The run's own frames in flight: the library's default, as the CLI's without --queue (8,
    * or 4 a GPU where more than two are used); `queue` bounds only what waits for the caller,
    * so that a small one does not starve the GPUs. */
-  rc.cfg.verbose = 0; /* errors only: they become the exception */
-  rc.cfg.message = on_message;
-  rc.cfg.message_user = &o->q;
+  rc->cfg.verbose = 0; /* errors only: they become the exception */
+  rc->cfg.message = on_message;
+  rc->cfg.message_user = &o->q;
   if (mask != Py_None) { /* every frame's: read by the run until es_run_destroy */
     Py_INCREF(mask);
     o->mask = mask;
-    rc.mask = PyArray_DATA((PyArrayObject *)mask);
-    rc.mask_stride = (size_t)PyArray_STRIDE((PyArrayObject *)mask, 0);
-    rc.mask_height = (int)PyArray_DIM((PyArrayObject *)mask, 0);
-    rc.mask_width = (int)PyArray_DIM((PyArrayObject *)mask, 1);
+    rc->mask = PyArray_DATA((PyArrayObject *)mask);
+    rc->mask_stride = (size_t)PyArray_STRIDE((PyArrayObject *)mask, 0);
+    rc->mask_height = (int)PyArray_DIM((PyArrayObject *)mask, 0);
+    rc->mask_width = (int)PyArray_DIM((PyArrayObject *)mask, 1);
   }
+}
+
+/* A directory's source: the CLI's walk (hidden names skipped, -r into real subdirectories,
+ * --ext), in name order; item i is Frame i. 1 with the library's status in *rc_lib, or 0
+ * with the exception set. */
+static int open_dir_source(frames_object *o, int recursive, PyObject *ext, es_source *src,
+                           int *rc_lib) {
+  char lmsg[OPEN_MSG_LEN] = "";
+  const char **lpaths = NULL, **lnames = NULL;
+  es_still_list list;
+  es_still_list_opts lo;
+  int ok = 0;
+  memset(&list, 0, sizeof list);
+  memset(&lo, 0, sizeof lo);
+  lo.recursive = recursive;
+  lo.ext = ext != Py_None ? PyUnicode_AsUTF8(ext) : NULL;
+  if (ext != Py_None && !lo.ext) goto end;
+  lo.say = list_say;
+  lo.say_arg = &o->q;
+  Py_BEGIN_ALLOW_THREADS *rc_lib = es_still_list_dir(&list, o->path, &lo, lmsg, sizeof lmsg);
+  Py_END_ALLOW_THREADS if (*rc_lib == ES_ERR_NOMEM) goto nomem;
+  if (*rc_lib != ES_OK) {
+    PyErr_Format(PyExc_OSError, "entropy-stream: %s: %s", o->name, lmsg);
+    goto end;
+  }
+  o->q.failed = (int64_t)list.unreadable;
+  o->q.items = (int64_t)list.n;
+  o->names = PyList_New((Py_ssize_t)list.n);
+  lpaths = PyMem_RawCalloc(list.n ? list.n : 1, sizeof *lpaths);
+  lnames = PyMem_RawCalloc(list.n ? list.n : 1, sizeof *lnames);
+  if (!o->names || !lpaths || !lnames) goto nomem;
+  for (size_t i = 0; i < list.n; i++) {
+    PyObject *nm = PyUnicode_DecodeFSDefault(list.e[i].name);
+    if (!nm) goto end;
+    PyList_SET_ITEM(o->names, (Py_ssize_t)i, nm);
+    lpaths[i] = list.e[i].path;
+    lnames[i] = list.e[i].name;
+  }
+  es_stills_source_opts so = {(int64_t)1 << 31, 0, 0, o->name}; /* the CLI's --max-pixels */
+  *rc_lib = es_source_stills(src, lpaths, lnames, list.n, &so); /* copies both */
+  ok = 1;
+  goto end;
+nomem:
+  PyErr_NoMemory();
+end:
+  PyMem_RawFree(lpaths);
+  PyMem_RawFree(lnames);
+  es_still_list_free(&list);
+  return ok;
+}
+
+/* The sink that hands each frame to the caller's queue (sink_open, sink_write, sink_close). */
+static int open_add_queue_sink(frames_object *o) {
+  es_sink sink;
+  memset(&sink, 0, sizeof sink);
+  sink.name = "entropy_stream.open";
+  sink.self = &o->q;
+  sink.open = sink_open;
+  sink.write = sink_write;
+  sink.close = sink_close;
+  return es_run_add_sink(o->run, &sink);
+}
+
+/* The run's thread (run_main): 1, or 0 with the exception set. */
+static int open_start_thread(frames_object *o) {
+  /* The run's threads inherit this thread's mask: Ctrl-C must reach the interpreter's
+   * thread, not land on a decoder's read. Faults stay deliverable. */
+  sigset_t all, old;
+  sigfillset(&all);
+  sigdelset(&all, SIGSEGV);
+  sigdelset(&all, SIGBUS);
+  sigdelset(&all, SIGFPE);
+  sigdelset(&all, SIGILL);
+  pthread_sigmask(SIG_SETMASK, &all, &old);
+  int e = pthread_create(&o->th, NULL, run_main, o);
+  pthread_sigmask(SIG_SETMASK, &old, NULL);
+  if (e != 0) {
+    PyErr_Format(PyExc_RuntimeError, "entropy-stream: cannot start the run's thread: %s",
+                 strerror(e));
+    return 0;
+  }
+  o->th_started = 1;
+  return 1;
+}
+
+/* _core.open_run(path, name, keep, *, window, shape, border, levels, base, device, map,
+ * stats, raw, queue, bins, threads, dir, recursive, ext, mask, in_lo, in_hi):
+ * entropy_stream.open checked the source (path is what the library opens, name what
+ * messages and frames call it, keep the file object to keep alive; dir: path is a
+ * directory) and the mask (None, or a 2-D uint8 C-contiguous array, 1 inside) and passes
+ * the rest as given. */
+static PyObject *py_open_run(PyObject *self, PyObject *args, PyObject *kw) {
+  (void)self;
+  static char *names[] = {"path",   "name",  "keep",    "window", "shape",     "border",
+                          "levels", "base",  "device",  "map",    "stats",     "raw",
+                          "queue",  "bins",  "threads", "dir",    "recursive", "ext",
+                          "mask",   "in_lo", "in_hi",   NULL};
+  PyObject *path_b, *name_b, *keep, *shape = NULL, *border = NULL, *base = NULL, *device = NULL,
+                                    *raw = Py_None;
+  int window = 5, levels = 16, want_map = 1, want_stats = 1, queue = 4, bins = 16, threads = 0;
+  int is_dir = 0, recursive = 0;
+  PyObject *ext = Py_None, *mask = Py_None;
+  double in_lo = NAN, in_hi = NAN;
+  frames_object *o = NULL;
+  es_source src;
+  es_run_config rc;
+  call_args a;
+  int rc_lib;
+  if (!PyArg_ParseTupleAndKeywords(args, kw, "O&O&O|$iOOiOOppOiiippOOdd:open_run", names,
+                                   PyUnicode_FSConverter, &path_b, PyUnicode_FSConverter, &name_b,
+                                   &keep, &window, &shape, &border, &levels, &base, &device,
+                                   &want_map, &want_stats, &raw, &queue, &bins, &threads, &is_dir,
+                                   &recursive, &ext, &mask, &in_lo, &in_hi))
+    return NULL;
+  if (!parse_common(shape, border, base, device, window, levels, threads, bins, &a)) goto fail;
+  if (!open_args_ok(levels, queue, in_lo, in_hi, ext, mask, raw)) goto fail;
+  a.key.params.in_lo = in_lo; /* float samples (a float32 TIFF): NaN, NaN: each its own range */
+  a.key.params.in_hi = in_hi;
+  o = frames_new(path_b, name_b, keep, raw, queue, want_map, want_stats, &a.key.params);
+  if (!o) goto fail;
+  open_run_config(o, &a, mask, &rc);
   if (is_dir) {
-    /* The CLI's walk (hidden names skipped, -r into real subdirectories, --ext), in name
-     * order; item i is Frame i. */
-    char lmsg[OPEN_MSG_LEN] = "";
-    es_still_list_opts lo;
-    memset(&lo, 0, sizeof lo);
-    lo.recursive = recursive;
-    lo.ext = ext != Py_None ? PyUnicode_AsUTF8(ext) : NULL;
-    if (ext != Py_None && !lo.ext) goto fail;
-    lo.say = list_say;
-    lo.say_arg = &o->q;
-    Py_BEGIN_ALLOW_THREADS
-    rc_lib = es_still_list_dir(&list, o->path, &lo, lmsg, sizeof lmsg);
-    Py_END_ALLOW_THREADS
-    if (rc_lib == ES_ERR_NOMEM) goto nomem;
-    if (rc_lib != ES_OK) {
-      PyErr_Format(PyExc_OSError, "entropy-stream: %s: %s", o->name, lmsg);
-      goto fail;
-    }
-    o->q.failed = (int64_t)list.unreadable;
-    o->q.items = (int64_t)list.n;
-    o->names = PyList_New((Py_ssize_t)list.n);
-    lpaths = PyMem_RawCalloc(list.n ? list.n : 1, sizeof *lpaths);
-    lnames = PyMem_RawCalloc(list.n ? list.n : 1, sizeof *lnames);
-    if (!o->names || !lpaths || !lnames) goto nomem;
-    for (size_t i = 0; i < list.n; i++) {
-      PyObject *nm = PyUnicode_DecodeFSDefault(list.e[i].name);
-      if (!nm) goto fail;
-      PyList_SET_ITEM(o->names, (Py_ssize_t)i, nm);
-      lpaths[i] = list.e[i].path;
-      lnames[i] = list.e[i].name;
-    }
-    es_stills_source_opts so = {(int64_t)1 << 31, 0, 0, o->name}; /* the CLI's --max-pixels */
-    rc_lib = es_source_stills(&src, lpaths, lnames, list.n, &so); /* copies both */
+    if (!open_dir_source(o, recursive, ext, &src, &rc_lib)) goto fail;
   } else {
     es_video_source_opts vso = {o->raw, (int64_t)1 << 31, 0}; /* the CLI's --max-pixels */
     rc_lib = es_source_video(&src, o->path, &vso);
     if (rc_lib == ES_OK) src.name = o->name; /* "-" for standard input read through /dev/fd/0 */
   }
   if (rc_lib == ES_OK) rc_lib = es_run_create(&o->run, &rc, &src); /* owns src from here */
-  if (rc_lib == ES_OK) {
-    memset(&sink, 0, sizeof sink);
-    sink.name = "entropy_stream.open";
-    sink.self = &o->q;
-    sink.open = sink_open;
-    sink.write = sink_write;
-    sink.close = sink_close;
-    rc_lib = es_run_add_sink(o->run, &sink);
-  }
+  if (rc_lib == ES_OK) rc_lib = open_add_queue_sink(o);
   if (rc_lib != ES_OK) {
     raise_status(rc_lib, "cannot start the run");
     goto fail;
   }
-  {
-    /* The run's threads inherit this thread's mask: Ctrl-C must reach the interpreter's
-     * thread, not land on a decoder's read. Faults stay deliverable. */
-    sigset_t all, old;
-    sigfillset(&all);
-    sigdelset(&all, SIGSEGV);
-    sigdelset(&all, SIGBUS);
-    sigdelset(&all, SIGFPE);
-    sigdelset(&all, SIGILL);
-    pthread_sigmask(SIG_SETMASK, &all, &old);
-    int e = pthread_create(&o->th, NULL, run_main, o);
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
-    if (e != 0) {
-      PyErr_Format(PyExc_RuntimeError, "entropy-stream: cannot start the run's thread: %s",
-                   strerror(e));
-      goto fail;
-    }
-    o->th_started = 1;
-  }
+  if (!open_start_thread(o)) goto fail;
   Py_DECREF(path_b);
   Py_DECREF(name_b);
-  PyMem_RawFree(lpaths);
-  PyMem_RawFree(lnames);
-  es_still_list_free(&list);
   return (PyObject *)o;
-nomem:
-  PyErr_NoMemory();
 fail:
   Py_DECREF(path_b);
   Py_DECREF(name_b);
-  PyMem_RawFree(lpaths);
-  PyMem_RawFree(lnames);
-  es_still_list_free(&list);
   Py_XDECREF(o); /* its dealloc destroys what was made */
   return NULL;
 }
