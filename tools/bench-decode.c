@@ -75,7 +75,7 @@ static double g_pin_ms;     /* time in them (the reading thread's only: no lock)
 static double now_s(void);
 static int pin_hook(void *p, size_t bytes) {
   atomic_fetch_add(&g_pins, 1);
-  if (g_pin_mode == PIN_FAILS) return 0; /* es_run_pin's answer where cudaHostRegister failed */
+  if (g_pin_mode == PIN_FAILS) return -1; /* es_run_pin's answer where cudaHostRegister fails */
   const double t0 = now_s();
   const int ok = es_host_pin(p, bytes);
   g_pin_ms += 1e3 * (now_s() - t0);
