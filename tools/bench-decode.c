@@ -31,7 +31,6 @@
  * fails. The children report how often the hook was asked and the time spent in it, and their
  * own CPU seconds from open to close ("loop cpu s": without process start, CUDA's included).
  */
-
 #include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -59,19 +58,19 @@ static const char *const k_modes[] = {"ffmpeg", "plain", "lend", "hold", "copy",
 #define N_KNOWN (int)(sizeof k_modes / sizeof k_modes[0])
 
 typedef struct opts {
-  int threads; /* decoder threads, 0: FFmpeg's choice (the cores + 1) */
-  int queue;   /* frames a run holds (hold, source) */
-  int pin; /* the lending modes' pin hook: 0 none, PIN_FAILS, PIN_REAL */
+  int threads;                /* decoder threads, 0: FFmpeg's choice (the cores + 1) */
+  int queue;                  /* frames a run holds (hold, source) */
+  int pin;                    /* the lending modes' pin hook: 0 none, PIN_FAILS, PIN_REAL */
   const char *cli, *cli_args; /* mode cli: the entropy-stream binary, its extra arguments */
   const char *clip;
 } opts;
 
-/* ---- children: one pass of one mode, "frames N pins P" on stdout ---- */
+/* ---- children: one pass of one mode, "frames N pins P pin_ms M loop_cpu S" on stdout ---- */
 
 enum { PIN_FAILS = 1, PIN_REAL = 2 };
 static int g_pin_mode;
-static atomic_int g_pins;   /* pin asks */
-static double g_pin_ms;     /* time in them (the reading thread's only: no lock) */
+static atomic_int g_pins; /* pin asks */
+static double g_pin_ms;   /* time in them (the reading thread's only: no lock) */
 static double now_s(void);
 static int pin_hook(void *p, size_t bytes) {
   atomic_fetch_add(&g_pins, 1);
@@ -79,7 +78,7 @@ static int pin_hook(void *p, size_t bytes) {
   const double t0 = now_s();
   const int ok = es_host_pin(p, bytes);
   g_pin_ms += 1e3 * (now_s() - t0);
-  return ok;
+  return ok ? 1 : -1; /* as es_run_pin answers */
 }
 static void unpin_hook(void *p) {
   if (g_pin_mode == PIN_REAL) es_host_unpin(p);
@@ -140,8 +139,10 @@ end:
 /* lend, hold, copy: the reader on this thread. */
 static int64_t run_reader(const opts *o, const char *mode) {
   const int lend = strcmp(mode, "copy") != 0, hold = !strcmp(mode, "hold") ? o->queue : 0;
-  es_video_in_opts vio = {.threads = o->threads, .lend = lend,
-                          .pin = lend && o->pin ? pin_hook : NULL, .unpin = unpin_hook};
+  es_video_in_opts vio = {.threads = o->threads,
+                          .lend = lend,
+                          .pin = lend && o->pin ? pin_hook : NULL,
+                          .unpin = unpin_hook};
   es_video_in *v = NULL;
   es_video_info info;
   char msg[256];
@@ -161,7 +162,7 @@ static int64_t run_reader(const opts *o, const char *mode) {
     int rc = lend ? es_video_in_read_lend(v, buf, stride, &l, &pts, NULL, msg, sizeof msg)
                   : es_video_in_read(v, buf, stride, &pts, NULL, msg, sizeof msg);
     if (rc == ES_ERR_AGAIN) {
-      if (!(buf = malloc(stride * (size_t)info.height))) break;
+      if (!buf && !(buf = malloc(stride * (size_t)info.height))) break;
       rc = es_video_in_read_lend(v, buf, stride, &l, &pts, NULL, msg, sizeof msg);
     }
     if (rc != ES_OK) break;
@@ -188,23 +189,20 @@ end:
 typedef struct handoff {
   pthread_mutex_t lock;
   pthread_cond_t not_full, not_empty;
-  void **q; /* lent references, or NULL for a frame copied into no buffer */
-  int cap, head, count, done;
+  void **q;                   /* the frames' lent references: a ring of cap */
+  int cap, head, count, done; /* done: the reading thread has ended */
   es_source src;
-  const opts *o;
-  int64_t read;
 } handoff;
 
 static void *read_main(void *arg) {
   handoff *h = arg;
   char msg[256];
-  uint8_t *buf = NULL;
-  size_t stride = 0;
   for (;;) {
     es_source_frame fr;
     memset(&fr, 0, sizeof fr);
-    int rc = h->src.read(&h->src, buf, stride, &fr, msg, sizeof msg);
-    if (rc == ES_ERR_AGAIN) { /* not lent: a frame of ours, as es_stream_reserve */
+    /* no buffer: every frame of this clip is lent (the run would reserve one otherwise) */
+    int rc = h->src.read(&h->src, NULL, 0, &fr, msg, sizeof msg);
+    if (rc == ES_ERR_AGAIN) {
       fprintf(stderr, "bench-decode: a frame was not lent\n");
       break;
     }
@@ -213,7 +211,6 @@ static void *read_main(void *arg) {
     while (h->count == h->cap)
       pthread_cond_wait(&h->not_full, &h->lock);
     h->q[(h->head + h->count++) % h->cap] = fr.lend_ref;
-    h->read++;
     pthread_cond_signal(&h->not_empty);
     pthread_mutex_unlock(&h->lock);
   }
@@ -221,7 +218,6 @@ static void *read_main(void *arg) {
   h->done = 1;
   pthread_cond_signal(&h->not_empty);
   pthread_mutex_unlock(&h->lock);
-  free(buf);
   return NULL;
 }
 
@@ -322,8 +318,8 @@ static int measure(const char *self, const char *ffmpeg, const opts *o, const ch
     close(fd[0]);
     close(fd[1]);
     if (!strcmp(mode, "ffmpeg")) {
-      execlp(ffmpeg, ffmpeg, "-nostdin", "-v", "error", "-threads", th, "-i", o->clip, "-f",
-             "null", "-", (char *)NULL);
+      execlp(ffmpeg, ffmpeg, "-nostdin", "-v", "error", "-threads", th, "-i", o->clip, "-f", "null",
+             "-", (char *)NULL);
     } else if (!strcmp(mode, "cli")) { /* the whole run, statistics only */
       char *av[64], stats[64], *extra = strdup(o->cli_args ? o->cli_args : ""), *sp = NULL;
       int n = 0;
@@ -339,9 +335,18 @@ static int measure(const char *self, const char *ffmpeg, const opts *o, const ch
       av[n] = NULL;
       execv(o->cli, av);
     } else {
-      char *av[] = {(char *)self, "--child", (char *)mode, "--threads", th, "--queue", qu,
+      char *av[] = {(char *)self,
+                    "--child",
+                    (char *)mode,
+                    "--threads",
+                    th,
+                    "--queue",
+                    qu,
                     (char *)o->clip,
-                    o->pin == PIN_REAL ? "--pin" : o->pin ? "--pin-fails" : NULL, NULL};
+                    o->pin == PIN_REAL ? "--pin"
+                    : o->pin           ? "--pin-fails"
+                                       : NULL,
+                    NULL};
       execv(self, av);
     }
     _exit(127);
@@ -349,7 +354,8 @@ static int measure(const char *self, const char *ffmpeg, const opts *o, const ch
   close(fd[1]);
   size_t got = 0;
   ssize_t k;
-  while ((k = read(fd[0], line + got, sizeof line - 1 - got)) > 0) got += (size_t)k;
+  while ((k = read(fd[0], line + got, sizeof line - 1 - got)) > 0)
+    got += (size_t)k;
   line[got] = 0;
   close(fd[0]);
   int status = 0;
@@ -381,11 +387,10 @@ static double median(double *v, int n) {
 }
 
 static int usage(void) {
-  fprintf(stderr,
-          "usage: bench-decode [--reps N] [--threads T] [--queue Q] [--modes a,b,...]\n"
-          "                    [--ffmpeg PATH] [--pin | --pin-fails]\n"
-          "                    [--cli ENTROPY_STREAM [--cli-args 'ARGS']] CLIP\n"
-          "modes: ffmpeg plain lend hold copy source [cli] (default: all but cli)\n");
+  fprintf(stderr, "usage: bench-decode [--reps N] [--threads T] [--queue Q] [--modes a,b,...]\n"
+                  "                    [--ffmpeg PATH] [--pin | --pin-fails]\n"
+                  "                    [--cli ENTROPY_STREAM [--cli-args 'ARGS']] CLIP\n"
+                  "modes: ffmpeg plain lend hold copy source [cli] (default: all but cli)\n");
   return 2;
 }
 
@@ -430,7 +435,8 @@ int main(int argc, char **argv) {
   for (char *sp = NULL, *m = strtok_r(list, ",", &sp); m && nm < MAX_MODES;
        m = strtok_r(NULL, ",", &sp)) {
     int known = 0;
-    for (int k = 0; k < N_KNOWN; k++) known |= !strcmp(m, k_modes[k]);
+    for (int k = 0; k < N_KNOWN; k++)
+      known |= !strcmp(m, k_modes[k]);
     if (!known || (!strcmp(m, "cli") && !o.cli)) return usage();
     modes[nm++] = m;
   }
@@ -457,14 +463,15 @@ int main(int argc, char **argv) {
   long long ref_frames = 0;
   for (int m = 0; m < nm; m++)
     if (!strcmp(modes[m], "plain")) ref_frames = frames[m];
-  printf("clip %s, decoder threads %d%s, queue %d, medians of %d (one warm-up round)%s\n",
-         o.clip, o.threads, o.threads ? "" : " (FFmpeg's choice)", o.queue, reps,
-         o.pin == PIN_FAILS ? ", every pin refused" : o.pin == PIN_REAL ? ", pool buffers pinned" : "");
-  printf("%-7s %7s %8s %15s %12s %8s %11s %10s %9s %8s\n", "mode", "frames", "cpu s",
-         "(min-max)", "cpu ms/frame", "wall s", "x plain cpu", "loop cpu s", "pin asks",
-         "pin ms");
-  double mc[MAX_MODES], lo[MAX_MODES], hi[MAX_MODES], mw[MAX_MODES], ml[MAX_MODES],
-      mp[MAX_MODES], plain_cpu = 0;
+  printf("clip %s, decoder threads %d%s, queue %d, medians of %d (one warm-up round)%s\n", o.clip,
+         o.threads, o.threads ? "" : " (FFmpeg's choice)", o.queue, reps,
+         o.pin == PIN_FAILS  ? ", every pin refused"
+         : o.pin == PIN_REAL ? ", pool buffers pinned"
+                             : "");
+  printf("%-7s %7s %8s %15s %12s %8s %11s %10s %9s %8s\n", "mode", "frames", "cpu s", "(min-max)",
+         "cpu ms/frame", "wall s", "x plain cpu", "loop cpu s", "pin asks", "pin ms");
+  double mc[MAX_MODES], lo[MAX_MODES], hi[MAX_MODES], mw[MAX_MODES], ml[MAX_MODES], mp[MAX_MODES],
+      plain_cpu = 0;
   for (int m = 0; m < nm; m++) {
     double c[MAX_REPS], w[MAX_REPS], l[MAX_REPS], pm[MAX_REPS];
     for (int r = 0; r < reps; r++) {
@@ -487,9 +494,9 @@ int main(int argc, char **argv) {
     snprintf(spread, sizeof spread, "(%.3f-%.3f)", lo[m], hi[m]);
     if (plain_cpu > 0) snprintf(ratio, sizeof ratio, "%.3f", mc[m] / plain_cpu);
     if (ml[m] >= 0) snprintf(loop, sizeof loop, "%.3f", ml[m]);
-    if (mp[m] >= 0 && o.pin == PIN_REAL) snprintf(pms, sizeof pms, "%.2f", mp[m]);
-    printf("%-7s %7lld %8.3f %15s %12.3f %8.3f %11s %10s %9lld %8s\n", modes[m], f, mc[m],
-           spread, f > 0 ? 1e3 * mc[m] / (double)f : 0.0, mw[m], ratio, loop, pins[m], pms);
+    if (mp[m] >= 0 && o.pin == PIN_REAL && pins[m] > 0) snprintf(pms, sizeof pms, "%.2f", mp[m]);
+    printf("%-7s %7lld %8.3f %15s %12.3f %8.3f %11s %10s %9lld %8s\n", modes[m], f, mc[m], spread,
+           f > 0 ? 1e3 * mc[m] / (double)f : 0.0, mw[m], ratio, loop, pins[m], pms);
   }
   free(list);
   return 0;
