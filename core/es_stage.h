@@ -46,7 +46,8 @@ typedef struct es_stage_env {
   int (*stopped)(void *arg);      /* nonzero once the run is stopping (a signal, or every
                                    * output failed); called from any thread */
   void *stopped_arg;
-  int (*pin)(void *p, size_t bytes); /* es_host_pin, once GPUs are open: 1 if done */
+  int (*pin)(void *p, size_t bytes); /* es_host_pin, once GPUs are open: 1 if done, 0 not
+                                      * yet (ask again), negative: refused (never again) */
   void (*unpin)(void *p);
   void (*log)(void *arg, const char *line); /* thread-safe; NULL: counted only */
   void *log_arg;

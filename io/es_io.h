@@ -268,8 +268,9 @@ typedef struct es_video_in_opts {
   int threads;         /* decoder threads, 0 = FFmpeg's choice */
   /* Lending (es_video_in_read_lend): the decoder writes Y planes into page-aligned buffers
    * of the reader's own pool, which pin() may page-lock (returns 1 if it did; 0: try again
-   * on the buffer's next frame), e.g. once the GPUs are open. unpin() runs when a pinned
-   * buffer is freed, which may be after es_video_in_close (a frame still lent out). */
+   * on the buffer's next frame, e.g. until the GPUs are open; negative: it cannot, and that
+   * buffer is not asked again). unpin() runs when a pinned buffer is freed, which may be
+   * after es_video_in_close (a frame still lent out). */
   int lend;
   int (*pin)(void *p, size_t bytes);
   void (*unpin)(void *p);

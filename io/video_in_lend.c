@@ -20,14 +20,15 @@
 typedef struct lend_buf {
   uint8_t *data;
   size_t bytes; /* page-rounded size of data */
-  int pinned;   /* pin() succeeded (set by the reading thread only) */
+  int pinned;   /* 1: pin() succeeded; -1: it refused for good (not asked again); 0: not
+                 * yet (set by the reading thread only) */
   void (*unpin)(void *p);
 } lend_buf;
 
 static void lend_buf_free(void *opaque, uint8_t *data) {
   lend_buf *h = opaque;
   (void)data;
-  if (h->pinned && h->unpin) h->unpin(h->data);
+  if (h->pinned > 0 && h->unpin) h->unpin(h->data);
   free(h); /* the block starts with the header */
 }
 
@@ -116,7 +117,8 @@ void es_video_in_unlend(void *ref) {
 
 /* Lends the received frame f (moved into a new frame) when its Y plane is the grey plane
  * as stored; 0 if it cannot (the caller copies). Pins a pool buffer on its first lending
- * that pin() accepts. */
+ * that pin() accepts; one that pin() refused for good is not asked again (its buffer comes
+ * round every few frames: a failing cudaHostRegister each time). */
 int es_vin_lend_frame(es_video_in *v, AVFrame *f, es_video_lent *lent) {
   if (!es_vin_plane0_as_stored(f->format, v->depth) || f->linesize[0] <= 0 || !f->buf[0]) return 0;
   AVFrame *keep = av_frame_alloc();
@@ -124,7 +126,10 @@ int es_vin_lend_frame(es_video_in *v, AVFrame *f, es_video_lent *lent) {
   av_frame_move_ref(keep, f);
   if (v->pin) {
     lend_buf *h = lend_find(v, keep->buf[0]);
-    if (h && !h->pinned) h->pinned = v->pin(h->data, h->bytes) ? 1 : 0;
+    if (h && !h->pinned) {
+      const int r = v->pin(h->data, h->bytes);
+      h->pinned = r > 0 ? 1 : r < 0 ? -1 : 0;
+    }
   }
   lent->data = keep->data[0];
   lent->stride = (size_t)keep->linesize[0];

@@ -32,7 +32,10 @@ void es_run_ctx_expect(run_ctx_open *c, int64_t pixels) {
 }
 
 /* Lent buffers are page-locked once the GPUs are open, so frames go to a GPU without a
- * copy; until then, and without GPUs, they stay pageable. */
+ * copy; until then, and without GPUs, they stay pageable (0: the source asks again on the
+ * buffer's next frame). A buffer the driver refuses (-1) stays pageable: asked again, it
+ * cost a failing cudaHostRegister every time it came round, i.e. every frame (bench-decode
+ * --pin-fails). */
 static _Atomic(es_context *) g_pin_ctx;
 void es_run_pin_ctx(es_context *ctx) { atomic_store(&g_pin_ctx, ctx); }
 static atomic_int g_pin_holds; /* runs on a caller's context that set g_pin_ctx */
@@ -46,7 +49,7 @@ void es_run_pin_release(void) {
 int es_run_pin(void *p, size_t bytes) {
   es_context *ctx = atomic_load(&g_pin_ctx);
   if (!ctx || !es_context_gpus_open(ctx) || es_context_gpu_count(ctx) <= 0) return 0;
-  return es_host_pin(p, bytes);
+  return es_host_pin(p, bytes) ? 1 : -1;
 }
 
 void *es_run_read_main(void *arg) {

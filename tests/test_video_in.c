@@ -76,8 +76,21 @@ static int g_lend;
  * again without one must say the same. The frames, time stamps and end must not change. */
 static int g_ask;
 static int pin_calls, pin_ok, unpin_calls;
+/* g_refuse: the pin hook refuses every buffer for good (negative), as the run's does where
+ * page-locking fails: each pool buffer must then be asked once, not on every frame it holds
+ * (a cudaHostRegister a frame). pin_seen: the buffers asked; pin_repeats: asks again. */
+static int g_refuse, pin_nseen, pin_repeats;
+static void *pin_seen[512];
 static int fake_pin(void *p, size_t bytes) {
   CHECK(p && bytes && ((uintptr_t)p & 4095) == 0 && bytes % 4096 == 0, "pin %p %zu", p, bytes);
+  if (g_refuse) {
+    int seen = 0;
+    for (int i = 0; i < pin_nseen; i++) seen |= pin_seen[i] == p;
+    if (seen) pin_repeats++;
+    else if (pin_nseen < 512) pin_seen[pin_nseen++] = p;
+    pin_calls++;
+    return -1;
+  }
   return ++pin_calls % 2;
 }
 static void fake_unpin(void *p) {
@@ -286,6 +299,18 @@ static void clip_case(const char *name, int w, int h, const char *rate, int n,
     CHECK(l.lent == (lends ? l.n : 0) && (pin_calls > 0) == (lends == 2),
           "%s: %d of %d frames lent, %d pin calls (want lends %d)", name, l.lent, l.n, pin_calls,
           lends);
+    free(l.data);
+    /* Every pin refused for good: the same frames, each pool buffer asked once. */
+    pin_calls = unpin_calls = pin_nseen = pin_repeats = 0;
+    g_refuse = g_lend = 1;
+    decode_all(clip, NULL, 0, es_test_range(0, 3), &l);
+    g_refuse = g_lend = 0;
+    CHECK(l.open_rc == ES_OK && l.end_rc == ES_ERR_EOF && l.n == d.n &&
+              (l.n != d.n || !memcmp(l.data, d.data, fbytes * (size_t)d.n)),
+          "%s refused pins: %d %d %d frames, or other samples", name, l.open_rc, l.end_rc, l.n);
+    CHECK(pin_repeats == 0 && unpin_calls == 0 && (pin_calls > 0) == (lends == 2),
+          "%s: pins refused: %d asks for %d buffers and %d frames (%d again), %d undone", name,
+          pin_calls, pin_nseen, l.n, pin_repeats, unpin_calls);
     free(l.data);
     /* Asked for without a buffer first: the same frames (decoded frames lent, or held). */
     g_ask = 1;
