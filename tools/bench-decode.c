@@ -1,6 +1,6 @@
 /*
  * bench-decode.c - the library's video decode path against plain libav and ffmpeg, in CPU
- * time (a tool, never a timed test; BENCHMARKS D1, issue 31).
+ * time (a tool, never a timed test; BENCHMARKS Z4, issue 31).
  *
  * Every mode decodes the whole clip once in a child process of its own and computes nothing;
  * the parent takes the child's user+sys CPU seconds from wait4 (the decoder's threads
