@@ -87,6 +87,15 @@ void cli_main_writes(int begin);
 /* One line on stderr, "entropy-stream: WHAT: why" (what may be NULL), control bytes escaped;
  * a library message's parameter names become flags ("window 4: ..." -> "--window 4: ..."). */
 void cli_err(const char *what, const char *fmt, ...);
+/* Where cond holds: says cli_err(what, ...) and returns code from the calling function. The
+ * CLI refuses a few dozen things before any work, each one test and one line. */
+#define CLI_REFUSE(cond, code, what, ...)                                                        \
+  do {                                                                                           \
+    if (cond) {                                                                                  \
+      cli_err(what, __VA_ARGS__);                                                                \
+      return code;                                                                               \
+    }                                                                                            \
+  } while (0)
 /* A library parameter's flag: "stats_bins" -> "--stats-bins" (into buf, returned). */
 const char *cli_flag(const char *param, char *buf, size_t len);
 /* Draws the progress line (stderr, \r-updated). */
