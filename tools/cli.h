@@ -110,8 +110,6 @@ double cli_now_s(void);
 int cli_worse(int code, int other);
 /* Ends the process with code at once where the GPUs are still opening (nothing ran on them). */
 void cli_exit_if_gpus_opening(es_context *ctx, int code);
-/* What computes ("CPU", "GPU x2 + CPU", ...) into buf; returns buf. */
-const char *cli_device_desc(es_context *ctx, char *buf, size_t len);
 /* An ETA of s seconds as M:SS or H:MM:SS ("?" when unknown). */
 void cli_fmt_eta(char *buf, size_t len, double s);
 /* Prints the statistics line of an image (index < 0) or a video's frame on standard output. */
@@ -131,6 +129,17 @@ typedef struct cli_ui {
 void cli_sink_tty(es_sink *k, cli_ui *u);
 /* Neither -o nor --stats: each frame's statistics line on standard output. */
 es_sink cli_sink_line(cli_ui *u);
+/* 1 where the progress line is drawn: not -q, and --progress, or standard error a terminal. */
+int cli_progress_on(const cli_opts *o);
+/* A run's configuration from o (parameters, rendering, --mask), its stop and writing hooks
+ * the CLI's; progress and user the caller's. */
+void cli_run_config(es_run_config *c, const cli_opts *o,
+                    void (*progress)(void *user, const es_run_counts *c), void *user);
+/* Adds the sinks that come after -o: --stats (opened first unless inside, where it lies in
+ * the output directory; wrapped by cli_sink_tty on a terminal) and the statistics lines.
+ * ES_OK or the failure's status (not said). */
+int cli_add_stats_sinks(es_run *run, const cli_opts *o, const es_sink_opts *so, cli_ui *ui,
+                        int inside);
 
 /* ---- cli_args.c: the command line. */
 /* Fills o from argv: 0 to go on, 1 for a usage error (said), -2 after --help/--version. */
@@ -151,16 +160,10 @@ int cli_png_pixfmt(int format);
 enum { STATS_OK, STATS_SKIPPED, STATS_REFUSED };
 /* An existing --stats file without -y: kept with -n (stats_path cleared), else refused. */
 int cli_stats_file_check(cli_opts *o);
-/* Opens the --stats writer; a failure is said. */
-int cli_stats_open(const cli_opts *o, es_stats_writer **sw);
-/* Makes the output directory dir, then opens the --stats file inside it; a failure is said. */
-int cli_stats_open_inside(const cli_opts *o, const char *dir, es_stats_writer **sw);
 
 /* ---- cli_mask.c: --mask. */
 /* Reads o->mask_path into o->mask: 0, or the exit code after saying why. */
 int cli_mask_load(cli_opts *o);
-/* Sets the stream's mask for every frame to o's (nothing without --mask). */
-void cli_mask_to(const cli_opts *o, es_stream_config *sc);
 /* ---- cli_shard.c: --shard, the share of a batch or a video this run does (the rules are
  * the library's, pipeline/shard.c). */
 /* The batch's n files (in name order) that are this run's share: keep[i] 1 or 0. Returns

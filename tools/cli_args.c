@@ -524,12 +524,13 @@ int cli_parse_args(int argc, char **argv, cli_opts *o) {
 
   memset(longopts, 0, sizeof longopts);
   /* getopt_long's value of a row: its letter, or 256 + its index. */
-  for (size_t i = 0; i < NROWS; i++)
-    if (cli_longopts[i].name)
-      longopts[nl++] = (struct option){cli_longopts[i].name,
-                                       cli_longopts[i].kind == K_SET || cli_longopts[i].kind == K_FN0
-                                           ? no_argument : required_argument,
-                                       NULL, cli_longopts[i].letter ? cli_longopts[i].letter : 256 + (int)i};
+  for (size_t i = 0; i < NROWS; i++) {
+    const opt_row *r = &cli_longopts[i];
+    if (r->name)
+      longopts[nl++] = (struct option){r->name, r->kind == K_SET || r->kind == K_FN0 ? no_argument
+                                                : required_argument, NULL,
+                                       r->letter ? r->letter : 256 + (int)i};
+  }
   opterr = 0; /* our own one-line messages */
   while ((c = getopt_long(argc, argv, ":w:L:o:rynqvh", longopts, NULL)) != -1) {
     const opt_row *r = c >= 256 && c < 256 + (int)NROWS ? &cli_longopts[c - 256] : NULL;

@@ -41,7 +41,7 @@ static void summary(es_many *m, const es_many_counts *k) {
   cli_err(NULL, "%zu%s video%s%s, %" PRId64 " frame%s, %.2f s, %.1f fps, %s%s", k->ran, of_s,
           k->ran == 1 && !*of_s ? "" : "s", fail_s, k->frames, k->frames == 1 ? "" : "s",
           k->elapsed_s, k->elapsed_s > 0 ? k->frames / k->elapsed_s : 0.0,
-          cli_device_desc(es_many_context(m), d, sizeof d),
+          es_context_describe(es_many_context(m), d, sizeof d),
           k->interrupted ? ", interrupted" : "");
 }
 

@@ -51,11 +51,3 @@ int cli_mask_load(cli_opts *o) {
   free(data);
   return 0;
 }
-
-void cli_mask_to(const cli_opts *o, es_stream_config *sc) {
-  if (!o->mask) return;
-  sc->mask = o->mask;
-  sc->mask_stride = (size_t)o->mask_w;
-  sc->mask_width = o->mask_w;
-  sc->mask_height = o->mask_h;
-}

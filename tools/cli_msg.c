@@ -241,11 +241,6 @@ void cli_exit_if_gpus_opening(es_context *ctx, int code) {
   _exit(code);
 }
 
-/* What computes (es_context_describe). */
-const char *cli_device_desc(es_context *ctx, char *buf, size_t len) {
-  return es_context_describe(ctx, buf, len);
-}
-
 void cli_fmt_eta(char *buf, size_t len, double s) {
   if (!(s >= 0) || s > 1e7)
     snprintf(buf, len, "?");

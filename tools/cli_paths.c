@@ -75,25 +75,3 @@ int cli_stats_file_check(cli_opts *o) {
   o->stats_path = NULL;
   return STATS_SKIPPED;
 }
-
-/* Opens the --stats writer; a failure is reported. */
-int cli_stats_open(const cli_opts *o, es_stats_writer **sw) {
-  char msg[MSG_LEN] = "";
-  int rc = es_stats_writer_open(sw, o->stats_path, o->overwrite, o->cfg.stats_bins, msg,
-                                sizeof msg);
-  if (rc != ES_OK) cli_err(o->stats_path, "%s", *msg ? msg : es_strerror(rc));
-  return rc;
-}
-
-/* Makes the output directory dir and opens the --stats file, which lies inside it. Where the
- * statistics file cannot be opened (a subdirectory that is not there), the directories made
- * here are removed again, deepest first (nothing was written into them yet): a run that
- * fails on its --stats leaves no output directory behind, as where the file lies outside it
- * and is opened first. A failure is reported. */
-int cli_stats_open_inside(const cli_opts *o, const char *dir, es_stats_writer **sw) {
-  const size_t made = es_first_missing(dir); /* where what cli_make_out_dir creates starts */
-  int rc = cli_make_out_dir(dir);
-  if (rc != ES_OK || (rc = cli_stats_open(o, sw)) == ES_OK) return rc;
-  es_remove_made_dirs(dir, made);
-  return rc;
-}

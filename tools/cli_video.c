@@ -25,15 +25,6 @@ static void failed_note(char *buf, size_t len, const char *opt, const char *name
   snprintf(buf + n, len - n, "%s%s %s %s", n ? ", " : "; failed: ", opt, name ? name : "-", where);
 }
 
-/* What the run's callbacks share: the progress line's state. */
-
-static int run_stopped(void) { return atomic_load(&g_stop) != 0; }
-/* Signals stay blocked on this thread until the summary is written (cli_run_video's end). */
-static void run_writing(void *user, int begin) {
-  (void)user;
-  if (begin) cli_main_writes(1);
-}
-
 static void run_progress(void *user, const es_run_counts *c) {
   cli_ui *u = user;
   double t = cli_now_s();
@@ -89,7 +80,7 @@ static void summary(const cli_opts *o, es_run *run, int code, int out_sink, int 
   if (!o->quiet || s->damaged > 0 || s->corrupt > 0 || s->flagged > 0 || s->dropped > 0)
     cli_err(NULL, "%" PRId64 " frame%s%s, %dx%d, %.2f s, %.1f fps, %s%s%s%s", c.frames,
             c.frames == 1 ? "" : "s", skips, c.width, c.height, el,
-            el > 0 ? c.frames / el : 0.0, cli_device_desc(es_run_context(run), d, sizeof d),
+            el > 0 ? c.frames / el : 0.0, es_context_describe(es_run_context(run), d, sizeof d),
             extra, code == 130 ? ", interrupted" : "", failed);
 }
 
@@ -100,7 +91,7 @@ static void stack_summary(const cli_opts *o, es_run *run, int code) {
   es_run_get_counts(run, &c);
   if (!o->quiet && code != 130)
     cli_err(NULL, "%" PRId64 " of %" PRId64 " pages, %dx%d, %.2f s, %s", c.frames, c.expected,
-            c.width, c.height, c.elapsed_s, cli_device_desc(es_run_context(run), d, sizeof d));
+            c.width, c.height, c.elapsed_s, es_context_describe(es_run_context(run), d, sizeof d));
 }
 
 /* Runs src (closed here in every case) into the sinks of -o (a stack's or a video's, by the
@@ -112,22 +103,10 @@ static int run_source(cli_opts *o, int out_kind, es_source *src, int stack, int6
   es_sink_opts so = {cli_png_pixfmt(o->format), o->format == FMT_F32, o->codec, o->crf,
                      o->preset, o->pix_fmt, o->overwrite, o->skip, o->input, o->cfg.stats_bins};
   /* A stack draws no progress line (its pages go as fast as files are read). */
-  cli_ui ui = {o, !stack && !o->quiet && (o->progress == 1 || (o->progress < 0 && isatty(2))),
-               0, 0, {0}};
+  cli_ui ui = {o, !stack && cli_progress_on(o), 0, 0, {0}};
   int out_sink = -1, stats_sink = -1, code = 0, rc;
 
-  es_run_config_default(&rc_cfg);
-  rc_cfg.cfg = o->cfg;
-  rc_cfg.render = o->render;
-  rc_cfg.stopped = run_stopped;
-  rc_cfg.progress = run_progress;
-  rc_cfg.writing = run_writing;
-  rc_cfg.user = &ui;
-  rc_cfg.mask = o->mask; /* --mask: the same for every frame */
-  rc_cfg.mask_stride = (size_t)o->mask_w;
-  rc_cfg.mask_width = o->mask_w;
-  rc_cfg.mask_height = o->mask_h;
-  rc_cfg.mask_name = o->mask_path;
+  cli_run_config(&rc_cfg, o, run_progress, &ui);
   rc_cfg.index_base = index_base; /* --shard: records and frame names the whole video's */
   if ((rc = es_run_create(&run, &rc_cfg, src)) != ES_OK) { /* src closed by it */
     cli_err(NULL, "%s", es_strerror(rc));
@@ -140,19 +119,10 @@ static int run_source(cli_opts *o, int out_kind, es_source *src, int stack, int6
     if (rc != ES_OK || (rc = es_run_add_sink(run, &k)) != ES_OK) goto fail;
     out_sink = 0;
   }
-  if (o->stats_path) {
-    if ((rc = es_sink_stats(&k, o->stats_path, &so)) != ES_OK) goto fail;
-    if (out_kind == OUT_DIR && cli_path_inside(o->output, o->stats_path))
-      k.flags &= ~ES_SINK_OPEN_FIRST;
-    if (ui.show && !strcmp(o->stats_path, "-") && isatty(1)) /* --stats - on a terminal */
-      cli_sink_tty(&k, &ui);
-    if ((rc = es_run_add_sink(run, &k)) != ES_OK) goto fail;
-    stats_sink = out_sink + 1;
-  }
-  if (o->stats_line) {
-    es_sink line = cli_sink_line(&ui);
-    if ((rc = es_run_add_sink(run, &line)) != ES_OK) goto fail;
-  }
+  rc = cli_add_stats_sinks(run, o, &so, &ui, o->stats_path && out_kind == OUT_DIR &&
+                                                  cli_path_inside(o->output, o->stats_path));
+  if (rc != ES_OK) goto fail;
+  if (o->stats_path) stats_sink = out_sink + 1;
 
   es_run_execute(run);
   {
