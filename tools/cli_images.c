@@ -74,10 +74,8 @@ static int make_list(img_batch *b) {
   int rc = -1;
   if (b->in_kind == IN_DIR) {
     es_still_list_opts lo = {o->recursive, o->ext, NULL, say, NULL};
-    if (b->out_kind != OUT_DIR && b->out_kind != OUT_NONE) {
-      cli_err(o->output, "a directory input needs a directory output");
-      return 1;
-    }
+    CLI_REFUSE(b->out_kind != OUT_DIR && b->out_kind != OUT_NONE, 1, o->output,
+               "a directory input needs a directory output");
     if (o->output && realpath(o->output, outreal)) lo.skip_dir = outreal;
     if ((rc = es_still_batch_dir(&b->sb, o->input, &lo, o->output, f32, msg, sizeof msg))) {
       cli_err(o->input, "%s", *msg ? msg : es_strerror(rc));

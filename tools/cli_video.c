@@ -163,18 +163,12 @@ int cli_run_video(cli_opts *o, int out_kind) {
   es_shard_range shard;
   int rc;
 
-  if (out_kind == OUT_PNG) {
-    cli_err(o->output, "a video input needs a video, .npy, directory or - output");
-    return 1;
-  }
-  if (out_kind == OUT_VIDEO && o->format == FMT_F32) {
-    cli_err(o->output, "--format f32 needs a .npy, directory or - output");
-    return 1;
-  }
-  if (o->raw && strcmp(o->input, "-")) {
-    cli_err(o->input, "--raw applies to standard input (-) only");
-    return 1;
-  }
+  CLI_REFUSE(out_kind == OUT_PNG, 1, o->output,
+             "a video input needs a video, .npy, directory or - output");
+  CLI_REFUSE(out_kind == OUT_VIDEO && o->format == FMT_F32, 1, o->output,
+             "--format f32 needs a .npy, directory or - output");
+  CLI_REFUSE(o->raw && strcmp(o->input, "-"), 1, o->input,
+             "--raw applies to standard input (-) only");
   /* Refuse an existing output before any work. */
   if (out_kind == OUT_VIDEO || out_kind == OUT_NPY) {
     if ((rc = out_exists(o)) == 3) return 3;
@@ -183,10 +177,8 @@ int cli_run_video(cli_opts *o, int out_kind) {
       out_kind = OUT_NONE; /* the statistics are still asked for: computed, nothing else */
     }
   }
-  if (o->stats_path && strcmp(o->stats_path, "-") && es_same_file(o->input, o->stats_path)) {
-    cli_err(o->stats_path, "is the input itself (choose another output)");
-    return 1;
-  }
+  CLI_REFUSE(o->stats_path && strcmp(o->stats_path, "-") && es_same_file(o->input, o->stats_path),
+             1, o->stats_path, "is the input itself (choose another output)");
   rc = cli_stats_file_check(o);
   if (rc == STATS_REFUSED) return 3;
   if (rc == STATS_SKIPPED && out_kind == OUT_NONE) return 0;
@@ -203,12 +195,11 @@ int cli_run_video(cli_opts *o, int out_kind) {
 static int stack_checks(cli_opts *o, int *out_kind) {
   int rc;
 
-  if (*out_kind == OUT_PNG || *out_kind == OUT_STDOUT || *out_kind == OUT_VIDEO ||
-      (*out_kind == OUT_DIR && o->format == FMT_F32)) {
-    cli_err(o->output, "a multi-page TIFF is a stack: write it to x.npy, x.tif, a directory of "
-            "pictures, or --stats");
-    return 1;
-  }
+  CLI_REFUSE(*out_kind == OUT_PNG || *out_kind == OUT_STDOUT || *out_kind == OUT_VIDEO ||
+                 (*out_kind == OUT_DIR && o->format == FMT_F32),
+             1, o->output,
+             "a multi-page TIFF is a stack: write it to x.npy, x.tif, a directory of pictures, or "
+             "--stats");
   if (*out_kind == OUT_NPY || *out_kind == OUT_TIFF) {
     if ((rc = out_exists(o)) == 3) return 3;
     if (rc == 1) {
