@@ -108,6 +108,9 @@ void cli_lib_message(void *user, const char *line);
 double cli_now_s(void);
 /* The exit code of a run: interrupted wins, then the worst of the failures. */
 int cli_worse(int code, int other);
+/* A library call that failed with status rc: says "WHAT: msg" (the status's text where msg is
+ * NULL or empty) and returns rc's exit code. */
+int cli_fail(const char *what, int rc, const char *msg);
 /* Ends the process with code at once where the GPUs are still opening (nothing ran on them). */
 void cli_exit_if_gpus_opening(es_context *ctx, int code);
 /* An ETA of s seconds as M:SS or H:MM:SS ("?" when unknown). */

@@ -99,8 +99,7 @@ int cli_run_bands(cli_opts *o, int in_kind, es_tiff *tiff) {
   if (rc == ES_OK && o->output) rc = es_band_sink_for(&c.sinks[c.nsinks++], o->output, &ko);
   if (rc != ES_OK) {
     es_bands_run_config_close(&c);
-    cli_err(NULL, "%s", es_strerror(rc));
-    return es_exit_code(rc);
+    return cli_fail(NULL, rc, NULL);
   }
   c.cfg = o->cfg;
   c.render = o->render;

@@ -77,10 +77,8 @@ static int make_list(img_batch *b) {
     CLI_REFUSE(b->out_kind != OUT_DIR && b->out_kind != OUT_NONE, 1, o->output,
                "a directory input needs a directory output");
     if (o->output && realpath(o->output, outreal)) lo.skip_dir = outreal;
-    if ((rc = es_still_batch_dir(&b->sb, o->input, &lo, o->output, f32, msg, sizeof msg))) {
-      cli_err(o->input, "%s", *msg ? msg : es_strerror(rc));
-      return es_exit_code(rc);
-    }
+    if ((rc = es_still_batch_dir(&b->sb, o->input, &lo, o->output, f32, msg, sizeof msg)))
+      return cli_fail(o->input, rc, msg);
     if (b->sb.n == 0 && !o->quiet)
       cli_err(o->input, "no image files%s%s%s", o->ext ? " (--ext " : "", o->ext ? o->ext : "",
               o->recursive ? (o->ext ? ")" : "") : (o->ext ? "; -r descends)" : " (-r descends)"));
@@ -229,8 +227,7 @@ int cli_run_images(cli_opts *o, int in_kind, int out_kind) {
   }
   goto end;
 fail:
-  cli_err(NULL, "%s", es_strerror(rc));
-  code = es_exit_code(rc);
+  code = cli_fail(NULL, rc, NULL);
 end:
   cli_main_writes(0);
   /* Only those left empty: one still's that wrote nothing, or a batch's --stats that failed. */

@@ -34,8 +34,7 @@ int cli_mask_load(cli_opts *o) {
                             sizeof msg);
   if (rc != ES_OK) {
     free(data); /* where the reader failed after its destination was made */
-    cli_err(o->mask_path, "%s", *msg ? msg : es_strerror(rc));
-    return es_exit_code(rc);
+    return cli_fail(o->mask_path, rc, msg);
   }
   o->mask = malloc((size_t)img.width * (size_t)img.height);
   if (!o->mask) {

@@ -53,10 +53,7 @@ int cli_shard_video(const cli_opts *o, es_shard_range *r, es_video_source_opts *
   CLI_REFUSE(!strcmp(o->input, "-") || o->raw || stat(o->input, &st) != 0 || !S_ISREG(st.st_mode),
              1, o->input, "--shard: a video to split must be a regular file (it is read twice)");
   rc = es_shard_video(&o->shard, o->input, r, msg, sizeof msg);
-  if (rc != ES_OK) {
-    cli_err(o->input, "%s", *msg ? msg : es_strerror(rc));
-    return es_exit_code(rc);
-  }
+  if (rc != ES_OK) return cli_fail(o->input, rc, msg);
   if (r->frames == 0) { /* no output at all: the merge joins the shares that have frames */
     if (!o->quiet)
       cli_err(o->input, "share %d/%d: no frames (%" PRId64 " frames, too few keyframes for %d "

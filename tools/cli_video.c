@@ -57,25 +57,24 @@ static void summary(const cli_opts *o, es_run *run, int code, int out_sink, int 
     failed_note(failed, sizeof failed, "--stats", o->stats_path, es_run_sink_failed_at(run, stats_sink));
   if (c.skipped > 0) /* not claimed as written */
     snprintf(skips, sizeof skips, " (%" PRId64 " skipped: exist)", c.skipped);
-  /* Kept, concealed as ffmpeg and players show them; among the frames (--stats: damaged) */
-  if (s->damaged > 0)
-    snprintf(extra, sizeof extra, ", %" PRId64 " frame%s decoded with errors", s->damaged,
-             s->damaged == 1 ? "" : "s");
-#define ADD(...) snprintf(extra + strlen(extra), sizeof extra - strlen(extra), __VA_ARGS__)
-  if (s->corrupt > 0) /* refused by the decoder (or the demuxer): no frame */
-    ADD(", %" PRId64 " corrupt packet%s skipped", s->corrupt, s->corrupt == 1 ? "" : "s");
-  if (s->flagged > 0) /* decoded as ffmpeg does; damage found in them is counted above */
-    ADD(", %" PRId64 " packet%s flagged corrupt by the demuxer (decoded)", s->flagged,
-        s->flagged == 1 ? "" : "s");
-  if (s->prekey > 0)
-    ADD(", %" PRId64 " packet%s before the first keyframe dropped", s->prekey,
-        s->prekey == 1 ? "" : "s");
-  if (s->dropped > 0) /* no error, no flag: the decoder gave no frame (H.264 out of order) */
-    ADD(", %" PRId64 " packet%s dropped by the decoder", s->dropped, s->dropped == 1 ? "" : "s");
-  if (s->logged > 0) /* libav*'s own error lines, printed only with -v */
-    ADD(", %" PRId64 " FFmpeg error message%s%s", s->logged, s->logged == 1 ? "" : "s",
-        o->verbose && !o->quiet ? "" : " (-v shows them)");
-#undef ADD
+  const struct {
+    int64_t n;
+    const char *what, *then;
+  } notes[] = {
+    /* kept, concealed as ffmpeg and players show them; among the frames (--stats: damaged) */
+    {s->damaged, "frame", " decoded with errors"},
+    {s->corrupt, "corrupt packet", " skipped"}, /* refused by the decoder (or the demuxer) */
+    /* decoded as ffmpeg does; damage found in them is counted above */
+    {s->flagged, "packet", " flagged corrupt by the demuxer (decoded)"},
+    {s->prekey, "packet", " before the first keyframe dropped"},
+    /* no error, no flag: the decoder gave no frame (H.264 out of order) */
+    {s->dropped, "packet", " dropped by the decoder"},
+    /* libav*'s own error lines, printed only with -v */
+    {s->logged, "FFmpeg error message", o->verbose && !o->quiet ? "" : " (-v shows them)"}};
+  for (size_t i = 0, at = 0; i < sizeof notes / sizeof *notes; i++, at = strlen(extra))
+    if (notes[i].n > 0)
+      snprintf(extra + at, sizeof extra - at, ", %" PRId64 " %s%s%s", notes[i].n, notes[i].what,
+               notes[i].n == 1 ? "" : "s", notes[i].then);
   cli_clear_progress();
   if (!o->quiet || s->damaged > 0 || s->corrupt > 0 || s->flagged > 0 || s->dropped > 0)
     cli_err(NULL, "%" PRId64 " frame%s%s, %dx%d, %.2f s, %.1f fps, %s%s%s%s", c.frames,
@@ -108,10 +107,8 @@ static int run_source(cli_opts *o, int out_kind, es_source *src, int stack, int6
 
   cli_run_config(&rc_cfg, o, run_progress, &ui);
   rc_cfg.index_base = index_base; /* --shard: records and frame names the whole video's */
-  if ((rc = es_run_create(&run, &rc_cfg, src)) != ES_OK) { /* src closed by it */
-    cli_err(NULL, "%s", es_strerror(rc));
-    return es_exit_code(rc);
-  }
+  if ((rc = es_run_create(&run, &rc_cfg, src)) != ES_OK) /* src closed by it */
+    return cli_fail(NULL, rc, NULL);
   /* -o first (written and closed first), then --stats, which opens first (one that cannot
    * be written leaves no other output behind), unless it lies inside the frame directory. */
   if (out_kind != OUT_NONE) {
@@ -183,10 +180,7 @@ int cli_run_video(cli_opts *o, int out_kind) {
   if (rc == STATS_REFUSED) return 3;
   if (rc == STATS_SKIPPED && out_kind == OUT_NONE) return 0;
   if ((rc = cli_shard_video(o, &shard, &vso)) >= 0) return rc;
-  if ((rc = es_source_video(&src, o->input, &vso)) != ES_OK) {
-    cli_err(NULL, "%s", es_strerror(rc));
-    return es_exit_code(rc);
-  }
+  if ((rc = es_source_video(&src, o->input, &vso)) != ES_OK) return cli_fail(NULL, rc, NULL);
   return run_source(o, out_kind, &src, 0, shard.first);
 }
 
@@ -229,10 +223,7 @@ int cli_run_stack(cli_opts *o, int out_kind, es_tiff *tiff) {
     return rc;
   }
   to.tiff = tiff; /* the header main read, not read again; the source owns it now */
-  if ((rc = es_source_tiff(&src, o->input, &to)) != ES_OK) {
-    cli_err(NULL, "%s", es_strerror(rc));
-    return es_exit_code(rc);
-  }
+  if ((rc = es_source_tiff(&src, o->input, &to)) != ES_OK) return cli_fail(NULL, rc, NULL);
   return run_source(o, out_kind, &src, 1, 0);
 }
 
