@@ -159,8 +159,11 @@ int cli_make_out_dir(const char *path);
 int cli_path_inside(const char *dir, const char *path);
 /* The ES_PIX_ rendering of a --format for a picture output. */
 int cli_png_pixfmt(int format);
-/* What cli_stats_file_check found. */
-enum { STATS_OK, STATS_SKIPPED, STATS_REFUSED };
+/* An output file that exists, before any work: 0 to write it (none there, or -y), 1 kept with
+ * -n (said unless -q), or the exit code 3 without -y or -n (said). */
+int cli_exists(const cli_opts *o, const char *path);
+/* What cli_stats_file_check found (cli_exists's answers). */
+enum { STATS_OK = 0, STATS_SKIPPED = 1, STATS_REFUSED = 3 };
 /* An existing --stats file without -y: kept with -n (stats_path cleared), else refused. */
 int cli_stats_file_check(cli_opts *o);
 

@@ -82,21 +82,14 @@ static size_t decimal_len(const char *s) {
   return s[n] == '.' ? n + 1 + k : n;
 }
 
-static int parse_i64(const char *s, int64_t lo, int64_t hi, int64_t *out) {
+static int parse_i64(const char *s, int64_t hi, int64_t *out) {
   char *end;
   long long v;
   if (!s || !all_digits(s)) return -1;
   errno = 0;
   v = strtoll(s, &end, 10);
-  if (errno || *end || v < lo || v > hi) return -1;
+  if (errno || *end || v > hi) return -1;
   *out = v;
-  return 0;
-}
-
-static int parse_int(const char *s, int lo, int hi, int *out) {
-  int64_t v;
-  if (parse_i64(s, lo, hi, &v)) return -1;
-  *out = (int)v;
   return 0;
 }
 
@@ -127,10 +120,13 @@ static int bad_value(const char *param, const char *a) {
   return 1;
 }
 
-/* A number option: decimal digits, in the range the library gives param. */
+/* A number option: decimal digits, in the range the library gives param; param NULL: any
+ * int (a parameter es_params_check rules once every option is read). */
 static int num_opt(const char *param, const char *a, int64_t *v) {
   int64_t x;
-  if (parse_i64(a, INT64_MIN, INT64_MAX, &x) || es_param_check(param, x, NULL, 0) != ES_OK) return -1;
+  if (parse_i64(a, param ? INT64_MAX : INT_MAX, &x) ||
+      (param && es_param_check(param, x, NULL, 0) != ES_OK))
+    return -1;
   *v = x;
   return 0;
 }
@@ -451,10 +447,8 @@ static int apply(const opt_row *r, const char *a, cli_opts *o) {
   int *v = (int *)(base + r->at);
   switch (r->kind) {
   case K_DIGITS:
-    if (parse_int(a, INT_MIN, INT_MAX, v)) return bad_value(r->param, a);
-    break;
   case K_INT:
-    if (int_opt(r->param, a, v)) return bad_value(r->param, a);
+    if (int_opt(r->kind == K_INT ? r->param : NULL, a, v)) return bad_value(r->param, a);
     break;
   case K_I64:
     if (num_opt(r->param, a, (int64_t *)(base + r->at))) return bad_value(r->param, a);

@@ -60,18 +60,18 @@ int cli_png_pixfmt(int format) {
   }
 }
 
+int cli_exists(const cli_opts *o, const char *path) {
+  if (o->overwrite || !es_output_exists(path)) return 0;
+  CLI_REFUSE(!o->skip, 3, path, "exists (use -y to overwrite, -n to skip)");
+  if (!o->quiet) cli_err(path, "exists, skipped");
+  return 1;
+}
+
 /* An existing --stats file without -y. -n keeps it: stats_path is cleared and the other
  * outputs are still written (STATS_SKIPPED); otherwise the error is reported
  * (STATS_REFUSED, exit code 3). STATS_OK: nothing in the way. */
 int cli_stats_file_check(cli_opts *o) {
-  if (!o->stats_path || !strcmp(o->stats_path, "-") || o->overwrite ||
-      !es_output_exists(o->stats_path))
-    return STATS_OK;
-  if (!o->skip) {
-    cli_err(o->stats_path, "exists (use -y to overwrite, -n to skip)");
-    return STATS_REFUSED;
-  }
-  if (!o->quiet) cli_err(o->stats_path, "exists, skipped");
-  o->stats_path = NULL;
-  return STATS_SKIPPED;
+  int rc = !o->stats_path || !strcmp(o->stats_path, "-") ? STATS_OK : cli_exists(o, o->stats_path);
+  if (rc == STATS_SKIPPED) o->stats_path = NULL;
+  return rc;
 }

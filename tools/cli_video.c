@@ -141,19 +141,6 @@ fail:
   return es_exit_code(rc);
 }
 
-/* An output named before any work: 0 to write it, 1 skipped (-n, said), or the exit code 3
- * (refused, said). */
-static int out_exists(const cli_opts *o) {
-  if (!es_output_exists(o->output)) return 0;
-  if (o->skip) {
-    if (!o->quiet) cli_err(o->output, "exists, skipped");
-    return 1;
-  }
-  if (o->overwrite) return 0;
-  cli_err(o->output, "exists (use -y to overwrite, -n to skip)");
-  return 3;
-}
-
 int cli_run_video(cli_opts *o, int out_kind) {
   es_source src;
   es_video_source_opts vso = {o->raw, o->max_pixels, o->verbose && !o->quiet, 0, 0, 0, 0, 0, 0};
@@ -168,7 +155,7 @@ int cli_run_video(cli_opts *o, int out_kind) {
              "--raw applies to standard input (-) only");
   /* Refuse an existing output before any work. */
   if (out_kind == OUT_VIDEO || out_kind == OUT_NPY) {
-    if ((rc = out_exists(o)) == 3) return 3;
+    if ((rc = cli_exists(o, o->output)) == 3) return 3;
     if (rc == 1) {
       if (!o->stats_path) return 0;
       out_kind = OUT_NONE; /* the statistics are still asked for: computed, nothing else */
@@ -195,7 +182,7 @@ static int stack_checks(cli_opts *o, int *out_kind) {
              "a multi-page TIFF is a stack: write it to x.npy, x.tif, a directory of pictures, or "
              "--stats");
   if (*out_kind == OUT_NPY || *out_kind == OUT_TIFF) {
-    if ((rc = out_exists(o)) == 3) return 3;
+    if ((rc = cli_exists(o, o->output)) == 3) return 3;
     if (rc == 1) {
       if (!o->stats_path) return 0;
       *out_kind = OUT_NONE;
