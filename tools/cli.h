@@ -72,7 +72,7 @@ typedef struct cli_opts {
   int level;     /* --level: -1 not given (0), else the slide's pyramid level */
   int stats_line; /* neither -o nor --stats: each image's or frame's statistics line on
                    * standard output (cli_stats_line), not a run that writes nothing */
-  const char *mask_path; /* --mask FILE, read by cli_mask_load into: */
+  const char *mask_path; /* --mask FILE, read by es_mask_read (main) into: */
   uint8_t *mask;         /* mask_w x mask_h bytes, 1 inside, or NULL */
   int mask_w, mask_h;
 } cli_opts;
@@ -167,9 +167,6 @@ enum { STATS_OK = 0, STATS_SKIPPED = 1, STATS_REFUSED = 3 };
 /* An existing --stats file without -y: kept with -n (stats_path cleared), else refused. */
 int cli_stats_file_check(cli_opts *o);
 
-/* ---- cli_mask.c: --mask. */
-/* Reads o->mask_path into o->mask: 0, or the exit code after saying why. */
-int cli_mask_load(cli_opts *o);
 /* ---- cli_shard.c: --shard, the share of a batch or a video this run does (the rules are
  * the library's, pipeline/shard.c). */
 /* The batch's n files (in name order) that are this run's share: keep[i] 1 or 0. Returns

@@ -66,6 +66,7 @@ int main(int argc, char **argv) {
   cli_opts o;
   int rc, in_kind, out_kind;
   struct stat st;
+  char msg[MSG_LEN] = "";
   char **videos = NULL; /* a directory's videos (es_video_dir_list) */
   size_t nvideos = 0;
 
@@ -222,7 +223,9 @@ int main(int argc, char **argv) {
   CLI_REFUSE(in_kind == IN_VIDEO && !es_video_built(), 2, o.input,
              "built without FFmpeg: cannot read video or standard input");
   o.stats_line = !o.output && !o.stats_path;
-  if (o.mask_path && (rc = cli_mask_load(&o)) != 0) return rc;
+  if (o.mask_path && (rc = es_mask_read(o.mask_path, o.max_pixels, &o.mask, &o.mask_w,
+                                        &o.mask_h, msg, sizeof msg)) != ES_OK)
+    return cli_fail(o.mask_path, rc, msg);
   /* A TIFF's header is read once, here: its pages (a multi-page TIFF is a stack, its pages
    * frames), its depth (a float one is computed whole); a stack's run and the band run
    * below read this open file. Where it cannot be opened, the run that reads it says why. */
