@@ -351,12 +351,6 @@ static int opt_output(cli_opts *o, const char *a) {
   return 0;
 }
 
-static int opt_verbose(cli_opts *o, const char *a) {
-  (void)a;
-  o->verbose++;
-  return 0;
-}
-
 static int opt_version(cli_opts *o, const char *a) {
   char buf[4096];
   (void)o, (void)a;
@@ -382,6 +376,7 @@ enum {
   K_NAME,   /* one of param's names (es_param_parse) into an int */
   K_TEXT,   /* the text itself, kept */
   K_SET,    /* no value: the int set to value */
+  K_COUNT,  /* no value: the int counts the times given (-vv) */
   K_FN,     /* fn(o, value) */
   K_FN0     /* no value: fn(o, NULL) */
 };
@@ -428,7 +423,7 @@ static const opt_row cli_longopts[] = {
   {"output", 'o', K_FN, .fn = opt_output},
   {"ext", .kind = K_FN, .fn = opt_ext},
   {"quiet", 'q', K_SET, .at = AT(quiet), .value = 1},
-  {"verbose", 'v', K_FN0, .fn = opt_verbose},
+  {"verbose", 'v', K_COUNT, .at = AT(verbose)},
   {"progress", 0, K_SET, .at = AT(progress), .value = 1},
   {"no-progress", 0, K_SET, .at = AT(progress), .value = 0},
   {"version", 0, K_FN0, .fn = opt_version},
@@ -458,6 +453,7 @@ static int apply(const opt_row *r, const char *a, cli_opts *o) {
     break;
   case K_TEXT: *(const char **)(base + r->at) = a; break;
   case K_SET: *v = r->value; break;
+  case K_COUNT: ++*v; break;
   default: return r->fn(o, a);
   }
   if (r->set) *(int *)(base + r->set) = 1;
@@ -520,9 +516,9 @@ int cli_parse_args(int argc, char **argv, cli_opts *o) {
   /* getopt_long's value of a row: its letter, or 256 + its index. */
   for (size_t i = 0; i < NROWS; i++) {
     const opt_row *r = &cli_longopts[i];
+    const int none = r->kind == K_SET || r->kind == K_COUNT || r->kind == K_FN0;
     if (r->name)
-      longopts[nl++] = (struct option){r->name, r->kind == K_SET || r->kind == K_FN0 ? no_argument
-                                                : required_argument, NULL,
+      longopts[nl++] = (struct option){r->name, none ? no_argument : required_argument, NULL,
                                        r->letter ? r->letter : 256 + (int)i};
   }
   opterr = 0; /* our own one-line messages */

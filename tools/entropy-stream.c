@@ -1,15 +1,11 @@
 /*
- * entropy-stream.c - the command-line program: parses SPEC.md section 2's options and drives
- * the library. Video, FIFOs and stdin go through the library's run (es_run: its source, the
- * compute and its sinks, pipeline/run.c); images (one PNG, or a directory of them) through an
- * es_stream with decode worker threads reading PNGs into frames and encode worker threads
- * writing the results. Everything computed or encoded lives in the library; these files only
- * decide what to call.
- * This file is main: what the input and the output are, the options a run would ignore
- * refused, then the runner. The others (cli.h says what crosses them): cli_msg.c (signals,
- * messages, progress), cli_args.c (--help, cli_parse_args), cli_paths.c (output kinds,
- * directories, the --stats file), cli_images.c (PNGs and directories of them), cli_video.c
- * (video, FIFOs and standard input: the run's source and sinks chosen, progress, summary).
+ * entropy-stream.c - the command-line program's main: SPEC.md section 2's options read
+ * (cli_args.c), what the input and the output are, the options a run would ignore refused,
+ * then the runner, each over one of the library's runs (es_run, es_run_batch, es_run_bands,
+ * es_many): cli_images.c (stills, directories), cli_video.c (video, FIFOs, standard input,
+ * TIFF stacks), cli_bands.c (an image in bands), cli_many.c (several videos). The others:
+ * cli_msg.c (signals, messages, progress), cli_paths.c (outputs), cli_shard.c (--shard),
+ * cli_sinks.c (the CLI's own sinks, a run's setup); cli.h says what crosses them.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -103,10 +99,7 @@ int main(int argc, char **argv) {
   /* ES_GPU_SYNC=block: threads waiting for a GPU sleep instead of spinning, leaving the
    * cores to the decoder and encoder. Off by default: on the H100 machine it measured no
    * steady gain either way (tools/BENCHMARKS.md S7). */
-  {
-    const char *gs = getenv("ES_GPU_SYNC");
-    o.cfg.gpu_blocking_sync = gs && !strcmp(gs, "block");
-  }
+  o.cfg.gpu_blocking_sync = getenv("ES_GPU_SYNC") && !strcmp(getenv("ES_GPU_SYNC"), "block");
 
   /* What the input is. Several: videos, each checked by cli_run_many. */
   if (o.ninputs > 1) {
