@@ -154,7 +154,8 @@ static void summary(const img_batch *b, es_run *run, size_t unreadable) {
   else if (n > 1 || (n == 1 && !b->single)) /* a batch of one tells its skip here */
     cli_err(NULL, "%zu file%s, %zu written, %zu skipped, %zu failed, %.2f s, %.1f Mpixel/s, %s",
             n, n == 1 ? "" : "s", n - failed - skipped, skipped, failed, el,
-            el > 0 ? c.pixels / el / 1e6 : 0.0, es_context_describe(es_run_context(run), d, sizeof d));
+            el > 0 ? c.pixels / el / 1e6 : 0.0,
+            es_context_describe(es_run_context(run), d, sizeof d));
 }
 
 int cli_run_images(cli_opts *o, int in_kind, int out_kind) {

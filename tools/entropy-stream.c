@@ -46,8 +46,9 @@ static void hold_closed_std_fds(void) {
  * g_stop set, and the run then ends as interrupted before its first frame.
  * OpenMP threads sleep as soon as a parallel region ends (OMP_WAIT_POLICY=passive) rather
  * than spin for a while: the CPU workers' regions are a frame (ms) apart, and spinning
- * threads took the cores the decoder's threads wanted (tools/BENCHMARKS.md U4). libgomp reads the variable in its constructor, so it is set here, before any library's
- * constructor runs; a value the user set is kept. */
+ * threads took the cores the decoder's threads wanted (tools/BENCHMARKS.md U4). libgomp
+ * reads the variable in its constructor, so it is set here, before any library's constructor
+ * runs; a value the user set is kept. */
 static void preinit(int argc, char **argv, char **envp) {
   (void)argc, (void)argv, (void)envp;
   cli_install_signals();
