@@ -206,6 +206,14 @@ typedef struct es_stream_config {
   size_t mask_stride;
   int mask_width, mask_height;
 } es_stream_config;
+/* Reads a mask from an image file (any still format the inputs take: PNG, JPEG, TIFF, ...;
+ * at most max_pixels pixels) into *mask, malloc'd (the caller frees it): width x height
+ * bytes, rows width apart, 1 where the image's sample is non-zero (inside), else 0 - the
+ * form es_stream_config.mask and es_run_config.mask take. ES_OK, or the reader's status
+ * (ES_ERR_INPUT, ...) or ES_ERR_NOMEM, with msg set where there is more to say; *mask is
+ * NULL then. */
+int es_mask_read(const char *path, int64_t max_pixels, uint8_t **mask, int *width, int *height,
+                 char *msg, size_t len);
 
 typedef struct es_stream es_stream;
 /* Opens a stream on ctx and starts its compute threads. ES_ERR_USAGE for a bad sc (render

@@ -2,10 +2,42 @@
  * test_pipeline_mask.c - masks and float samples through the library's entry points:
  * es_compute (map, statistics, renderings) against es_cpu_run called directly, bit for bit;
  * a stream with one mask for every frame, a frame with its own mask, float frames; a float
- * range given in the configuration; bad masks and ranges refused with a one-line message.
+ * range given in the configuration; bad masks and ranges refused with a one-line message;
+ * es_mask_read (a 16-bit PNG's non-zero samples are inside; a missing file, one past
+ * max_pixels refused, no mask left).
  */
 #include "es_pipeline_internal.h"
 #include "es_pipeline_test.h"
+#include "es_io.h" /* es_png_write */
+
+#include <stdlib.h>
+#include <unistd.h>
+
+/* es_mask_read: a 16-bit grey PNG whose samples are 0, 1, 256 and 65535 (non-zero in either
+ * byte alone too) becomes 1 where non-zero; a missing file and one over max_pixels fail
+ * with a message and no mask. */
+static void mask_read_case(void) {
+  char dir[] = "/tmp/test_pipeline_mask-XXXXXX", path[64], msg[256] = "";
+  uint16_t px[5 * 3];
+  uint8_t *mask = NULL;
+  int w = 0, h = 0, rc, same = 1;
+  if (!mkdtemp(dir)) return;
+  snprintf(path, sizeof path, "%s/m.png", dir);
+  for (int i = 0; i < 15; i++) px[i] = (uint16_t)(int[]){0, 1, 256, 65535}[es_test_range(0, 3)];
+  rc = es_png_write(path, 1, 5, 3, ES_PIX_GRAY16, (const uint8_t *)px, 0, msg, sizeof msg);
+  CHECK(rc == ES_OK, "mask png: %s", msg);
+  rc = es_mask_read(path, 1000, &mask, &w, &h, msg, sizeof msg);
+  CHECK(rc == ES_OK && mask && w == 5 && h == 3, "es_mask_read: %d %dx%d '%s'", rc, w, h, msg);
+  for (int i = 0; rc == ES_OK && i < 15; i++) same &= mask[i] == (px[i] != 0);
+  CHECK(same, "es_mask_read: a byte is not 1 where the sample is non-zero, else 0");
+  free(mask);
+  rc = es_mask_read(path, 14, &mask, &w, &h, msg, sizeof msg);
+  CHECK(rc == ES_ERR_INPUT && !mask && *msg, "15 pixels over max 14: %d '%s'", rc, msg);
+  unlink(path);
+  rc = es_mask_read(path, 1000, &mask, &w, &h, msg, sizeof msg);
+  CHECK(rc != ES_OK && !mask, "a missing mask file: %d", rc);
+  rmdir(dir);
+}
 
 /* Random samples of depth 8, 16 or 32 (floats with NaN and infinities). */
 static void fill(void *data, int w, int h, size_t stride, int depth) {
@@ -216,6 +248,7 @@ int main(void) {
           "mask stride 3 of 4: %d '%s'", rc, es_context_error(ctx));
     es_context_destroy(&ctx);
   }
+  mask_read_case();
   CHECK(streamed == 18, "%d stream frames compared of 18", streamed);
   return es_test_done("test_pipeline_mask");
 }

@@ -72,7 +72,7 @@ typedef struct cli_opts {
   int level;     /* --level: -1 not given (0), else the slide's pyramid level */
   int stats_line; /* neither -o nor --stats: each image's or frame's statistics line on
                    * standard output (cli_stats_line), not a run that writes nothing */
-  const char *mask_path; /* --mask FILE, read by cli_mask_load into: */
+  const char *mask_path; /* --mask FILE, read by es_mask_read (main) into: */
   uint8_t *mask;         /* mask_w x mask_h bytes, 1 inside, or NULL */
   int mask_w, mask_h;
 } cli_opts;
@@ -87,6 +87,15 @@ void cli_main_writes(int begin);
 /* One line on stderr, "entropy-stream: WHAT: why" (what may be NULL), control bytes escaped;
  * a library message's parameter names become flags ("window 4: ..." -> "--window 4: ..."). */
 void cli_err(const char *what, const char *fmt, ...);
+/* Where cond holds: says cli_err(what, ...) and returns code from the calling function. The
+ * CLI refuses a few dozen things before any work, each one test and one line. */
+#define CLI_REFUSE(cond, code, what, ...)                                                        \
+  do {                                                                                           \
+    if (cond) {                                                                                  \
+      cli_err(what, __VA_ARGS__);                                                                \
+      return code;                                                                               \
+    }                                                                                            \
+  } while (0)
 /* A library parameter's flag: "stats_bins" -> "--stats-bins" (into buf, returned). */
 const char *cli_flag(const char *param, char *buf, size_t len);
 /* Draws the progress line (stderr, \r-updated). */
@@ -99,10 +108,11 @@ void cli_lib_message(void *user, const char *line);
 double cli_now_s(void);
 /* The exit code of a run: interrupted wins, then the worst of the failures. */
 int cli_worse(int code, int other);
+/* A library call that failed with status rc: says "WHAT: msg" (the status's text where msg is
+ * NULL or empty) and returns rc's exit code. */
+int cli_fail(const char *what, int rc, const char *msg);
 /* Ends the process with code at once where the GPUs are still opening (nothing ran on them). */
 void cli_exit_if_gpus_opening(es_context *ctx, int code);
-/* What computes ("CPU", "GPU x2 + CPU", ...) into buf; returns buf. */
-const char *cli_device_desc(es_context *ctx, char *buf, size_t len);
 /* An ETA of s seconds as M:SS or H:MM:SS ("?" when unknown). */
 void cli_fmt_eta(char *buf, size_t len, double s);
 /* Prints the statistics line of an image (index < 0) or a video's frame on standard output. */
@@ -122,6 +132,17 @@ typedef struct cli_ui {
 void cli_sink_tty(es_sink *k, cli_ui *u);
 /* Neither -o nor --stats: each frame's statistics line on standard output. */
 es_sink cli_sink_line(cli_ui *u);
+/* 1 where the progress line is drawn: not -q, and --progress, or standard error a terminal. */
+int cli_progress_on(const cli_opts *o);
+/* A run's configuration from o (parameters, rendering, --mask), its stop and writing hooks
+ * the CLI's; progress and user the caller's. */
+void cli_run_config(es_run_config *c, const cli_opts *o,
+                    void (*progress)(void *user, const es_run_counts *c), void *user);
+/* Adds the sinks that come after -o: --stats (opened first unless inside, where it lies in
+ * the output directory; wrapped by cli_sink_tty on a terminal) and the statistics lines.
+ * ES_OK or the failure's status (not said). */
+int cli_add_stats_sinks(es_run *run, const cli_opts *o, const es_sink_opts *so, cli_ui *ui,
+                        int inside);
 
 /* ---- cli_args.c: the command line. */
 /* Fills o from argv: 0 to go on, 1 for a usage error (said), -2 after --help/--version. */
@@ -138,20 +159,14 @@ int cli_make_out_dir(const char *path);
 int cli_path_inside(const char *dir, const char *path);
 /* The ES_PIX_ rendering of a --format for a picture output. */
 int cli_png_pixfmt(int format);
-/* What cli_stats_file_check found. */
-enum { STATS_OK, STATS_SKIPPED, STATS_REFUSED };
+/* An output file that exists, before any work: 0 to write it (none there, or -y), 1 kept with
+ * -n (said unless -q), or the exit code 3 without -y or -n (said). */
+int cli_exists(const cli_opts *o, const char *path);
+/* What cli_stats_file_check found (cli_exists's answers). */
+enum { STATS_OK = 0, STATS_SKIPPED = 1, STATS_REFUSED = 3 };
 /* An existing --stats file without -y: kept with -n (stats_path cleared), else refused. */
 int cli_stats_file_check(cli_opts *o);
-/* Opens the --stats writer; a failure is said. */
-int cli_stats_open(const cli_opts *o, es_stats_writer **sw);
-/* Makes the output directory dir, then opens the --stats file inside it; a failure is said. */
-int cli_stats_open_inside(const cli_opts *o, const char *dir, es_stats_writer **sw);
 
-/* ---- cli_mask.c: --mask. */
-/* Reads o->mask_path into o->mask: 0, or the exit code after saying why. */
-int cli_mask_load(cli_opts *o);
-/* Sets the stream's mask for every frame to o's (nothing without --mask). */
-void cli_mask_to(const cli_opts *o, es_stream_config *sc);
 /* ---- cli_shard.c: --shard, the share of a batch or a video this run does (the rules are
  * the library's, pipeline/shard.c). */
 /* The batch's n files (in name order) that are this run's share: keep[i] 1 or 0. Returns

@@ -7,6 +7,7 @@
 #include <getopt.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -81,21 +82,14 @@ static size_t decimal_len(const char *s) {
   return s[n] == '.' ? n + 1 + k : n;
 }
 
-static int parse_i64(const char *s, int64_t lo, int64_t hi, int64_t *out) {
+static int parse_i64(const char *s, int64_t hi, int64_t *out) {
   char *end;
   long long v;
   if (!s || !all_digits(s)) return -1;
   errno = 0;
   v = strtoll(s, &end, 10);
-  if (errno || *end || v < lo || v > hi) return -1;
+  if (errno || *end || v > hi) return -1;
   *out = v;
-  return 0;
-}
-
-static int parse_int(const char *s, int lo, int hi, int *out) {
-  int64_t v;
-  if (parse_i64(s, lo, hi, &v)) return -1;
-  *out = (int)v;
   return 0;
 }
 
@@ -126,10 +120,13 @@ static int bad_value(const char *param, const char *a) {
   return 1;
 }
 
-/* A number option: decimal digits, in the range the library gives param. */
+/* A number option: decimal digits, in the range the library gives param; param NULL: any
+ * int (a parameter es_params_check rules once every option is read). */
 static int num_opt(const char *param, const char *a, int64_t *v) {
   int64_t x;
-  if (parse_i64(a, INT64_MIN, INT64_MAX, &x) || es_param_check(param, x, NULL, 0) != ES_OK) return -1;
+  if (parse_i64(a, param ? INT64_MAX : INT_MAX, &x) ||
+      (param && es_param_check(param, x, NULL, 0) != ES_OK))
+    return -1;
   *v = x;
   return 0;
 }
@@ -194,7 +191,7 @@ static int raw_spec_ok(const char *s) {
  * (--widnow) counted as one edit, as git's "did you mean" counts it. Three rows of the
  * table; a name longer than 63 bytes is far from every option. */
 static int option_distance(const char *a, const char *b) {
-  int rows[3][64], *r2 = rows[0], *r1 = rows[1], *r = rows[2];
+  int cli_longopts[3][64], *r2 = cli_longopts[0], *r1 = cli_longopts[1], *r = cli_longopts[2];
   size_t la = strlen(a), lb = strlen(b);
   if (la > 63 || lb > 63) return INT_MAX;
   for (size_t j = 0; j <= lb; j++) r1[j] = (int)j;
@@ -232,346 +229,328 @@ static const char *nearest_option(const char *name, const struct option *longopt
   return best_d <= limit && best_d < n ? best : NULL;
 }
 
+/* ---- The options that are more than a number or a name: each reads its value a (NULL for
+ * one that takes none) into o. 0 to go on, 1 for a usage error (said), -2 after --help and
+ * --version (exit 0). */
+static int opt_format(cli_opts *o, const char *a) {
+  int v = pick(a, cli_fmt_names, 4);
+  CLI_REFUSE(v < 0, 1, NULL, "--format %s: must be heat, gray8, gray16 or f32", a);
+  o->format = v;
+  o->format_set = 1;
+  return 0;
+}
+
+static int opt_overlay(cli_opts *o, const char *a) {
+  char *end, rule[32];
+  double d;
+  size_t n = decimal_len(a);
+  errno = 0;
+  d = n ? strtod(a, &end) : -1; /* plain decimal: no " 0.5", "+0.5", "0x1", "1e-1", "nan" */
+  if (!n || errno || end != a + n || *end || es_param_check_real("overlay", d, NULL, 0)) {
+    es_param_rule("overlay", rule, sizeof rule); /* "must be 0..1" */
+    cli_err(NULL, "--overlay %s: must be a decimal number %s (0.3)", a, rule + strlen("must be "));
+    return 1;
+  }
+  o->render.overlay = (float)d;
+  o->render.overlay_on = 1; /* 0 too: the grey alone, not "no overlay" */
+  return 0;
+}
+
+static int opt_stats(cli_opts *o, const char *a) {
+  CLI_REFUSE(o->stats_path, 1, NULL, "--stats %s: only one statistics file", a); /* as -o */
+  CLI_REFUSE(!*a, 1, NULL, "--stats: needs a file name (.csv, .jsonl) or -");
+  /* before any output directory is made */
+  CLI_REFUSE(!es_stats_path_ok(a), 1, a, "--stats FILE: must end in .csv or .jsonl (or be -)");
+  o->stats_path = a;
+  return 0;
+}
+
+static int opt_gpus(cli_opts *o, const char *a) {
+  char buf[512], *tok, *save = NULL, rule[32];
+  size_t len = strlen(a);
+  int v;
+  o->gpus_set = 1;
+  o->cfg.ngpus = 0;
+  if (!strcmp(a, "all")) return 0;
+  snprintf(buf, sizeof buf, "%s", a);
+  /* strtok_r skips empty fields: "0," and ",0" would pass for "0". */
+  if (!len || len >= sizeof buf || a[0] == ',' || a[len - 1] == ',' || strstr(a, ",,"))
+    o->cfg.ngpus = -1;
+  for (tok = o->cfg.ngpus < 0 ? NULL : strtok_r(buf, ",", &save); tok;
+       tok = strtok_r(NULL, ",", &save)) {
+    if (o->cfg.ngpus >= ES_MAX_GPUS || int_opt("gpu", tok, &v)) {
+      o->cfg.ngpus = -1;
+      break;
+    }
+    for (int i = 0; i < o->cfg.ngpus; i++)
+      if (o->cfg.gpus[i] == v) o->cfg.ngpus = -1;
+    if (o->cfg.ngpus < 0) break;
+    o->cfg.gpus[o->cfg.ngpus++] = v;
+  }
+  es_param_rule("gpu", rule, sizeof rule); /* "must be 0..63" */
+  CLI_REFUSE(o->cfg.ngpus <= 0, 1, NULL,
+             "--gpus %s: must be all or a list of distinct ordinals %s (0,2,...)", a,
+             rule + strlen("must be "));
+  return 0;
+}
+
+/* The library takes 1..4096; the CLI stops at CLI_QUEUE_MAX, a program's choice: each
+ * stage's frames are memory held, and more gained nothing measured. */
+static int opt_queue(cli_opts *o, const char *a) {
+  CLI_REFUSE(int_opt("queue", a, &o->cfg.queue) || o->cfg.queue > CLI_QUEUE_MAX, 1, NULL,
+             "--queue %s: must be 1..%d", a, CLI_QUEUE_MAX);
+  return 0;
+}
+
+static int opt_raw(cli_opts *o, const char *a) {
+  CLI_REFUSE(!raw_spec_ok(a), 1, NULL, "--raw %s: must be gray8:WxH[@FPS] or gray16le:WxH[@FPS], "
+             "W and H 1..%d, FPS above 0 and at most 1000 (25, 29.97 or 30000/1001)", a, 1 << 20);
+  o->raw = a;
+  return 0;
+}
+
+static int opt_codec(cli_opts *o, const char *a) {
+  CLI_REFUSE(!*a, 1, NULL, "--codec: needs an encoder name (libx264, mpeg4, ...)");
+  o->codec = a;
+  return 0;
+}
+
+static int opt_mask(cli_opts *o, const char *a) {
+  CLI_REFUSE(o->mask_path || !*a, 1, NULL, "--mask %s: one mask file (a PNG of the input's size)",
+             a);
+  o->mask_path = a;
+  return 0;
+}
+
+static int opt_in_range(cli_opts *o, const char *a) {
+  CLI_REFUSE(parse_in_range(a, &o->cfg.params.in_lo, &o->cfg.params.in_hi), 1, NULL,
+             "--in-range %s: must be LO:HI, decimal numbers with LO < HI (-1.5:2e3)", a);
+  return 0;
+}
+
+/* The extensions a directory batch takes: each one this build reads. */
+static int opt_ext(cli_opts *o, const char *a) {
+  char msg[MSG_LEN];
+  CLI_REFUSE(es_still_filter_check(a, msg, sizeof msg) != ES_OK, 1, NULL, "--ext %s: %s", a, msg);
+  o->ext = a;
+  return 0;
+}
+
+/* The rules, Slurm's variables too, are the library's (shard.c). */
+static int opt_shard(cli_opts *o, const char *a) {
+  char msg[MSG_LEN];
+  CLI_REFUSE(es_shard_parse(a, &o->shard, msg, sizeof msg) != ES_OK, 1, NULL, "%s", msg);
+  o->shard_set = 1;
+  return 0;
+}
+
+static int opt_output(cli_opts *o, const char *a) {
+  CLI_REFUSE(o->output, 1, NULL, "-o %s: only one output", a);
+  CLI_REFUSE(!*a, 1, NULL, "-o: needs a file name, a directory or -");
+  o->output = a;
+  return 0;
+}
+
+static int opt_version(cli_opts *o, const char *a) {
+  char buf[4096];
+  (void)o, (void)a;
+  es_version_info(buf, sizeof buf);
+  fputs(buf, stdout);
+  if (*buf && buf[strlen(buf) - 1] != '\n') fputc('\n', stdout);
+  return -2;
+}
+
+static int opt_help(cli_opts *o, const char *a) {
+  (void)o, (void)a;
+  usage(stdout);
+  return -2;
+}
+
+/* ---- The table: one row an option, in --help's order of old (the order getopt_long's
+ * abbreviations, "did you mean" and "ambiguous option" go by). A number or a name is read
+ * here and ruled by the library's parameter (es_param_*); the rest by its own function. */
 enum {
-  OPT_SHAPE = 256, OPT_BORDER, OPT_BASE, OPT_FORMAT, OPT_COLORMAP, OPT_RANGE, OPT_OVERLAY,
-  OPT_STATS, OPT_STATS_BINS, OPT_DEVICE, OPT_GPUS, OPT_CPU_BELOW, OPT_THREADS, OPT_QUEUE,
-  OPT_RAW, OPT_CODEC, OPT_CRF, OPT_PRESET, OPT_PIX_FMT, OPT_MAX_PIXELS, OPT_PROGRESS, OPT_NO_PROGRESS,
-  OPT_VERSION, OPT_MASK, OPT_IN_RANGE, OPT_EXT, OPT_SHARD, OPT_BAND, OPT_BAND_ROWS, OPT_LEVEL
+  K_DIGITS, /* decimal digits into an int; the range is es_params_check's, after every option */
+  K_INT,    /* decimal digits into an int, in param's range */
+  K_I64,    /* decimal digits into an int64_t, in param's range */
+  K_NAME,   /* one of param's names (es_param_parse) into an int */
+  K_TEXT,   /* the text itself, kept */
+  K_SET,    /* no value: the int set to value */
+  K_COUNT,  /* no value: the int counts the times given (-vv) */
+  K_FN,     /* fn(o, value) */
+  K_FN0     /* no value: fn(o, NULL) */
 };
+typedef struct opt_row {
+  const char *name; /* the long name, or NULL (a letter alone) */
+  int letter;       /* the short option, or 0 */
+  int kind;
+  const char *param; /* the library's parameter (K_DIGITS .. K_NAME) */
+  size_t at;         /* offsetof(cli_opts, the value) */
+  size_t set;        /* offsetof(cli_opts, the int set to 1 when given), or 0 for none */
+  int value;         /* K_SET's */
+  int (*fn)(cli_opts *o, const char *a);
+} opt_row;
+
+#define AT(field) offsetof(cli_opts, field)
+static const opt_row cli_longopts[] = {
+  {"window", 'w', K_DIGITS, "window", AT(cfg.params.window)},
+  {"shape", 0, K_NAME, "shape", AT(cfg.params.shape)},
+  {"border", 0, K_NAME, "border", AT(cfg.params.border)},
+  {"levels", 'L', K_DIGITS, "levels", AT(cfg.params.levels)},
+  {"base", 0, K_NAME, "base", AT(cfg.params.base)},
+  {"format", .kind = K_FN, .fn = opt_format},
+  {"colormap", 0, K_NAME, "colormap", AT(render.colormap), AT(colormap_set)},
+  {"range", 0, K_NAME, "range", AT(render.range_auto), AT(range_set)},
+  {"overlay", .kind = K_FN, .fn = opt_overlay},
+  {"stats", .kind = K_FN, .fn = opt_stats},
+  {"stats-bins", 0, K_INT, "stats_bins", AT(cfg.stats_bins)},
+  {"device", 0, K_NAME, "device", AT(cfg.device)},
+  {"gpus", .kind = K_FN, .fn = opt_gpus},
+  {"cpu-below", 0, K_I64, "cpu_below", AT(cfg.cpu_below), AT(cpu_below_set)},
+  {"threads", 0, K_INT, "threads", AT(cfg.threads)},
+  {"queue", .kind = K_FN, .fn = opt_queue},
+  {"raw", .kind = K_FN, .fn = opt_raw},
+  {"codec", .kind = K_FN, .fn = opt_codec},
+  {"crf", 0, K_INT, "crf", AT(crf)},
+  {"preset", 0, K_TEXT, .at = AT(preset)},
+  {"pix-fmt", 0, K_NAME, "pix_fmt", AT(pix_fmt)},
+  {"max-pixels", 0, K_I64, "max_pixels", AT(max_pixels)},
+  {"shard", .kind = K_FN, .fn = opt_shard},
+  {"band", 0, K_INT, "band", AT(band), AT(band_set)},
+  {"band-rows", 0, K_INT, "band_rows", AT(band_rows)}, /* 0: bands from a memory budget */
+  {"level", 0, K_INT, "level", AT(level)},             /* a whole-slide image's level */
+  {"recursive", 'r', K_SET, .at = AT(recursive), .value = 1},
+  {"output", 'o', K_FN, .fn = opt_output},
+  {"ext", .kind = K_FN, .fn = opt_ext},
+  {"quiet", 'q', K_SET, .at = AT(quiet), .value = 1},
+  {"verbose", 'v', K_COUNT, .at = AT(verbose)},
+  {"progress", 0, K_SET, .at = AT(progress), .value = 1},
+  {"no-progress", 0, K_SET, .at = AT(progress), .value = 0},
+  {"version", 0, K_FN0, .fn = opt_version},
+  {"help", 'h', K_FN0, .fn = opt_help},
+  {"mask", .kind = K_FN, .fn = opt_mask},
+  {"in-range", .kind = K_FN, .fn = opt_in_range},
+  {NULL, 'y', K_SET, .at = AT(overwrite), .value = 1},
+  {NULL, 'n', K_SET, .at = AT(skip), .value = 1},
+  {0, 0, 0, 0}}; /* the end (test_docs reads the names up to it) */
+#undef AT
+#define NROWS (sizeof cli_longopts / sizeof *cli_longopts - 1)
+
+/* Reads option r's value a into o: 0, 1 (said), or -2 (--help, --version). */
+static int apply(const opt_row *r, const char *a, cli_opts *o) {
+  char *base = (char *)o;
+  int *v = (int *)(base + r->at);
+  switch (r->kind) {
+  case K_DIGITS:
+  case K_INT:
+    if (int_opt(r->kind == K_INT ? r->param : NULL, a, v)) return bad_value(r->param, a);
+    break;
+  case K_I64:
+    if (num_opt(r->param, a, (int64_t *)(base + r->at))) return bad_value(r->param, a);
+    break;
+  case K_NAME:
+    if (es_param_parse(r->param, a, v, NULL, 0)) return bad_value(r->param, a);
+    break;
+  case K_TEXT: *(const char **)(base + r->at) = a; break;
+  case K_SET: *v = r->value; break;
+  case K_COUNT: ++*v; break;
+  default: return r->fn(o, a);
+  }
+  if (r->set) *(int *)(base + r->set) = 1;
+  return 0;
+}
+
+/* An option getopt_long refused (c: '?' unknown, ':' without its value): said, returns 1. */
+static int bad_option(int c, char **argv, const struct option *longopts) {
+  /* getopt_long sets optopt for long options too: name what the user typed. */
+  const char *arg = argv[optind - 1];
+  char name[128];
+  /* "--help=x": glibc returns '?' with optopt set to the option's value (0 for an
+   * unknown name); name it in full, even where an abbreviation was typed. */
+  if (c == '?' && optopt && !strncmp(arg, "--", 2) && strchr(arg, '=')) {
+    for (const struct option *lo = longopts; lo->name; lo++) {
+      if (lo->val == optopt && lo->has_arg == no_argument) {
+        cli_err(NULL, "--%s: takes no value", lo->name);
+        return 1;
+      }
+    }
+  }
+  if (!strncmp(arg, "--", 2))
+    snprintf(name, sizeof name, "%.*s", (int)strcspn(arg, "="), arg);
+  else
+    snprintf(name, sizeof name, "-%c", optopt ? optopt : '?');
+  /* An abbreviation of several options comes back as '?' with optopt 0, as an unknown
+   * name does: name the options it could be. */
+  if (c == '?' && !optopt && !strncmp(arg, "--", 2) && name[2]) {
+    char list[256] = "";
+    size_t at = 0, n = strlen(name + 2);
+    int k = 0;
+    for (const struct option *lo = longopts; lo->name; lo++) {
+      if (strncmp(lo->name, name + 2, n) || at >= sizeof list) continue;
+      at += (size_t)snprintf(list + at, sizeof list - at, "%s--%s", k++ ? ", " : "", lo->name);
+    }
+    if (k > 1) {
+      cli_err(NULL, "%s: ambiguous option (%s; see --help)", name, list);
+      return 1;
+    }
+  }
+  if (c == '?' && !optopt && !strncmp(arg, "--", 2)) {
+    const char *near = nearest_option(name + 2, longopts);
+    if (near) {
+      cli_err(NULL, "%s: unknown option; did you mean --%s?", name, near);
+      return 1;
+    }
+  }
+  cli_err(NULL, "%s: %s (see --help)", name, c == ':' ? "needs a value" : "unknown option");
+  return 1;
+}
 
 /* Returns 0 to go on, 1 for a usage error (message printed), or -2 after --help/--version
  * (exit 0). */
 int cli_parse_args(int argc, char **argv, cli_opts *o) {
-  static const struct option longopts[] = {
-    {"window", required_argument, 0, 'w'},   {"shape", required_argument, 0, OPT_SHAPE},
-    {"border", required_argument, 0, OPT_BORDER}, {"levels", required_argument, 0, 'L'},
-    {"base", required_argument, 0, OPT_BASE}, {"format", required_argument, 0, OPT_FORMAT},
-    {"colormap", required_argument, 0, OPT_COLORMAP},
-    {"range", required_argument, 0, OPT_RANGE}, {"overlay", required_argument, 0, OPT_OVERLAY},
-    {"stats", required_argument, 0, OPT_STATS},
-    {"stats-bins", required_argument, 0, OPT_STATS_BINS},
-    {"device", required_argument, 0, OPT_DEVICE}, {"gpus", required_argument, 0, OPT_GPUS},
-    {"cpu-below", required_argument, 0, OPT_CPU_BELOW},
-    {"threads", required_argument, 0, OPT_THREADS}, {"queue", required_argument, 0, OPT_QUEUE},
-    {"raw", required_argument, 0, OPT_RAW},  {"codec", required_argument, 0, OPT_CODEC},
-    {"crf", required_argument, 0, OPT_CRF},  {"preset", required_argument, 0, OPT_PRESET},
-    {"pix-fmt", required_argument, 0, OPT_PIX_FMT},
-    {"max-pixels", required_argument, 0, OPT_MAX_PIXELS},
-    {"shard", required_argument, 0, OPT_SHARD},
-    {"band", required_argument, 0, OPT_BAND},
-    {"band-rows", required_argument, 0, OPT_BAND_ROWS}, {"level", required_argument, 0, OPT_LEVEL},
-    {"recursive", no_argument, 0, 'r'},      {"output", required_argument, 0, 'o'},
-    {"ext", required_argument, 0, OPT_EXT},
-    {"quiet", no_argument, 0, 'q'},          {"verbose", no_argument, 0, 'v'},
-    {"progress", no_argument, 0, OPT_PROGRESS},
-    {"no-progress", no_argument, 0, OPT_NO_PROGRESS},
-    {"version", no_argument, 0, OPT_VERSION}, {"help", no_argument, 0, 'h'},
-    {"mask", required_argument, 0, OPT_MASK}, {"in-range", required_argument, 0, OPT_IN_RANGE},
-    {0, 0, 0, 0}};
-  int c, v;
-  int64_t v64;
+  struct option longopts[NROWS + 1];
+  size_t nl = 0;
+  int c, rc;
 
+  memset(longopts, 0, sizeof longopts);
+  /* getopt_long's value of a row: its letter, or 256 + its index. */
+  for (size_t i = 0; i < NROWS; i++) {
+    const opt_row *r = &cli_longopts[i];
+    const int none = r->kind == K_SET || r->kind == K_COUNT || r->kind == K_FN0;
+    if (r->name)
+      longopts[nl++] = (struct option){r->name, none ? no_argument : required_argument, NULL,
+                                       r->letter ? r->letter : 256 + (int)i};
+  }
   opterr = 0; /* our own one-line messages */
   while ((c = getopt_long(argc, argv, ":w:L:o:rynqvh", longopts, NULL)) != -1) {
-    const char *a = optarg;
-    switch (c) {
-    /* The window's and the levels' ranges: es_params_check once every option is read. */
-    case 'w':
-      if (parse_int(a, INT_MIN, INT_MAX, &o->cfg.params.window)) return bad_value("window", a);
-      break;
-    case 'L':
-      if (parse_int(a, INT_MIN, INT_MAX, &o->cfg.params.levels)) return bad_value("levels", a);
-      break;
-    case OPT_SHAPE:
-      if (es_param_parse("shape", a, &o->cfg.params.shape, NULL, 0)) return bad_value("shape", a);
-      break;
-    case OPT_BORDER:
-      if (es_param_parse("border", a, &o->cfg.params.border, NULL, 0)) return bad_value("border", a);
-      break;
-    case OPT_BASE:
-      if (es_param_parse("base", a, &o->cfg.params.base, NULL, 0)) return bad_value("base", a);
-      break;
-    case OPT_FORMAT:
-      if ((v = pick(a, cli_fmt_names, 4)) < 0) {
-        cli_err(NULL, "--format %s: must be heat, gray8, gray16 or f32", a);
-        return 1;
-      }
-      o->format = v;
-      o->format_set = 1;
-      break;
-    case OPT_COLORMAP:
-      if (es_param_parse("colormap", a, &o->render.colormap, NULL, 0)) return bad_value("colormap", a);
-      o->colormap_set = 1;
-      break;
-    case OPT_RANGE:
-      if (es_param_parse("range", a, &o->render.range_auto, NULL, 0)) return bad_value("range", a);
-      o->range_set = 1;
-      break;
-    case OPT_OVERLAY: {
-      char *end;
-      double d;
-      size_t n = decimal_len(a);
-      errno = 0;
-      d = n ? strtod(a, &end) : -1; /* plain decimal: no " 0.5", "+0.5", "0x1", "1e-1", "nan" */
-      if (!n || errno || end != a + n || *end || es_param_check_real("overlay", d, NULL, 0)) {
-        char rule[32];
-        es_param_rule("overlay", rule, sizeof rule); /* "must be 0..1" */
-        cli_err(NULL, "--overlay %s: must be a decimal number %s (0.3)", a, rule + strlen("must be "));
-        return 1;
-      }
-      o->render.overlay = (float)d;
-      o->render.overlay_on = 1; /* 0 too: the grey alone, not "no overlay" */
-      break;
-    }
-    case OPT_STATS:
-      if (o->stats_path) { /* as -o: the first would be dropped */
-        cli_err(NULL, "--stats %s: only one statistics file", a);
-        return 1;
-      }
-      if (!*a) {
-        cli_err(NULL, "--stats: needs a file name (.csv, .jsonl) or -");
-        return 1;
-      }
-      if (!es_stats_path_ok(a)) { /* before any output directory is made */
-        cli_err(a, "--stats FILE: must end in .csv or .jsonl (or be -)");
-        return 1;
-      }
-      o->stats_path = a;
-      break;
-    case OPT_STATS_BINS:
-      if (int_opt("stats_bins", a, &o->cfg.stats_bins)) return bad_value("stats_bins", a);
-      break;
-    case OPT_DEVICE:
-      if (es_param_parse("device", a, &o->cfg.device, NULL, 0)) return bad_value("device", a);
-      break;
-    case OPT_GPUS:
-      o->gpus_set = 1;
-      o->cfg.ngpus = 0;
-      if (strcmp(a, "all")) {
-        char buf[512], *tok, *save = NULL;
-        size_t len = strlen(a);
-        snprintf(buf, sizeof buf, "%s", a);
-        /* strtok_r skips empty fields: "0," and ",0" would pass for "0". */
-        if (!len || len >= sizeof buf || a[0] == ',' || a[len - 1] == ',' || strstr(a, ",,"))
-          o->cfg.ngpus = -1;
-        for (tok = o->cfg.ngpus < 0 ? NULL : strtok_r(buf, ",", &save); tok;
-             tok = strtok_r(NULL, ",", &save)) {
-          if (o->cfg.ngpus >= ES_MAX_GPUS || int_opt("gpu", tok, &v)) {
-            o->cfg.ngpus = -1;
-            break;
-          }
-          for (int i = 0; i < o->cfg.ngpus; i++)
-            if (o->cfg.gpus[i] == v) o->cfg.ngpus = -1;
-          if (o->cfg.ngpus < 0) break;
-          o->cfg.gpus[o->cfg.ngpus++] = v;
-        }
-        if (o->cfg.ngpus <= 0) {
-          char rule[32];
-          es_param_rule("gpu", rule, sizeof rule); /* "must be 0..63" */
-          cli_err(NULL, "--gpus %s: must be all or a list of distinct ordinals %s (0,2,...)", a,
-                  rule + strlen("must be "));
-          return 1;
-        }
-      }
-      break;
-    case OPT_CPU_BELOW:
-      if (num_opt("cpu_below", a, &v64)) return bad_value("cpu_below", a);
-      o->cfg.cpu_below = v64;
-      o->cpu_below_set = 1;
-      break;
-    case OPT_THREADS:
-      if (int_opt("threads", a, &o->cfg.threads)) return bad_value("threads", a);
-      break;
-    case OPT_QUEUE:
-      /* The library takes 1..4096; the CLI stops at CLI_QUEUE_MAX, a program's choice: each
-       * stage's frames are memory held, and more gained nothing measured. */
-      if (int_opt("queue", a, &o->cfg.queue) || o->cfg.queue > CLI_QUEUE_MAX) {
-        cli_err(NULL, "--queue %s: must be 1..%d", a, CLI_QUEUE_MAX);
-        return 1;
-      }
-      break;
-    case OPT_RAW:
-      if (!raw_spec_ok(a)) {
-        cli_err(NULL, "--raw %s: must be gray8:WxH[@FPS] or gray16le:WxH[@FPS], W and H 1..%d, FPS "
-                "above 0 and at most 1000 (25, 29.97 or 30000/1001)", a, 1 << 20);
-        return 1;
-      }
-      o->raw = a;
-      break;
-    case OPT_CODEC:
-      if (!*a) {
-        cli_err(NULL, "--codec: needs an encoder name (libx264, mpeg4, ...)");
-        return 1;
-      }
-      o->codec = a;
-      break;
-    case OPT_CRF:
-      if (int_opt("crf", a, &o->crf)) return bad_value("crf", a);
-      break;
-    case OPT_PRESET:
-      o->preset = a;
-      break;
-    case OPT_PIX_FMT:
-      if (es_param_parse("pix_fmt", a, &o->pix_fmt, NULL, 0)) return bad_value("pix_fmt", a);
-      break;
-    case OPT_MAX_PIXELS:
-      if (num_opt("max_pixels", a, &o->max_pixels)) return bad_value("max_pixels", a);
-      break;
-    case OPT_MASK:
-      if (o->mask_path || !*a) {
-        cli_err(NULL, "--mask %s: one mask file (a PNG of the input's size)", a);
-        return 1;
-      }
-      o->mask_path = a;
-      break;
-    case OPT_IN_RANGE:
-      if (parse_in_range(a, &o->cfg.params.in_lo, &o->cfg.params.in_hi)) {
-        cli_err(NULL, "--in-range %s: must be LO:HI, decimal numbers with LO < HI (-1.5:2e3)", a);
-        return 1;
-      }
-      break;
-    case OPT_BAND_ROWS: /* an image in row bands (cli_bands.c); 0: from a memory budget */
-      if (int_opt("band_rows", a, &o->band_rows)) return bad_value("band_rows", a);
-      break;
-    case OPT_LEVEL: /* a whole-slide image's pyramid level */
-      if (int_opt("level", a, &o->level)) return bad_value("level", a);
-      break;
-    case OPT_BAND:
-      if (int_opt("band", a, &o->band)) return bad_value("band", a);
-      o->band_set = 1;
-      break;
-    case 'r': o->recursive = 1; break;
-    case OPT_EXT: { /* the extensions a directory batch takes: each one this build reads */
-      char msg[MSG_LEN];
-      if (es_still_filter_check(a, msg, sizeof msg) != ES_OK) {
-        cli_err(NULL, "--ext %s: %s", a, msg);
-        return 1;
-      }
-      o->ext = a;
-      break;
-    }
-    case OPT_SHARD: { /* the rules, Slurm's variables too, are the library's (shard.c) */
-      char msg[MSG_LEN];
-      if (es_shard_parse(a, &o->shard, msg, sizeof msg) != ES_OK) {
-        cli_err(NULL, "%s", msg);
-        return 1;
-      }
-      o->shard_set = 1;
-      break;
-    }
-    case 'o':
-      if (o->output) {
-        cli_err(NULL, "-o %s: only one output", a);
-        return 1;
-      }
-      if (!*a) {
-        cli_err(NULL, "-o: needs a file name, a directory or -");
-        return 1;
-      }
-      o->output = a;
-      break;
-    case 'y': o->overwrite = 1; break;
-    case 'n': o->skip = 1; break;
-    case 'q': o->quiet = 1; break;
-    case 'v': o->verbose++; break;
-    case OPT_PROGRESS: o->progress = 1; break;
-    case OPT_NO_PROGRESS: o->progress = 0; break;
-    case OPT_VERSION: {
-      char buf[4096];
-      es_version_info(buf, sizeof buf);
-      fputs(buf, stdout);
-      if (*buf && buf[strlen(buf) - 1] != '\n') fputc('\n', stdout);
-      return -2;
-    }
-    case 'h':
-      usage(stdout);
-      return -2;
-    case ':':
-    default: {
-      /* getopt_long sets optopt for long options too: name what the user typed. */
-      const char *arg = argv[optind - 1];
-      char name[128];
-      /* "--help=x": glibc returns '?' with optopt set to the option's value (0 for an
-       * unknown name); name it in full, even where an abbreviation was typed. */
-      if (c == '?' && optopt && !strncmp(arg, "--", 2) && strchr(arg, '=')) {
-        for (const struct option *lo = longopts; lo->name; lo++) {
-          if (lo->val == optopt && lo->has_arg == no_argument) {
-            cli_err(NULL, "--%s: takes no value", lo->name);
-            return 1;
-          }
-        }
-      }
-      if (!strncmp(arg, "--", 2))
-        snprintf(name, sizeof name, "%.*s", (int)strcspn(arg, "="), arg);
-      else
-        snprintf(name, sizeof name, "-%c", optopt ? optopt : '?');
-      /* An abbreviation of several options comes back as '?' with optopt 0, as an unknown
-       * name does: name the options it could be. */
-      if (c == '?' && !optopt && !strncmp(arg, "--", 2) && name[2]) {
-        char list[256] = "";
-        size_t at = 0, n = strlen(name + 2);
-        int k = 0;
-        for (const struct option *lo = longopts; lo->name; lo++) {
-          if (strncmp(lo->name, name + 2, n) || at >= sizeof list) continue;
-          at += (size_t)snprintf(list + at, sizeof list - at, "%s--%s", k++ ? ", " : "", lo->name);
-        }
-        if (k > 1) {
-          cli_err(NULL, "%s: ambiguous option (%s; see --help)", name, list);
-          return 1;
-        }
-      }
-      if (c == '?' && !optopt && !strncmp(arg, "--", 2)) {
-        const char *near = nearest_option(name + 2, longopts);
-        if (near) {
-          cli_err(NULL, "%s: unknown option; did you mean --%s?", name, near);
-          return 1;
-        }
-      }
-      cli_err(NULL, "%s: %s (see --help)", name, c == ':' ? "needs a value" : "unknown option");
-      return 1;
-    }
-    }
+    const opt_row *r = c >= 256 && c < 256 + (int)NROWS ? &cli_longopts[c - 256] : NULL;
+    for (size_t i = 0; !r && i < NROWS && c != '?' && c != ':'; i++)
+      if (cli_longopts[i].letter == c) r = &cli_longopts[i];
+    if (!r) return bad_option(c, argv, longopts);
+    if ((rc = apply(r, optarg, o)) != 0) return rc;
   }
-  if (optind >= argc) {
-    cli_err(NULL, "no INPUT given (usage: " PROG " [OPTIONS] INPUT [-o OUTPUT]; see --help)");
-    return 1;
-  }
+  char msg[MSG_LEN];
+  CLI_REFUSE(optind >= argc, 1, NULL,
+             "no INPUT given (usage: " PROG " [OPTIONS] INPUT [-o OUTPUT]; see --help)");
   o->input = argv[optind];
   o->inputs = (const char *const *)&argv[optind]; /* several: videos (cli_many.c) */
   o->ninputs = argc - optind;
-  if (o->overwrite && o->skip) {
-    cli_err(NULL, "-y and -n: choose one");
-    return 1;
-  }
+  CLI_REFUSE(o->overwrite && o->skip, 1, NULL, "-y and -n: choose one");
   /* Every depth takes the same parameters (8-bit input: L above 256 as 256). */
-  {
-    char msg[MSG_LEN];
-    if (es_params_check(&o->cfg.params, 16, msg, sizeof msg) != ES_OK) {
-      cli_err(NULL, "%s", msg);
-      return 1;
-    }
-  }
+  CLI_REFUSE(es_params_check(&o->cfg.params, 16, msg, sizeof msg) != ES_OK, 1, NULL, "%s", msg);
   /* Device options the run would ignore, refused as the output's are: --device cpu opens no
    * GPU, and --cpu-below is auto's line between the CPU and the GPUs (under cpu or gpu every
    * frame goes to that device). */
-  if (o->gpus_set && o->cfg.device == ES_DEVICE_CPU) {
-    cli_err(NULL, "--gpus: not with --device cpu (it uses no GPU)");
-    return 1;
-  }
-  if (o->cpu_below_set && o->cfg.device != ES_DEVICE_AUTO) {
-    cli_err(NULL, "--cpu-below: only with --device auto (under %s every frame goes to the %s)",
-            o->cfg.device == ES_DEVICE_CPU ? "cpu" : "gpu",
-            o->cfg.device == ES_DEVICE_CPU ? "CPU" : "GPUs");
-    return 1;
-  }
-  if (o->render.overlay_on && o->format == FMT_GRAY16) {
-    /* The blend is 8-bit (the renderers' es_blend): rather refused than silently ignored. */
-    cli_err(NULL, "--overlay: not with --format gray16 (use heat or gray8)");
-    return 1;
-  }
-  if (o->stats_path && o->output && !strcmp(o->stats_path, "-") && !strcmp(o->output, "-")) {
-    cli_err(NULL, "--stats - and -o -: both would write to standard output");
-    return 1;
-  }
+  CLI_REFUSE(o->gpus_set && o->cfg.device == ES_DEVICE_CPU, 1, NULL,
+             "--gpus: not with --device cpu (it uses no GPU)");
+  CLI_REFUSE(o->cpu_below_set && o->cfg.device != ES_DEVICE_AUTO, 1, NULL,
+             "--cpu-below: only with --device auto (under %s every frame goes to the %s)",
+             o->cfg.device == ES_DEVICE_CPU ? "cpu" : "gpu",
+             o->cfg.device == ES_DEVICE_CPU ? "CPU" : "GPUs");
+  /* The blend is 8-bit (the renderers' es_blend): rather refused than silently ignored. */
+  CLI_REFUSE(o->render.overlay_on && o->format == FMT_GRAY16, 1, NULL,
+             "--overlay: not with --format gray16 (use heat or gray8)");
+  CLI_REFUSE(o->stats_path && o->output && !strcmp(o->stats_path, "-") && !strcmp(o->output, "-"),
+             1, NULL, "--stats - and -o -: both would write to standard output");
   return 0;
 }

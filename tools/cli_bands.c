@@ -73,8 +73,7 @@ int cli_bands_wanted(const cli_opts *o, int in_kind, int out_kind, const es_tiff
 int cli_run_bands(cli_opts *o, int in_kind, es_tiff *tiff) {
   es_bands_run_config c;
   es_bands_summary s;
-  band_ui ui = {o, !o->quiet && (o->progress == 1 || (o->progress < 0 && isatty(2))), 1, 1, 0,
-                0, 0, 0};
+  band_ui ui = {o, cli_progress_on(o), 1, 1, 0, 0, 0, 0};
   es_band_source_opts so = {o->max_pixels, o->band, in_kind == IN_SLIDE ? o->level : -1, tiff};
   es_band_sink_opts ko = {o->format == FMT_F32 ? ES_PIX_NONE : cli_png_pixfmt(o->format),
                           o->overwrite ? 1 : o->skip ? ES_WRITE_KEEP : 0};
@@ -100,8 +99,7 @@ int cli_run_bands(cli_opts *o, int in_kind, es_tiff *tiff) {
   if (rc == ES_OK && o->output) rc = es_band_sink_for(&c.sinks[c.nsinks++], o->output, &ko);
   if (rc != ES_OK) {
     es_bands_run_config_close(&c);
-    cli_err(NULL, "%s", es_strerror(rc));
-    return es_exit_code(rc);
+    return cli_fail(NULL, rc, NULL);
   }
   c.cfg = o->cfg;
   c.render = o->render;

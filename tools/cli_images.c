@@ -28,12 +28,6 @@ static void say(void *arg, const char *what, const char *msg) {
   (void)arg;
   cli_err(what, "%s", msg);
 }
-static int run_stopped(void) { return atomic_load(&g_stop) != 0; }
-static void run_writing(void *user, int begin) {
-  (void)user;
-  if (begin) cli_main_writes(1); /* blocked until the summary is written */
-}
-
 static void run_progress(void *user, const es_run_counts *c) {
   img_batch *b = user;
   const size_t done = (size_t)(c->frames + c->failed);
@@ -80,15 +74,11 @@ static int make_list(img_batch *b) {
   int rc = -1;
   if (b->in_kind == IN_DIR) {
     es_still_list_opts lo = {o->recursive, o->ext, NULL, say, NULL};
-    if (b->out_kind != OUT_DIR && b->out_kind != OUT_NONE) {
-      cli_err(o->output, "a directory input needs a directory output");
-      return 1;
-    }
+    CLI_REFUSE(b->out_kind != OUT_DIR && b->out_kind != OUT_NONE, 1, o->output,
+               "a directory input needs a directory output");
     if (o->output && realpath(o->output, outreal)) lo.skip_dir = outreal;
-    if ((rc = es_still_batch_dir(&b->sb, o->input, &lo, o->output, f32, msg, sizeof msg))) {
-      cli_err(o->input, "%s", *msg ? msg : es_strerror(rc));
-      return es_exit_code(rc);
-    }
+    if ((rc = es_still_batch_dir(&b->sb, o->input, &lo, o->output, f32, msg, sizeof msg)))
+      return cli_fail(o->input, rc, msg);
     if (b->sb.n == 0 && !o->quiet)
       cli_err(o->input, "no image files%s%s%s", o->ext ? " (--ext " : "", o->ext ? o->ext : "",
               o->recursive ? (o->ext ? ")" : "") : (o->ext ? "; -r descends)" : " (-r descends)"));
@@ -160,11 +150,12 @@ static void summary(const img_batch *b, es_run *run, size_t unreadable) {
     cli_err(NULL, "%zu director%s could not be read", unreadable, unreadable == 1 ? "y" : "ies");
   if (n == 1 && !failed && !skipped)
     cli_err(NULL, "1 file, %dx%d, %.2f s, %s", b->width, b->height, el,
-            cli_device_desc(es_run_context(run), d, sizeof d));
+            es_context_describe(es_run_context(run), d, sizeof d));
   else if (n > 1 || (n == 1 && !b->single)) /* a batch of one tells its skip here */
     cli_err(NULL, "%zu file%s, %zu written, %zu skipped, %zu failed, %.2f s, %.1f Mpixel/s, %s",
             n, n == 1 ? "" : "s", n - failed - skipped, skipped, failed, el,
-            el > 0 ? c.pixels / el / 1e6 : 0.0, cli_device_desc(es_run_context(run), d, sizeof d));
+            el > 0 ? c.pixels / el / 1e6 : 0.0,
+            es_context_describe(es_run_context(run), d, sizeof d));
 }
 
 int cli_run_images(cli_opts *o, int in_kind, int out_kind) {
@@ -205,25 +196,14 @@ int cli_run_images(cli_opts *o, int in_kind, int out_kind) {
     goto end;
   }
 
-  es_run_config_default(&rc_cfg);
-  rc_cfg.cfg = o->cfg;
-  rc_cfg.render = o->render;
-  rc_cfg.stopped = run_stopped;
-  rc_cfg.progress = run_progress;
-  rc_cfg.writing = run_writing;
-  rc_cfg.user = &b;
-  rc_cfg.mask = o->mask;
-  rc_cfg.mask_stride = (size_t)o->mask_w;
-  rc_cfg.mask_width = o->mask_w;
-  rc_cfg.mask_height = o->mask_h;
-  rc_cfg.mask_name = o->mask_path;
+  cli_run_config(&rc_cfg, o, run_progress, &b);
   rc_cfg.item_index = b.sb.index;
   rc_cfg.item_failed = b.sb.failed;
   rc_cfg.item_done = item_done;
   rc_cfg.prepare = prepare;
   b.ui.o = o;
   b.ui.still = 1;
-  b.ui.show = !o->quiet && (o->progress == 1 || (o->progress < 0 && isatty(2))) && b.n > 1;
+  b.ui.show = cli_progress_on(o) && b.n > 1;
   {
     /* a TIFF: its page 0, band --band; the georeferencing where a .tif is written */
     es_stills_source_opts sso = {o->max_pixels, o->band, out_kind == OUT_TIFF, o->input};
@@ -237,17 +217,7 @@ int cli_run_images(cli_opts *o, int in_kind, int out_kind) {
         (rc = es_run_add_sink(run, &k)) != ES_OK)
       goto fail;
   }
-  if (o->stats_path) {
-    if ((rc = es_sink_stats(&k, o->stats_path, &so)) != ES_OK) goto fail;
-    if (inside) k.flags &= ~ES_SINK_OPEN_FIRST;
-    if (b.ui.show && !strcmp(o->stats_path, "-") && isatty(1)) /* --stats - on a terminal */
-      cli_sink_tty(&k, &b.ui);
-    if ((rc = es_run_add_sink(run, &k)) != ES_OK) goto fail;
-  }
-  if (o->stats_line) {
-    es_sink line = cli_sink_line(&b.ui);
-    if ((rc = es_run_add_sink(run, &line)) != ES_OK) goto fail;
-  }
+  if ((rc = cli_add_stats_sinks(run, o, &so, &b.ui, inside)) != ES_OK) goto fail;
   es_run_execute(run);
   {
     es_run_counts c;
@@ -258,8 +228,7 @@ int cli_run_images(cli_opts *o, int in_kind, int out_kind) {
   }
   goto end;
 fail:
-  cli_err(NULL, "%s", es_strerror(rc));
-  code = es_exit_code(rc);
+  code = cli_fail(NULL, rc, NULL);
 end:
   cli_main_writes(0);
   /* Only those left empty: one still's that wrote nothing, or a batch's --stats that failed. */

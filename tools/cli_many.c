@@ -41,7 +41,7 @@ static void summary(es_many *m, const es_many_counts *k) {
   cli_err(NULL, "%zu%s video%s%s, %" PRId64 " frame%s, %.2f s, %.1f fps, %s%s", k->ran, of_s,
           k->ran == 1 && !*of_s ? "" : "s", fail_s, k->frames, k->frames == 1 ? "" : "s",
           k->elapsed_s, k->elapsed_s > 0 ? k->frames / k->elapsed_s : 0.0,
-          cli_device_desc(es_many_context(m), d, sizeof d),
+          es_context_describe(es_many_context(m), d, sizeof d),
           k->interrupted ? ", interrupted" : "");
 }
 
@@ -53,24 +53,15 @@ int cli_run_many(cli_opts *o, const char *const *inputs, size_t n, int out_kind)
   unsigned char *keep = NULL;
   int code;
 
-  if (out_kind != OUT_DIR && out_kind != OUT_NONE) {
-    cli_err(o->output, "several videos need a directory output (-o DIR/), each written there "
-            "under its own name");
-    return 1;
-  }
-  if (!o->output && !o->stats_path) {
-    cli_err(NULL, "several videos: give -o DIR/ or --stats FILE (the statistics lines are for "
-            "one input)");
-    return 1;
-  }
-  if (o->raw || o->format == FMT_F32) {
-    cli_err(NULL, "%s: not for several videos", o->raw ? "--raw" : "--format f32");
-    return 1;
-  }
-  if (!(keep = malloc(n))) {
-    cli_err(NULL, "out of memory");
-    return 4;
-  }
+  CLI_REFUSE(
+      out_kind != OUT_DIR && out_kind != OUT_NONE, 1, o->output,
+      "several videos need a directory output (-o DIR/), each written there under its own name");
+  CLI_REFUSE(
+      !o->output && !o->stats_path, 1, NULL,
+      "several videos: give -o DIR/ or --stats FILE (the statistics lines are for one input)");
+  CLI_REFUSE(o->raw || o->format == FMT_F32, 1, NULL, "%s: not for several videos",
+             o->raw ? "--raw" : "--format f32");
+  CLI_REFUSE(!(keep = malloc(n)), 4, NULL, "out of memory");
   /* --shard: whole videos a share, as a batch's files. */
   if ((code = cli_shard_files(o, inputs, n, keep)) >= 0) goto end;
   es_many_config_default(&c);

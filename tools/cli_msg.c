@@ -228,6 +228,11 @@ int cli_worse(int code, int other) {
   return other > code ? other : code;
 }
 
+int cli_fail(const char *what, int rc, const char *msg) {
+  cli_err(what, "%s", msg && *msg ? msg : es_strerror(rc));
+  return es_exit_code(rc);
+}
+
 /* The run is over (every output closed, every message printed) while the GPUs are still
  * opening in the background: nothing ran on them, so instead of waiting for CUDA to finish
  * starting only to tear it down (0.3-0.6 s on the GPU machines, longer than a short batch
@@ -239,11 +244,6 @@ void cli_exit_if_gpus_opening(es_context *ctx, int code) {
   es_trace("exit while the GPUs are still opening");
   fflush(NULL);
   _exit(code);
-}
-
-/* What computes (es_context_describe). */
-const char *cli_device_desc(es_context *ctx, char *buf, size_t len) {
-  return es_context_describe(ctx, buf, len);
 }
 
 void cli_fmt_eta(char *buf, size_t len, double s) {

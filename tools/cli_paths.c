@@ -60,40 +60,18 @@ int cli_png_pixfmt(int format) {
   }
 }
 
+int cli_exists(const cli_opts *o, const char *path) {
+  if (o->overwrite || !es_output_exists(path)) return 0;
+  CLI_REFUSE(!o->skip, 3, path, "exists (use -y to overwrite, -n to skip)");
+  if (!o->quiet) cli_err(path, "exists, skipped");
+  return 1;
+}
+
 /* An existing --stats file without -y. -n keeps it: stats_path is cleared and the other
  * outputs are still written (STATS_SKIPPED); otherwise the error is reported
  * (STATS_REFUSED, exit code 3). STATS_OK: nothing in the way. */
 int cli_stats_file_check(cli_opts *o) {
-  if (!o->stats_path || !strcmp(o->stats_path, "-") || o->overwrite ||
-      !es_output_exists(o->stats_path))
-    return STATS_OK;
-  if (!o->skip) {
-    cli_err(o->stats_path, "exists (use -y to overwrite, -n to skip)");
-    return STATS_REFUSED;
-  }
-  if (!o->quiet) cli_err(o->stats_path, "exists, skipped");
-  o->stats_path = NULL;
-  return STATS_SKIPPED;
-}
-
-/* Opens the --stats writer; a failure is reported. */
-int cli_stats_open(const cli_opts *o, es_stats_writer **sw) {
-  char msg[MSG_LEN] = "";
-  int rc = es_stats_writer_open(sw, o->stats_path, o->overwrite, o->cfg.stats_bins, msg,
-                                sizeof msg);
-  if (rc != ES_OK) cli_err(o->stats_path, "%s", *msg ? msg : es_strerror(rc));
-  return rc;
-}
-
-/* Makes the output directory dir and opens the --stats file, which lies inside it. Where the
- * statistics file cannot be opened (a subdirectory that is not there), the directories made
- * here are removed again, deepest first (nothing was written into them yet): a run that
- * fails on its --stats leaves no output directory behind, as where the file lies outside it
- * and is opened first. A failure is reported. */
-int cli_stats_open_inside(const cli_opts *o, const char *dir, es_stats_writer **sw) {
-  const size_t made = es_first_missing(dir); /* where what cli_make_out_dir creates starts */
-  int rc = cli_make_out_dir(dir);
-  if (rc != ES_OK || (rc = cli_stats_open(o, sw)) == ES_OK) return rc;
-  es_remove_made_dirs(dir, made);
+  int rc = !o->stats_path || !strcmp(o->stats_path, "-") ? STATS_OK : cli_exists(o, o->stats_path);
+  if (rc == STATS_SKIPPED) o->stats_path = NULL;
   return rc;
 }

@@ -19,10 +19,7 @@ int cli_shard_files(const cli_opts *o, const char *const *paths, size_t n, unsig
     return -1;
   }
   share = malloc((n ? n : 1) * sizeof *share);
-  if (!share) {
-    cli_err(NULL, "out of memory");
-    return 4;
-  }
+  CLI_REFUSE(!share, 4, NULL, "out of memory");
   rc = es_shard_files(o->shard.count, paths, n, share);
   if (rc != ES_OK) {
     free(share);
@@ -53,15 +50,10 @@ int cli_shard_video(const cli_opts *o, es_shard_range *r, es_video_source_opts *
   r->end_ts = INT64_MAX;
   if (!o->shard_set || o->shard.count <= 1) return -1;
   /* The packet index is read first, then the share: the input is read twice. */
-  if (!strcmp(o->input, "-") || o->raw || stat(o->input, &st) != 0 || !S_ISREG(st.st_mode)) {
-    cli_err(o->input, "--shard: a video to split must be a regular file (it is read twice)");
-    return 1;
-  }
+  CLI_REFUSE(!strcmp(o->input, "-") || o->raw || stat(o->input, &st) != 0 || !S_ISREG(st.st_mode),
+             1, o->input, "--shard: a video to split must be a regular file (it is read twice)");
   rc = es_shard_video(&o->shard, o->input, r, msg, sizeof msg);
-  if (rc != ES_OK) {
-    cli_err(o->input, "%s", *msg ? msg : es_strerror(rc));
-    return es_exit_code(rc);
-  }
+  if (rc != ES_OK) return cli_fail(o->input, rc, msg);
   if (r->frames == 0) { /* no output at all: the merge joins the shares that have frames */
     if (!o->quiet)
       cli_err(o->input, "share %d/%d: no frames (%" PRId64 " frames, too few keyframes for %d "

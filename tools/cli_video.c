@@ -25,15 +25,6 @@ static void failed_note(char *buf, size_t len, const char *opt, const char *name
   snprintf(buf + n, len - n, "%s%s %s %s", n ? ", " : "; failed: ", opt, name ? name : "-", where);
 }
 
-/* What the run's callbacks share: the progress line's state. */
-
-static int run_stopped(void) { return atomic_load(&g_stop) != 0; }
-/* Signals stay blocked on this thread until the summary is written (cli_run_video's end). */
-static void run_writing(void *user, int begin) {
-  (void)user;
-  if (begin) cli_main_writes(1);
-}
-
 static void run_progress(void *user, const es_run_counts *c) {
   cli_ui *u = user;
   double t = cli_now_s();
@@ -66,30 +57,29 @@ static void summary(const cli_opts *o, es_run *run, int code, int out_sink, int 
     failed_note(failed, sizeof failed, "--stats", o->stats_path, es_run_sink_failed_at(run, stats_sink));
   if (c.skipped > 0) /* not claimed as written */
     snprintf(skips, sizeof skips, " (%" PRId64 " skipped: exist)", c.skipped);
-  /* Kept, concealed as ffmpeg and players show them; among the frames (--stats: damaged) */
-  if (s->damaged > 0)
-    snprintf(extra, sizeof extra, ", %" PRId64 " frame%s decoded with errors", s->damaged,
-             s->damaged == 1 ? "" : "s");
-#define ADD(...) snprintf(extra + strlen(extra), sizeof extra - strlen(extra), __VA_ARGS__)
-  if (s->corrupt > 0) /* refused by the decoder (or the demuxer): no frame */
-    ADD(", %" PRId64 " corrupt packet%s skipped", s->corrupt, s->corrupt == 1 ? "" : "s");
-  if (s->flagged > 0) /* decoded as ffmpeg does; damage found in them is counted above */
-    ADD(", %" PRId64 " packet%s flagged corrupt by the demuxer (decoded)", s->flagged,
-        s->flagged == 1 ? "" : "s");
-  if (s->prekey > 0)
-    ADD(", %" PRId64 " packet%s before the first keyframe dropped", s->prekey,
-        s->prekey == 1 ? "" : "s");
-  if (s->dropped > 0) /* no error, no flag: the decoder gave no frame (H.264 out of order) */
-    ADD(", %" PRId64 " packet%s dropped by the decoder", s->dropped, s->dropped == 1 ? "" : "s");
-  if (s->logged > 0) /* libav*'s own error lines, printed only with -v */
-    ADD(", %" PRId64 " FFmpeg error message%s%s", s->logged, s->logged == 1 ? "" : "s",
-        o->verbose && !o->quiet ? "" : " (-v shows them)");
-#undef ADD
+  const struct {
+    int64_t n;
+    const char *what, *then;
+  } notes[] = {
+    /* kept, concealed as ffmpeg and players show them; among the frames (--stats: damaged) */
+    {s->damaged, "frame", " decoded with errors"},
+    {s->corrupt, "corrupt packet", " skipped"}, /* refused by the decoder (or the demuxer) */
+    /* decoded as ffmpeg does; damage found in them is counted above */
+    {s->flagged, "packet", " flagged corrupt by the demuxer (decoded)"},
+    {s->prekey, "packet", " before the first keyframe dropped"},
+    /* no error, no flag: the decoder gave no frame (H.264 out of order) */
+    {s->dropped, "packet", " dropped by the decoder"},
+    /* libav*'s own error lines, printed only with -v */
+    {s->logged, "FFmpeg error message", o->verbose && !o->quiet ? "" : " (-v shows them)"}};
+  for (size_t i = 0, at = 0; i < sizeof notes / sizeof *notes; i++, at = strlen(extra))
+    if (notes[i].n > 0)
+      snprintf(extra + at, sizeof extra - at, ", %" PRId64 " %s%s%s", notes[i].n, notes[i].what,
+               notes[i].n == 1 ? "" : "s", notes[i].then);
   cli_clear_progress();
   if (!o->quiet || s->damaged > 0 || s->corrupt > 0 || s->flagged > 0 || s->dropped > 0)
     cli_err(NULL, "%" PRId64 " frame%s%s, %dx%d, %.2f s, %.1f fps, %s%s%s%s", c.frames,
             c.frames == 1 ? "" : "s", skips, c.width, c.height, el,
-            el > 0 ? c.frames / el : 0.0, cli_device_desc(es_run_context(run), d, sizeof d),
+            el > 0 ? c.frames / el : 0.0, es_context_describe(es_run_context(run), d, sizeof d),
             extra, code == 130 ? ", interrupted" : "", failed);
 }
 
@@ -100,7 +90,7 @@ static void stack_summary(const cli_opts *o, es_run *run, int code) {
   es_run_get_counts(run, &c);
   if (!o->quiet && code != 130)
     cli_err(NULL, "%" PRId64 " of %" PRId64 " pages, %dx%d, %.2f s, %s", c.frames, c.expected,
-            c.width, c.height, c.elapsed_s, cli_device_desc(es_run_context(run), d, sizeof d));
+            c.width, c.height, c.elapsed_s, es_context_describe(es_run_context(run), d, sizeof d));
 }
 
 /* Runs src (closed here in every case) into the sinks of -o (a stack's or a video's, by the
@@ -112,27 +102,13 @@ static int run_source(cli_opts *o, int out_kind, es_source *src, int stack, int6
   es_sink_opts so = {cli_png_pixfmt(o->format), o->format == FMT_F32, o->codec, o->crf,
                      o->preset, o->pix_fmt, o->overwrite, o->skip, o->input, o->cfg.stats_bins};
   /* A stack draws no progress line (its pages go as fast as files are read). */
-  cli_ui ui = {o, !stack && !o->quiet && (o->progress == 1 || (o->progress < 0 && isatty(2))),
-               0, 0, {0}};
+  cli_ui ui = {o, !stack && cli_progress_on(o), 0, 0, {0}};
   int out_sink = -1, stats_sink = -1, code = 0, rc;
 
-  es_run_config_default(&rc_cfg);
-  rc_cfg.cfg = o->cfg;
-  rc_cfg.render = o->render;
-  rc_cfg.stopped = run_stopped;
-  rc_cfg.progress = run_progress;
-  rc_cfg.writing = run_writing;
-  rc_cfg.user = &ui;
-  rc_cfg.mask = o->mask; /* --mask: the same for every frame */
-  rc_cfg.mask_stride = (size_t)o->mask_w;
-  rc_cfg.mask_width = o->mask_w;
-  rc_cfg.mask_height = o->mask_h;
-  rc_cfg.mask_name = o->mask_path;
+  cli_run_config(&rc_cfg, o, run_progress, &ui);
   rc_cfg.index_base = index_base; /* --shard: records and frame names the whole video's */
-  if ((rc = es_run_create(&run, &rc_cfg, src)) != ES_OK) { /* src closed by it */
-    cli_err(NULL, "%s", es_strerror(rc));
-    return es_exit_code(rc);
-  }
+  if ((rc = es_run_create(&run, &rc_cfg, src)) != ES_OK) /* src closed by it */
+    return cli_fail(NULL, rc, NULL);
   /* -o first (written and closed first), then --stats, which opens first (one that cannot
    * be written leaves no other output behind), unless it lies inside the frame directory. */
   if (out_kind != OUT_NONE) {
@@ -140,19 +116,10 @@ static int run_source(cli_opts *o, int out_kind, es_source *src, int stack, int6
     if (rc != ES_OK || (rc = es_run_add_sink(run, &k)) != ES_OK) goto fail;
     out_sink = 0;
   }
-  if (o->stats_path) {
-    if ((rc = es_sink_stats(&k, o->stats_path, &so)) != ES_OK) goto fail;
-    if (out_kind == OUT_DIR && cli_path_inside(o->output, o->stats_path))
-      k.flags &= ~ES_SINK_OPEN_FIRST;
-    if (ui.show && !strcmp(o->stats_path, "-") && isatty(1)) /* --stats - on a terminal */
-      cli_sink_tty(&k, &ui);
-    if ((rc = es_run_add_sink(run, &k)) != ES_OK) goto fail;
-    stats_sink = out_sink + 1;
-  }
-  if (o->stats_line) {
-    es_sink line = cli_sink_line(&ui);
-    if ((rc = es_run_add_sink(run, &line)) != ES_OK) goto fail;
-  }
+  rc = cli_add_stats_sinks(run, o, &so, &ui, o->stats_path && out_kind == OUT_DIR &&
+                                                  cli_path_inside(o->output, o->stats_path));
+  if (rc != ES_OK) goto fail;
+  if (o->stats_path) stats_sink = out_sink + 1;
 
   es_run_execute(run);
   {
@@ -174,57 +141,33 @@ fail:
   return es_exit_code(rc);
 }
 
-/* An output named before any work: 0 to write it, 1 skipped (-n, said), or the exit code 3
- * (refused, said). */
-static int out_exists(const cli_opts *o) {
-  if (!es_output_exists(o->output)) return 0;
-  if (o->skip) {
-    if (!o->quiet) cli_err(o->output, "exists, skipped");
-    return 1;
-  }
-  if (o->overwrite) return 0;
-  cli_err(o->output, "exists (use -y to overwrite, -n to skip)");
-  return 3;
-}
-
 int cli_run_video(cli_opts *o, int out_kind) {
   es_source src;
   es_video_source_opts vso = {o->raw, o->max_pixels, o->verbose && !o->quiet, 0, 0, 0, 0, 0, 0};
   es_shard_range shard;
   int rc;
 
-  if (out_kind == OUT_PNG) {
-    cli_err(o->output, "a video input needs a video, .npy, directory or - output");
-    return 1;
-  }
-  if (out_kind == OUT_VIDEO && o->format == FMT_F32) {
-    cli_err(o->output, "--format f32 needs a .npy, directory or - output");
-    return 1;
-  }
-  if (o->raw && strcmp(o->input, "-")) {
-    cli_err(o->input, "--raw applies to standard input (-) only");
-    return 1;
-  }
+  CLI_REFUSE(out_kind == OUT_PNG, 1, o->output,
+             "a video input needs a video, .npy, directory or - output");
+  CLI_REFUSE(out_kind == OUT_VIDEO && o->format == FMT_F32, 1, o->output,
+             "--format f32 needs a .npy, directory or - output");
+  CLI_REFUSE(o->raw && strcmp(o->input, "-"), 1, o->input,
+             "--raw applies to standard input (-) only");
   /* Refuse an existing output before any work. */
   if (out_kind == OUT_VIDEO || out_kind == OUT_NPY) {
-    if ((rc = out_exists(o)) == 3) return 3;
+    if ((rc = cli_exists(o, o->output)) == 3) return 3;
     if (rc == 1) {
       if (!o->stats_path) return 0;
       out_kind = OUT_NONE; /* the statistics are still asked for: computed, nothing else */
     }
   }
-  if (o->stats_path && strcmp(o->stats_path, "-") && es_same_file(o->input, o->stats_path)) {
-    cli_err(o->stats_path, "is the input itself (choose another output)");
-    return 1;
-  }
+  CLI_REFUSE(o->stats_path && strcmp(o->stats_path, "-") && es_same_file(o->input, o->stats_path),
+             1, o->stats_path, "is the input itself (choose another output)");
   rc = cli_stats_file_check(o);
   if (rc == STATS_REFUSED) return 3;
   if (rc == STATS_SKIPPED && out_kind == OUT_NONE) return 0;
   if ((rc = cli_shard_video(o, &shard, &vso)) >= 0) return rc;
-  if ((rc = es_source_video(&src, o->input, &vso)) != ES_OK) {
-    cli_err(NULL, "%s", es_strerror(rc));
-    return es_exit_code(rc);
-  }
+  if ((rc = es_source_video(&src, o->input, &vso)) != ES_OK) return cli_fail(NULL, rc, NULL);
   return run_source(o, out_kind, &src, 0, shard.first);
 }
 
@@ -233,14 +176,13 @@ int cli_run_video(cli_opts *o, int out_kind) {
 static int stack_checks(cli_opts *o, int *out_kind) {
   int rc;
 
-  if (*out_kind == OUT_PNG || *out_kind == OUT_STDOUT || *out_kind == OUT_VIDEO ||
-      (*out_kind == OUT_DIR && o->format == FMT_F32)) {
-    cli_err(o->output, "a multi-page TIFF is a stack: write it to x.npy, x.tif, a directory of "
-            "pictures, or --stats");
-    return 1;
-  }
+  CLI_REFUSE(*out_kind == OUT_PNG || *out_kind == OUT_STDOUT || *out_kind == OUT_VIDEO ||
+                 (*out_kind == OUT_DIR && o->format == FMT_F32),
+             1, o->output,
+             "a multi-page TIFF is a stack: write it to x.npy, x.tif, a directory of pictures, or "
+             "--stats");
   if (*out_kind == OUT_NPY || *out_kind == OUT_TIFF) {
-    if ((rc = out_exists(o)) == 3) return 3;
+    if ((rc = cli_exists(o, o->output)) == 3) return 3;
     if (rc == 1) {
       if (!o->stats_path) return 0;
       *out_kind = OUT_NONE;
@@ -268,10 +210,7 @@ int cli_run_stack(cli_opts *o, int out_kind, es_tiff *tiff) {
     return rc;
   }
   to.tiff = tiff; /* the header main read, not read again; the source owns it now */
-  if ((rc = es_source_tiff(&src, o->input, &to)) != ES_OK) {
-    cli_err(NULL, "%s", es_strerror(rc));
-    return es_exit_code(rc);
-  }
+  if ((rc = es_source_tiff(&src, o->input, &to)) != ES_OK) return cli_fail(NULL, rc, NULL);
   return run_source(o, out_kind, &src, 1, 0);
 }
 

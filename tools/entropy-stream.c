@@ -1,15 +1,11 @@
 /*
- * entropy-stream.c - the command-line program: parses SPEC.md section 2's options and drives
- * the library. Video, FIFOs and stdin go through the library's run (es_run: its source, the
- * compute and its sinks, pipeline/run.c); images (one PNG, or a directory of them) through an
- * es_stream with decode worker threads reading PNGs into frames and encode worker threads
- * writing the results. Everything computed or encoded lives in the library; these files only
- * decide what to call.
- * This file is main: what the input and the output are, the options a run would ignore
- * refused, then the runner. The others (cli.h says what crosses them): cli_msg.c (signals,
- * messages, progress), cli_args.c (--help, cli_parse_args), cli_paths.c (output kinds,
- * directories, the --stats file), cli_images.c (PNGs and directories of them), cli_video.c
- * (video, FIFOs and standard input: the run's source and sinks chosen, progress, summary).
+ * entropy-stream.c - the command-line program's main: SPEC.md section 2's options read
+ * (cli_args.c), what the input and the output are, the options a run would ignore refused,
+ * then the runner, each over one of the library's runs (es_run, es_run_batch, es_run_bands,
+ * es_many): cli_images.c (stills, directories), cli_video.c (video, FIFOs, standard input,
+ * TIFF stacks), cli_bands.c (an image in bands), cli_many.c (several videos). The others:
+ * cli_msg.c (signals, messages, progress), cli_paths.c (outputs), cli_shard.c (--shard),
+ * cli_sinks.c (the CLI's own sinks, a run's setup); cli.h says what crosses them.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -47,45 +43,31 @@ static void hold_closed_std_fds(void) {
  * loader has relocated everything and before any library's constructor; sigaction needs
  * nothing more. Only the loader's own mapping (a few ms) is left before it. main installs
  * them again where no .preinit_array ran (any other platform); a signal already seen keeps
- * g_stop set, and the run then ends as interrupted before its first frame. */
-static void install_signals_early(int argc, char **argv, char **envp) {
-  (void)argc;
-  (void)argv;
-  (void)envp;
-  cli_install_signals();
-}
-#if defined(__ELF__)
-__attribute__((section(".preinit_array"), used)) static void (*const es_preinit)(int, char **,
-                                                                                 char **) =
-    install_signals_early;
-#endif
-
-/* OpenMP threads sleep as soon as a parallel region ends (OMP_WAIT_POLICY=passive) rather
+ * g_stop set, and the run then ends as interrupted before its first frame.
+ * OpenMP threads sleep as soon as a parallel region ends (OMP_WAIT_POLICY=passive) rather
  * than spin for a while: the CPU workers' regions are a frame (ms) apart, and spinning
- * threads took the cores the decoder's threads wanted. 600 frames of 1080p H.264 to --stats
- * on 64 cores, --device cpu: 0.81-0.90 s against 1.07-1.19 s spinning (BENCHMARKS U4).
- * libgomp reads the variable in its constructor, so it is set here, before any library's
- * constructor runs; a value the user set is kept. */
-static void omp_passive_early(int argc, char **argv, char **envp) {
-  (void)argc;
-  (void)argv;
-  (void)envp;
+ * threads took the cores the decoder's threads wanted (tools/BENCHMARKS.md U4). libgomp
+ * reads the variable in its constructor, so it is set here, before any library's constructor
+ * runs; a value the user set is kept. */
+static void preinit(int argc, char **argv, char **envp) {
+  (void)argc, (void)argv, (void)envp;
+  cli_install_signals();
   setenv("OMP_WAIT_POLICY", "passive", 0);
 }
 #if defined(__ELF__)
-__attribute__((section(".preinit_array"), used)) static void (*const es_preinit_omp)(int, char **,
-                                                                                     char **) =
-    omp_passive_early;
+__attribute__((section(".preinit_array"), used)) static void (*const es_preinit)(int, char **,
+                                                                                 char **) = preinit;
 #endif
 
 int main(int argc, char **argv) {
   cli_opts o;
   int rc, in_kind, out_kind;
   struct stat st;
+  char msg[MSG_LEN] = "";
   char **videos = NULL; /* a directory's videos (es_video_dir_list) */
   size_t nvideos = 0;
 
-  install_signals_early(argc, argv, NULL); /* before anything that takes time */
+  cli_install_signals(); /* before anything that takes time */
   hold_closed_std_fds();
   es_trace("main");
   memset(&o, 0, sizeof o);
@@ -118,10 +100,7 @@ int main(int argc, char **argv) {
   /* ES_GPU_SYNC=block: threads waiting for a GPU sleep instead of spinning, leaving the
    * cores to the decoder and encoder. Off by default: on the H100 machine it measured no
    * steady gain either way (tools/BENCHMARKS.md S7). */
-  {
-    const char *gs = getenv("ES_GPU_SYNC");
-    o.cfg.gpu_blocking_sync = gs && !strcmp(gs, "block");
-  }
+  o.cfg.gpu_blocking_sync = getenv("ES_GPU_SYNC") && !strcmp(getenv("ES_GPU_SYNC"), "block");
 
   /* What the input is. Several: videos, each checked by cli_run_many. */
   if (o.ninputs > 1) {
@@ -129,8 +108,7 @@ int main(int argc, char **argv) {
   } else if (!strcmp(o.input, "-")) {
     in_kind = IN_VIDEO;
   } else if (stat(o.input, &st) != 0) {
-    cli_err(o.input, "%s", strerror(errno));
-    return 2;
+    CLI_REFUSE(1, 2, o.input, "%s", strerror(errno));
   } else if (S_ISDIR(st.st_mode)) {
     in_kind = IN_DIR;
   } else if (o.level >= 0 || es_path_is_slide(o.input)) {
@@ -144,29 +122,18 @@ int main(int argc, char **argv) {
      * A FIFO, socket or device named *.png is refused, as in a directory: open() would block
      * a worker until a writer comes, beyond the reach of SIGINT, and a still is decoded whole,
      * so a pipe brings nothing a file does not. */
-    if (!S_ISREG(st.st_mode)) {
-      cli_err(o.input, "not a regular file");
-      return 2;
-    }
+    CLI_REFUSE(!S_ISREG(st.st_mode), 2, o.input, "not a regular file");
     in_kind = IN_STILL;
   } else {
     in_kind = IN_VIDEO;
   }
   /* -r with a file or standard input would be ignored (and to an FFmpeg user -r is a frame
    * rate): refused as the other options a run would ignore. */
-  if (o.recursive && in_kind != IN_DIR) {
-    cli_err(o.input, "-r: only for a directory input");
-    return 1;
-  }
-  if (o.ext && in_kind != IN_DIR) {
-    cli_err(o.input, "--ext: only for a directory input");
-    return 1;
-  }
+  CLI_REFUSE(o.recursive && in_kind != IN_DIR, 1, o.input, "-r: only for a directory input");
+  CLI_REFUSE(o.ext && in_kind != IN_DIR, 1, o.input, "--ext: only for a directory input");
   /* --shard splits a directory's files or a video file's frames: one image is one item. */
-  if (o.shard_set && in_kind == IN_STILL) {
-    cli_err(o.input, "--shard: only for a directory or a video file");
-    return 1;
-  }
+  CLI_REFUSE(o.shard_set && in_kind == IN_STILL, 1, o.input,
+             "--shard: only for a directory or a video file");
   out_kind = es_out_kind_of(o.output);
   /* A directory input writes a directory: a name like heat.v2 can only be that. */
   if (out_kind < 0 && in_kind == IN_DIR) out_kind = OUT_DIR;
@@ -179,30 +146,20 @@ int main(int argc, char **argv) {
     if (stat(o.output, &ost) == 0 && !S_ISDIR(ost.st_mode) && !S_ISREG(ost.st_mode)) {
       const char *what = S_ISCHR(ost.st_mode) ? "character device" : S_ISBLK(ost.st_mode)
                          ? "block device" : S_ISFIFO(ost.st_mode) ? "FIFO" : "socket";
-      if (in_kind == IN_DIR)
-        cli_err(o.output, "is a %s: a directory input needs a directory output (without -o only "
-                "--stats or the statistics lines are written)", what);
-      else
-        cli_err(o.output, "is a %s, and without an extension its output type is unknown (without "
-                "-o only --stats or the statistics lines are written; -o - writes y4m, or --format "
-                "f32, to standard output)",
-                what);
-      return 1;
+      CLI_REFUSE(in_kind == IN_DIR, 1, o.output, "is a %s: a directory input needs a directory "
+                 "output (without -o only --stats or the statistics lines are written)", what);
+      CLI_REFUSE(1, 1, o.output, "is a %s, and without an extension its output type is unknown "
+                 "(without -o only --stats or the statistics lines are written; -o - writes y4m, "
+                 "or --format f32, to standard output)", what);
     }
   }
-  if (out_kind < 0) {
-    cli_err(o.output, "unknown output type (use .png, .npy, .tif, a video extension, a directory or -)");
-    return 1;
-  }
+  CLI_REFUSE(out_kind < 0, 1, o.output,
+             "unknown output type (use .png, .npy, .tif, a video extension, a directory or -)");
   if (out_kind == OUT_TIFF && !o.format_set) o.format = FMT_F32; /* a .tif holds the values */
-  if (out_kind == OUT_TIFF && in_kind != IN_STILL && in_kind != IN_SLIDE) {
-    cli_err(o.output, "a TIFF output is for an image input (a video's maps: .npy or a directory)");
-    return 1;
-  }
-  if (o.band_set && in_kind == IN_VIDEO) {
-    cli_err(o.input, "--band: only for TIFF input (a file or a directory)");
-    return 1;
-  }
+  CLI_REFUSE(out_kind == OUT_TIFF && in_kind != IN_STILL && in_kind != IN_SLIDE, 1, o.output,
+             "a TIFF output is for an image input (a video's maps: .npy or a directory)");
+  CLI_REFUSE(o.band_set && in_kind == IN_VIDEO, 1, o.input,
+             "--band: only for TIFF input (a file or a directory)");
   /* Rendering and encoder options without -o: nothing is rendered or encoded (--stats and
    * the statistics line read the map alone), so they would be ignored. Refused, as every
    * option the run would ignore is (-r with a file, --gpus with --device cpu, --colormap
@@ -212,80 +169,57 @@ int main(int argc, char **argv) {
                           : o.range_set ? "--range" : o.render.overlay_on ? "--overlay"
                           : o.codec ? "--codec" : o.crf >= 0 ? "--crf" : o.preset ? "--preset"
                           : NULL;
-    if (ignored) {
-      cli_err(NULL, "%s: nothing is rendered without -o (it applies to an output's pictures)",
-              ignored);
-      return 1;
-    }
+    CLI_REFUSE(ignored, 1, NULL,
+               "%s: nothing is rendered without -o (it applies to an output's pictures)", ignored);
   }
-  if (out_kind == OUT_NPY && o.format_set && o.format != FMT_F32) {
-    /* It would be ignored: a .npy holds the float32 map whatever --format says. */
-    cli_err(NULL, "--format %s: a .npy output is always float32 (use f32, or a .png output)",
-            cli_fmt_names[o.format]);
-    return 1;
-  }
-  if (o.render.overlay_on && (out_kind == OUT_NPY || o.format == FMT_F32)) {
-    /* It would be ignored too: float32 maps are the values, never a picture. */
-    cli_err(NULL, "--overlay: only for pictures (heat or gray8), not float32 maps");
-    return 1;
-  }
+  /* It would be ignored: a .npy holds the float32 map whatever --format says. */
+  CLI_REFUSE(out_kind == OUT_NPY && o.format_set && o.format != FMT_F32, 1, NULL,
+             "--format %s: a .npy output is always float32 (use f32, or a .png output)",
+             cli_fmt_names[o.format]);
+  /* It would be ignored too: float32 maps are the values, never a picture. */
+  CLI_REFUSE(o.render.overlay_on && (out_kind == OUT_NPY || o.format == FMT_F32), 1, NULL,
+             "--overlay: only for pictures (heat or gray8), not float32 maps");
   /* Options the output given would ignore, as the two above (no encoder runs but for a
    * video file: standard output is y4m or raw float32, as a .y4m file is). */
-  if (o.output && out_kind != OUT_VIDEO && (o.codec || o.crf >= 0 || o.preset)) {
-    cli_err(NULL, "%s: only for a video file output (x.mp4, x.mkv, ...)",
-            o.codec ? "--codec" : o.crf >= 0 ? "--crf" : "--preset");
-    return 1;
-  }
-  if (o.output && o.colormap_set && (out_kind == OUT_NPY || o.format != FMT_HEAT)) {
-    cli_err(NULL, "--colormap: only for --format heat (the output is %s)",
-            out_kind == OUT_NPY ? "float32" : cli_fmt_names[o.format]);
-    return 1;
-  }
-  if (o.output && o.range_set && (out_kind == OUT_NPY || o.format == FMT_F32)) {
-    cli_err(NULL, "--range: only for pictures (heat, gray8, gray16), not float32 maps");
-    return 1;
-  }
-  if (o.raw && in_kind != IN_VIDEO) {
-    cli_err(o.input, "--raw applies to standard input (-) only");
-    return 1;
-  }
-  if (o.stats_path && out_kind == OUT_STDOUT && !strcmp(o.stats_path, "-")) {
-    cli_err(NULL, "--stats - and -o -: both would write to standard output");
-    return 1;
-  }
-  if (out_kind == OUT_STDOUT && isatty(1)) {
-    cli_err("-", "standard output is a terminal (pipe it into a program or a file)");
-    return 1;
-  }
-  if (!strcmp(o.input, "-") && isatty(0)) { /* no frames come from a keyboard: it would wait */
-    cli_err("-", "standard input is a terminal (pipe frames into it or redirect a file)");
-    return 1;
-  }
+  CLI_REFUSE(o.output && out_kind != OUT_VIDEO && (o.codec || o.crf >= 0 || o.preset), 1, NULL,
+             "%s: only for a video file output (x.mp4, x.mkv, ...)",
+             o.codec ? "--codec" : o.crf >= 0 ? "--crf" : "--preset");
+  CLI_REFUSE(o.output && o.colormap_set && (out_kind == OUT_NPY || o.format != FMT_HEAT), 1, NULL,
+             "--colormap: only for --format heat (the output is %s)",
+             out_kind == OUT_NPY ? "float32" : cli_fmt_names[o.format]);
+  CLI_REFUSE(o.output && o.range_set && (out_kind == OUT_NPY || o.format == FMT_F32), 1, NULL,
+             "--range: only for pictures (heat, gray8, gray16), not float32 maps");
+  CLI_REFUSE(o.raw && in_kind != IN_VIDEO, 1, o.input, "--raw applies to standard input (-) only");
+  CLI_REFUSE(o.stats_path && out_kind == OUT_STDOUT && !strcmp(o.stats_path, "-"), 1, NULL,
+             "--stats - and -o -: both would write to standard output");
+  CLI_REFUSE(out_kind == OUT_STDOUT && isatty(1), 1, "-",
+             "standard output is a terminal (pipe it into a program or a file)");
+  /* No frames come from a keyboard: it would wait. */
+  CLI_REFUSE(!strcmp(o.input, "-") && isatty(0), 1, "-",
+             "standard input is a terminal (pipe frames into it or redirect a file)");
   /* Never let an output replace its own input (-y would destroy it), standard input's file
    * included. */
-  if (o.output && strcmp(o.output, "-") && o.ninputs == 1 && es_same_file(o.input, o.output)) {
-    cli_err(o.output, "is the input itself (choose another output)");
-    return 1;
-  }
+  CLI_REFUSE(o.output && strcmp(o.output, "-") && o.ninputs == 1 &&
+             es_same_file(o.input, o.output), 1, o.output,
+             "is the input itself (choose another output)");
   /* Nor standard output be the input ('in.y4m -o - >> in.y4m'): the run read what it wrote,
    * and frames of the input's size go on as one stream, so it never ended; '--stats - >>'
    * wrote onto the input. Refused, as cat refuses it. A directory's files: cli_run_images. */
   if ((out_kind == OUT_STDOUT || (o.stats_path && !strcmp(o.stats_path, "-"))) &&
       in_kind != IN_DIR && o.ninputs == 1 && cli_stdout_is(o.input)) {
-    if (!strcmp(o.input, "-"))
-      cli_err("-", "standard output is the file on standard input (choose another output)");
-    else
-      cli_err("-", "standard output is the input %s itself (choose another output)", o.input);
-    return 1;
+    CLI_REFUSE(!strcmp(o.input, "-"), 1, "-",
+               "standard output is the file on standard input (choose another output)");
+    CLI_REFUSE(1, 1, "-", "standard output is the input %s itself (choose another output)",
+               o.input);
   }
   /* Without FFmpeg no video or standard input can be read: said at once, in one line (it
    * went through the run's whole setup, and an empty stdin said "no data" instead). */
-  if (in_kind == IN_VIDEO && !es_video_built()) {
-    cli_err(o.input, "built without FFmpeg: cannot read video or standard input");
-    return 2;
-  }
+  CLI_REFUSE(in_kind == IN_VIDEO && !es_video_built(), 2, o.input,
+             "built without FFmpeg: cannot read video or standard input");
   o.stats_line = !o.output && !o.stats_path;
-  if (o.mask_path && (rc = cli_mask_load(&o)) != 0) return rc;
+  if (o.mask_path && (rc = es_mask_read(o.mask_path, o.max_pixels, &o.mask, &o.mask_w,
+                                        &o.mask_h, msg, sizeof msg)) != ES_OK)
+    return cli_fail(o.mask_path, rc, msg);
   /* A TIFF's header is read once, here: its pages (a multi-page TIFF is a stack, its pages
    * frames), its depth (a float one is computed whole); a stack's run and the band run
    * below read this open file. Where it cannot be opened, the run that reads it says why. */
