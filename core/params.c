@@ -71,8 +71,12 @@ static const enum_rule g_enum[] = {
 
 /* Parameters checked elsewhere in one piece but named here, so that their messages are
  * recognised as naming a parameter (es_param_ref): in_range (es_params_check), overlay (a
- * real number, es_param_check_real), gpus (a list), shard (es_shard_parse), stats (a path). */
-static const char *const g_other[] = {"in_range", "overlay", "gpus", "shard", "stats"};
+ * real number, es_param_check_real), gpus (a list), shard (es_shard_parse), stats (a path);
+ * a video output's codec, preset (libavcodec's names: the encoder checks them) and format
+ * (heat, gray8, gray16, f32: a program's choice of es_pix), and raw (frames on standard
+ * input, gray8:WxH[@FPS], parsed where they are read). */
+static const char *const g_other[] = {"in_range", "overlay", "gpus",   "shard", "stats",
+                                      "codec",    "preset",  "format", "raw"};
 
 static const num_rule *num_find(const char *name) {
   for (size_t i = 0; name && i < sizeof g_num / sizeof g_num[0]; i++)

@@ -31,12 +31,12 @@ static int bt_open(es_band_source *s, es_band_info *info, char *msg, size_t len)
     rc = es_tiff_open(b->path, b->max_pixels, &b->t, &ti, msg, len);
   if (rc != ES_OK) return rc;
   if (ti.depth == 32) { /* float32 is computed whole: its range is the whole image's */
-    snprintf(msg, len, "--band-rows: not for float32 samples (computed whole)");
+    snprintf(msg, len, "band_rows: not for float32 samples (computed whole)");
     return ES_ERR_USAGE;
   }
   if (b->band < 0 || b->band >= ti.bands) {
     if (ti.bands > 1) /* the reader's own words (es_tiff_read_rows would say them later) */
-      snprintf(msg, len, "no band %d: the image has %d (--band 0..%d)", b->band, ti.bands,
+      snprintf(msg, len, "no band %d: the image has %d (band 0..%d)", b->band, ti.bands,
                ti.bands - 1);
     else
       snprintf(msg, len, "no band %d: the image has one", b->band);

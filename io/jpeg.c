@@ -102,7 +102,7 @@ static int es_jpeg_decode(es_jpeg_rd *rd, int64_t max_pixels, es_png_dest_fn des
   if (px > max_pixels) {
     snprintf(rd->err, sizeof rd->err,
              "image is %" PRIu32 " x %" PRIu32 " = %" PRId64
-             " pixels, more than --max-pixels %" PRId64,
+             " pixels, more than max_pixels %" PRId64,
              w, h, px, max_pixels);
     return ES_ERR_INPUT;
   }

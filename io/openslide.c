@@ -61,7 +61,7 @@ int es_slide_open(const char *path, int level, int64_t max_pixels, es_slide **ou
   }
   int32_t levels = openslide_get_level_count(s->osr);
   if (level < 0 || level >= levels) {
-    snprintf(msg, len, "--level %d: the slide has levels 0..%d", level, levels - 1);
+    snprintf(msg, len, "level %d: the slide has levels 0..%d", level, levels - 1);
     rc = ES_ERR_USAGE;
     goto end;
   }
@@ -75,7 +75,7 @@ int es_slide_open(const char *path, int level, int64_t max_pixels, es_slide **ou
   }
   if (s->width > INT32_MAX / 2 || s->height > INT32_MAX / 2 ||
       s->width * s->height > max_pixels) {
-    snprintf(msg, len, "level %d is %" PRId64 " x %" PRId64 ", more than --max-pixels %" PRId64,
+    snprintf(msg, len, "level %d is %" PRId64 " x %" PRId64 ", more than max_pixels %" PRId64,
              level, s->width, s->height, max_pixels);
     goto end;
   }

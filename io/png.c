@@ -147,7 +147,7 @@ static int es_png_precheck(es_png_rd *rd) {
       if (px > rd->max_pixels) {
         snprintf(rd->err, sizeof rd->err,
                  "image is %" PRIu32 " x %" PRIu32 " = %" PRId64
-                 " pixels, more than --max-pixels %" PRId64,
+                 " pixels, more than max_pixels %" PRId64,
                  w, h, px, rd->max_pixels);
         return ES_ERR_INPUT;
       }
@@ -213,7 +213,7 @@ static int es_png_decode(es_png_rd *rd, es_image *img, es_png_info *pinfo) {
   if ((int64_t)w * (int64_t)h > rd->max_pixels) { /* IHDR was not first: checked here too */
     snprintf(rd->err, sizeof rd->err,
              "image is %" PRIu32 " x %" PRIu32 " = %" PRId64
-             " pixels, more than --max-pixels %" PRId64,
+             " pixels, more than max_pixels %" PRId64,
              (uint32_t)w, (uint32_t)h, (int64_t)w * (int64_t)h, rd->max_pixels);
     return ES_ERR_INPUT;
   }

@@ -88,7 +88,7 @@ static int size_message(const char *logged, int64_t max_pixels, char *msg, size_
   const char *p = strstr(logged, "Picture size ");
   if (!p || sscanf(p, "Picture size %ux%u", &w, &h) != 2) return 0;
   if ((int64_t)w * h > max_pixels)
-    snprintf(msg, len, "image is %u x %u = %" PRId64 " pixels, more than --max-pixels %" PRId64, w,
+    snprintf(msg, len, "image is %u x %u = %" PRId64 " pixels, more than max_pixels %" PRId64, w,
              h, (int64_t)w * h, max_pixels);
   else
     snprintf(msg, len, "image is %u x %u: larger than libavcodec decodes", w, h);
@@ -282,7 +282,7 @@ static int deliver(es_still_av *s, int64_t max_pixels, es_png_dest_fn dest, void
     return ES_ERR_INPUT;
   }
   if ((int64_t)w * h > max_pixels) { /* a decoder that did not check (libavcodec's does) */
-    snprintf(msg, len, "image is %d x %d = %" PRId64 " pixels, more than --max-pixels %" PRId64, w,
+    snprintf(msg, len, "image is %d x %d = %" PRId64 " pixels, more than max_pixels %" PRId64, w,
              h, (int64_t)w * h, max_pixels);
     return ES_ERR_INPUT;
   }

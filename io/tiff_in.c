@@ -131,7 +131,7 @@ static int es_tiff_page_header(es_tiff *t, es_tiff_header *hd, char *msg, size_t
   }
   if ((int64_t)w * h > t->max_pixels || w > INT32_MAX || h > INT32_MAX) {
     snprintf(msg, len,
-             "image is %" PRIu32 " x %" PRIu32 " = %" PRId64 " pixels, more than --max-pixels %" PRId64,
+             "image is %" PRIu32 " x %" PRIu32 " = %" PRId64 " pixels, more than max_pixels %" PRId64,
              w, h, (int64_t)w * h, t->max_pixels);
     return ES_ERR_INPUT;
   }
@@ -560,7 +560,7 @@ static void es_tiff_convert(const es_tiff *t, const uint8_t *const src[3], int n
 static int es_tiff_band_check(const es_tiff_info *in, int band, char *msg, size_t len) {
   if (band >= 0 && band < in->bands) return ES_OK;
   if (in->bands > 1)
-    snprintf(msg, len, "no band %d: the image has %d (--band 0..%d)", band, in->bands,
+    snprintf(msg, len, "no band %d: the image has %d (band 0..%d)", band, in->bands,
              in->bands - 1);
   else
     snprintf(msg, len, "no band %d: the image has one", band);

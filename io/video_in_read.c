@@ -83,7 +83,7 @@ static int parse_raw(const char *spec, const char **pixfmt, int *w, int *h, AVRa
   *h = (int)lh;
   return ES_OK;
 bad:
-  snprintf(msg, len, "--raw %s: expected gray8:WxH[@FPS] or gray16le:WxH[@FPS]", spec);
+  snprintf(msg, len, "raw %s: expected gray8:WxH[@FPS] or gray16le:WxH[@FPS]", spec);
   return ES_ERR_USAGE;
 }
 
@@ -93,7 +93,7 @@ static int check_size(int w, int h, int64_t max_pixels, char *msg, size_t len) {
     return ES_ERR_INPUT;
   }
   if (max_pixels > 0 && (int64_t)w * h > max_pixels) {
-    snprintf(msg, len, "frame size %dx%d exceeds --max-pixels %" PRId64, w, h, max_pixels);
+    snprintf(msg, len, "frame size %dx%d exceeds max_pixels %" PRId64, w, h, max_pixels);
     return ES_ERR_INPUT;
   }
   return ES_OK;
@@ -256,7 +256,7 @@ static int vin_open_input(es_video_in *v, const char *path, const char *raw,
       size_t used = strlen(msg);
       snprintf(msg + used, len > used ? len - used : 0,
                " (this libavformat has no yuv4mpegpipe demuxer%s)",
-               strcmp(path, "-") ? "" : "; raw frames: --raw");
+               strcmp(path, "-") ? "" : "; raw frames: raw");
     }
     return ES_ERR_INPUT;
   }

@@ -39,7 +39,7 @@ static int check_opts(const char *path, const es_video_out_opts *o, char *msg, s
   }
   if (o->pix_fmt != ES_PIX_NONE && (o->f32 || o->format != ES_PIX_RGB24)) {
     /* grey and float maps have no chroma to choose */
-    snprintf(msg, len, "--pix-fmt applies to heat video only (--format heat)");
+    snprintf(msg, len, "pix_fmt applies to heat video only (format heat)");
     return ES_ERR_USAGE;
   }
   return ES_OK;

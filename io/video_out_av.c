@@ -267,12 +267,12 @@ static int encoder_refused(const es_video_out *v, const es_video_out_opts *o,
   if (plain_opens > 0) {
     /* It opens without them: the preset or crf was refused. */
     if (o->preset && o->crf >= 0)
-      snprintf(msg, len, "--preset %s or --crf %d: refused by encoder %s", o->preset, o->crf,
+      snprintf(msg, len, "preset %s or crf %d: refused by encoder %s", o->preset, o->crf,
                codec->name);
     else if (o->preset)
-      snprintf(msg, len, "--preset %s: not a preset of encoder %s", o->preset, codec->name);
+      snprintf(msg, len, "preset %s: not a preset of encoder %s", o->preset, codec->name);
     else
-      snprintf(msg, len, "--crf %d: refused by encoder %s", o->crf, codec->name);
+      snprintf(msg, len, "crf %d: refused by encoder %s", o->crf, codec->name);
     rc = ES_ERR_USAGE;
   } else {
     char what[200];

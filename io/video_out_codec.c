@@ -204,7 +204,7 @@ int es_vout_choose_codec(es_video_out *v, const char *path, const es_video_out_o
   } else if (o->codec) {
     codec = avcodec_find_encoder_by_name(o->codec);
     if (!codec || codec->type != AVMEDIA_TYPE_VIDEO) {
-      snprintf(msg, len, "--codec %s: no such video encoder in libavcodec", o->codec);
+      snprintf(msg, len, "codec %s: no such video encoder in libavcodec", o->codec);
       return ES_ERR_USAGE;
     }
   } else {
@@ -223,7 +223,7 @@ int es_vout_choose_codec(es_video_out *v, const char *path, const es_video_out_o
     choose_formats(codec, o->format, o->pix_fmt, o->width, o->height, &enc_fmt, &v->want);
   if (o->pix_fmt != ES_PIX_NONE && enc_fmt != es_vout_av_of(o->pix_fmt) &&
       !(o->pix_fmt == ES_PIX_YUV420P && enc_fmt == AV_PIX_FMT_YUVJ420P)) {
-    snprintf(msg, len, "--pix-fmt %s: encoder %s does not take it",
+    snprintf(msg, len, "pix_fmt %s: encoder %s does not take it",
              av_get_pix_fmt_name(es_vout_av_of(o->pix_fmt)), codec->name);
     return ES_ERR_USAGE;
   }
@@ -241,7 +241,7 @@ int es_vout_choose_codec(es_video_out *v, const char *path, const es_video_out_o
     char names[160] = "";
     for (const enum AVPixelFormat *p = codec->pix_fmts; p && *p != AV_PIX_FMT_NONE; p++)
       av_strlcatf(names, sizeof names, "%s%s", *names ? " " : "", av_get_pix_fmt_name(*p));
-    snprintf(msg, len, "--codec %s: the encoder takes only %s frames, which cannot be made here",
+    snprintf(msg, len, "codec %s: the encoder takes only %s frames, which cannot be made here",
              codec->name, names);
     return ES_ERR_USAGE;
   }
@@ -265,7 +265,7 @@ int es_vout_check_tuning(const AVCodec *codec, const es_video_out_opts *o, char 
       known |= !strcmp(o->preset, x264_presets[i]);
     if (!known) {
       snprintf(msg, len,
-               "--preset %s: not a preset of encoder libx264 (ultrafast, superfast, veryfast, "
+               "preset %s: not a preset of encoder libx264 (ultrafast, superfast, veryfast, "
                "faster, fast, medium, slow, slower, veryslow, placebo)",
                o->preset);
       return ES_ERR_USAGE;
@@ -276,7 +276,7 @@ int es_vout_check_tuning(const AVCodec *codec, const es_video_out_opts *o, char 
     int has_crf = probe && av_opt_find(probe->priv_data, "crf", NULL, 0, 0) != NULL;
     avcodec_free_context(&probe);
     if (!has_crf) {
-      snprintf(msg, len, "--crf: encoder %s has no crf option", codec->name);
+      snprintf(msg, len, "crf: encoder %s has no crf option", codec->name);
       return ES_ERR_USAGE;
     }
   }

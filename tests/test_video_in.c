@@ -840,28 +840,29 @@ int main(void) {
       huge_header_case("mono10", 12000, 12000, 288000000, via);
     }
 
-  /* Bad raw specs: usage errors naming the option. */
+  /* Bad raw specs: usage errors naming the parameter (raw; the CLI says --raw). */
   const char *bad[] = {"gray8", "gray8:", "gray8:10", "gray8:10x", "gray8:0x5", "rgb24:4x4",
                        "gray8:4x4@", "gray8:4x4@abc", "gray16le:4x4x", "gray8:-3x4"};
   for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
     decoded d;
     decode_all("-", bad[i], 0, 0, &d);
     char want[160];
-    snprintf(want, sizeof want, "--raw %s: expected gray8:WxH[@FPS] or gray16le:WxH[@FPS]",
+    snprintf(want, sizeof want, "raw %s: expected gray8:WxH[@FPS] or gray16le:WxH[@FPS]",
              bad[i]);
     CHECK(d.open_rc == ES_ERR_USAGE && !strcmp(d.msg, want), "raw '%s': %d '%s'", bad[i],
           d.open_rc, d.msg);
   }
-  /* --max-pixels, checked before anything is read (raw) or decoded (a file). */
+  /* max_pixels, checked before anything is read (raw) or decoded (a file); named as the
+   * library's parameter, not the CLI's --max-pixels. */
   {
     decoded d;
     decode_all("-", "gray8:100000x100000", 1LL << 31, 0, &d);
-    CHECK(d.open_rc == ES_ERR_INPUT && strstr(d.msg, "max-pixels"), "raw too big: %d %s",
+    CHECK(d.open_rc == ES_ERR_INPUT && strstr(d.msg, " max_pixels ") && !strstr(d.msg, "--"), "raw too big: %d %s",
           d.open_rc, d.msg);
     char clip[512];
     snprintf(clip, sizeof clip, "%s/a.mkv", dir);
     decode_all(clip, NULL, (int64_t)w * h - 1, 0, &d);
-    CHECK(d.open_rc == ES_ERR_INPUT && strstr(d.msg, "max-pixels"), "file too big: %d %s",
+    CHECK(d.open_rc == ES_ERR_INPUT && strstr(d.msg, " max_pixels ") && !strstr(d.msg, "--"), "file too big: %d %s",
           d.open_rc, d.msg);
     decode_all(clip, NULL, (int64_t)w * h, 0, &d);
     CHECK(d.open_rc == ES_OK, "exactly max-pixels: %d %s", d.open_rc, d.msg);
@@ -872,7 +873,7 @@ int main(void) {
     tv_write_file(clip, hdr, sizeof hdr - 1);
     decode_all(clip, NULL, 1LL << 26, 0, &d);
     if (tv_lavf_has_demuxer("yuv4mpegpipe"))
-      CHECK(d.open_rc == ES_ERR_INPUT && strstr(d.msg, "max-pixels"), "huge y4m: %d %s",
+      CHECK(d.open_rc == ES_ERR_INPUT && strstr(d.msg, " max_pixels ") && !strstr(d.msg, "--"), "huge y4m: %d %s",
             d.open_rc, d.msg);
     else /* not readable at all: the message says why */
       CHECK(d.open_rc == ES_ERR_INPUT && strstr(d.msg, "no yuv4mpegpipe demuxer"),

@@ -146,14 +146,60 @@ const char *cli_flag(const char *param, char *buf, size_t len) {
 }
 
 /* The library's messages name parameters ("window 4: must be odd, 1..255", "no GPU visible
- * (device gpu)", "... or shard I/N)"); ours name flags. A reference (es_param_ref) at the
- * start of the line, after "(" or after ", or " is given its flag. Nowhere else: "no band 3:
- * the image has 1" is not about --band. */
+ * (device gpu)", "image is 9 x 9 = 81 pixels, more than max_pixels 80"); ours name flags.
+ * A name is given its flag only where the library's wording puts a reference, never for
+ * being a word: "no band 3: the image has 1", "level 3 is 4000 x 3000", "the slide has levels
+ * 0..2", "no crf option" and "raw frames" are prose. The rule, exactly:
+ *   - at a clause's start - the line's start, after "(", after " or ", and after ": " (the
+ *     library's run says "NAME: message" of a file, es_run_say) - a parameter's name
+ *     (es_param_ref's table) followed by ':' ("crf: ...") or ')' ("raw frames: raw)"), or by
+ *     " VALUE" where VALUE, up to the next space, ends in ':' or ')' ("level 3: ...",
+ *     "(band 0..2)") or is followed by " or " ("preset fast or crf 20: ..."); a name
+ *     holding '_', which no word of prose does, followed by a space ("pix_fmt applies ...");
+ *   - after "than " or "exceeds ", a limit's name and its number ("more than max_pixels 80").
+ * Why this does not reach a user's path or value: each place is the library's own wording
+ * before the name, and a path or value comes after it ("preset VALUE:", "PATH: message");
+ * so one is rewritten only if it itself holds such a place and form (a file named
+ * "x: level 3: y", a --preset named "a or crf 3:"), and then the flag it gets still
+ * reads as what the user typed. The file a message is about (cli_err's `what`) is never
+ * rewritten. */
+static int follows(const char *in, const char *p, const char *word) {
+  size_t k = strlen(word);
+  return (size_t)(p - in) >= k && !strncmp(p - k, word, k);
+}
+
+/* The length of a parameter's name (es_param_ref's table) at p, as a whole word (followed
+ * by ' ', ':', ')' or the end); 0 for any other word. */
+static size_t name_at(const char *p) {
+  char probe[40];
+  size_t n = strspn(p, "abcdefghijklmnopqrstuvwxyz_");
+  if (!n || n + 2 > sizeof probe || (p[n] && p[n] != ' ' && p[n] != ':' && p[n] != ')'))
+    return 0;
+  memcpy(probe, p, n);
+  memcpy(probe + n, ":", 2);
+  return es_param_ref(probe) == n ? n : 0;
+}
+
+/* The length of the name to map at p in the line in (the rule above), or 0. */
+static size_t ref_at(const char *in, const char *p) {
+  const int clause = p == in || p[-1] == '(' || follows(in, p, " or ") || follows(in, p, ": ");
+  const int limit = follows(in, p, "than ") || follows(in, p, "exceeds ");
+  size_t n = clause || limit ? name_at(p) : 0;
+  if (!n) return 0;
+  if (limit) return p[n] == ' ' && p[n + 1] >= '0' && p[n + 1] <= '9' ? n : 0;
+  if (p[n] == ':' || p[n] == ')') return n;
+  if (p[n] != ' ') return 0;
+  if (memchr(p, '_', n)) return n;
+  const char *v = p + n + 1, *end = v + strcspn(v, " ");
+  if (end == v) return 0; /* "shard : ...": an empty value */
+  if (end[-1] == ':' || end[-1] == ')') return n;
+  return !strncmp(end, " or ", 4) ? n : 0;
+}
+
 static void flags_for_params(const char *in, char *out, size_t cap) {
   size_t at = 0;
   for (const char *p = in; *p && at + 1 < cap;) {
-    int start = p == in || p[-1] == '(' || (p - in >= 5 && !strncmp(p - 5, ", or ", 5));
-    size_t n = start ? es_param_ref(p) : 0;
+    size_t n = ref_at(in, p);
     if (n) {
       char name[64], flag[72];
       snprintf(name, sizeof name, "%.*s", (int)n, p);
