@@ -780,7 +780,7 @@ static cudaError_t copy_out_band(es_gpu_worker *w, const es_range *R, const es_j
 }
 
 /* Output rows a band of the range: bands of equal height, the last one what is left.
- * in_pinned, out_pinned: input and map move by DMA (is_direct). */
+ * in_pinned, out_pinned: input and map move by DMA (gpu_mem_kind: not pageable). */
 static int band_rows(const es_range *R, const es_job *job, int in_pinned, int out_pinned,
                      int kernels_only) {
   const int W = job->in.width, nrows = R->row1 - R->row0, want_map = job->map != NULL;
@@ -959,15 +959,17 @@ int range_compute(es_gpu_worker *w, es_range *R, const es_job *job, int kernels_
   const int want_map = job->map != NULL;
   const int want_samples = job->stats && R->samplehist; /* and k_samplehist */
   const size_t nsamples = (size_t)1 << job->in.depth;
-  /* "pinned": moved directly by DMA (is_direct: device memory too). */
-  const int in_pinned = !kernels_only && gpu_is_direct(job->in.data);
-  const int out_pinned = want_map && gpu_is_direct(job->map);
+  /* "pinned": moved directly by DMA (page-locked or device memory; gpu_mem_kind). */
+  const int in_kind = kernels_only ? ES_GPU_MEM_PAGEABLE : gpu_mem_kind(job->in.data, NULL);
+  const int out_kind = want_map ? gpu_mem_kind(job->map, NULL) : ES_GPU_MEM_PAGEABLE;
+  const int in_pinned = in_kind != ES_GPU_MEM_PAGEABLE;
+  const int out_pinned = out_kind != ES_GPU_MEM_PAGEABLE;
   /* Device memory both ways (es_compute_device: a CuPy array in, its map out): no PCIe
    * transfer to overlap, so one band, and its copies on s_comp with the kernels: the events
    * between streams only added latency to a call whose kernels take a few hundredths of a
    * millisecond at 1080p (BENCHMARKS Z2). */
-  const int one_stream = in_pinned && gpu_is_device(job->in.data) &&
-                         (!want_map || (out_pinned && gpu_is_device(job->map)));
+  const int one_stream =
+      in_kind == ES_GPU_MEM_DEVICE && (!want_map || out_kind == ES_GPU_MEM_DEVICE);
   const int brows = one_stream ? nrows : band_rows(R, job, in_pinned, out_pinned, kernels_only);
   const int nb = (nrows + brows - 1) / brows;
   const int nin = R->in1 - R->in0;
@@ -1226,7 +1228,7 @@ struct es_gpu_split {
  * samples must be host memory. */
 static int split_float(es_gpu_split *s, char *msg, size_t msglen) {
   const es_job *job = &s->job;
-  if (gpu_is_direct(job->in.data) && !gpu_is_pinned(job->in.data)) {
+  if (gpu_mem_kind(job->in.data, NULL) == ES_GPU_MEM_DEVICE) {
     if (msg && msglen) snprintf(msg, msglen, "float samples in device memory: not supported");
     return ES_ERR_USAGE;
   }

@@ -81,53 +81,30 @@ static void home_leave(int entered) {
   if (entered) p_ctx_set(NULL);
 }
 
-int gpu_is_pinned(const void *p) {
+/* What kind of memory p is (cudaPointerGetAttributes, in the home device's context), asked
+ * once a pointer. Page-locked host memory and device (or managed) memory of any GPU (e.g. a
+ * CuPy array) are reached by a copy engine without the host's help: range_compute moves them
+ * by cudaMemcpy*Async with cudaMemcpyDefault (unified addressing tells the direction, a peer
+ * GPU's memory is copied device to device), never through the pageable staging (a host memcpy
+ * of a device pointer would fault). why: the first-call trace's words, or NULL. */
+int gpu_mem_kind(const void *p, const char *why) {
   cudaPointerAttributes a;
-  int pinned = 0;
-  if (!p) return 0;
-  cuda_note("pinned test");
+  int kind = ES_GPU_MEM_PAGEABLE;
+  if (!p) return kind;
+  if (why) cuda_note(why);
   const int h = home_enter();
-  if (cudaPointerGetAttributes(&a, p) == cudaSuccess)
-    pinned = a.type == cudaMemoryTypeHost;
-  else
+  if (cudaPointerGetAttributes(&a, p) == cudaSuccess) {
+    if (a.type == cudaMemoryTypeHost) kind = ES_GPU_MEM_PINNED;
+    else if (a.type == cudaMemoryTypeDevice || a.type == cudaMemoryTypeManaged)
+      kind = ES_GPU_MEM_DEVICE;
+  } else {
     cudaGetLastError();
+  }
   home_leave(h);
-  return pinned;
+  return kind;
 }
 
-/* Memory a copy engine reaches without the host's help: page-locked host memory, or
- * device (or managed) memory of any GPU (es_compute_device's buffers, e.g. CuPy arrays).
- * range_compute moves such buffers by cudaMemcpy*Async with cudaMemcpyDefault (unified
- * addressing tells the direction, and a peer GPU's memory is copied device to device),
- * never through the pageable staging (a host memcpy of a device pointer would fault). */
-int gpu_is_direct(const void *p) {
-  cudaPointerAttributes a;
-  int direct = 0;
-  if (!p) return 0;
-  const int h = home_enter();
-  if (cudaPointerGetAttributes(&a, p) == cudaSuccess)
-    direct = a.type == cudaMemoryTypeHost || a.type == cudaMemoryTypeDevice ||
-             a.type == cudaMemoryTypeManaged;
-  else
-    cudaGetLastError();
-  home_leave(h);
-  return direct;
-}
-
-/* Device (or managed) memory, not page-locked host memory: a buffer that never crosses PCIe,
- * so range_compute gives it no bands to overlap transfers with. */
-int gpu_is_device(const void *p) {
-  cudaPointerAttributes a;
-  int dev = 0;
-  if (!p) return 0;
-  const int h = home_enter();
-  if (cudaPointerGetAttributes(&a, p) == cudaSuccess)
-    dev = a.type == cudaMemoryTypeDevice || a.type == cudaMemoryTypeManaged;
-  else
-    cudaGetLastError();
-  home_leave(h);
-  return dev;
-}
+int gpu_is_pinned(const void *p) { return gpu_mem_kind(p, "pinned test") == ES_GPU_MEM_PINNED; }
 
 /* ---- identification ---- */
 

@@ -146,9 +146,11 @@ struct es_range {
  * device or managed. */
 ES_GPU_PRIVATE void cuda_note(const char *entry);
 ES_GPU_PRIVATE void gpu_home_set(int device);
+/* gpu_mem_kind's answers: pageable (or unknown) host memory, page-locked host memory, device
+ * (or managed) memory of any GPU. */
+enum { ES_GPU_MEM_PAGEABLE = 0, ES_GPU_MEM_PINNED = 1, ES_GPU_MEM_DEVICE = 2 };
+ES_GPU_PRIVATE int gpu_mem_kind(const void *p, const char *why);
 ES_GPU_PRIVATE int gpu_is_pinned(const void *p);
-ES_GPU_PRIVATE int gpu_is_direct(const void *p);
-ES_GPU_PRIVATE int gpu_is_device(const void *p);
 
 ES_GPU_PRIVATE void range_plan(es_range *R, const es_job *job, const es_gpu_worker *w);
 ES_GPU_PRIVATE int range_compute(es_gpu_worker *w, es_range *R, const es_job *job,
