@@ -31,12 +31,13 @@ static int fault_list(const char *spec, const char *key, long long *out, int max
   return n;
 }
 
-/* spec: "frames=3,7,12" and/or "gpus=1" (other keys are ignored, so the variable can
- * grow). */
+/* spec: "frames=3,7,12" and/or "gpus=1" and/or "nopin" (other keys are ignored, so the
+ * variable can grow). */
 void es_fault_parse(es_fault *f, const char *spec) {
   long long v[256];
   f->n = 0;
   f->gpus = 0;
+  f->nopin = 0;
   for (int i = 0; i < ES_FAULT_MAX; i++) atomic_init(&f->fired[i], 0);
   if (!spec) return;
   f->n = fault_list(spec, "frames=", v, ES_FAULT_MAX);
@@ -44,11 +45,13 @@ void es_fault_parse(es_fault *f, const char *spec) {
   const int ng = fault_list(spec, "gpus=", v, 256);
   for (int i = 0; i < ng; i++)
     if (v[i] >= 0 && v[i] < 64) f->gpus |= (uint64_t)1 << v[i];
+  f->nopin = strstr(spec, "nopin") != NULL;
 }
 
 void es_fault_copy(es_fault *dst, const es_fault *src) {
   dst->n = src->n;
   dst->gpus = src->gpus;
+  dst->nopin = src->nopin;
   for (int i = 0; i < src->n; i++) {
     dst->frame[i] = src->frame[i];
     atomic_init(&dst->fired[i], 0);

@@ -47,6 +47,7 @@ typedef struct es_fault {
   int64_t frame[ES_FAULT_MAX];      /* immutable after parse */
   atomic_int fired[ES_FAULT_MAX];   /* set once, by the first attempt of that frame */
   uint64_t gpus;                    /* immutable after parse: bit o = GPU ordinal o broken */
+  int nopin;                        /* immutable after parse: a stream's page-locking refused */
 } es_fault;
 void es_fault_parse(es_fault *f, const char *spec);
 void es_fault_copy(es_fault *dst, const es_fault *src);
@@ -199,5 +200,7 @@ int es_run_job(es_context *ctx, const es_job *job, int target, int cpu_threads, 
 
 /* For tests: the most frames that were out of a stream's pool at the same time. */
 int es_stream_max_live(es_stream *s);
+/* For tests: how many times a stream asked to page-lock one of its buffers. */
+int es_stream_pin_asks(es_stream *s);
 
 #endif /* ES_PIPELINE_INTERNAL_H */

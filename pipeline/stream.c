@@ -43,8 +43,10 @@ typedef struct es_slot {
   size_t data_cap;
   size_t map_cap;
   size_t pix_cap[3];
-  /* Page-locked (es_gpu_host_register) buffers: data, map, planes 0..2. Set by a GPU thread
-   * while RUNNING, cleared when the producer or destroy frees the buffer. */
+  /* Page-locking (es_gpu_host_register) of the buffers data, map, planes 0..2: 0 not asked,
+   * 1 page-locked, 2 refused (not asked again: the slot comes round every few frames, and
+   * a refused cudaHostRegister cost a failing call each time). Set by a GPU thread while
+   * RUNNING, cleared when the producer or destroy frees the buffer. */
   unsigned char reg[5];
   char err[ES_ERRLEN];  /* "frame N: why" when f.status != ES_OK: written by the worker
                          * (RUNNING), read by es_stream_pull (DONE -> PULLED) */
@@ -95,6 +97,7 @@ struct es_stream {
   int aborted;              /* es_stream_abort (or destroy): every wait returns */
   int shutdown;             /* destroy: workers exit */
   es_fault fault;           /* this stream's injected faults (atomics inside) */
+  atomic_int pin_asks;      /* es_gpu_host_register calls made, for tests */
 };
 
 static size_t bytes_per_sample(int depth) { return es_depth_bytes(depth); }
@@ -115,18 +118,23 @@ static void *buf_alloc(const es_stream *s, size_t bytes) {
 }
 
 static void buf_free(void *p, unsigned char *reg) {
-  if (p && *reg) es_gpu_host_unregister(p);
+  if (p && *reg == 1) es_gpu_host_unregister(p);
   *reg = 0;
   free(p);
 }
 
-/* Page-locks the slot's buffers that are not yet (a GPU thread holding the slot). */
-static void slot_register(es_slot *sl) {
+/* Page-locks the slot's buffers not asked yet (a GPU thread holding the slot); a refusal
+ * is kept until the buffer is freed (the reader's lent buffers do the same, c5678db). */
+static void slot_register(es_stream *s, es_slot *sl) {
   void *p[5] = {sl->data_buf, sl->map_buf, sl->pix_buf[0], sl->pix_buf[1], sl->pix_buf[2]};
   size_t n[5] = {sl->data_cap, sl->map_cap * sizeof(float), sl->pix_cap[0], sl->pix_cap[1],
                  sl->pix_cap[2]};
-  for (int i = 0; i < 5; i++)
-    if (p[i] && !sl->reg[i]) sl->reg[i] = (unsigned char)es_gpu_host_register(p[i], page_round(n[i]));
+  for (int i = 0; i < 5; i++) {
+    if (!p[i] || sl->reg[i]) continue;
+    atomic_fetch_add(&s->pin_asks, 1);
+    const int ok = !s->fault.nopin && es_gpu_host_register(p[i], page_round(n[i]));
+    sl->reg[i] = ok ? 1 : 2;
+  }
 }
 
 static void data_free(es_slot *sl) {
@@ -200,7 +208,7 @@ static void run_frame(es_stream *s, es_worker_arg *a, es_slot *sl) {
   job.scratch = &a->scratch;
   int device = -1;
   int rc = es_job_check(&job, why, sizeof why);
-  if (rc == ES_OK && a->target != ES_TARGET_CPU) slot_register(sl);
+  if (rc == ES_OK && a->target != ES_TARGET_CPU) slot_register(s, sl);
   if (rc == ES_OK)
     rc = es_run_job(s->ctx, &job, a->target, a->cpu_threads, sl->f.index, &s->fault, &device,
                     why, sizeof why);
@@ -362,6 +370,7 @@ int es_stream_open(es_context *ctx, const es_stream_config *sc, es_stream **out)
   s->gpu_possible = ctx->cfg.device != ES_DEVICE_CPU && es_gpu_built();
   atomic_init(&s->gpu_on, 0);
   atomic_init(&s->joiner_asked, 0);
+  atomic_init(&s->pin_asks, 0);
   s->nslots = ctx->cfg.queue;
   pthread_mutex_init(&s->lock, NULL);
   pthread_cond_init(&s->free_cond, NULL);
@@ -731,6 +740,8 @@ void es_stream_abort(es_stream *s) {
 }
 
 /* Internal (tests): the most frames that were out of the pool at once. */
+int es_stream_pin_asks(es_stream *s) { return atomic_load(&s->pin_asks); }
+
 int es_stream_max_live(es_stream *s) {
   pthread_mutex_lock(&s->lock);
   int n = s->max_live;

@@ -43,6 +43,8 @@ static void compute_case(es_context *ctx, const es_params *p, int bins, int w, i
 /* Pushes n frames of the given sizes, checks order, device and bits. wait_at >= 0: before
  * pushing frame wait_at, wait for the context's GPUs (gpu_background) and give the stream's
  * joiner a moment to start their threads. Returns the number of frames a GPU computed. */
+static int g_pin_asks; /* es_stream_pin_asks of stream_case's last stream */
+
 static int stream_case(es_context *ctx, const es_params *p, int bins, int n, int big,
                        int wait_at, const char *what) {
   int on_gpu = 0;
@@ -108,6 +110,7 @@ static int stream_case(es_context *ctx, const es_params *p, int bins, int n, int
   }
   es_frame *f = NULL;
   CHECK(es_stream_pull(s, &f) == ES_ERR_EOF, "%s: EOF", what);
+  g_pin_asks = es_stream_pin_asks(s);
   es_stream_destroy(&s);
   for (int i = pulled; i < n; i++) free(in[i]);
   free(in);
@@ -281,6 +284,29 @@ int main(void) {
       CHECK(g > 0, "background: no frame computed on a GPU after the GPUs opened");
       CHECK(es_context_gpu_count(ctx) == ngpu, "background: gpu count %d of %d",
             es_context_gpu_count(ctx), ngpu);
+      es_context_destroy(&ctx);
+    }
+  }
+
+  /* Page-locking refused (as a driver may, for good): each buffer of the pool asked once
+   * (again only when it is reallocated to grow), not at every frame as before, when 400
+   * frames cost 800 failing cudaHostRegister calls; the frames computed from pageable
+   * memory, same bits. */
+  {
+    setenv("ES_FAULT_INJECT", "nopin", 1);
+    es_config c;
+    es_config_default(&c);
+    c.device = ES_DEVICE_GPU;
+    es_context *ctx = NULL;
+    CHECK(es_context_create(&ctx, &c, NULL, 0) == ES_OK, "create with nopin");
+    unsetenv("ES_FAULT_INJECT");
+    if (ctx) {
+      const int n = 400;
+      CHECK(stream_case(ctx, &c.params, c.stats_bins, n, 0, -1, "nopin") == n,
+            "nopin: a frame not on a GPU");
+      CHECK(g_pin_asks > 0 && g_pin_asks < n / 2, "nopin: %d page-lock asks for %d frames",
+            g_pin_asks, n);
+      printf("page-locking refused: %d asks for %d frames\n", g_pin_asks, n);
       es_context_destroy(&ctx);
     }
   }
