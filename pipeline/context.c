@@ -146,26 +146,60 @@ static int config_check(const es_config *c, char *msg, size_t len) {
   return ES_OK;
 }
 
-/* How many GPUs "all visible" most likely is, without initialising CUDA (0.3-1 s): the
- * entries of CUDA_VISIBLE_DEVICES where it is set, else the driver's list of GPUs. Sizes the
- * default queue only; opening the GPUs finds the true number. */
-static int gpus_visible_hint(void) {
+/* The entries of CUDA_VISIBLE_DEVICES, or -1 where it is not set. */
+static int gpus_env_count(void) {
   const char *v = getenv("CUDA_VISIBLE_DEVICES");
   int n = 0;
-  if (v) {
-    for (const char *p = v; *p;) {
-      while (*p == ' ' || *p == ',') p++;
-      if (!*p) break;
-      n++;
-      while (*p && *p != ',') p++;
-    }
-    return n;
+  if (!v) return -1;
+  for (const char *p = v; *p;) {
+    while (*p == ' ' || *p == ',') p++;
+    if (!*p) break;
+    n++;
+    while (*p && *p != ',') p++;
   }
+  return n;
+}
+
+/* The GPUs the NVIDIA driver lists in /proc, or -1 where it lists none there (no driver
+ * loaded, or one that does not keep that list, as under WSL). */
+static int gpus_proc_count(void) {
   DIR *d = opendir("/proc/driver/nvidia/gpus");
-  if (!d) return 0;
+  int n = 0;
+  if (!d) return -1;
   for (struct dirent *e; (e = readdir(d));) n += e->d_name[0] != '.';
   closedir(d);
   return n;
+}
+
+/* How many GPUs "all visible" most likely is, without initialising CUDA (0.2-1.1 s): the
+ * entries of CUDA_VISIBLE_DEVICES where it is set, else the driver's list of GPUs. Sizes the
+ * default queue, and lets a --gpus list open in the background; opening the GPUs finds the
+ * true number. */
+static int gpus_visible_hint(void) {
+  const int env = gpus_env_count();
+  if (env >= 0) return env;
+  const int proc = gpus_proc_count();
+  return proc > 0 ? proc : 0;
+}
+
+/* A GPU list may open in the background when every ordinal in it is one the driver's list
+ * shows, and none is listed twice; otherwise the context opens first, as before, and
+ * gpus_choose says exactly what is wrong at once (no driver at all, as on a machine without
+ * GPUs, fails there in milliseconds). A list that passes here and still cannot be opened
+ * fails the work later (es_ctx_gpus_failed). */
+static int gpus_list_plausible(const es_config *c) {
+  /* Tests: ES_FAULT_INJECT=bglist takes the background path where no driver is, so the
+   * listed GPUs' failure to open reaches the runs as on a GPU host whose GPU refuses. */
+  const char *f = getenv("ES_FAULT_INJECT");
+  if (f && strstr(f, "bglist")) return 1;
+  if (gpus_proc_count() <= 0) return 0;
+  const int hint = gpus_visible_hint();
+  for (int i = 0; i < c->ngpus; i++) {
+    if (c->gpus[i] < 0 || c->gpus[i] >= hint) return 0;
+    for (int j = 0; j < i; j++)
+      if (c->gpus[j] == c->gpus[i]) return 0;
+  }
+  return 1;
 }
 
 int es_config_queue(const es_config *c) {
@@ -389,20 +423,28 @@ int es_ctx_gpus_demanded(const es_context *ctx) {
   return !ctx->gpu_lazy || atomic_load(&((es_context *)ctx)->gpu_demanded);
 }
 
-/* cfg.gpu_background: every visible GPU opened on a thread of its own. Under auto with all
- * GPUs nothing here is an error: a GPU that cannot be opened is skipped (gpus_open warns),
- * and with none the context stays CPU-only. */
+/* cfg.gpu_background: the GPUs opened on a thread of their own. Under auto with all GPUs
+ * nothing here is an error: a GPU that cannot be opened is skipped (gpus_open warns), and
+ * with none the context stays CPU-only. A list's failure is kept for the work to fail on
+ * (gpu_strict). */
 static void *gpus_background_main(void *arg) {
   es_context *ctx = arg;
   char why[ES_ERRLEN] = "";
   int ord[ES_MAX_GPUS], nord = 0;
   es_trace("context: opening GPUs in the background");
+  if (ctx->fault.open_delay_ms > 0) usleep((useconds_t)ctx->fault.open_delay_ms * 1000);
   int visible = es_gpu_device_count();
   es_trace("context: %d GPU(s) visible", visible);
-  if (gpus_choose(&ctx->cfg, visible, ord, &nord, why, sizeof why) != ES_OK ||
-      gpus_open(ctx, ord, nord, why, sizeof why) != ES_OK) {
-    if (ctx->cfg.verbose >= 1)
+  int rc = gpus_choose(&ctx->cfg, visible, ord, &nord, why, sizeof why);
+  if (rc == ES_OK) rc = gpus_open(ctx, ord, nord, why, sizeof why);
+  if (rc != ES_OK) {
+    if (ctx->gpu_strict) {
+      snprintf(ctx->gpu_fail_msg, sizeof ctx->gpu_fail_msg, "%s", why[0] ? why : es_strerror(rc));
+      atomic_store(&ctx->gpu_failed, rc);
+      es_trace("context: the listed GPUs cannot be opened: %s", ctx->gpu_fail_msg);
+    } else if (ctx->cfg.verbose >= 1) {
       es_ctx_message(ctx, "warning: GPUs not used: %s", why[0] ? why : "error");
+    }
     for (int i = 0; i < ctx->nworkers; i++) es_gpu_worker_destroy(&ctx->workers[i].w);
     ctx->nworkers = 0;
     ctx->ngpu = 0;
@@ -410,6 +452,22 @@ static void *gpus_background_main(void *arg) {
   gpus_publish(ctx);
   es_trace("context: GPUs ready (%d)", ctx->ngpu);
   return NULL;
+}
+
+int es_ctx_gpus_failed(const es_context *ctx, char *msg, size_t len) {
+  const int rc = ctx->gpu_strict ? atomic_load(&((es_context *)ctx)->gpu_failed) : ES_OK;
+  if (rc != ES_OK && msg && len) snprintf(msg, len, "%s", ctx->gpu_fail_msg);
+  return rc;
+}
+
+int es_ctx_gpus_settle(const es_context *ctx, char *msg, size_t len) {
+  if (!ctx->gpu_strict || !es_ctx_gpus_demanded(ctx)) return ES_OK;
+  es_ctx_gpus_wait(ctx);
+  return es_ctx_gpus_failed(ctx, msg, len);
+}
+
+int es_ctx_gpus_fail_say(const es_context *ctx) {
+  return atomic_exchange(&((es_context *)ctx)->gpu_fail_said, 1) == 0;
 }
 
 int es_context_create(es_context **out, const es_config *cfg, char *msg, size_t msglen) {
@@ -430,11 +488,12 @@ int es_context_create(es_context **out, const es_config *cfg, char *msg, size_t 
   }
   rc = config_check(cfg, msg, msglen);
   if (rc) goto end;
-  /* In the background only where no GPU is required: auto, all GPUs. Without CUDA built
-   * there is nothing to open: the context is complete (CPU only) when created, and never
-   * reads as "GPUs still opening". */
+  /* In the background under auto: all GPUs, or a list the driver shows (a listed GPU that
+   * then cannot open fails the work before its outputs are committed). Device gpu opens
+   * first: no work may start without one. Without CUDA built there is nothing to open: the
+   * context is complete (CPU only) when created, and never reads as "GPUs still opening". */
   const int background = cfg->gpu_background && cfg->device == ES_DEVICE_AUTO &&
-                         cfg->ngpus == 0 && es_gpu_built();
+                         es_gpu_built() && (cfg->ngpus == 0 || gpus_list_plausible(cfg));
 
   ctx = calloc(1, sizeof *ctx);
   if (!ctx) {
@@ -451,6 +510,8 @@ int es_context_create(es_context **out, const es_config *cfg, char *msg, size_t 
   pthread_cond_init(&ctx->gpus_cond, NULL);
   atomic_init(&ctx->gpus_ready, 0);
   atomic_init(&ctx->gpu_demanded, 0);
+  atomic_init(&ctx->gpu_failed, ES_OK);
+  atomic_init(&ctx->gpu_fail_said, 0);
   atomic_init(&ctx->retries, 0);
   atomic_init(&ctx->compute_calls, 0);
   atomic_init(&ctx->refs, 1);
@@ -464,6 +525,7 @@ int es_context_create(es_context **out, const es_config *cfg, char *msg, size_t 
     /* Opened at the first work that could use a GPU (es_ctx_gpus_demand), on a thread of
      * their own: a run of small images, or one that ends first, never starts CUDA. */
     ctx->gpu_lazy = 1;
+    ctx->gpu_strict = cfg->ngpus > 0;
     *out = ctx;
     return ES_OK;
   }

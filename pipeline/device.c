@@ -31,13 +31,14 @@ static int fault_list(const char *spec, const char *key, long long *out, int max
   return n;
 }
 
-/* spec: "frames=3,7,12" and/or "gpus=1" and/or "nopin" (other keys are ignored, so the
- * variable can grow). */
+/* spec: "frames=3,7,12", "gpus=1", "nopin", "opendelay=MS" (the GPUs' background opening
+ * starts MS later), "bglist" (context.c); other keys are ignored, so the variable can grow. */
 void es_fault_parse(es_fault *f, const char *spec) {
   long long v[256];
   f->n = 0;
   f->gpus = 0;
   f->nopin = 0;
+  f->open_delay_ms = 0;
   for (int i = 0; i < ES_FAULT_MAX; i++) atomic_init(&f->fired[i], 0);
   if (!spec) return;
   f->n = fault_list(spec, "frames=", v, ES_FAULT_MAX);
@@ -46,6 +47,7 @@ void es_fault_parse(es_fault *f, const char *spec) {
   for (int i = 0; i < ng; i++)
     if (v[i] >= 0 && v[i] < 64) f->gpus |= (uint64_t)1 << v[i];
   f->nopin = strstr(spec, "nopin") != NULL;
+  f->open_delay_ms = fault_list(spec, "opendelay=", v, 1) == 1 && v[0] > 0 && v[0] < 60000 ? (int)v[0] : 0;
 }
 
 void es_fault_copy(es_fault *dst, const es_fault *src) {
@@ -409,6 +411,12 @@ int es_run_job(es_context *ctx, const es_job *job, int target, int cpu_threads, 
   int first = 1, cpu_retried = 0, rc = ES_OK;
   *device = -1;
   if (target != ES_TARGET_CPU) es_ctx_gpus_wait(ctx);
+  /* Listed GPUs that could not be opened fail every job from then on, the CPU's too: the
+   * run ends at once, with the failure said once (es_ctx_gpus_failed). */
+  if (ctx->gpu_strict && (rc = es_ctx_gpus_failed(ctx, why, sizeof why)) != ES_OK) {
+    copy_msg(msg, msglen, why);
+    return rc;
+  }
   const int split_chosen = target == ES_TARGET_MULTI; /* its time goes to es_split_observe */
 
   if (target == ES_TARGET_MULTI) {
@@ -652,6 +660,7 @@ int es_compute_device(es_context *ctx, int device, const es_image *img, float *o
   job.stats = stats;
   job.stats_bins = ctx->cfg.stats_bins;
   job.render.format = ES_PIX_NONE;
+  if ((rc = es_ctx_gpus_failed(ctx, why, sizeof why)) != ES_OK) goto end;
   rc = es_job_check(&job, why, sizeof why);
   if (rc) goto end;
   rc = job_overlaps(&job, &in_overlap, why, sizeof why);

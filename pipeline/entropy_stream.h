@@ -47,7 +47,8 @@ typedef struct es_config {
   int queue;            /* frames in flight per stage (streaming); 0 (default): 8, or 4 a
                          * GPU where more than two GPUs are to be used (es_config_queue) */
   int verbose;          /* 0 quiet, 1 normal, 2 verbose (library messages, see message) */
-  int gpu_background;   /* 1: with device auto and all GPUs (in a library built with CUDA),
+  int gpu_background;   /* 1: with device auto (in a library built with CUDA; a gpus list
+                         * where the driver lists those GPUs: docs/library.md),
                          * es_context_create returns at once and the GPUs open on a
                          * thread of their own (CUDA start-up takes 0.2-1.1 s) from the
                          * first work that could use one: a frame or image of cpu_below

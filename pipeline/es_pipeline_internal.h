@@ -48,6 +48,7 @@ typedef struct es_fault {
   atomic_int fired[ES_FAULT_MAX];   /* set once, by the first attempt of that frame */
   uint64_t gpus;                    /* immutable after parse: bit o = GPU ordinal o broken */
   int nopin;                        /* immutable after parse: a stream's page-locking refused */
+  int open_delay_ms;                /* immutable after parse: the background opening waits */
 } es_fault;
 void es_fault_parse(es_fault *f, const char *spec);
 void es_fault_copy(es_fault *dst, const es_fault *src);
@@ -88,6 +89,12 @@ struct es_context {
   int gpu_lazy;                    /* immutable: gpu_background, the GPUs not asked for yet
                                     * at create (es_ctx_gpus_demand opens them) */
   atomic_int gpu_demanded;         /* 1 once es_ctx_gpus_demand ran (CUDA is starting) */
+  int gpu_strict;                  /* immutable: GPUs listed (cfg.gpus) and opened in the
+                                    * background: one that cannot open fails the work */
+  atomic_int gpu_failed;           /* gpu_strict: the opening's failure (an es_status), set
+                                    * before gpus_ready; 0 while opening or when opened */
+  char gpu_fail_msg[ES_ERRLEN];    /* its message: written before gpu_failed */
+  atomic_int gpu_fail_said;        /* 1 once a run said it (es_ctx_gpus_fail_say) */
   pthread_mutex_t lock;            /* guards busy, fail_streak, err */
   pthread_cond_t worker_free;      /* broadcast when a worker is released */
   int fail_streak[ES_MAX_GPUS];    /* guarded by lock: consecutive failures per GPU */
@@ -123,6 +130,19 @@ int es_ctx_gpus_ready(const es_context *ctx);
 void es_ctx_gpus_demand(const es_context *ctx);
 /* 1 where es_ctx_gpus_demand has run (or the GPUs opened at create). */
 int es_ctx_gpus_demanded(const es_context *ctx);
+/* GPUs listed in cfg.gpus open in the background as all GPUs do (a list limits which GPUs,
+ * not when work starts), where the driver's own list in /proc shows them; a listed GPU that
+ * then cannot be opened fails the work, as it failed es_context_create before. Its status
+ * (ES_ERR_DEVICE, or ES_ERR_USAGE) and message once the opening failed; ES_OK while it is
+ * under way, once it succeeded, and for every other context. Never waits. */
+int es_ctx_gpus_failed(const es_context *ctx, char *msg, size_t len);
+/* The same after waiting for an opening under way: what a run asks before it commits an
+ * output, so that nothing is written where the listed GPUs cannot be had. GPUs never asked
+ * for (no work a GPU could take) are not opened: ES_OK. */
+int es_ctx_gpus_settle(const es_context *ctx, char *msg, size_t len);
+/* 1 for the first caller after a failure (the one that says it: the runs sharing a context
+ * say it once between them), 0 for the others. */
+int es_ctx_gpus_fail_say(const es_context *ctx);
 
 /* One line of the library's messages, to cfg.message or else stderr (es_config). */
 void es_ctx_message(const es_context *ctx, const char *fmt, ...)

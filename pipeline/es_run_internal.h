@@ -125,5 +125,9 @@ void es_run_item_of(es_item *it, const es_frame *f, const char *name, int64_t in
 void es_run_write_all(es_run *r);
 /* Closes every sink still open: committed unless the run failed (ES_SINK_KEEP_EMPTY) */
 void es_run_close_sinks(es_run *r);
+/* The run's listed GPUs could not be opened (es_ctx_gpus_failed; with wait, after waiting
+ * for an opening under way, as before a commit): said once for the context, the exit code
+ * worsened, the run fatal (nothing committed); 1 then, 0 otherwise. The writing thread's. */
+int es_run_gpus_failed(es_run *r, int wait);
 
 #endif

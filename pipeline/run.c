@@ -316,6 +316,9 @@ int es_run_execute(es_run *r) {
     writing = 1;
   }
   es_run_write_all(r);
+  /* Listed GPUs still opening when the last frame was written (a short run): their outcome
+   * decides whether the outputs are committed. */
+  if (!r->fatal && !es_run_stop_requested(r)) es_run_gpus_failed(r, 1);
   es_run_close_sinks(r);
   es_trace("video: outputs closed");
   r->counts.elapsed_s = es_run_now_s() - r->t0;

@@ -20,6 +20,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "es_pipeline_internal.h"
 #include "es_run_internal.h"
 #include "es_trace.h"
 
@@ -52,6 +53,7 @@ typedef struct batch {
   int64_t window;
   pthread_cond_t turn;
   unsigned per_item;    /* bit k: sink k is a file an item */
+  atomic_int gpus_failed; /* the listed GPUs could not be opened: no item begins after it */
 } batch;
 
 /* The index the sinks get for item i: the caller's (a share of a batch), or i + base. */
@@ -60,7 +62,8 @@ static int64_t item_index(const batch *b, int64_t i) {
 }
 
 static int stopping(const batch *b) {
-  return es_run_stop_requested(b->r) || atomic_load(&b->r->abort);
+  return es_run_stop_requested(b->r) || atomic_load(&b->r->abort) ||
+         atomic_load(&((batch *)b)->gpus_failed);
 }
 
 /* The message of a failed frame without the stream's "frame N: " (the item names it). */
@@ -328,11 +331,30 @@ static int write_item(batch *b, es_frame *f) {
   return status != ES_OK ? status : kept ? ES_SINK_KEPT : ES_OK;
 }
 
+/* Listed GPUs that could not be opened: the batch ends (said once, exit 4) and writes
+ * nothing, as when they opened first. A file is written once the opening that its item
+ * asked for is over (a wait while it is under way); an item too small for a GPU asks for
+ * none, so files of small items written before a larger one asked for the GPUs stay. */
+static int gpus_failed(batch *b) {
+  char m[ES_ERRLEN];
+  if (es_ctx_gpus_settle(b->r->ctx, m, sizeof m) == ES_OK) return 0;
+  pthread_mutex_lock(&b->lock);
+  es_run_gpus_failed(b->r, 0);
+  pthread_mutex_unlock(&b->lock);
+  atomic_store(&b->gpus_failed, 1); /* the items in flight fail at once (es_run_job) */
+  return 1;
+}
+
 static void *writer_main(void *arg) {
   batch *b = arg;
   es_frame *f;
   while (es_stream_pull(b->r->st, &f) == ES_OK) { /* ES_ERR_EOF: every item pushed is done */
     batch_item *t = f->user;
+    if (gpus_failed(b)) {
+      es_stream_release(b->r->st, f);
+      item_over(b, t - b->items, ES_ERR_DEVICE);
+      continue;
+    }
     int rc = write_item(b, f);
     es_stream_release(b->r->st, f);
     item_over(b, t - b->items, rc);
@@ -427,6 +449,7 @@ int es_run_batch(es_run *r) {
     writing = 1;
   }
   for (int i = 0; i < nwr + ndec; i++) pthread_join(th[i], NULL);
+  if (!r->fatal && !es_run_stop_requested(r)) es_run_gpus_failed(r, 1); /* before the commit */
   /* Items never started (a stop) are not written; every one started is over. */
   r->counts.elapsed_s = es_run_now_s() - r->t0;
   code = r->code;

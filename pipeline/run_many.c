@@ -25,6 +25,7 @@
 
 #include "es_io.h"
 #include "es_paths.h"
+#include "es_pipeline_internal.h"
 #include "es_run_internal.h"
 
 #define MANY_MAX_RUNS 64 /* threads at most, whatever runs says */
@@ -343,6 +344,10 @@ static void *worker_main(void *arg) {
       m->it[i].code = 130;
       continue;
     }
+    if (es_ctx_gpus_failed(m->ctx, NULL, 0) != ES_OK) { /* said by the run that met it */
+      m->it[i].code = 4;
+      continue;
+    }
     m->it[i].begun = 1;
     m->it[i].code = run_item(m, &m->it[i]);
   }
@@ -509,7 +514,10 @@ int es_many_execute(es_many *m) {
     k->frames += t->frames;
     if (t->code && t->code != 130) k->failed++;
   }
-  if (m->stats && (rc = join_stats(m)) != 0) code = es_run_worse(code, rc);
+  /* The listed GPUs could not be opened: every run failed on it, and the records of those
+   * that ended before it was known are not joined either (nothing written, SPEC 3). */
+  if (es_ctx_gpus_settle(m->ctx, NULL, 0) != ES_OK) code = es_run_worse(code, 4);
+  else if (m->stats && (rc = join_stats(m)) != 0) code = es_run_worse(code, rc);
   k->elapsed_s = es_run_now_s() - t0;
 end:
   /* An output directory made and written nothing into (every video failed) is not left, as

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "es_pipeline_internal.h"
 #include "es_run_internal.h"
 #include "es_trace.h"
 
@@ -66,6 +67,16 @@ static int write_item(es_run *r, const es_frame *f) {
   return took;
 }
 
+int es_run_gpus_failed(es_run *r, int wait) {
+  char m[ES_ERRLEN];
+  const int rc = wait ? es_ctx_gpus_settle(r->ctx, m, sizeof m) : es_ctx_gpus_failed(r->ctx, m, sizeof m);
+  if (rc == ES_OK) return 0;
+  if (es_ctx_gpus_fail_say(r->ctx)) es_run_say(r, NULL, "%s", m);
+  r->code = es_run_worse(r->code, es_exit_code(rc));
+  r->fatal = 1;
+  return 1;
+}
+
 void es_run_write_all(es_run *r) {
   int live = 0;
   for (;;) {
@@ -81,6 +92,11 @@ void es_run_write_all(es_run *r) {
       }
       r->stopped = 1;
       atomic_store(&r->abort, 1);
+      break;
+    }
+    if (f->status != ES_OK && es_run_gpus_failed(r, 0)) { /* not the frame's own failure */
+      es_stream_release(r->st, f);
+      end_early(r);
       break;
     }
     if (f->status != ES_OK) {
