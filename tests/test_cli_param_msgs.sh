@@ -30,17 +30,30 @@ line() {
   return 0
 }
 
-ffmpeg -nostdin -v error -f lavfi -i color=black:s=8x6 -frames:v 1 -pix_fmt gray g.png &&
-  ffmpeg -nostdin -v error -f lavfi -i color=black:s=10x4 -frames:v 1 -pix_fmt gray g.tif ||
-  { echo "cannot make the inputs"; exit 1; }
+# Black PNGs by Python's zlib (the GPU machine's minimal FFmpeg has no lavfi color source),
+# the TIFF written by the program itself.
+"$PY" - <<'EOF2' && "$BIN" -q g10.png -o g.tif --format gray8 || { echo "cannot make the inputs"; exit 1; }
+import struct, zlib
+def png(path, w, h):
+    chunk = lambda t, d: struct.pack(">I", len(d)) + t + d + struct.pack(">I", zlib.crc32(t + d))
+    with open(path, "wb") as f:
+        f.write(b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", w, h, 8, 0, 0, 0, 0))
+                + chunk(b"IDAT", zlib.compress(b"\0" * ((w + 1) * h))) + chunk(b"IEND", b""))
+png("g.png", 8, 6)
+png("g10.png", 10, 4)
+EOF2
 printf 'P5 3000 2000 255\n' > g.pgm && head -c 64 /dev/zero >> g.pgm
 clip=$SRC/samples/clip.mp4
 
 # max_pixels: "more than" (PNG, TIFF, a PGM through libavcodec) and "exceeds" (video, raw)
 line 2 "entropy-stream: g.png: image is 8 x 6 = 48 pixels, more than --max-pixels 47" g.png --max-pixels 47
 line 2 "entropy-stream: g.tif: image is 10 x 4 = 40 pixels, more than --max-pixels 39" g.tif --max-pixels 39
-line 2 "entropy-stream: g.pgm: image is 3000 x 2000 = 6000000 pixels, more than --max-pixels 5999999" \
-  g.pgm --max-pixels 5999999
+if ffmpeg -hide_banner -decoders 2>/dev/null | grep -q " pgm "; then
+  line 2 "entropy-stream: g.pgm: image is 3000 x 2000 = 6000000 pixels, more than --max-pixels 5999999" \
+    g.pgm --max-pixels 5999999
+else
+  echo "libavcodec without a PGM decoder: the PGM's line not checked"
+fi
 line 2 "entropy-stream: $clip: frame size 320x240 exceeds --max-pixels 1000" "$clip" --max-pixels 1000
 head -c 30000 /dev/zero > frames.raw
 n=$((n + 1))

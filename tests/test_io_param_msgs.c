@@ -165,7 +165,10 @@ static void test_stills(void) {
     rc = es_still_av_read_to(path, 5999999, dest_fn, NULL, &img, msg, sizeof msg);
     snprintf(want, sizeof want, "image is 3000 x 2000 = 6000000 pixels, more than max_pixels %d",
              5999999);
-    said("pgm", rc, ES_ERR_INPUT, msg, want, "max_pixels");
+    if (strstr(msg, "has no pgm decoder")) /* a minimal FFmpeg (the GPU machine's) */
+      printf("libavcodec without a PGM decoder: the PGM's message not checked\n");
+    else
+      said("pgm", rc, ES_ERR_INPUT, msg, want, "max_pixels");
   }
 }
 
