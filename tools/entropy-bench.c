@@ -465,6 +465,50 @@ static void multi_rows(const char *group, gpu_set *g, const es_job *job, int rep
   free(t);
 }
 
+/* The caller's pageable buffers page-locked for the one call and unlocked after it
+ * (cudaHostRegister/Unregister, as a library that "registers where it pays" would have to:
+ * it cannot keep a caller's memory locked past the call), that cost included, on 1, 2, 4 ...
+ * GPUs, against the pageable x1 time t1 (issue 31: does registering pay?). */
+static void register_rows(const char *group, gpu_set *g, const es_job *job, int reps, double t1,
+                          const float *map_cpu) {
+  const int w = job->in.width, h = job->in.height, K = job->params.window, L = job->params.levels;
+  const size_t npx = (size_t)w * h, in_bytes = job->in.stride * (size_t)(h - 1) + (size_t)w;
+  double *t = malloc((size_t)reps * 3 * sizeof *t);
+  char msg[256] = "", eng[48], note[160];
+  if (!t) return;
+  double *treg = t + reps, *tunreg = t + 2 * reps;
+  for (int n = 1; n <= g->n; n = n * 2 > g->n && n < g->n ? g->n : n * 2) {
+    int ok = 1;
+    memset(job->map, 0xff, npx * sizeof *job->map);
+    for (int i = -1; ok && i < reps; i++) { /* i -1: warm-up */
+      const double t0 = now_s();
+      ok = es_gpu_host_register((void *)job->in.data, in_bytes) &&
+           es_gpu_host_register(job->map, npx * sizeof *job->map);
+      const double t1r = now_s();
+      if (ok) ok = es_split_run(g->w, n, job, msg, sizeof msg) == ES_OK;
+      const double t2 = now_s();
+      es_gpu_host_unregister((void *)job->in.data);
+      es_gpu_host_unregister(job->map);
+      if (i >= 0) {
+        t[i] = (now_s() - t0) * 1e3;
+        treg[i] = (t1r - t0) * 1e3;
+        tunreg[i] = (now_s() - t2) * 1e3;
+      }
+    }
+    snprintf(eng, sizeof eng, "gpu x%d host-to-host, registered", n);
+    if (!ok) {
+      row_out(group, eng, w, h, K, L, 0, -1, 0, 0, "", msg[0] ? msg : "cudaHostRegister refused");
+      continue;
+    }
+    snprintf(note, sizeof note,
+             "%.2fx the pageable x1 time; cudaHostRegister %.2f ms, Unregister %.2f ms a call",
+             median(t, reps) / t1, median(treg, reps), median(tunreg, reps));
+    row_out(group, eng, w, h, K, L, 0, median(t, reps), reps, max_diff(map_cpu, job->map, npx),
+            "vs cpu", note);
+  }
+  free(t);
+}
+
 static void gpu_rows(const bench_opts *o, const char *group, gpu_set *g, const es_image *img,
                      const es_params *p, const float *map_cpu, float *mapg, int full) {
   int w = img->width, h = img->height, K = p->window, L = p->levels;
@@ -529,6 +573,7 @@ static void gpu_rows(const bench_opts *o, const char *group, gpu_set *g, const e
   /* Several GPUs: 2, 4, 8, ... and all of them, each with its scaling efficiency against
    * the one-GPU row: t1 / (n * tn). */
   if (full) multi_rows(group, g, &job, reps, h2h, map_cpu, "");
+  if (full) register_rows(group, g, &job, reps, h2h, map_cpu);
   /* Pageable input as above, the map in page-locked memory the caller allocated once (as a
    * caller does with es_host_pin): the input still passes through staging, the float32 map
    * (four times the input's bytes) comes back by DMA with no host copy. */
