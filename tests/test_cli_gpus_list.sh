@@ -59,6 +59,18 @@ if nvidia-smi -L >/dev/null 2>&1; then
     grep -q "context: opening GPUs in the background" "$T/trace" ||
       fail "--gpus 0: the list did not open in the background"
   done
+  # The exit leaves the driver's teardown to a child (tools/cli_exit.c): the run's code is
+  # still the exit code (2: one of two files unreadable), and a pipe's reader sees its end.
+  printf 'junk' > "$T/dir/bad.png"
+  ES_TRACE=1 "$BIN" -q --gpus 0 --cpu-below 0 "$T/dir" -o "$T/dout/" 2> "$T/trace"; rc=$?
+  [ $rc = 2 ] || fail "a batch with a bad file: exit $rc, want 2"
+  grep -q "exit: the driver's files left to a child" "$T/trace" ||
+    fail "the exit did not leave the driver's files to a child"
+  rm -f "$T/dir/bad.png"
+  if [ "$AV" = 1 ]; then
+    n=$(timeout 60 "$BIN" -q --gpus 0 --cpu-below 0 "$SRC/samples/clip.mp4" -o - --format gray8 | wc -c)
+    [ "$n" -gt 0 ] || fail "a video to a pipe: $n bytes"
+  fi
   # Out of the driver's list: refused at once, before any work, as before.
   msg=$(ES_TRACE=1 "$BIN" -q --gpus 63 "$T/big.png" -o "$T/out.npy" 2>&1); rc=$?
   [ $rc = 4 ] || fail "--gpus 63: exit $rc, want 4 ($msg)"

@@ -113,6 +113,9 @@ int cli_worse(int code, int other);
 int cli_fail(const char *what, int rc, const char *msg);
 /* Ends the process with code at once where the GPUs are still opening (nothing ran on them). */
 void cli_exit_if_gpus_opening(es_context *ctx, int code);
+/* cli_exit.c: where this process opened a GPU, exits now with code and leaves the driver's
+ * teardown of its CUDA contexts to a child (BENCHMARKS Z6); otherwise returns. */
+void cli_exit(int code);
 /* An ETA of s seconds as M:SS or H:MM:SS ("?" when unknown). */
 void cli_fmt_eta(char *buf, size_t len, double s);
 /* Prints the statistics line of an image (index < 0) or a video's frame on standard output. */

@@ -260,5 +260,6 @@ int main(int argc, char **argv) {
   }
   es_tiff_close(&tiff);
   free(o.mask);
+  if (!getenv("ES_EXIT_PLAIN")) cli_exit(rc); /* ES_EXIT_PLAIN: the teardown in the exit */
   return rc;
 }
