@@ -63,7 +63,8 @@ static __thread int tl_copy_threads;
  *   starts it (tools/gpu-check.sh's gate rows).
  * Elsewhere in the library: ES_TRACE (core/trace.c, phase times), ES_FAULT_INJECT
  * (pipeline/context.c, tests' fault injection), ES_CPU_ALGO (kernels/cpu.c, tests' choice
- * of CPU engine); in the CLI: ES_GPU_SYNC (blocking waits). */
+ * of CPU engine); in the CLI: ES_GPU_SYNC (blocking waits), ES_EXIT_PLAIN (the plain
+ * exit, tools/cli_exit.c). */
 static es_gpu_env g_env;
 static pthread_once_t g_env_once = PTHREAD_ONCE_INIT;
 

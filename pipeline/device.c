@@ -47,7 +47,8 @@ void es_fault_parse(es_fault *f, const char *spec) {
   for (int i = 0; i < ng; i++)
     if (v[i] >= 0 && v[i] < 64) f->gpus |= (uint64_t)1 << v[i];
   f->nopin = strstr(spec, "nopin") != NULL;
-  f->open_delay_ms = fault_list(spec, "opendelay=", v, 1) == 1 && v[0] > 0 && v[0] < 60000 ? (int)v[0] : 0;
+  f->open_delay_ms =
+      fault_list(spec, "opendelay=", v, 1) == 1 && v[0] > 0 && v[0] < 60000 ? (int)v[0] : 0;
 }
 
 void es_fault_copy(es_fault *dst, const es_fault *src) {

@@ -69,7 +69,8 @@ static int write_item(es_run *r, const es_frame *f) {
 
 int es_run_gpus_failed(es_run *r, int wait) {
   char m[ES_ERRLEN];
-  const int rc = wait ? es_ctx_gpus_settle(r->ctx, m, sizeof m) : es_ctx_gpus_failed(r->ctx, m, sizeof m);
+  const int rc =
+      wait ? es_ctx_gpus_settle(r->ctx, m, sizeof m) : es_ctx_gpus_failed(r->ctx, m, sizeof m);
   if (rc == ES_OK) return 0;
   if (es_ctx_gpus_fail_say(r->ctx)) es_run_say(r, NULL, "%s", m);
   r->code = es_run_worse(r->code, es_exit_code(rc));

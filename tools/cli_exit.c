@@ -36,16 +36,19 @@ static void each_fd(void (*fn)(int fd, int driver, void *arg), void *arg) {
       int fd = 0;
       const char *p = e->d_name;
       if (*p < '0' || *p > '9') continue;
-      while (*p >= '0' && *p <= '9') fd = fd * 10 + (*p++ - '0');
+      while (*p >= '0' && *p <= '9')
+        fd = fd * 10 + (*p++ - '0');
       if (fd == dir) continue;
       /* "/proc/self/fd/N" by hand (snprintf may lock) */
       char num[16];
       int k = 0;
-      for (int v = fd; k == 0 || v; v /= 10) num[k++] = (char)('0' + v % 10);
+      for (int v = fd; k == 0 || v; v /= 10)
+        num[k++] = (char)('0' + v % 10);
       size_t len = 0;
       memcpy(link, "/proc/self/fd/", 14);
       len = 14;
-      while (k) link[len++] = num[--k];
+      while (k)
+        link[len++] = num[--k];
       link[len] = '\0';
       const ssize_t t = readlink(link, target, sizeof target - 1);
       target[t > 0 ? t : 0] = '\0';
@@ -76,7 +79,8 @@ void cli_exit(int code) {
   if (pid == 0) {
     /* Nothing but the driver's files: a pipe's reader sees its end when the parent exits. */
     each_fd(close_other, NULL);
-    for (int i = 0; i < 60000 && getppid() == parent; i++) usleep(1000);
+    for (int i = 0; i < 60000 && getppid() == parent; i++)
+      usleep(1000);
     _exit(0);
   }
   _exit(code); /* no fork: the usual exit's teardown, without the atexit handlers */
