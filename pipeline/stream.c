@@ -98,6 +98,11 @@ struct es_stream {
   int shutdown;             /* destroy: workers exit */
   es_fault fault;           /* this stream's injected faults (atomics inside) */
   atomic_int pin_asks;      /* es_gpu_host_register calls made, for tests */
+  /* The rate once the GPUs joined (ES_TRACE's last stream line; BENCHMARKS Z7: a run's
+   * whole rate now includes their opening). Under lock. */
+  double join_ms;           /* when gpu_on was set; 0 before */
+  double last_done_ms;      /* when the last frame finished */
+  int64_t done_after_join;  /* frames finished after join_ms */
 };
 
 static size_t bytes_per_sample(int depth) { return es_depth_bytes(depth); }
@@ -262,6 +267,10 @@ static void *worker_main(void *arg) {
     run_frame(s, a, sl);
 
     pthread_mutex_lock(&s->lock);
+    if (s->join_ms > 0) {
+      s->done_after_join++;
+      s->last_done_ms = es_trace_ms();
+    }
     sl->state = SLOT_DONE;
     pthread_cond_broadcast(&s->done_cond);
   }
@@ -291,7 +300,10 @@ static int gpu_threads_start(es_stream *s) {
   }
   /* Even with fewer threads than asked for, those that run can take GPU frames; with none
    * (the CPU workers alone), frames queued for the GPUs would wait for ever. */
-  if (s->nthreads > before) atomic_store(&s->gpu_on, 1);
+  if (s->nthreads > before) {
+    atomic_store(&s->gpu_on, 1);
+    s->join_ms = es_trace_ms();
+  }
   pthread_mutex_unlock(&s->lock);
   /* No verbose line: from the joiner it could land after the caller's own last line. */
   es_trace("stream: %d GPU thread(s)", n);
@@ -763,6 +775,10 @@ void es_stream_destroy(es_stream **ps) {
   pthread_mutex_unlock(&s->lock);
   if (joiner) pthread_join(s->joiner, NULL);
   for (int i = 0; i < s->nthreads; i++) pthread_join(s->threads[i], NULL);
+  if (s->done_after_join > 0 && s->last_done_ms > s->join_ms)
+    es_trace("stream: %lld frame(s) after the GPUs joined, in %.1f ms (%.1f fps)",
+             (long long)s->done_after_join, s->last_done_ms - s->join_ms,
+             s->done_after_join * 1e3 / (s->last_done_ms - s->join_ms));
   for (int i = 0; s->args && i < s->nthreads; i++) es_cpu_scratch_free(&s->args[i].scratch);
   if (s->slots) {
     for (int i = 0; i < s->nslots; i++) {
