@@ -348,6 +348,9 @@ static void *worker_main(void *arg) {
       continue;
     }
     if (es_ctx_gpus_failed(m->ctx, NULL, 0) != ES_OK) { /* said by the run that met it */
+      /* Begun and failed at once, as every job fails from then on: a failed video in the
+       * counts ("2 of 6 videos (2 failed)" read as a stop's summary) */
+      m->it[i].begun = 1;
       m->it[i].code = 4;
       continue;
     }

@@ -111,6 +111,17 @@ else
     cp "$clip" "$T/second.mp4"
     expect4 "two videos" --gpus 0 --cpu-below 0 "$clip" "$T/second.mp4" -o "$T/outd/" \
       --stats "$T/out.csv"
+    # Six videos, two at a time: those not begun once the GPUs failed are failed videos in the
+    # summary, not "2 of 6 videos (2 failed)", the form a stop's summary takes.
+    for i in 3 4 5 6; do cp "$clip" "$T/v$i.mp4"; done
+    msg=$(ES_MANY_RUNS=2 "$BIN" --no-progress --gpus 0 --cpu-below 0 "$clip" "$T/second.mp4" \
+      "$T"/v[3-6].mp4 -o "$T/outd/" 2>&1); rc=$?
+    [ $rc = 4 ] || fail "six videos: exit $rc, want 4 ($msg)"
+    printf '%s\n' "$msg" | grep -q "^entropy-stream: 6 videos (6 failed), 0 frames" ||
+      fail "six videos' summary: $msg"
+    [ "$(printf '%s\n' "$msg" | grep -c -- "--gpus 0")" = 1 ] || fail "six videos: said twice: $msg"
+    [ -e "$T/outd" ] && fail "six videos: left $(ls "$T/outd")"
+    rm -rf "$T"/out*
   fi
 fi
 [ $FAIL = 0 ] || { echo "test_cli_gpus_list: $FAIL failure(s)"; exit 1; }
