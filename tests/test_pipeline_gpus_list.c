@@ -5,10 +5,14 @@
  * last frame). Each es_run on that context fails with exit 4, its sink uncommitted, and says
  * why once: also the second run on the context (it said nothing: the context's one saying
  * had gone to the first run). A run whose frames no GPU would take (below cpu_below) never
- * opens the list and commits. Built without CUDA there is no list to open: skipped.
+ * opens the list and commits. With FFmpeg, es_many on that context (its list failed before
+ * it began, so no video's run meets it): exit 4, every video failed, no statistics file,
+ * and the failure said once, by es_many (nothing was said, and the videos not begun were
+ * left out of the counts). Built without CUDA there is no list to open: skipped.
  */
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "entropy_stream.h"
 #include "es_gpu.h"
@@ -130,6 +134,40 @@ int main(void) {
             "delay %d run %d: %d line(s) (%d of the GPUs), want the failure said once", delay,
             k, g_lines, g_gpu_lines);
     }
+#ifdef ES_HAVE_FFMPEG
+    /* es_many on the same context: no video begins a run, es_many itself says it. */
+    const char *src = getenv("ES_SRC");
+    char clip[1024], dir[] = "/tmp/es-test-gpus-list-XXXXXX", stats[64];
+    snprintf(clip, sizeof clip, "%s/samples/clip.mp4", src ? src : ".");
+    if (access(clip, R_OK) == 0 && mkdtemp(dir)) {
+      snprintf(stats, sizeof stats, "%s/s.csv", dir);
+      const char *in[3] = {clip, clip, clip};
+      es_many_config mc;
+      es_many_config_default(&mc);
+      mc.cfg.message = on_message;
+      mc.stats = stats;
+      mc.runs = 2;
+      mc.context = ctx;
+      es_many *m = NULL;
+      es_many_counts mk;
+      g_lines = g_gpu_lines = 0;
+      CHECK(es_many_create(&m, &mc, in, 3) == ES_OK, "es_many_create");
+      if (m) {
+        es_many_execute(m);
+        es_many_get_counts(m, &mk);
+        es_many_destroy(&m);
+        printf("es_many on the context (delay %d): exit %d, %zu of %zu failed, %d line(s)\n",
+               delay, mk.exit_code, mk.failed, mk.videos, g_lines);
+        CHECK(mk.exit_code == 4 && mk.failed == 3, "es_many: exit %d, %zu failed",
+              mk.exit_code, mk.failed);
+        CHECK(g_lines == 1 && g_gpu_lines == 1, "es_many: %d line(s), want the failure once",
+              g_lines);
+        CHECK(access(stats, F_OK) != 0, "es_many: the statistics file was written");
+      }
+      unlink(stats);
+      rmdir(dir);
+    }
+#endif
     es_context_destroy(&ctx);
   }
   /* Frames below cpu_below: the list is never asked for, the run commits. */
