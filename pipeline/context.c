@@ -466,10 +466,6 @@ int es_ctx_gpus_settle(const es_context *ctx, char *msg, size_t len) {
   return es_ctx_gpus_failed(ctx, msg, len);
 }
 
-int es_ctx_gpus_fail_say(const es_context *ctx) {
-  return atomic_exchange(&((es_context *)ctx)->gpu_fail_said, 1) == 0;
-}
-
 int es_context_create(es_context **out, const es_config *cfg, char *msg, size_t msglen) {
   char tmp[ES_ERRLEN];
   es_context *ctx = NULL;
@@ -511,7 +507,6 @@ int es_context_create(es_context **out, const es_config *cfg, char *msg, size_t 
   atomic_init(&ctx->gpus_ready, 0);
   atomic_init(&ctx->gpu_demanded, 0);
   atomic_init(&ctx->gpu_failed, ES_OK);
-  atomic_init(&ctx->gpu_fail_said, 0);
   atomic_init(&ctx->retries, 0);
   atomic_init(&ctx->compute_calls, 0);
   atomic_init(&ctx->refs, 1);

@@ -94,7 +94,6 @@ struct es_context {
   atomic_int gpu_failed;           /* gpu_strict: the opening's failure (an es_status), set
                                     * before gpus_ready; 0 while opening or when opened */
   char gpu_fail_msg[ES_ERRLEN];    /* its message: written before gpu_failed */
-  atomic_int gpu_fail_said;        /* 1 once a run said it (es_ctx_gpus_fail_say) */
   pthread_mutex_t lock;            /* guards busy, fail_streak, err */
   pthread_cond_t worker_free;      /* broadcast when a worker is released */
   int fail_streak[ES_MAX_GPUS];    /* guarded by lock: consecutive failures per GPU */
@@ -140,9 +139,6 @@ int es_ctx_gpus_failed(const es_context *ctx, char *msg, size_t len);
  * output, so that nothing is written where the listed GPUs cannot be had. GPUs never asked
  * for (no work a GPU could take) are not opened: ES_OK. */
 int es_ctx_gpus_settle(const es_context *ctx, char *msg, size_t len);
-/* 1 for the first caller after a failure (the one that says it: the runs sharing a context
- * say it once between them), 0 for the others. */
-int es_ctx_gpus_fail_say(const es_context *ctx);
 
 /* One line of the library's messages, to cfg.message or else stderr (es_config). */
 void es_ctx_message(const es_context *ctx, const char *fmt, ...)

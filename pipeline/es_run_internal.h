@@ -52,6 +52,10 @@ struct es_run {
   /* Set by the writing thread where the run ends early: the reader stops as for a stop,
    * but the exit code stays the failure's. */
   atomic_int abort;
+  /* The listed GPUs' failure said (es_run_gpus_failed): once a run, or once for the runs of
+   * one es_many, which points this at its own flag before the run executes. */
+  atomic_int gpus_said_own;
+  atomic_int *gpus_said;  /* &gpus_said_own, or the es_many's */
   run_ctx_open co;        /* lock initialised at create */
   pthread_t cth;
   int cth_started;        /* the context thread runs: joined before the context is used */
@@ -126,7 +130,7 @@ void es_run_write_all(es_run *r);
 /* Closes every sink still open: committed unless the run failed (ES_SINK_KEEP_EMPTY) */
 void es_run_close_sinks(es_run *r);
 /* The run's listed GPUs could not be opened (es_ctx_gpus_failed; with wait, after waiting
- * for an opening under way, as before a commit): said once for the context, the exit code
+ * for an opening under way, as before a commit): said once (gpus_said), the exit code
  * worsened, the run fatal (nothing committed); 1 then, 0 otherwise. The writing thread's. */
 int es_run_gpus_failed(es_run *r, int wait);
 

@@ -90,6 +90,8 @@ int es_run_create(es_run **out, const es_run_config *c, const es_source *src) {
   r->env.log = env_log;
   r->env.log_arg = r;
   r->verbose = c->cfg.verbose;
+  atomic_init(&r->gpus_said_own, 0);
+  r->gpus_said = &r->gpus_said_own;
   *out = r;
   return ES_OK;
 }

@@ -450,6 +450,12 @@ int es_run_batch(es_run *r) {
   }
   for (int i = 0; i < nwr + ndec; i++) pthread_join(th[i], NULL);
   if (!r->fatal && !es_run_stop_requested(r)) es_run_gpus_failed(r, 1); /* before the commit */
+  /* The items that never began once the listed GPUs failed failed too (every job fails from
+   * then on): counted so, not left to read as done (the CLI's summary said "10 written" of
+   * 12 with nothing written). Under a stop they are the stop's "not started". */
+  if (atomic_load(&b.gpus_failed) && !es_run_stop_requested(r))
+    for (int64_t i = 0; i < b.n; i++)
+      if (!b.items[i].done) item_over(&b, i, ES_ERR_DEVICE);
   /* Items never started (a stop) are not written; every one started is over. */
   r->counts.elapsed_s = es_run_now_s() - r->t0;
   code = r->code;

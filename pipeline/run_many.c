@@ -53,6 +53,7 @@ struct es_many {
   es_context *ctx;      /* c.context, or own_ctx */
   es_context *own_ctx;
   atomic_size_t next;   /* the next video a worker takes */
+  atomic_int gpus_said; /* the listed GPUs' failure said: once for all the runs */
   int dec_threads;      /* each video's decoder threads */
   es_many_counts counts;
   int executed;
@@ -96,6 +97,7 @@ int es_many_create(es_many **out, const es_many_config *c, const char *const *in
   if (!c || !inputs || !n) return ES_ERR_USAGE;
   if (!(m = calloc(1, sizeof *m))) return ES_ERR_NOMEM;
   m->c = *c;
+  atomic_init(&m->gpus_said, 0);
   m->n = n;
   m->stats = c->stats;
   if (!(m->inputs = calloc(n, sizeof *m->inputs)) || !(m->it = calloc(n, sizeof *m->it))) {
@@ -311,6 +313,7 @@ static int run_item(es_many *m, many_item *t) {
   rc_cfg.mask_name = c->mask_name;
   rc_cfg.context = m->ctx;
   if ((rc = es_run_create(&run, &rc_cfg, &src)) != ES_OK) goto fail;
+  run->gpus_said = &m->gpus_said; /* the runs say it once between them */
   if (t->out) {
     if ((rc = es_sink_for_video(&k, t->out, &so)) != ES_OK || (rc = es_run_add_sink(run, &k)))
       goto fail;
@@ -345,6 +348,9 @@ static void *worker_main(void *arg) {
       continue;
     }
     if (es_ctx_gpus_failed(m->ctx, NULL, 0) != ES_OK) { /* said by the run that met it */
+      /* Begun and failed at once, as every job fails from then on: a failed video in the
+       * counts ("2 of 6 videos (2 failed)" read as a stop's summary) */
+      m->it[i].begun = 1;
       m->it[i].code = 4;
       continue;
     }
@@ -516,8 +522,10 @@ int es_many_execute(es_many *m) {
   }
   /* The listed GPUs could not be opened: every run failed on it, and the records of those
    * that ended before it was known are not joined either (nothing written, SPEC 3). */
-  if (es_ctx_gpus_settle(m->ctx, NULL, 0) != ES_OK) code = es_run_worse(code, 4);
-  else if (m->stats && (rc = join_stats(m)) != 0) code = es_run_worse(code, rc);
+  if (es_ctx_gpus_settle(m->ctx, msg, sizeof msg) != ES_OK) {
+    if (atomic_exchange(&m->gpus_said, 1) == 0) say(m, NULL, NULL, "%s", msg); /* no run did */
+    code = es_run_worse(code, 4);
+  } else if (m->stats && (rc = join_stats(m)) != 0) code = es_run_worse(code, rc);
   k->elapsed_s = es_run_now_s() - t0;
 end:
   /* An output directory made and written nothing into (every video failed) is not left, as

@@ -72,7 +72,8 @@ int es_run_gpus_failed(es_run *r, int wait) {
   const int rc =
       wait ? es_ctx_gpus_settle(r->ctx, m, sizeof m) : es_ctx_gpus_failed(r->ctx, m, sizeof m);
   if (rc == ES_OK) return 0;
-  if (es_ctx_gpus_fail_say(r->ctx)) es_run_say(r, NULL, "%s", m);
+  /* Once a run, not once a context: a caller's next run on the same context said nothing */
+  if (atomic_exchange(r->gpus_said, 1) == 0) es_run_say(r, NULL, "%s", m);
   r->code = es_run_worse(r->code, es_exit_code(rc));
   r->fatal = 1;
   return 1;

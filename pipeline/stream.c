@@ -751,9 +751,10 @@ void es_stream_abort(es_stream *s) {
   pthread_mutex_unlock(&s->lock);
 }
 
-/* Internal (tests): the most frames that were out of the pool at once. */
+/* Internal (tests): how many times the stream asked to page-lock a buffer. */
 int es_stream_pin_asks(es_stream *s) { return atomic_load(&s->pin_asks); }
 
+/* Internal (tests): the most frames that were out of the pool at once. */
 int es_stream_max_live(es_stream *s) {
   pthread_mutex_lock(&s->lock);
   int n = s->max_live;

@@ -87,6 +87,18 @@ else
   grep -q "CUDA: first call" "$T/trace" && fail "small image: CUDA was started"
   expect4 "one image" --gpus 0 "$T/big.png" -o "$T/out.npy"
   expect4 "a directory" --gpus 0 "$T/dir" -o "$T/out/" --stats "$T/out.csv"
+  # The summary of a larger directory: the files that never began once the GPUs failed are
+  # not "written" (they were counted so: "12 files, 10 written, 0 skipped, 2 failed" with
+  # nothing written).
+  mkdir "$T/many" && for i in 1 2 3 4 5 6 7 8 9 10 11 12; do cp "$T/big.png" "$T/many/$i.png"; done
+  msg=$("$BIN" --no-progress --gpus 0 "$T/many" -o "$T/out/" 2>&1); rc=$?
+  [ $rc = 4 ] || fail "a directory's summary: exit $rc, want 4 ($msg)"
+  printf '%s\n' "$msg" | grep -q "^entropy-stream: 12 files, 0 written, 0 skipped, 12 failed" ||
+    fail "a directory's summary: $msg"
+  [ "$(printf '%s\n' "$msg" | grep -c -- "--gpus 0")" = 1 ] || fail "a directory: said twice: $msg"
+  left=$(cd "$T" && find out* -type f 2>/dev/null)
+  [ -z "$left" ] || fail "a directory's summary: left behind: $left"
+  rm -rf "$T"/out*
   ES_FAULT_INJECT=bglist,opendelay=1500 expect4 "one image, the opening ending last" \
     --gpus 0 "$T/big.png" -o "$T/out.npy"
   if [ "$AV" = 1 ]; then
@@ -99,6 +111,17 @@ else
     cp "$clip" "$T/second.mp4"
     expect4 "two videos" --gpus 0 --cpu-below 0 "$clip" "$T/second.mp4" -o "$T/outd/" \
       --stats "$T/out.csv"
+    # Six videos, two at a time: those not begun once the GPUs failed are failed videos in the
+    # summary, not "2 of 6 videos (2 failed)", the form a stop's summary takes.
+    for i in 3 4 5 6; do cp "$clip" "$T/v$i.mp4"; done
+    msg=$(ES_MANY_RUNS=2 "$BIN" --no-progress --gpus 0 --cpu-below 0 "$clip" "$T/second.mp4" \
+      "$T"/v[3-6].mp4 -o "$T/outd/" 2>&1); rc=$?
+    [ $rc = 4 ] || fail "six videos: exit $rc, want 4 ($msg)"
+    printf '%s\n' "$msg" | grep -q "^entropy-stream: 6 videos (6 failed), 0 frames" ||
+      fail "six videos' summary: $msg"
+    [ "$(printf '%s\n' "$msg" | grep -c -- "--gpus 0")" = 1 ] || fail "six videos: said twice: $msg"
+    [ -e "$T/outd" ] && fail "six videos: left $(ls "$T/outd")"
+    rm -rf "$T"/out*
   fi
 fi
 [ $FAIL = 0 ] || { echo "test_cli_gpus_list: $FAIL failure(s)"; exit 1; }

@@ -16,10 +16,17 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "cli.h"
 #include "es_trace.h"
+
+/* The driver's files. test_cli_exit compiles this file with a prefix of its own, so that the
+ * child's handling of the descriptors is tested where no GPU is. */
+#ifndef CLI_EXIT_DRIVER
+#define CLI_EXIT_DRIVER "/dev/nvidia"
+#endif
 
 /* Calls /proc/self/fd's entries' fn(fd, is_driver_file); raw system calls only, as the child
  * of a threaded process may call nothing that could take a lock (malloc, opendir). */
@@ -52,7 +59,7 @@ static void each_fd(void (*fn)(int fd, int driver, void *arg), void *arg) {
       link[len] = '\0';
       const ssize_t t = readlink(link, target, sizeof target - 1);
       target[t > 0 ? t : 0] = '\0';
-      fn(fd, t > 0 && !strncmp(target, "/dev/nvidia", 11), arg);
+      fn(fd, t > 0 && !strncmp(target, CLI_EXIT_DRIVER, sizeof CLI_EXIT_DRIVER - 1), arg);
     }
   }
   close(dir);
@@ -79,8 +86,10 @@ void cli_exit(int code) {
   if (pid == 0) {
     /* Nothing but the driver's files: a pipe's reader sees its end when the parent exits. */
     each_fd(close_other, NULL);
+    /* nanosleep, not usleep: only the former is async-signal-safe (POSIX.1-2008) */
+    const struct timespec ms = {0, 1000000L};
     for (int i = 0; i < 60000 && getppid() == parent; i++)
-      usleep(1000);
+      nanosleep(&ms, NULL);
     _exit(0);
   }
   _exit(code); /* no fork: the usual exit's teardown, without the atexit handlers */
