@@ -188,10 +188,6 @@ static int gpus_visible_hint(void) {
  * GPUs, fails there in milliseconds). A list that passes here and still cannot be opened
  * fails the work later (es_ctx_gpus_failed). */
 static int gpus_list_plausible(const es_config *c) {
-  /* Tests: ES_FAULT_INJECT=bglist takes the background path where no driver is, so the
-   * listed GPUs' failure to open reaches the runs as on a GPU host whose GPU refuses. */
-  const char *f = getenv("ES_FAULT_INJECT");
-  if (f && strstr(f, "bglist")) return 1;
   if (gpus_proc_count() <= 0) return 0;
   const int hint = gpus_visible_hint();
   for (int i = 0; i < c->ngpus; i++) {
@@ -484,13 +480,6 @@ int es_context_create(es_context **out, const es_config *cfg, char *msg, size_t 
   }
   rc = config_check(cfg, msg, msglen);
   if (rc) goto end;
-  /* In the background under auto: all GPUs, or a list the driver shows (a listed GPU that
-   * then cannot open fails the work before its outputs are committed). Device gpu opens
-   * first: no work may start without one. Without CUDA built there is nothing to open: the
-   * context is complete (CPU only) when created, and never reads as "GPUs still opening". */
-  const int background = cfg->gpu_background && cfg->device == ES_DEVICE_AUTO &&
-                         es_gpu_built() && (cfg->ngpus == 0 || gpus_list_plausible(cfg));
-
   ctx = calloc(1, sizeof *ctx);
   if (!ctx) {
     snprintf(msg, msglen, "out of memory");
@@ -511,6 +500,16 @@ int es_context_create(es_context **out, const es_config *cfg, char *msg, size_t 
   atomic_init(&ctx->compute_calls, 0);
   atomic_init(&ctx->refs, 1);
   es_fault_parse(&ctx->fault, getenv("ES_FAULT_INJECT"));
+  /* In the background under auto: all GPUs, or a list the driver shows (a listed GPU that
+   * then cannot open fails the work before its outputs are committed). Device gpu opens
+   * first: no work may start without one. Without CUDA built there is nothing to open: the
+   * context is complete (CPU only) when created, and never reads as "GPUs still opening". */
+  /* (Tests: ES_FAULT_INJECT=bglist takes the list's background path where no driver is,
+   * so the listed GPUs' failure to open reaches the runs as on a GPU host whose GPU
+   * refuses.) */
+  const int background =
+      cfg->gpu_background && cfg->device == ES_DEVICE_AUTO && es_gpu_built() &&
+      (cfg->ngpus == 0 || ctx->fault.bglist || gpus_list_plausible(cfg));
   ctx->threads = cfg->threads > 0 ? cfg->threads : online_cores();
   ctx->cfg.threads = ctx->threads;
   if (ctx->cfg.cpu_below < 0) ctx->cfg.cpu_below = ES_DEFAULT_CPU_BELOW;

@@ -32,13 +32,14 @@ static int fault_list(const char *spec, const char *key, long long *out, int max
 }
 
 /* spec: "frames=3,7,12", "gpus=1", "nopin", "opendelay=MS" (the GPUs' background opening
- * starts MS later), "bglist" (context.c); other keys are ignored, so the variable can grow. */
+ * starts MS later), "bglist" (a GPU list opens in the background where no driver lists GPUs); other keys are ignored, so the variable can grow. */
 void es_fault_parse(es_fault *f, const char *spec) {
   long long v[256];
   f->n = 0;
   f->gpus = 0;
   f->nopin = 0;
   f->open_delay_ms = 0;
+  f->bglist = 0;
   for (int i = 0; i < ES_FAULT_MAX; i++) atomic_init(&f->fired[i], 0);
   if (!spec) return;
   f->n = fault_list(spec, "frames=", v, ES_FAULT_MAX);
@@ -47,6 +48,7 @@ void es_fault_parse(es_fault *f, const char *spec) {
   for (int i = 0; i < ng; i++)
     if (v[i] >= 0 && v[i] < 64) f->gpus |= (uint64_t)1 << v[i];
   f->nopin = strstr(spec, "nopin") != NULL;
+  f->bglist = strstr(spec, "bglist") != NULL;
   f->open_delay_ms =
       fault_list(spec, "opendelay=", v, 1) == 1 && v[0] > 0 && v[0] < 60000 ? (int)v[0] : 0;
 }

@@ -49,6 +49,8 @@ typedef struct es_fault {
   uint64_t gpus;                    /* immutable after parse: bit o = GPU ordinal o broken */
   int nopin;                        /* immutable after parse: a stream's page-locking refused */
   int open_delay_ms;                /* immutable after parse: the background opening waits */
+  int bglist;                       /* immutable after parse: a GPU list opens in the
+                                     * background without a driver's /proc list */
 } es_fault;
 void es_fault_parse(es_fault *f, const char *spec);
 void es_fault_copy(es_fault *dst, const es_fault *src);
