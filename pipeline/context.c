@@ -187,14 +187,40 @@ static int gpus_visible_hint(void) {
  * gpus_choose says exactly what is wrong at once (no driver at all, as on a machine without
  * GPUs, fails there in milliseconds). A list that passes here and still cannot be opened
  * fails the work later (es_ctx_gpus_failed). */
-static int gpus_list_plausible(const es_config *c) {
-  if (gpus_proc_count() <= 0) return 0;
-  const int hint = gpus_visible_hint();
+static int gpus_list_plausible(const es_config *c, const es_fault *f) {
+  const int drv = f->drv_gpus > 0 ? f->drv_gpus : gpus_proc_count();
+  if (drv <= 0) return 0;
+  const int env = gpus_env_count();
+  const int hint = env >= 0 ? env : drv;
+  /* Under gpus_env the list was checked against the driver's when it became the
+   * environment, whose entries are now all CUDA sees. */
+  if (c->gpus_env) return c->ngpus > 0 && c->ngpus <= hint;
   for (int i = 0; i < c->ngpus; i++) {
     if (c->gpus[i] < 0 || c->gpus[i] >= hint) return 0;
     for (int j = 0; j < i; j++)
       if (c->gpus[j] == c->gpus[i]) return 0;
   }
+  return 1;
+}
+
+int es_config_gpus_env(es_config *c) {
+  if (!c || c->gpus_env || c->ngpus <= 0 || c->ngpus > ES_MAX_GPUS ||
+      c->device == ES_DEVICE_CPU || !es_gpu_built() || getenv("CUDA_VISIBLE_DEVICES"))
+    return 0;
+  es_fault *f = malloc(sizeof *f); /* drvgpus= (tests); large for a stack */
+  if (!f) return 0;
+  es_fault_parse(f, getenv("ES_FAULT_INJECT"));
+  const int ok = gpus_list_plausible(c, f);
+  free(f);
+  if (!ok) return 0;
+  char list[ES_MAX_GPUS * 12 + 1];
+  int n = 0;
+  for (int i = 0; i < c->ngpus; i++)
+    n += snprintf(list + n, sizeof list - (size_t)n, "%s%d", i ? "," : "", c->gpus[i]);
+  /* The list's order: entry i is CUDA's ordinal i (gpus_choose). */
+  if (setenv("CUDA_VISIBLE_DEVICES", list, 0) != 0) return 0;
+  c->gpus_env = 1;
+  es_trace("context: CUDA_VISIBLE_DEVICES=%s (the listed GPUs only)", list);
   return 1;
 }
 
@@ -213,7 +239,7 @@ int es_config_queue(const es_config *c) {
   return 4 * n > 8 ? 4 * n : 8;
 }
 
-/* Chooses the GPU ordinals to open; checks a --gpus list against what is visible. A build
+/* Chooses the GPUs to open (CUDA ordinals); checks a --gpus list against what is visible. A build
  * without CUDA says so ("no GPU visible" alone sent the user looking for a driver). */
 #ifdef ES_HAVE_CUDA
 #define ES_NO_GPU "no GPU visible"
@@ -228,7 +254,8 @@ static int gpus_choose(const es_config *c, int visible, int *ord, int *n, char *
   } else {
     for (int i = 0; i < c->ngpus; i++) {
       int g = c->gpus[i];
-      if (g < 0 || g >= visible) {
+      const int cu = c->gpus_env ? i : g; /* CUDA's ordinal of the entry */
+      if (g < 0 || cu >= visible) {
         /* A GPU asked for that is not there: a device problem, as --device gpu without
          * one is (ES_ERR_DEVICE), not a bad value. */
         if (visible == 0)
@@ -244,7 +271,7 @@ static int gpus_choose(const es_config *c, int visible, int *ord, int *n, char *
           return ES_ERR_USAGE;
         }
       }
-      ord[(*n)++] = g;
+      ord[(*n)++] = cu;
     }
   }
   if (*n == 0 && c->device == ES_DEVICE_GPU) {
@@ -331,6 +358,9 @@ static void *gpu_open_main(void *arg) {
  * for by name or under --device gpu is an error. */
 static int gpus_open(es_context *ctx, const int *ord, int n, char *msg, size_t len) {
   int rc = ES_OK;
+  int label[ES_MAX_GPUS]; /* what messages and results call each GPU: the list's ordinals */
+  for (int i = 0; i < n && i < ES_MAX_GPUS; i++)
+    label[i] = ctx->cfg.gpus_env && i < ctx->cfg.ngpus ? ctx->cfg.gpus[i] : ord[i];
   int strict = ctx->cfg.device == ES_DEVICE_GPU || ctx->cfg.ngpus > 0;
   gpu_open *g = calloc((size_t)n + 1, sizeof *g);
   ctx->workers = calloc((size_t)n * ES_GPU_WORKERS_PER_DEVICE + 1, sizeof *ctx->workers);
@@ -347,12 +377,12 @@ static int gpus_open(es_context *ctx, const int *ord, int n, char *msg, size_t l
   for (int i = 0; i < n; i++) {
     if (!g[i].w[0]) {
       if (strict) {
-        snprintf(msg, len, "GPU %d: cannot open: %s", ord[i], g[i].why);
+        snprintf(msg, len, "GPU %d: cannot open: %s", label[i], g[i].why);
         rc = ES_ERR_DEVICE;
         continue; /* the other GPUs' workers are freed below */
       }
       if (ctx->cfg.verbose >= 1)
-        es_ctx_message(ctx, "warning: GPU %d unusable (%s): not used", ord[i], g[i].why);
+        es_ctx_message(ctx, "warning: GPU %d unusable (%s): not used", label[i], g[i].why);
       continue;
     }
     for (int k = 0; k < ES_GPU_WORKERS_PER_DEVICE; k++) {
@@ -361,7 +391,8 @@ static int gpus_open(es_context *ctx, const int *ord, int n, char *msg, size_t l
       ctx->nworkers++;
       g[i].w[k] = NULL;
     }
-    ctx->gpu_ordinal[ctx->ngpu++] = ord[i];
+    ctx->gpu_cuda[ctx->ngpu] = ord[i];
+    ctx->gpu_ordinal[ctx->ngpu++] = label[i];
   }
   if (rc != ES_OK) goto end;
   if (ctx->ngpu == 0 && ctx->cfg.device == ES_DEVICE_GPU) {
@@ -509,7 +540,7 @@ int es_context_create(es_context **out, const es_config *cfg, char *msg, size_t 
    * refuses.) */
   const int background =
       cfg->gpu_background && cfg->device == ES_DEVICE_AUTO && es_gpu_built() &&
-      (cfg->ngpus == 0 || ctx->fault.bglist || gpus_list_plausible(cfg));
+      (cfg->ngpus == 0 || ctx->fault.bglist || gpus_list_plausible(cfg, &ctx->fault));
   ctx->threads = cfg->threads > 0 ? cfg->threads : online_cores();
   ctx->cfg.threads = ctx->threads;
   if (ctx->cfg.cpu_below < 0) ctx->cfg.cpu_below = ES_DEFAULT_CPU_BELOW;

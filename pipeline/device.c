@@ -32,7 +32,9 @@ static int fault_list(const char *spec, const char *key, long long *out, int max
 }
 
 /* spec: "frames=3,7,12", "gpus=1", "nopin", "opendelay=MS" (the GPUs' background opening
- * starts MS later), "bglist" (a GPU list opens in the background where no driver lists GPUs); other keys are ignored, so the variable can grow. */
+ * starts MS later), "bglist" (a GPU list opens in the background where no driver lists
+ * GPUs), "drvgpus=N" (the driver is taken to list N GPUs: a list may become
+ * CUDA_VISIBLE_DEVICES without one); other keys are ignored, so the variable can grow. */
 void es_fault_parse(es_fault *f, const char *spec) {
   long long v[256];
   f->n = 0;
@@ -40,6 +42,7 @@ void es_fault_parse(es_fault *f, const char *spec) {
   f->nopin = 0;
   f->open_delay_ms = 0;
   f->bglist = 0;
+  f->drv_gpus = 0;
   for (int i = 0; i < ES_FAULT_MAX; i++) atomic_init(&f->fired[i], 0);
   if (!spec) return;
   f->n = fault_list(spec, "frames=", v, ES_FAULT_MAX);
@@ -51,6 +54,7 @@ void es_fault_parse(es_fault *f, const char *spec) {
   f->bglist = strstr(spec, "bglist") != NULL;
   f->open_delay_ms =
       fault_list(spec, "opendelay=", v, 1) == 1 && v[0] > 0 && v[0] < 60000 ? (int)v[0] : 0;
+  f->drv_gpus = fault_list(spec, "drvgpus=", v, 1) == 1 && v[0] > 0 && v[0] <= 64 ? (int)v[0] : 0;
 }
 
 void es_fault_copy(es_fault *dst, const es_fault *src) {
@@ -674,7 +678,7 @@ int es_compute_device(es_context *ctx, int device, const es_image *img, float *o
     goto end;
   }
   for (int g = 0; g < ctx->ngpu && gpu < 0; g++)
-    if (ctx->gpu_ordinal[g] == device) gpu = g;
+    if (ctx->gpu_cuda[g] == device) gpu = g; /* the caller's memory: CUDA's ordinal */
   if (gpu < 0) {
     rc = ES_ERR_DEVICE;
     snprintf(why, sizeof why, "GPU %d: not a GPU this context computes on (%d GPUs%s)", device,

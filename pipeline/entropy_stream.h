@@ -71,6 +71,9 @@ typedef struct es_config {
    * one opening the GPUs (gpu_background), which such a call would wait for. */
   void (*message)(void *user, const char *line);
   void *message_user;   /* passed to message */
+  int gpus_env;         /* 1: the gpus list is the process's CUDA_VISIBLE_DEVICES, set by
+                         * es_config_gpus_env: entry i is CUDA's ordinal i. Messages and
+                         * results keep the list's ordinals. Default 0. */
 } es_config;
 /* Fills the defaults above. Initialise every es_config with it, then set the fields wanted:
  * fields added in later versions (as message, message_user) then get their defaults. The
@@ -78,6 +81,14 @@ typedef struct es_config {
  * it runs with. While the version is 0.x, each minor version may grow structs and has a
  * soname of its own (libentropy-stream.so.0.2 for 0.2: es_config gained message). */
 void es_config_default(es_config *c);
+/* For a program that owns its process, before any thread and before CUDA starts: makes c's
+ * gpus list the process's CUDA_VISIBLE_DEVICES and sets c->gpus_env, so that CUDA starts only
+ * the listed GPUs (its start grows with the GPUs it finds: on four H200s 1.05 s, with one of
+ * them visible 0.4 s; tools/BENCHMARKS.md Z8). Only where that variable is unset, the device
+ * is not cpu, and every ordinal is one the driver lists, none twice; otherwise changes
+ * nothing (the context checks the list as before). Returns 1 when set, else 0. A library
+ * inside someone else's process leaves the environment alone: do not call it there. */
+int es_config_gpus_env(es_config *c);
 /* The frames in flight a context of this configuration uses (c NULL: of the default
  * configuration, as es_context_create takes NULL): c->queue, or where that is 0 the
  * default, 8 or 4 for each GPU it is to use, whichever is more. The GPUs of "all" are

@@ -51,6 +51,8 @@ typedef struct es_fault {
   int open_delay_ms;                /* immutable after parse: the background opening waits */
   int bglist;                       /* immutable after parse: a GPU list opens in the
                                      * background without a driver's /proc list */
+  int drv_gpus;                     /* immutable after parse: >0, the driver's /proc list is
+                                     * taken to hold that many GPUs (es_config_gpus_env) */
 } es_fault;
 void es_fault_parse(es_fault *f, const char *spec);
 void es_fault_copy(es_fault *dst, const es_fault *src);
@@ -81,7 +83,10 @@ struct es_context {
   es_config cfg;                   /* immutable (defaults filled in; GPU list: see above) */
   int threads;                     /* immutable: resolved CPU thread count (>= 1) */
   int ngpu;                        /* immutable: GPUs in use */
-  int gpu_ordinal[ES_MAX_GPUS];    /* immutable: CUDA ordinal of each GPU in use */
+  int gpu_ordinal[ES_MAX_GPUS];    /* immutable: ordinal of each GPU in use, as listed
+                                    * (messages, faults, results) */
+  int gpu_cuda[ES_MAX_GPUS];       /* immutable: the same GPU's CUDA ordinal in this process
+                                    * (differs under cfg.gpus_env) */
   es_pool_worker *workers;         /* immutable array of nworkers; busy under lock */
   int nworkers;                    /* immutable */
   atomic_int gpus_ready;           /* 1 once the GPU fields above are final */

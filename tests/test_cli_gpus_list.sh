@@ -78,7 +78,50 @@ if nvidia-smi -L >/dev/null 2>&1; then
   printf '%s\n' "$msg" | grep -q "opening GPUs in the background" &&
     fail "--gpus 63: opened in the background"
   echo "GPU host: --gpus 0 in the background, same bits; --gpus 63 -> $rc"
+  # The list becomes CUDA_VISIBLE_DEVICES: CUDA sees the listed GPUs only. On several GPUs,
+  # the last alone computes the CPU's bits, and what the run says names it as listed (a fault
+  # on that ordinal: its warning says "GPU <last>", though it is CUDA's GPU 0 in the process).
+  ngpu=$(nvidia-smi -L | grep -c '^GPU ')
+  last=$((ngpu - 1))
+  ES_TRACE=1 ES_FAULT_INJECT=gpus=$last "$BIN" --no-progress --gpus $last "$T/big.png" \
+    -o "$T/last.npy" 2> "$T/trace" || fail "--gpus $last: exit $?"
+  cmp -s "$T/cpu.npy" "$T/last.npy" || fail "--gpus $last: not the CPU's map"
+  grep -q "CUDA_VISIBLE_DEVICES=$last (the listed GPUs only)" "$T/trace" ||
+    fail "--gpus $last: not made CUDA_VISIBLE_DEVICES"
+  grep -q "context: 1 GPU(s) visible" "$T/trace" || fail "--gpus $last: CUDA saw more than it"
+  grep -q "warning: GPU $last failed" "$T/trace" || fail "--gpus $last: the warning names $(grep -o 'GPU [0-9]* failed' "$T/trace" | head -1)"
+  # A user's own CUDA_VISIBLE_DEVICES stays; the list counts within it.
+  ES_TRACE=1 CUDA_VISIBLE_DEVICES=$last "$BIN" -q --gpus 0 "$T/big.png" -o "$T/own.npy" \
+    2> "$T/trace" || fail "own CUDA_VISIBLE_DEVICES: exit $?"
+  cmp -s "$T/cpu.npy" "$T/own.npy" || fail "own CUDA_VISIBLE_DEVICES: not the CPU's map"
+  grep -q "the listed GPUs only" "$T/trace" && fail "a user's CUDA_VISIBLE_DEVICES was replaced"
+  echo "GPU host: --gpus $last as CUDA_VISIBLE_DEVICES, one GPU seen, same bits, named $last"
 else
+  # Without a GPU, drvgpus=N has the driver list N GPUs: a list within them becomes
+  # CUDA_VISIBLE_DEVICES (in its order); one beyond them, a user's own variable, or no list
+  # leave the environment as it is. CUDA then finds no GPU: a list's run fails naming it.
+  # Cases: a user's variable | arguments | the variable set | exit | the message.
+  while IFS='|' read -r own args want code says; do
+    rm -f "$T/out.npy"
+    # shellcheck disable=SC2086
+    env ${own:+CUDA_VISIBLE_DEVICES=$own} ES_TRACE=1 ES_FAULT_INJECT=drvgpus=4 "$BIN" -q $args \
+      "$T/big.png" -o "$T/out.npy" 2> "$T/trace"; rc=$?
+    got=$(sed -n 's/.*context: CUDA_VISIBLE_DEVICES=\([0-9,]*\) (the listed GPUs only)/\1/p' "$T/trace")
+    [ "$got" = "$want" ] || fail "drvgpus=4, own '$own', '$args': set '$got', want '$want'"
+    [ $rc = "$code" ] || fail "drvgpus=4, own '$own', '$args': exit $rc, want $code"
+    said=$(grep -v '^es-trace' "$T/trace")
+    [ "$said" = "$says" ] || fail "drvgpus=4, own '$own', '$args': said '$said', want '$says'"
+    if [ "$code" = 0 ]; then [ -s "$T/out.npy" ] || fail "drvgpus=4, '$args': not written"
+    else [ -e "$T/out.npy" ] && fail "drvgpus=4, '$args': wrote an output"; fi
+  done <<'CASES'
+|--gpus 2,0|2,0|4|entropy-stream: --gpus 2: no GPU visible
+|--gpus 5||4|entropy-stream: --gpus 5: no GPU visible
+3|--gpus 0||4|entropy-stream: --gpus 0: no GPU visible
+|||0|
+CASES
+  rm -f "$T/out.npy"
+  echo "no GPU: drvgpus=4: a list within the driver's became CUDA_VISIBLE_DEVICES, the others did not"
+
   export ES_FAULT_INJECT=bglist
   # Work no GPU would take (below --cpu-below) never starts CUDA: written, exit 0.
   ES_TRACE=1 "$BIN" -q --gpus 0 "$T/small.png" -o "$T/small.npy" 2> "$T/trace" ||

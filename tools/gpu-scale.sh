@@ -250,13 +250,15 @@ k51_runs() {
       t1=$(date +%s%N)
       fps=$(echo "$err" | sed -n 's/.*after the GPUs joined, in [0-9.]* ms (\([0-9.]*\) fps).*/\1/p' | tail -1)
       echo "k51 gpus=$g round $r: wall $(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.3f", (b - a) / 1e9 }') s, steady ${fps:-?} fps, rc $rc, records $(($(wc -l <"$tmp/k.csv" 2>/dev/null || echo 0) - 1)) of $n"
+      # Where the time went: the reader's waits, the rate after the GPUs joined.
+      echo "$err" | grep -E "frames pushed|after the GPUs joined|GPUs ready" | sed 's/^/  /'
       [ $rc = 0 ] || echo "$err" | tail -3
     done
   done
   rm -f "$y"
 }
 if [ "$ngpu" -ge 1 ] && command -v ffmpeg >/dev/null && [ -x "$es" ]; then
-  run_stage k51 60 bash -c "$(declare -f k51_runs); tmp='$tmp' es='$es' all='$all' ngpu=$ngpu k51_runs"
+  run_stage k51 120 bash -c "$(declare -f k51_runs); tmp='$tmp' es='$es' all='$all' ngpu=$ngpu k51_runs"
 else
   [[ $skip == *" k51 "* ]] && st[k51]=skipped || st[k51]="skipped (no GPU or no ffmpeg)"
   summary
