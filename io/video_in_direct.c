@@ -13,6 +13,9 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
 
 #include <libavcodec/avcodec.h>
 #include <libavformat/avformat.h>
@@ -62,11 +65,23 @@ static size_t pread_full(int fd, uint8_t *dst, size_t n, int64_t off, int *err) 
 
 /* Bytes per thread below which a frame is read by one thread. */
 #define ES_PREAD_CHUNK ((size_t)256 << 10)
+/* Threads reading one frame at most: eight on hosts of 64 cores or more, else four. On 4 x
+ * H200 (64 cores) four threads' ~16 GB/s out of the page cache held a K=51 stream of 1080p
+ * grey at 7700-8000 fps, four GPUs taking ~9300 (BENCHMARKS Z8). */
+#define ES_PREAD_THREADS 8
+
+static int pread_threads(void) {
+#ifdef _OPENMP
+  return omp_get_num_procs() >= 64 ? ES_PREAD_THREADS : 4;
+#else
+  return 1;
+#endif
+}
 
 /* n bytes of the input into dst, or dropped where dst is NULL; returns how many there were
  * (fewer only at the end or on a read error, *err then says which). From a regular file
- * the bytes are read by up to four threads at once: one thread copying out of the page
- * cache bounded raw and y4m input at ~2600 fps of 1080p (BENCHMARKS Y1). */
+ * the bytes are read by several threads at once (pread_threads): one thread copying out of
+ * the page cache bounded raw and y4m input at ~2600 fps of 1080p (BENCHMARKS Y1). */
 static size_t in_bytes(es_video_in *v, uint8_t *dst, size_t n, int *err) {
   if (v->pfd < 0) {
     AVIOContext *pb = v->fmt->pb;
@@ -101,10 +116,11 @@ static size_t in_bytes(es_video_in *v, uint8_t *dst, size_t n, int *err) {
     v->poff += (int64_t)got;
     return got;
   }
-  const int nt = n >= 4 * ES_PREAD_CHUNK ? 4 : n >= 2 * ES_PREAD_CHUNK ? 2 : 1;
+  const size_t most = (size_t)pread_threads(), chunks = n / ES_PREAD_CHUNK;
+  const int nt = chunks >= most ? (int)most : chunks > 1 ? (int)chunks : 1;
   const size_t per = (n + (size_t)nt - 1) / (size_t)nt;
-  size_t part[4] = {0, 0, 0, 0}, len[4] = {0, 0, 0, 0}; /* bytes read / asked, per thread */
-  int perr[4] = {0, 0, 0, 0};
+  size_t part[ES_PREAD_THREADS] = {0}, len[ES_PREAD_THREADS] = {0}; /* read / asked */
+  int perr[ES_PREAD_THREADS] = {0};
 #ifdef _OPENMP
 #pragma omp parallel for num_threads(nt) schedule(static, 1) if (nt > 1)
 #endif
