@@ -80,10 +80,11 @@ if nvidia-smi -L >/dev/null 2>&1; then
   echo "GPU host: --gpus 0 in the background, same bits; --gpus 63 -> $rc"
   # The list becomes CUDA_VISIBLE_DEVICES: CUDA sees the listed GPUs only. On several GPUs,
   # the last alone computes the CPU's bits, and what the run says names it as listed (a fault
-  # on that ordinal: its warning says "GPU <last>", though it is CUDA's GPU 0 in the process).
+  # on that ordinal: its warning says "GPU <last>", though it is CUDA's GPU 0 in the process;
+  # --device gpu, so that the GPU takes the image rather than the cores while it opens).
   ngpu=$(nvidia-smi -L | grep -c '^GPU ')
   last=$((ngpu - 1))
-  ES_TRACE=1 ES_FAULT_INJECT=gpus=$last "$BIN" --no-progress --gpus $last "$T/big.png" \
+  ES_TRACE=1 ES_FAULT_INJECT=gpus=$last "$BIN" --no-progress --device gpu --gpus $last "$T/big.png" \
     -o "$T/last.npy" 2> "$T/trace" || fail "--gpus $last: exit $?"
   cmp -s "$T/cpu.npy" "$T/last.npy" || fail "--gpus $last: not the CPU's map"
   grep -q "CUDA_VISIBLE_DEVICES=$last (the listed GPUs only)" "$T/trace" ||

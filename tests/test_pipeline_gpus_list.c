@@ -92,7 +92,9 @@ static int run_on(es_context *ctx, int n, rec *r) {
   return c.exit_code;
 }
 
-/* A context listing GPU 0, opened in the background, that fails (after delay_ms). */
+/* A context listing GPU 63, opened in the background, that fails (after delay_ms): no host
+ * has that GPU (a GPU 0 would open on a GPU host; bglist takes the background path for any
+ * list). */
 static es_context *list_context(int delay_ms, int64_t cpu_below) {
   char spec[64];
   snprintf(spec, sizeof spec, "bglist,opendelay=%d", delay_ms);
@@ -101,7 +103,7 @@ static es_context *list_context(int delay_ms, int64_t cpu_below) {
   es_config_default(&c);
   c.gpu_background = 1;
   c.ngpus = 1;
-  c.gpus[0] = 0;
+  c.gpus[0] = 63;
   c.cpu_below = cpu_below;
   c.threads = 2;
   c.message = on_message;
