@@ -41,8 +41,9 @@ expect4() {
   [ $rc = 4 ] || fail "$name: exit $rc, want 4 ($msg)"
   [ "$(printf '%s\n' "$msg" | wc -l)" = 1 ] || fail "$name: want one line, got: $msg"
   case $msg in "entropy-stream: --gpus 0: "*) ;; *) fail "$name: message: $msg";; esac
-  # No file (an output directory a batch made stays, empty, as when the GPUs opened first)
-  left=$(cd "$T" && find out* -type f 2>/dev/null)
+  # No file (an output directory a batch made stays, empty, as when the GPUs opened first),
+  # except those $ALLOW matches.
+  left=$(cd "$T" && find out* -type f 2>/dev/null | grep -vxE "${ALLOW:-}")
   [ -z "$left" ] || fail "$name: left behind: $left"
   rm -rf "$T"/out*
   echo "$name -> $rc: $msg"
@@ -130,7 +131,10 @@ CASES
   [ -s "$T/small.npy" ] || fail "small image: not written"
   grep -q "CUDA: first call" "$T/trace" && fail "small image: CUDA was started"
   expect4 "one image" --gpus 0 "$T/big.png" -o "$T/out.npy"
-  expect4 "a directory" --gpus 0 "$T/dir" -o "$T/out/" --stats "$T/out.csv"
+  # The small file asks for no GPU: written before the large one asked for them, it stays
+  # (docs/behaviour.md), which the two files' decoding and computing times decide; the large
+  # one never is, nor the statistics.
+  ALLOW="out/small.png" expect4 "a directory" --gpus 0 "$T/dir" -o "$T/out/" --stats "$T/out.csv"
   # The summary of a larger directory: the files that never began once the GPUs failed are
   # not "written" (they were counted so: "12 files, 10 written, 0 skipped, 2 failed" with
   # nothing written).
