@@ -175,12 +175,11 @@ static int gpus_proc_count(void) {
  * entries of CUDA_VISIBLE_DEVICES where it is set, else the driver's list of GPUs. Sizes the
  * default queue, and lets a --gpus list open in the background; opening the GPUs finds the
  * true number. */
-static int gpus_visible_hint(void) {
+static int gpus_visible_of(int driver) { /* driver: the driver's count, or -1 */
   const int env = gpus_env_count();
-  if (env >= 0) return env;
-  const int proc = gpus_proc_count();
-  return proc > 0 ? proc : 0;
+  return env >= 0 ? env : driver > 0 ? driver : 0;
 }
+static int gpus_visible_hint(void) { return gpus_visible_of(gpus_proc_count()); }
 
 /* A GPU list may open in the background when every ordinal in it is one the driver's list
  * shows, and none is listed twice; otherwise the context opens first, as before, and
@@ -190,8 +189,7 @@ static int gpus_visible_hint(void) {
 static int gpus_list_plausible(const es_config *c, const es_fault *f) {
   const int drv = f->drv_gpus > 0 ? f->drv_gpus : gpus_proc_count();
   if (drv <= 0) return 0;
-  const int env = gpus_env_count();
-  const int hint = env >= 0 ? env : drv;
+  const int hint = gpus_visible_of(drv);
   /* Under gpus_env the list was checked against the driver's when it became the
    * environment, whose entries are now all CUDA sees. */
   if (c->gpus_env) return c->ngpus > 0 && c->ngpus <= hint;
@@ -239,18 +237,24 @@ int es_config_queue(const es_config *c) {
   return 4 * n > 8 ? 4 * n : 8;
 }
 
-/* Chooses the GPUs to open (CUDA ordinals); checks a --gpus list against what is visible. A build
- * without CUDA says so ("no GPU visible" alone sent the user looking for a driver). */
+/* Chooses the GPUs to open: ord, CUDA's ordinals; label, what messages and results call
+ * them (the list's ordinals, which differ under gpus_env). Checks a --gpus list against what
+ * is visible. A build without CUDA says so ("no GPU visible" alone sent the user looking for
+ * a driver). */
 #ifdef ES_HAVE_CUDA
 #define ES_NO_GPU "no GPU visible"
 #else
 #define ES_NO_GPU "built without CUDA"
 #endif
-static int gpus_choose(const es_config *c, int visible, int *ord, int *n, char *msg, size_t len) {
+static int gpus_choose(const es_config *c, int visible, int *ord, int *label, int *n,
+                       char *msg, size_t len) {
   *n = 0;
   if (c->device == ES_DEVICE_CPU) return ES_OK;
   if (c->ngpus == 0) {
-    for (int i = 0; i < visible && i < ES_MAX_GPUS; i++) ord[(*n)++] = i;
+    for (int i = 0; i < visible && i < ES_MAX_GPUS; i++) {
+      label[*n] = i;
+      ord[(*n)++] = i;
+    }
   } else {
     for (int i = 0; i < c->ngpus; i++) {
       int g = c->gpus[i];
@@ -271,6 +275,7 @@ static int gpus_choose(const es_config *c, int visible, int *ord, int *n, char *
           return ES_ERR_USAGE;
         }
       }
+      label[*n] = g;
       ord[(*n)++] = cu;
     }
   }
@@ -356,11 +361,9 @@ static void *gpu_open_main(void *arg) {
 /* Opens ES_GPU_WORKERS_PER_DEVICE workers on each chosen GPU (the GPUs in parallel). Under
  * auto with all GPUs, a GPU that cannot be opened is skipped with a warning; a GPU asked
  * for by name or under --device gpu is an error. */
-static int gpus_open(es_context *ctx, const int *ord, int n, char *msg, size_t len) {
+static int gpus_open(es_context *ctx, const int *ord, const int *label, int n, char *msg,
+                     size_t len) {
   int rc = ES_OK;
-  int label[ES_MAX_GPUS]; /* what messages and results call each GPU: the list's ordinals */
-  for (int i = 0; i < n && i < ES_MAX_GPUS; i++)
-    label[i] = ctx->cfg.gpus_env && i < ctx->cfg.ngpus ? ctx->cfg.gpus[i] : ord[i];
   int strict = ctx->cfg.device == ES_DEVICE_GPU || ctx->cfg.ngpus > 0;
   gpu_open *g = calloc((size_t)n + 1, sizeof *g);
   ctx->workers = calloc((size_t)n * ES_GPU_WORKERS_PER_DEVICE + 1, sizeof *ctx->workers);
@@ -457,13 +460,13 @@ int es_ctx_gpus_demanded(const es_context *ctx) {
 static void *gpus_background_main(void *arg) {
   es_context *ctx = arg;
   char why[ES_ERRLEN] = "";
-  int ord[ES_MAX_GPUS], nord = 0;
+  int ord[ES_MAX_GPUS], label[ES_MAX_GPUS], nord = 0;
   es_trace("context: opening GPUs in the background");
   if (ctx->fault.open_delay_ms > 0) usleep((useconds_t)ctx->fault.open_delay_ms * 1000);
   int visible = es_gpu_device_count();
   es_trace("context: %d GPU(s) visible", visible);
-  int rc = gpus_choose(&ctx->cfg, visible, ord, &nord, why, sizeof why);
-  if (rc == ES_OK) rc = gpus_open(ctx, ord, nord, why, sizeof why);
+  int rc = gpus_choose(&ctx->cfg, visible, ord, label, &nord, why, sizeof why);
+  if (rc == ES_OK) rc = gpus_open(ctx, ord, label, nord, why, sizeof why);
   if (rc != ES_OK) {
     if (ctx->gpu_strict) {
       snprintf(ctx->gpu_fail_msg, sizeof ctx->gpu_fail_msg, "%s", why[0] ? why : es_strerror(rc));
@@ -555,12 +558,12 @@ int es_context_create(es_context **out, const es_config *cfg, char *msg, size_t 
     return ES_OK;
   }
   /* Here: without gpu_background. */
-  int ord[ES_MAX_GPUS], nord = 0;
+  int ord[ES_MAX_GPUS], label[ES_MAX_GPUS], nord = 0;
   int visible = cfg->device == ES_DEVICE_CPU ? 0 : es_gpu_device_count();
   es_trace("context: %d GPU(s) visible", visible);
-  rc = gpus_choose(cfg, visible, ord, &nord, msg, msglen);
+  rc = gpus_choose(cfg, visible, ord, label, &nord, msg, msglen);
   if (rc) goto end;
-  rc = gpus_open(ctx, ord, nord, msg, msglen);
+  rc = gpus_open(ctx, ord, label, nord, msg, msglen);
   if (rc) goto end;
   /* The configuration in force lists the GPUs actually used. */
   gpus_publish(ctx);
