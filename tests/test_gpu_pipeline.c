@@ -122,6 +122,15 @@ static int stream_case(es_context *ctx, const es_params *p, int bins, int n, int
 /* The library's messages of the broken-GPU case: a callback that calls the library back, as
  * es_config.message allows. The "not used any more" warning was sent under the context's
  * lock, which es_context_error takes: the GPU thread that sent it waited for itself. */
+/* es_context_create under ES_FAULT_INJECT=spec (read there only, so unset again at once). */
+static int create_with_faults(es_context **ctx, const es_config *c, const char *spec, char *msg,
+                              size_t len) {
+  setenv("ES_FAULT_INJECT", spec, 1);
+  const int rc = es_context_create(ctx, c, msg, len);
+  unsetenv("ES_FAULT_INJECT");
+  return rc;
+}
+
 static atomic_int g_disabled_lines;
 static void message_calls_back(void *user, const char *line) {
   es_context *const *pctx = user;
@@ -141,15 +150,14 @@ static void broken_gpu_cases(int ngpu) {
 
   /* One GPU, broken: a stream's frames all end on the CPU, and the GPU is given at most the
    * jobs in flight when it reached the streak (ES_GPU_WORKERS_PER_DEVICE - 1 beyond it). */
-  setenv("ES_FAULT_INJECT", "gpus=0", 1);
   es_config c1 = c;
   c1.ngpus = 1;
   c1.gpus[0] = 0;
   es_context *ctx = NULL;
   c1.message = message_calls_back;
   c1.message_user = &ctx;
-  CHECK(es_context_create(&ctx, &c1, msg, sizeof msg) == ES_OK, "create (gpus=0 broken): %s", msg);
-  unsetenv("ES_FAULT_INJECT");
+  CHECK(create_with_faults(&ctx, &c1, "gpus=0", msg, sizeof msg) == ES_OK,
+        "create (gpus=0 broken): %s", msg);
   if (ctx) {
     int g = stream_case(ctx, &c.params, c.stats_bins, 24, 1, -1, "GPU 0 broken");
     CHECK(atomic_load(&g_disabled_lines) == 1, "GPU 0 broken: %d 'not used any more' lines",
@@ -172,10 +180,9 @@ static void broken_gpu_cases(int ngpu) {
     printf("test_gpu_pipeline: broken GPU among several: skipped (one GPU)\n");
     return;
   }
-  setenv("ES_FAULT_INJECT", "gpus=1", 1);
   ctx = NULL;
-  CHECK(es_context_create(&ctx, &c, msg, sizeof msg) == ES_OK, "create (gpus=1 broken): %s", msg);
-  unsetenv("ES_FAULT_INJECT");
+  CHECK(create_with_faults(&ctx, &c, "gpus=1", msg, sizeof msg) == ES_OK,
+        "create (gpus=1 broken): %s", msg);
   if (!ctx) return;
   /* Two GPUs (0 and 1) for this pageable job, whatever this host's measured rates say. */
   ctx->split_force = 2;
@@ -293,13 +300,11 @@ int main(void) {
    * frames cost 800 failing cudaHostRegister calls; the frames computed from pageable
    * memory, same bits. */
   {
-    setenv("ES_FAULT_INJECT", "nopin", 1);
     es_config c;
     es_config_default(&c);
     c.device = ES_DEVICE_GPU;
     es_context *ctx = NULL;
-    CHECK(es_context_create(&ctx, &c, NULL, 0) == ES_OK, "create with nopin");
-    unsetenv("ES_FAULT_INJECT");
+    CHECK(create_with_faults(&ctx, &c, "nopin", NULL, 0) == ES_OK, "create with nopin");
     if (ctx) {
       const int n = 400;
       CHECK(stream_case(ctx, &c.params, c.stats_bins, n, 0, -1, "nopin") == n,
@@ -312,13 +317,11 @@ int main(void) {
   }
 
   /* Injected faults on GPU frames: retried on another GPU or the CPU, same bits. */
-  setenv("ES_FAULT_INJECT", "frames=1,3,4", 1);
   es_config c;
   es_config_default(&c);
   c.device = ES_DEVICE_GPU;
   es_context *ctx = NULL;
-  CHECK(es_context_create(&ctx, &c, NULL, 0) == ES_OK, "create with faults");
-  unsetenv("ES_FAULT_INJECT");
+  CHECK(create_with_faults(&ctx, &c, "frames=1,3,4", NULL, 0) == ES_OK, "create with faults");
   if (ctx) {
     stream_case(ctx, &c.params, c.stats_bins, 8, 1, -1, "faults");
     CHECK(es_context_retries(ctx) == 3, "retries %lld, want 3", (long long)es_context_retries(ctx));
