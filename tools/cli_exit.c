@@ -92,5 +92,7 @@ void cli_exit(int code) {
       nanosleep(&ms, NULL);
     _exit(0);
   }
-  _exit(code); /* no fork: the usual exit's teardown, without the atexit handlers */
+  /* The parent, at once; where fork failed, with the driver's teardown as before (either
+   * way without the atexit handlers: the outputs are complete). */
+  _exit(code);
 }
